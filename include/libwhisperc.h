@@ -1,0 +1,275 @@
+/*
+ * libwhisperc.h — the whisper-c speech-to-text library.
+ *
+ * Basic usage:
+ *
+ *     whisperc_model *model = NULL;
+ *     struct whisperc_model_params mp = whisperc_model_default_params();
+ *     char err[256];
+ *     if (whisperc_model_load("ggml-base.bin", &mp, &model, err, sizeof err) != WHISPERC_OK) {
+ *         fprintf(stderr, "%s\n", err);
+ *         return 1;
+ *     }
+ *     whisperc_state *st = NULL;
+ *     whisperc_state_new(model, &st);
+ *     struct whisperc_full_params fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+ *     fp.language = "en";
+ *     if (whisperc_full_file(st, &fp, "speech.flac") != WHISPERC_OK)
+ *         fprintf(stderr, "%s\n", whisperc_state_errmsg(st));
+ *     for (int i = 0; i < whisperc_n_segments(st); i++)
+ *         printf("[%lld ms] %s\n", (long long)whisperc_segment_t0_ms(st, i),
+ *                whisperc_segment_text(st, i));
+ *     whisperc_state_free(st);
+ *     whisperc_model_free(model);
+ *
+ * Ownership and threads:
+ * - A model is read-only once loaded and may be shared by any number of states on any threads.
+ *   Free it after its last state.
+ * - A state (decoder caches, scratch, results) serves one thread at a time.
+ * - Strings and records returned by accessors belong to the state and stay valid until the next
+ *   whisperc_full*() call on that state or whisperc_state_free().
+ * - Parameter structs are passed by const pointer; their first field `size` is set by the
+ *   defaults function, and fields are only ever appended, so binaries built against an older
+ *   header keep working. Always start from the defaults function.
+ * - The library prints nothing. Diagnostics go to the log callback of the params, if set.
+ * - Callbacks run on the thread that called whisperc_full*().
+ */
+#ifndef LIBWHISPERC_H
+#define LIBWHISPERC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define WHISPERC_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define WHISPERC_API __attribute__((visibility("default")))
+#else
+#define WHISPERC_API
+#endif
+
+#define WHISPERC_VERSION_MAJOR 0
+#define WHISPERC_VERSION_MINOR 1
+#define WHISPERC_VERSION_PATCH 0
+#define WHISPERC_VERSION_NUM                                                                       \
+    ((WHISPERC_VERSION_MAJOR << 16) | (WHISPERC_VERSION_MINOR << 8) | WHISPERC_VERSION_PATCH)
+
+/* "0.1.0": the version of the library actually linked. */
+WHISPERC_API const char *whisperc_version(void);
+
+/* Status codes. Append only; values never change. */
+typedef enum whisperc_status {
+    WHISPERC_OK = 0,
+    WHISPERC_ERR_INVALID_ARG = 1,  /* NULL handle, out-of-range parameter */
+    WHISPERC_ERR_NO_MEMORY = 2,    /* an allocation failed */
+    WHISPERC_ERR_IO = 3,           /* a file could not be opened, read or written */
+    WHISPERC_ERR_MODEL_FORMAT = 4, /* the model file is not a valid whisper ggml file */
+    WHISPERC_ERR_AUDIO_FORMAT = 5, /* the audio could not be decoded */
+    WHISPERC_ERR_UNSUPPORTED = 6,  /* valid but not supported (quantized model, language) */
+    WHISPERC_ERR_BACKEND = 7,      /* the compute backend failed (e.g. a CUDA error) */
+    WHISPERC_ERR_ABORTED = 8,      /* the abort callback asked to stop */
+} whisperc_status;
+
+/* "WHISPERC_ERR_IO" etc.; never NULL. */
+WHISPERC_API const char *whisperc_status_str(whisperc_status rc);
+
+typedef struct whisperc_model whisperc_model;
+typedef struct whisperc_state whisperc_state;
+
+typedef enum whisperc_device {
+    WHISPERC_DEVICE_AUTO = 0, /* CUDA when a usable GPU is present, else CPU */
+    WHISPERC_DEVICE_CPU = 1,
+    WHISPERC_DEVICE_CUDA = 2,
+} whisperc_device;
+
+typedef enum whisperc_log_level {
+    WHISPERC_LOG_ERROR = 0,
+    WHISPERC_LOG_WARN = 1,
+    WHISPERC_LOG_INFO = 2,
+    WHISPERC_LOG_DEBUG = 3,
+} whisperc_log_level;
+
+/* One complete line without a trailing newline. */
+typedef void (*whisperc_log_fn)(whisperc_log_level level, const char *msg, void *user_data);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Model                                                                                     */
+
+struct whisperc_model_params {
+    size_t size;            /* sizeof(struct whisperc_model_params), set by the defaults */
+    whisperc_device device; /* default WHISPERC_DEVICE_AUTO */
+    int gpu_index;          /* CUDA device ordinal, default 0 */
+    whisperc_log_fn log_fn; /* default NULL: silent */
+    void *log_user_data;
+};
+
+WHISPERC_API struct whisperc_model_params whisperc_model_default_params(void);
+
+/* Loads a whisper.cpp ggml .bin file (f32/f16, any official size). On failure *out is NULL and,
+ * if errbuf is not NULL, it receives one line naming the file and the problem. */
+WHISPERC_API whisperc_status whisperc_model_load(const char *path,
+                                                 const struct whisperc_model_params *params,
+                                                 whisperc_model **out, char *errbuf,
+                                                 size_t errbuf_size);
+WHISPERC_API void whisperc_model_free(whisperc_model *model); /* NULL is a no-op */
+
+/* "tiny", "base", "small", "medium", "large", "large-v3", "large-v3-turbo" or "custom". */
+WHISPERC_API const char *whisperc_model_type(const whisperc_model *model);
+WHISPERC_API bool whisperc_model_is_multilingual(const whisperc_model *model);
+WHISPERC_API int whisperc_model_n_vocab(const whisperc_model *model);
+WHISPERC_API int whisperc_model_n_mels(const whisperc_model *model);
+/* "cpu" or "cuda": where the weights live. */
+WHISPERC_API const char *whisperc_model_backend(const whisperc_model *model);
+
+/* ---------------------------------------------------------------------------------------- */
+/* State                                                                                     */
+
+WHISPERC_API whisperc_status whisperc_state_new(const whisperc_model *model, whisperc_state **out);
+WHISPERC_API void whisperc_state_free(whisperc_state *state); /* NULL is a no-op */
+/* Detail of the last error on this state ("" if none); never NULL. */
+WHISPERC_API const char *whisperc_state_errmsg(const whisperc_state *state);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Transcription                                                                             */
+
+typedef enum whisperc_strategy {
+    WHISPERC_SAMPLING_GREEDY = 0,
+    WHISPERC_SAMPLING_BEAM_SEARCH = 1,
+} whisperc_strategy;
+
+/* Called after each 30 s window with the number of segments it added (the newest n_new). */
+typedef void (*whisperc_new_segment_fn)(whisperc_state *state, int n_new, void *user_data);
+/* Percent of the audio done, 0..100; 100 is always reported on success. */
+typedef void (*whisperc_progress_fn)(whisperc_state *state, int percent, void *user_data);
+/* Return true to stop: the run ends with WHISPERC_ERR_ABORTED within one window. */
+typedef bool (*whisperc_abort_fn)(void *user_data);
+
+#define WHISPERC_MAX_TEMPERATURES 16
+
+/* Defaults follow openai-whisper's transcribe() (see whisperc_full_default_params). */
+struct whisperc_full_params {
+    size_t size; /* sizeof(struct whisperc_full_params), set by the defaults */
+    whisperc_strategy strategy;
+    int n_threads; /* CPU threads; default: the number of online cores, at most 8 */
+
+    const char *language;       /* "en", "de", …; NULL or "auto": detect (multilingual models) */
+    bool translate;             /* task=translate (X → English) instead of transcribe */
+    bool no_timestamps;         /* decode without timestamp tokens (<|notimestamps|>) */
+    const char *initial_prompt; /* text for the first window's context, or NULL */
+    bool condition_on_previous_text; /* feed each window's text to the next (default true) */
+
+    /* Temperature fallback: decode at temperatures[0]; if the result is too repetitive or too
+     * improbable, retry at the next one. Default 0.0, 0.2, 0.4, 0.6, 0.8, 1.0. */
+    int n_temperatures;
+    float temperatures[WHISPERC_MAX_TEMPERATURES];
+    float compression_ratio_threshold; /* 2.4; <= 0 disables */
+    float logprob_threshold;           /* -1.0; use -INFINITY to disable */
+    float no_speech_threshold;         /* 0.6; > 1 disables */
+
+    bool suppress_blank;      /* suppress " " and EOT as the first sampled token (default true) */
+    bool suppress_non_speech; /* suppress tokenizer.non_speech_tokens (the "-1" default) */
+    float max_initial_timestamp; /* seconds, 1.0; < 0 disables */
+    int sample_len;              /* max tokens per window; 0: n_text_ctx / 2 */
+
+    int beam_size;        /* WHISPERC_SAMPLING_BEAM_SEARCH only; default 5 */
+    int best_of;          /* candidates sampled at temperature > 0; default 5 */
+    float patience;       /* beam search patience; default 1.0 */
+    float length_penalty; /* < 0 (default): length-normalised log-probability */
+
+    uint64_t seed; /* sampling at temperature > 0 is reproducible for a given seed */
+
+    whisperc_new_segment_fn new_segment_fn;
+    void *new_segment_user_data;
+    whisperc_progress_fn progress_fn;
+    void *progress_user_data;
+    whisperc_abort_fn abort_fn;
+    void *abort_user_data;
+    whisperc_log_fn log_fn; /* default NULL: silent */
+    void *log_user_data;
+};
+
+WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);
+
+/* Transcribes 16 kHz mono float samples in [-1, 1]. Results replace the state's previous ones. */
+WHISPERC_API whisperc_status whisperc_full(whisperc_state *state,
+                                           const struct whisperc_full_params *params,
+                                           const float *pcm16k, int n_samples);
+/* Decodes any file libsndfile reads, resamples to 16 kHz mono, then as whisperc_full(). */
+WHISPERC_API whisperc_status whisperc_full_file(whisperc_state *state,
+                                                const struct whisperc_full_params *params,
+                                                const char *path);
+
+/* Reads, downmixes and resamples an audio file to 16 kHz mono. *out (malloc'd, the caller
+ * frees it with free()) holds *n_samples samples. Errors name the file and the problem. */
+WHISPERC_API whisperc_status whisperc_load_audio(const char *path, float **out, int *n_samples,
+                                                 char *errbuf, size_t errbuf_size);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Results (valid after a successful whisperc_full*; out-of-range indices give NULL / 0)     */
+
+WHISPERC_API int whisperc_n_segments(const whisperc_state *state);
+WHISPERC_API const char *whisperc_segment_text(const whisperc_state *state, int i_segment);
+WHISPERC_API int64_t whisperc_segment_t0_ms(const whisperc_state *state, int i_segment);
+WHISPERC_API int64_t whisperc_segment_t1_ms(const whisperc_state *state, int i_segment);
+/* Decoding details of the window the segment came from. */
+WHISPERC_API float whisperc_segment_temperature(const whisperc_state *state, int i_segment);
+WHISPERC_API float whisperc_segment_avg_logprob(const whisperc_state *state, int i_segment);
+WHISPERC_API float whisperc_segment_compression_ratio(const whisperc_state *state, int i_segment);
+WHISPERC_API float whisperc_segment_no_speech_prob(const whisperc_state *state, int i_segment);
+
+/* Tokens of a segment, timestamp tokens included (as openai-whisper's segment["tokens"]). */
+WHISPERC_API int whisperc_segment_n_tokens(const whisperc_state *state, int i_segment);
+WHISPERC_API int whisperc_segment_token_id(const whisperc_state *state, int i_segment, int i_token);
+/* Probability the model gave the token when it was chosen; 0 if out of range. */
+WHISPERC_API float whisperc_segment_token_p(const whisperc_state *state, int i_segment,
+                                            int i_token);
+/* The token's bytes as text ("<|0.00|>" for timestamps); NULL if out of range. A token may hold
+ * part of a UTF-8 character. */
+WHISPERC_API const char *whisperc_token_text(const whisperc_state *state, int token_id);
+/* First id of the timestamp tokens: id - this is the time in 20 ms steps. */
+WHISPERC_API int whisperc_token_timestamp_begin(const whisperc_state *state);
+
+/* Language transcribed ("en"), and the probability of the detected language (1.0 when given). */
+WHISPERC_API const char *whisperc_full_language(const whisperc_state *state);
+WHISPERC_API float whisperc_full_language_prob(const whisperc_state *state);
+/* The whole transcript, as openai-whisper's result["text"]. */
+WHISPERC_API const char *whisperc_full_text(const whisperc_state *state);
+
+/* Where the time of the last whisperc_full*() went, in milliseconds. */
+struct whisperc_timings {
+    size_t size;      /* set by the caller: sizeof(struct whisperc_timings) */
+    double audio_ms;  /* decode + resample (whisperc_full_file only) */
+    double mel_ms;    /* log-Mel spectrogram */
+    double encode_ms; /* encoder, all windows, language detection included */
+    double decode_ms; /* decoder, all windows and temperatures */
+    double total_ms;
+    int n_windows;        /* encoder runs */
+    int n_decode_tokens;  /* decoder forward steps, prompt batches counted as one each */
+    int n_fallbacks;      /* windows re-decoded at a higher temperature */
+    double audio_seconds; /* length of the audio */
+};
+WHISPERC_API whisperc_status whisperc_state_timings(const whisperc_state *state,
+                                                    struct whisperc_timings *out);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Languages                                                                                 */
+
+/* Number of language codes the library knows (100: Whisper's list in its token order). */
+WHISPERC_API int whisperc_lang_count(void);
+/* "en", "zh", …; NULL if out of range. */
+WHISPERC_API const char *whisperc_lang_code(int i_lang);
+/* "english", …; NULL if out of range. */
+WHISPERC_API const char *whisperc_lang_name(int i_lang);
+/* Index of a code ("de") or an English name ("german"); -1 if unknown. */
+WHISPERC_API int whisperc_lang_index(const char *code_or_name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBWHISPERC_H */

@@ -1,0 +1,128 @@
+/*
+ * backend.h — the ops interface the encoder and decoder are written against.
+ *
+ * Two objects:
+ * - struct wc_backend: one per model, shared read-only by every state. Holds the device and the
+ *   weights uploaded to it (a CPU backend keeps them in host memory, a CUDA backend on the GPU).
+ * - struct wc_stream: one per state. Ops are issued on a stream and run in order; it owns the
+ *   thread pool (CPU) or CUDA stream, cuBLAS handle and memory arena (CUDA).
+ *
+ * Memory: "backend memory" pointers (float *, void *) come from stream_alloc or the upload calls
+ * and are host addresses on the CPU backend, device addresses on CUDA. Encoder and decoder code
+ * may do pointer arithmetic on them but never dereference them; data crosses with upload/download.
+ *
+ * Errors are sticky, like CUDA's: an op that fails records the first error in the stream and
+ * every later op on that stream does nothing. wc_stream_sync() waits for the queued work and
+ * returns the error code (0 = fine); the message is in s->errmsg.
+ *
+ * Layout: activations are fp32, row-major, time-major: x[T][C] has one row of C values per
+ * token or audio frame. Weight matrices are PyTorch's [out][in] (rows = outputs), in whatever
+ * dtype the backend chose at upload. Sizes are named as openai-whisper's ModelDimensions.
+ */
+#ifndef WC_BACKEND_H
+#define WC_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum wc_dtype { WC_F32 = 0, WC_F16 = 1 };
+
+/* A weight matrix in backend memory, [rows][cols] = [out][in]; layout private to the backend. */
+struct wc_mat {
+    const void *data;
+    int rows, cols;
+    enum wc_dtype dtype; /* as stored on the backend */
+};
+
+enum wc_act { WC_ACT_NONE = 0, WC_ACT_GELU = 1 }; /* GELU is the exact erf form */
+
+struct wc_backend;
+struct wc_stream;
+
+struct wc_backend_ops {
+    const char *name; /* "cpu", "cuda" */
+
+    /* ---- model level (weights) ---- */
+    void (*backend_free)(struct wc_backend *be);
+    /* Linear weight, source [rows][cols] row-major in host memory (fp32 or fp16 bits). */
+    int (*upload_mat)(struct wc_backend *be, struct wc_mat *out, const void *src,
+                      enum wc_dtype src_dtype, int rows, int cols);
+    /* Conv1d weight, source PyTorch [c_out][c_in][k_width]; out->rows = c_out,
+     * out->cols = c_in * k_width. */
+    int (*upload_conv)(struct wc_backend *be, struct wc_mat *out, const void *src,
+                       enum wc_dtype src_dtype, int c_out, int c_in, int k_width);
+    /* A vector or table of n values kept in fp32 (biases, norms, positional embeddings). */
+    int (*upload_f32)(struct wc_backend *be, float **out, const void *src, enum wc_dtype src_dtype,
+                      size_t n);
+
+    /* ---- state level ---- */
+    int (*stream_new)(struct wc_backend *be, int n_threads, struct wc_stream **out);
+    void (*stream_free)(struct wc_stream *s);
+    int (*stream_set_threads)(struct wc_stream *s, int n_threads);
+    /* Activation memory for this stream; NULL (and a sticky error) when out of memory. */
+    void *(*alloc)(struct wc_stream *s, size_t bytes);
+    void (*release)(struct wc_stream *s, void *p);
+    void (*upload)(struct wc_stream *s, void *dst, const void *host_src, size_t bytes);
+    void (*download)(struct wc_stream *s, void *host_dst, const void *src, size_t bytes);
+    void (*memset0)(struct wc_stream *s, void *dst, size_t bytes);
+    int (*sync)(struct wc_stream *s);
+
+    /* ---- ops ---- */
+
+    /* out[t][c_out] = act(b[c_out] + sum_{ci,k} w[c_out][ci][k] * in[t*stride + k - 1][ci])
+     *                 (+ add[t][c_out] if add != NULL, after the activation)
+     * kernel width 3, padding 1 (PyTorch Conv1d(k=3, padding=1)).
+     * `in` is [t_in][c_in] with one zero row before row 0 and one after row t_in-1 (the caller
+     * keeps them zero), so taps at -1 and t_in read zeros. t_out = (t_in - 1) / stride + 1. */
+    void (*conv1d)(struct wc_stream *s, float *out, const float *in, const struct wc_mat *w,
+                   const float *b, const float *add, int c_in, int c_out, int t_in, int stride,
+                   enum wc_act act);
+
+    /* out[t][:] = (in[t][:] - mean) / sqrt(var + 1e-5) * g + b, over c values; out may be in. */
+    void (*layernorm)(struct wc_stream *s, float *out, const float *in, const float *g,
+                      const float *b, int n_rows, int c);
+
+    /* out[t][n] (+)= act(sum_k in[t][k] * w[n][k] + b[n]);  t < n_rows, n < w->rows, k < w->cols.
+     * b may be NULL. accumulate != 0 adds into out (residual) and requires act == NONE.
+     * out rows are ld_out floats apart (ld_out >= w->rows; 0 means w->rows). */
+    void (*linear)(struct wc_stream *s, float *out, int ld_out, const float *in,
+                   const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
+                   int accumulate);
+
+    /* Multi-head scaled dot-product attention, per head h (d = c / n_head columns each):
+     *   out[t][h] = softmax_j(q[t][h] . k[j][h] / sqrt(d) + mask) . v[j][h],  j < s_len
+     * q, out: [t_len][c]; k, v: [s_len][c] with rows ld_kv floats apart.
+     * causal_pos0 >= 0: query t sits at position causal_pos0 + t and sees keys j <= that
+     * (decoder self-attention over its KV cache); causal_pos0 < 0: no mask. */
+    void (*attention)(struct wc_stream *s, float *out, const float *q, const float *k,
+                      const float *v, int ld_kv, int t_len, int s_len, int c, int n_head,
+                      int causal_pos0);
+
+    /* out[t][:] = tok_emb[tokens[t]][:] + pos_emb[pos0 + t][:]; tokens in host memory. */
+    void (*embed)(struct wc_stream *s, float *out, const int32_t *tokens, int t_len,
+                  const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
+};
+
+struct wc_backend {
+    const struct wc_backend_ops *ops;
+    void *impl; /* owned by the backend */
+};
+
+struct wc_stream {
+    struct wc_backend *be;
+    void *impl; /* owned by the backend */
+    int err;    /* first error, 0 = none */
+    char errmsg[256];
+};
+
+/* The CPU reference backend (src/cpu/backend_cpu.c). */
+int cpu_backend_new(struct wc_backend **out, char *err, size_t err_size);
+
+/* Records the first error on a stream (a WHISPERC_ERR_* code, printf-style message); later
+ * calls keep the first. */
+void wc_stream_fail(struct wc_stream *s, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static inline int wc_stream_sync(struct wc_stream *s) { return s->be->ops->sync(s); }
+
+#endif /* WC_BACKEND_H */

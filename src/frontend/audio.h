@@ -1,0 +1,26 @@
+/*
+ * audio.h — any file libsndfile reads, as 16 kHz mono float samples.
+ *
+ * Channels are averaged (as ffmpeg's -ac 1 downmix), then libsoxr resamples to 16 kHz at high
+ * quality (SOXR_HQ). Samples keep libsndfile's float scale (int16 / 32768), as openai-whisper's
+ * load_audio gives them.
+ */
+#ifndef WC_AUDIO_H
+#define WC_AUDIO_H
+
+#include <stddef.h>
+
+#define WC_SAMPLE_RATE 16000
+
+/* Reads `path`. On success returns 0, *out (malloc'd; caller frees) holds *n_samples samples.
+ * On failure returns WHISPERC_ERR_IO (missing/unreadable), WHISPERC_ERR_AUDIO_FORMAT (not audio,
+ * unsupported encoding, empty, NaN/Inf samples) or WHISPERC_ERR_NO_MEMORY, with one line naming
+ * the file and the problem in err. */
+int audio_load(const char *path, float **out, size_t *n_samples, char *err, size_t err_size);
+
+/* Resamples mono `in` (n_in samples at rate_in Hz) to 16 kHz. Returns 0 or an error code as
+ * above (err without a file name). */
+int audio_resample(const float *in, size_t n_in, double rate_in, float **out, size_t *n_out,
+                   char *err, size_t err_size);
+
+#endif /* WC_AUDIO_H */

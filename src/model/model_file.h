@@ -1,0 +1,65 @@
+/*
+ * model_file.h — a whisper.cpp ggml model file, mapped and validated.
+ *
+ * Layout of the file (little-endian, no padding anywhere):
+ *   u32 magic 0x67676d6c ("ggml")
+ *   i32 hparams: n_vocab n_audio_ctx n_audio_state n_audio_head n_audio_layer
+ *                n_text_ctx n_text_state n_text_head n_text_layer n_mels ftype
+ *   i32 n_mel, i32 n_fft, then n_mel*n_fft f32 mel filters
+ *   i32 n_tokens, then per token: u32 length, bytes
+ *   tensors to the end of the file: i32 n_dims, i32 name_len, i32 ttype (0 f32, 1 f16),
+ *     i32 ne[n_dims] (ggml order: ne[0] is the innermost dimension), name bytes, data
+ *
+ * model_file_open() checks everything a later stage relies on: hparams in range and consistent,
+ * filter and vocab sizes, and every tensor's name, shape, dtype and byte size against the
+ * hparams (the exact set openai-whisper's state dict has, nothing missing, duplicated or
+ * unknown), data inside the file and the file fully consumed. It does not read tensor data.
+ */
+#ifndef WC_MODEL_FILE_H
+#define WC_MODEL_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h" /* enum wc_dtype */
+
+struct wc_hparams {
+    int32_t n_vocab, n_audio_ctx, n_audio_state, n_audio_head, n_audio_layer;
+    int32_t n_text_ctx, n_text_state, n_text_head, n_text_layer, n_mels, ftype;
+};
+
+/* One tensor as stored in the file. */
+struct wc_tensor_view {
+    char *name;          /* NUL-terminated, owned by the model_file */
+    enum wc_dtype dtype; /* WC_F32 or WC_F16 */
+    int n_dims;
+    int64_t shape[4]; /* PyTorch order, outermost first: conv1.weight is [n_state][n_mels][3] */
+    const void *data; /* into the mapping; NOT aligned */
+    size_t n_bytes;
+};
+
+struct wc_model_file {
+    char *path; /* owned copy */
+    const uint8_t *map;
+    size_t map_size;
+    struct wc_hparams hp;
+    int n_fft_bins;     /* 201 */
+    float *mel_filters; /* owned, [hp.n_mels][n_fft_bins] */
+    int n_tokens;       /* byte strings stored in the file (50257); ids >= this are specials */
+    const uint8_t **token_bytes; /* owned array of pointers into the mapping */
+    uint32_t *token_len;         /* owned */
+    int n_tensors;
+    struct wc_tensor_view *tensors; /* owned, in file order */
+};
+
+/* Maps and validates `path`. On failure returns a WHISPERC_ERR_* code (IO, MODEL_FORMAT,
+ * UNSUPPORTED, NO_MEMORY), *out = NULL, and err holds one line naming the file and the problem,
+ * e.g. "ggml-base.bin: tensor encoder.conv1.weight: expected [512,80,3] f16, found [512,80,2]". */
+int model_file_open(const char *path, struct wc_model_file **out, char *err, size_t err_size);
+
+/* The tensor called `name`, or NULL. */
+const struct wc_tensor_view *model_file_tensor(const struct wc_model_file *f, const char *name);
+
+void model_file_close(struct wc_model_file *f); /* NULL is a no-op */
+
+#endif /* WC_MODEL_FILE_H */

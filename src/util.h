@@ -1,0 +1,46 @@
+/*
+ * util.h — small helpers shared by the library: error text, clocks, half floats.
+ */
+#ifndef WC_UTIL_H
+#define WC_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* snprintf into an optional caller buffer (err may be NULL or err_size 0). */
+void wc_errf(char *err, size_t err_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Monotonic wall clock in milliseconds. */
+double wc_now_ms(void);
+
+/* IEEE half (as stored in ggml f16 tensors) to float; exact for every value. */
+static inline float wc_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    uint32_t bits;
+    if (exp == 0x1f) { /* inf / nan */
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp != 0) { /* normal */
+        bits = sign | ((exp + 112u) << 23) | (man << 13);
+    } else if (man == 0) { /* zero */
+        bits = sign;
+    } else { /* subnormal: normalise */
+        int e = -1;
+        do {
+            e++;
+            man <<= 1;
+        } while ((man & 0x400u) == 0);
+        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* Reads n values of an unaligned f32 or f16 source into dst. */
+void wc_to_f32(float *dst, const void *src, int src_is_f16, size_t n);
+
+#endif /* WC_UTIL_H */
