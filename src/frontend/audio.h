@@ -18,6 +18,10 @@
  * the file and the problem in err. */
 int audio_load(const char *path, float **out, size_t *n_samples, char *err, size_t err_size);
 
+/* Reads `path` as mono float at its own sample rate (*rate), no resampling. Errors as above. */
+int audio_read(const char *path, float **out, size_t *n_samples, int *rate, char *err,
+               size_t err_size);
+
 /* Resamples mono `in` (n_in samples at rate_in Hz) to 16 kHz. Returns 0 or an error code as
  * above (err without a file name). */
 int audio_resample(const float *in, size_t n_in, double rate_in, float **out, size_t *n_out,
