@@ -1,7 +1,21 @@
 /*
- * api.c — the public entry points of libwhisperc (include/libwhisperc.h).
+ * api.c — the public entry points of libwhisperc: model, state, transcription
+ * (include/libwhisperc.h). Result accessors live in api_results.c.
  */
-#include "libwhisperc.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api_internal.h"
+#include "frontend/audio.h"
+#include "frontend/mel.h"
+#include "model/languages.h"
+#include "util.h"
+
+#define MAX_THREADS 256
 
 const char *whisperc_version(void) { return "0.1.0"; }
 
@@ -18,4 +32,395 @@ const char *whisperc_status_str(whisperc_status rc) {
     case WHISPERC_ERR_ABORTED: return "WHISPERC_ERR_ABORTED";
     }
     return "WHISPERC_ERR_UNKNOWN";
+}
+
+static void logf_(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt,
+                  ...) __attribute__((format(printf, 4, 5)));
+static void logf_(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt,
+                  ...) {
+    if (!fn)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fn(level, line, user);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Model                                                                                     */
+
+struct whisperc_model_params whisperc_model_default_params(void) {
+    struct whisperc_model_params p = {
+        /*.size =*/sizeof(struct whisperc_model_params),
+        /*.device =*/WHISPERC_DEVICE_AUTO,
+        /*.gpu_index =*/0,
+        /*.log_fn =*/NULL,
+        /*.log_user_data =*/NULL,
+    };
+    return p;
+}
+
+/* Params from a caller compiled against any header version: defaults, then its fields. */
+static struct whisperc_model_params model_params_from(const struct whisperc_model_params *in) {
+    struct whisperc_model_params p = whisperc_model_default_params();
+    if (in && in->size >= sizeof(size_t))
+        memcpy(&p, in, in->size < sizeof p ? in->size : sizeof p);
+    p.size = sizeof p;
+    return p;
+}
+
+static int open_backend(const struct whisperc_model_params *p, struct wc_backend **be,
+                        char *err, size_t err_size) {
+    if (p->device == WHISPERC_DEVICE_CUDA) {
+        wc_errf(err, err_size, "the CUDA backend is not available in this build of whisper-c");
+        return WHISPERC_ERR_UNSUPPORTED;
+    }
+    /* WHISPERC_DEVICE_AUTO: the CPU until the CUDA backend lands */
+    return cpu_backend_new(be, err, err_size);
+}
+
+whisperc_status whisperc_model_load(const char *path, const struct whisperc_model_params *params,
+                                    whisperc_model **out, char *errbuf, size_t errbuf_size) {
+    if (out)
+        *out = NULL;
+    if (!path || !out) {
+        wc_errf(errbuf, errbuf_size, "whisperc_model_load: path and out must not be NULL");
+        return WHISPERC_ERR_INVALID_ARG;
+    }
+    struct whisperc_model_params p = model_params_from(params);
+    double t0 = wc_now_ms();
+    struct whisperc_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        wc_errf(errbuf, errbuf_size, "%s: out of memory", path);
+        return WHISPERC_ERR_NO_MEMORY;
+    }
+    int rc = model_file_open(path, &m->file, errbuf, errbuf_size);
+    if (!rc)
+        rc = vocab_init(&m->vocab, m->file, errbuf, errbuf_size);
+    if (!rc) {
+        m->n_non_speech = vocab_non_speech_tokens(&m->vocab, &m->non_speech);
+        if (m->n_non_speech < 0) {
+            rc = WHISPERC_ERR_NO_MEMORY;
+            wc_errf(errbuf, errbuf_size, "%s: out of memory", path);
+        }
+    }
+    if (!rc)
+        rc = open_backend(&p, &m->be, errbuf, errbuf_size);
+    if (!rc)
+        rc = weights_upload(&m->w, m->be, m->file, errbuf, errbuf_size);
+    if (rc) {
+        whisperc_model_free(m);
+        return rc;
+    }
+    logf_(p.log_fn, p.log_user_data, WHISPERC_LOG_INFO, "%s: %s%s, %s backend, loaded in %.0f ms",
+          path, model_file_type_name(&m->file->hp), m->vocab.multilingual ? "" : ".en",
+          m->be->ops->name, wc_now_ms() - t0);
+    *out = m;
+    return WHISPERC_OK;
+}
+
+void whisperc_model_free(whisperc_model *m) {
+    if (!m)
+        return;
+    weights_free(&m->w);
+    if (m->be)
+        m->be->ops->backend_free(m->be);
+    free(m->non_speech);
+    vocab_free(&m->vocab);
+    model_file_close(m->file);
+    free(m);
+}
+
+const char *whisperc_model_type(const whisperc_model *m) {
+    return m ? model_file_type_name(&m->file->hp) : NULL;
+}
+bool whisperc_model_is_multilingual(const whisperc_model *m) { return m && m->vocab.multilingual; }
+int whisperc_model_n_vocab(const whisperc_model *m) { return m ? m->vocab.n_vocab : 0; }
+int whisperc_model_n_mels(const whisperc_model *m) { return m ? m->file->hp.n_mels : 0; }
+const char *whisperc_model_backend(const whisperc_model *m) {
+    return m ? m->be->ops->name : NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* State                                                                                     */
+
+static int default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
+whisperc_status whisperc_state_new(const whisperc_model *m, whisperc_state **out) {
+    if (out)
+        *out = NULL;
+    if (!m || !out)
+        return WHISPERC_ERR_INVALID_ARG;
+    struct whisperc_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return WHISPERC_ERR_NO_MEMORY;
+    st->m = m;
+    st->n_threads = default_threads();
+    const struct wc_hparams *hp = &m->file->hp;
+    int rc = m->be->ops->stream_new(m->be, st->n_threads, &st->s);
+    if (!rc) {
+        st->audio_features = m->be->ops->alloc(
+            st->s, (size_t)hp->n_audio_ctx * hp->n_audio_state * sizeof(float));
+        rc = st->s->err;
+    }
+    if (!rc)
+        rc = encoder_init(&st->enc, st->s, hp, &m->w);
+    if (!rc)
+        rc = decoder_init(&st->dec, st->s, hp, &m->w);
+    if (rc) {
+        whisperc_state_free(st);
+        return rc;
+    }
+    *out = st;
+    return WHISPERC_OK;
+}
+
+void whisperc_state_free(whisperc_state *st) {
+    if (!st)
+        return;
+    transcript_free(&st->tr);
+    if (st->s) {
+        encoder_free(&st->enc, st->s);
+        decoder_free(&st->dec, st->s);
+        if (st->audio_features)
+            st->s->be->ops->release(st->s, st->audio_features);
+        st->s->be->ops->stream_free(st->s);
+    }
+    free(st);
+}
+
+const char *whisperc_state_errmsg(const whisperc_state *st) {
+    return st ? st->errmsg : "invalid state (NULL)";
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Transcription                                                                             */
+
+struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy) {
+    /* openai-whisper transcribe() and DecodingOptions defaults */
+    struct whisperc_full_params p = {
+        /*.size =*/sizeof(struct whisperc_full_params),
+        /*.strategy =*/strategy,
+        /*.n_threads =*/default_threads(),
+        /*.language =*/NULL,
+        /*.translate =*/false,
+        /*.no_timestamps =*/false,
+        /*.initial_prompt =*/NULL,
+        /*.condition_on_previous_text =*/true,
+        /*.n_temperatures =*/6,
+        /*.temperatures =*/{0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f},
+        /*.compression_ratio_threshold =*/2.4f,
+        /*.logprob_threshold =*/-1.0f,
+        /*.no_speech_threshold =*/0.6f,
+        /*.suppress_blank =*/true,
+        /*.suppress_non_speech =*/true,
+        /*.max_initial_timestamp =*/1.0f,
+        /*.sample_len =*/0,
+        /*.beam_size =*/5,
+        /*.best_of =*/5,
+        /*.patience =*/1.0f,
+        /*.length_penalty =*/-1.0f,
+        /*.seed =*/0,
+        /*.new_segment_fn =*/NULL,
+        /*.new_segment_user_data =*/NULL,
+        /*.progress_fn =*/NULL,
+        /*.progress_user_data =*/NULL,
+        /*.abort_fn =*/NULL,
+        /*.abort_user_data =*/NULL,
+        /*.log_fn =*/NULL,
+        /*.log_user_data =*/NULL,
+    };
+    return p;
+}
+
+static int fail(whisperc_state *st, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(whisperc_state *st, int rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(st->errmsg, sizeof st->errmsg, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* Checks the params; on success *i_lang is the language index (-1: detect or English-only). */
+static int check_params(whisperc_state *st, const struct whisperc_full_params *p, int *i_lang) {
+    const struct wc_vocab *v = &st->m->vocab;
+    if (p->strategy != WHISPERC_SAMPLING_GREEDY)
+        return fail(st, WHISPERC_ERR_UNSUPPORTED, "beam search is not implemented yet");
+    if (p->n_threads < 1 || p->n_threads > MAX_THREADS)
+        return fail(st, WHISPERC_ERR_INVALID_ARG, "n_threads must be 1..%d, got %d",
+                    MAX_THREADS, p->n_threads);
+    if (p->n_temperatures < 1 || p->n_temperatures > WHISPERC_MAX_TEMPERATURES)
+        return fail(st, WHISPERC_ERR_INVALID_ARG, "n_temperatures must be 1..%d, got %d",
+                    WHISPERC_MAX_TEMPERATURES, p->n_temperatures);
+    for (int i = 0; i < p->n_temperatures; i++)
+        if (!(p->temperatures[i] >= 0.0f && p->temperatures[i] <= 100.0f))
+            return fail(st, WHISPERC_ERR_INVALID_ARG, "temperature %g is out of range [0, 100]",
+                        p->temperatures[i]);
+    if (p->sample_len < 0 || p->sample_len > st->m->file->hp.n_text_ctx / 2)
+        return fail(st, WHISPERC_ERR_INVALID_ARG, "sample_len must be 0..%d, got %d",
+                    st->m->file->hp.n_text_ctx / 2, p->sample_len);
+    *i_lang = -1;
+    bool detect = !p->language || !p->language[0] || strcmp(p->language, "auto") == 0;
+    if (!detect) {
+        *i_lang = lang_index(p->language);
+        if (*i_lang < 0)
+            return fail(st, WHISPERC_ERR_INVALID_ARG, "unknown language '%s'", p->language);
+        if (!v->multilingual && *i_lang != 0)
+            return fail(st, WHISPERC_ERR_UNSUPPORTED,
+                        "this model is English-only; it cannot transcribe '%s' (use a "
+                        "multilingual model)",
+                        p->language);
+        if (v->multilingual && *i_lang >= v->n_languages)
+            return fail(st, WHISPERC_ERR_UNSUPPORTED, "this model does not know language '%s'",
+                        p->language);
+        if (!v->multilingual)
+            *i_lang = -1;
+    }
+    if (!v->multilingual && p->translate)
+        return fail(st, WHISPERC_ERR_UNSUPPORTED, "this model is English-only; it cannot translate");
+    return 0;
+}
+
+struct callbacks {
+    whisperc_state *st;
+    const struct whisperc_full_params *p;
+};
+
+static bool on_window(void *user, int n_new, int percent) {
+    struct callbacks *cb = user;
+    if (n_new > 0 && cb->p->new_segment_fn)
+        cb->p->new_segment_fn(cb->st, n_new, cb->p->new_segment_user_data);
+    if (cb->p->progress_fn)
+        cb->p->progress_fn(cb->st, percent, cb->p->progress_user_data);
+    return cb->p->abort_fn && cb->p->abort_fn(cb->p->abort_user_data);
+}
+
+static int run_full(whisperc_state *st, const struct whisperc_full_params *p, const float *pcm,
+                    int n, int i_lang) {
+    const struct whisperc_model *m = st->m;
+    double t0 = wc_now_ms();
+    struct mel_spec mel = {0};
+    int rc = mel_compute(&mel, pcm, (size_t)n, WC_CHUNK_SAMPLES, m->file->mel_filters,
+                         m->file->hp.n_mels, p->n_threads, st->errmsg, sizeof st->errmsg);
+    st->timings.mel_ms = wc_now_ms() - t0;
+    if (rc)
+        return rc;
+    struct callbacks cb = {st, p};
+    struct transcribe_ctx t = {
+        .hp = &m->file->hp,
+        .vocab = &m->vocab,
+        .s = st->s,
+        .enc = &st->enc,
+        .dec = &st->dec,
+        .audio_features = st->audio_features,
+        .p = p,
+        .non_speech = m->non_speech,
+        .n_non_speech = m->n_non_speech,
+        .i_language = i_lang,
+        .on_window = on_window,
+        .user = &cb,
+    };
+    rc = transcribe(&t, &mel, &st->tr, st->errmsg, sizeof st->errmsg);
+    mel_free(&mel);
+    st->timings.encode_ms = t.encode_ms;
+    st->timings.decode_ms = t.decode_ms;
+    st->timings.n_windows = t.n_windows;
+    st->timings.n_decode_tokens = t.n_decode_steps;
+    st->timings.n_fallbacks = t.n_fallbacks;
+    if (!rc && st->tr.i_language >= 0)
+        logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "language: %s (p = %.2f)",
+              lang_code(st->tr.i_language), st->tr.language_prob);
+    return rc;
+}
+
+whisperc_status whisperc_full(whisperc_state *st, const struct whisperc_full_params *params,
+                              const float *pcm16k, int n_samples) {
+    if (!st)
+        return WHISPERC_ERR_INVALID_ARG;
+    double t0 = wc_now_ms();
+    double audio_ms = st->pending_audio_ms; /* set by whisperc_full_file */
+    st->pending_audio_ms = 0;
+    transcript_free(&st->tr);
+    st->has_result = false;
+    st->errmsg[0] = '\0';
+    memset(&st->timings, 0, sizeof st->timings);
+    st->timings.size = sizeof st->timings;
+    st->timings.audio_ms = audio_ms;
+    if (!params || params->size < sizeof(size_t))
+        return fail(st, WHISPERC_ERR_INVALID_ARG, "params must come from "
+                                                  "whisperc_full_default_params()");
+    struct whisperc_full_params p = whisperc_full_default_params(params->strategy);
+    memcpy(&p, params, params->size < sizeof p ? params->size : sizeof p);
+    if (!pcm16k || n_samples <= 0)
+        return fail(st, WHISPERC_ERR_INVALID_ARG, "no audio samples (n_samples = %d)", n_samples);
+    for (int i = 0; i < n_samples; i++)
+        if (!isfinite(pcm16k[i]))
+            return fail(st, WHISPERC_ERR_AUDIO_FORMAT, "sample %d is not a finite number", i);
+    int i_lang = -1;
+    int rc = check_params(st, &p, &i_lang);
+    if (!rc && p.n_threads != st->n_threads) {
+        rc = st->s->be->ops->stream_set_threads(st->s, p.n_threads);
+        if (rc)
+            fail(st, rc, "cannot start %d threads", p.n_threads);
+        else
+            st->n_threads = p.n_threads;
+    }
+    if (!rc)
+        rc = run_full(st, &p, pcm16k, n_samples, i_lang);
+    st->timings.audio_seconds = n_samples / (double)WC_SAMPLE_RATE;
+    st->timings.total_ms = wc_now_ms() - t0 + audio_ms;
+    st->has_result = rc == 0;
+    if (rc)
+        transcript_free(&st->tr);
+    return rc;
+}
+
+whisperc_status whisperc_load_audio(const char *path, float **out, int *n_samples, char *errbuf,
+                                    size_t errbuf_size) {
+    if (!path || !out || !n_samples) {
+        wc_errf(errbuf, errbuf_size, "whisperc_load_audio: NULL argument");
+        return WHISPERC_ERR_INVALID_ARG;
+    }
+    *out = NULL;
+    *n_samples = 0;
+    size_t n = 0;
+    int rc = audio_load(path, out, &n, errbuf, errbuf_size);
+    if (rc)
+        return rc;
+    if (n > (size_t)INT32_MAX) { /* ~37 hours at 16 kHz */
+        free(*out);
+        *out = NULL;
+        wc_errf(errbuf, errbuf_size, "%s: too long (%.0f hours)", path, n / 16000.0 / 3600.0);
+        return WHISPERC_ERR_UNSUPPORTED;
+    }
+    *n_samples = (int)n;
+    return WHISPERC_OK;
+}
+
+whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_full_params *params,
+                                   const char *path) {
+    if (!st)
+        return WHISPERC_ERR_INVALID_ARG;
+    if (!path)
+        return fail(st, WHISPERC_ERR_INVALID_ARG, "path is NULL");
+    double t0 = wc_now_ms();
+    float *pcm = NULL;
+    int n = 0;
+    int rc = whisperc_load_audio(path, &pcm, &n, st->errmsg, sizeof st->errmsg);
+    if (rc) {
+        transcript_free(&st->tr);
+        st->has_result = false;
+        return rc;
+    }
+    st->pending_audio_ms = wc_now_ms() - t0;
+    rc = whisperc_full(st, params, pcm, n);
+    free(pcm);
+    return rc;
 }

@@ -45,3 +45,45 @@ void wc_stream_fail(struct wc_stream *s, int code, const char *fmt, ...) {
     vsnprintf(s->errmsg, sizeof s->errmsg, fmt, ap);
     va_end(ap);
 }
+
+/* Length of the whitespace character at p (Python str.isspace), 0 if none. */
+static size_t py_space_len(const unsigned char *p) {
+    if (*p == ' ' || (*p >= 0x09 && *p <= 0x0d) || (*p >= 0x1c && *p <= 0x1f))
+        return 1;
+    if (p[0] == 0xc2 && (p[1] == 0x85 || p[1] == 0xa0))
+        return 2;
+    if (p[0] == 0xe1 && p[1] == 0x9a && p[2] == 0x80) /* U+1680 */
+        return 3;
+    if (p[0] == 0xe2 && p[1] == 0x80 &&
+        ((p[2] >= 0x80 && p[2] <= 0x8a) || p[2] == 0xa8 || p[2] == 0xa9 || p[2] == 0xaf))
+        return 3; /* U+2000..200A, 2028, 2029, 202F */
+    if (p[0] == 0xe2 && p[1] == 0x81 && p[2] == 0x9f) /* U+205F */
+        return 3;
+    if (p[0] == 0xe3 && p[1] == 0x80 && p[2] == 0x80) /* U+3000 */
+        return 3;
+    return 0;
+}
+
+char *wc_py_strip(char *s) {
+    unsigned char *p = (unsigned char *)s;
+    size_t k;
+    while (*p && (k = py_space_len(p)) > 0)
+        p += k;
+    /* find the end of the last non-space character */
+    unsigned char *end = p, *q = p;
+    while (*q) {
+        k = py_space_len(q);
+        if (k) {
+            q += k;
+        } else {
+            q++;
+            while ((*q & 0xc0) == 0x80)
+                q++;
+            end = q;
+        }
+    }
+    size_t n = (size_t)(end - p);
+    memmove(s, p, n);
+    s[n] = '\0';
+    return s;
+}

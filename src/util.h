@@ -43,4 +43,24 @@ static inline float wc_f16_to_f32(uint16_t h) {
 /* Reads n values of an unaligned f32 or f16 source into dst. */
 void wc_to_f32(float *dst, const void *src, int src_is_f16, size_t n);
 
+
+/* Seedable PRNG for sampling (splitmix64): reproducible per seed, state lives in the caller. */
+struct wc_rng {
+    uint64_t s;
+};
+static inline uint64_t wc_rng_next(struct wc_rng *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+/* Uniform in [0, 1). */
+static inline double wc_rng_uniform(struct wc_rng *r) {
+    return (double)(wc_rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+/* Strips leading and trailing whitespace in place as Python's str.strip() does (ASCII and the
+ * Unicode White_Space characters, UTF-8 encoded). Returns s. */
+char *wc_py_strip(char *s);
+
 #endif /* WC_UTIL_H */

@@ -62,4 +62,7 @@ const struct wc_tensor_view *model_file_tensor(const struct wc_model_file *f, co
 
 void model_file_close(struct wc_model_file *f); /* NULL is a no-op */
 
+/* "tiny", "base", "small", "medium", "large", "large-v3", "large-v3-turbo", or "custom". */
+const char *model_file_type_name(const struct wc_hparams *hp);
+
 #endif /* WC_MODEL_FILE_H */

@@ -1,0 +1,117 @@
+/*
+ * logit_filters.c — see logit_filters.h. Follows openai-whisper decoding.py (SuppressBlank,
+ * SuppressTokens, ApplyTimestampRules) rule for rule.
+ */
+#include "decoder/logit_filters.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "model/vocab.h"
+
+static void forbid(float *logits, int from, int to) {
+    for (int i = from; i < to; i++)
+        logits[i] = -INFINITY;
+}
+
+/* log(sum(exp(x[i]))) over [from, to), -inf if all are -inf. */
+static double logsumexp(const float *x, int from, int to) {
+    float m = -INFINITY;
+    for (int i = from; i < to; i++)
+        m = x[i] > m ? x[i] : m;
+    if (m == -INFINITY)
+        return -INFINITY;
+    double s = 0;
+    for (int i = from; i < to; i++)
+        s += exp((double)x[i] - m);
+    return m + log(s);
+}
+
+static void timestamp_rules(const struct logit_filters *lf, float *logits, const int32_t *seq,
+                            int n) {
+    const struct wc_vocab *v = lf->vocab;
+    int tb = v->timestamp_begin, n_vocab = v->n_vocab;
+
+    /* <|notimestamps|> is handled by without_timestamps */
+    logits[v->no_timestamps] = -INFINITY;
+
+    /* timestamps come in pairs, except directly before EOT */
+    bool last_ts = n >= 1 && seq[n - 1] >= tb;
+    bool penult_ts = n < 2 || seq[n - 2] >= tb;
+    if (last_ts) {
+        if (penult_ts)
+            forbid(logits, tb, n_vocab); /* has to be non-timestamp */
+        else
+            forbid(logits, 0, v->eot); /* cannot be normal text */
+    }
+
+    /* timestamps never decrease; a segment never has zero length */
+    int last_timestamp = -1;
+    for (int i = n - 1; i >= 0; i--)
+        if (seq[i] >= tb) {
+            last_timestamp = seq[i];
+            break;
+        }
+    if (last_timestamp >= 0) {
+        int limit = (last_ts && !penult_ts) ? last_timestamp : last_timestamp + 1;
+        forbid(logits, tb, limit);
+    }
+
+    if (n == 0) {
+        /* the first sampled token is a timestamp, at most max_initial_timestamp */
+        forbid(logits, 0, tb);
+        if (lf->max_initial_timestamp_index >= 0)
+            forbid(logits, tb + lf->max_initial_timestamp_index + 1, n_vocab);
+    }
+
+    /* if the timestamps together are more probable than any text token, sample a timestamp.
+     * Compared before normalisation: log_softmax shifts both sides by the same log Z. */
+    double ts_lse = logsumexp(logits, tb, n_vocab);
+    float text_max = -INFINITY;
+    for (int i = 0; i < tb; i++)
+        text_max = logits[i] > text_max ? logits[i] : text_max;
+    if (ts_lse > (double)text_max)
+        forbid(logits, 0, tb);
+}
+
+void logit_filters_apply(const struct logit_filters *lf, float *logits, const int32_t *sampled,
+                         int n_sampled) {
+    const struct wc_vocab *v = lf->vocab;
+    if (lf->suppress_blank && n_sampled == 0) {
+        logits[lf->blank_token] = -INFINITY;
+        logits[v->eot] = -INFINITY;
+    }
+    for (int i = 0; i < lf->n_suppress; i++)
+        logits[lf->suppress[i]] = -INFINITY;
+    if (lf->timestamps)
+        timestamp_rules(lf, logits, sampled, n_sampled);
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int logit_filters_suppress_set(const struct wc_vocab *v, const int32_t *non_speech, int n_non,
+                               int32_t **out) {
+    int n_extra = 6;
+    int32_t *s = malloc(((size_t)(non_speech ? n_non : 0) + n_extra) * sizeof *s);
+    if (!s)
+        return -1;
+    int n = 0;
+    for (int i = 0; non_speech && i < n_non; i++)
+        s[n++] = non_speech[i];
+    s[n++] = v->transcribe;
+    s[n++] = v->translate;
+    s[n++] = v->sot;
+    s[n++] = v->sot_prev;
+    s[n++] = v->sot_lm;
+    s[n++] = v->no_speech; /* its probability is collected separately */
+    qsort(s, (size_t)n, sizeof *s, cmp_i32);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (m == 0 || s[m - 1] != s[i])
+            s[m++] = s[i];
+    *out = s;
+    return m;
+}

@@ -1,0 +1,34 @@
+/*
+ * logit_filters.h — openai-whisper decoding.py's LogitFilters on one row of host logits:
+ * SuppressBlank, SuppressTokens and ApplyTimestampRules, in that order.
+ */
+#ifndef WC_LOGIT_FILTERS_H
+#define WC_LOGIT_FILTERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct wc_vocab;
+
+struct logit_filters {
+    const struct wc_vocab *vocab;
+    bool suppress_blank;
+    const int32_t *suppress; /* sorted ids, owned by the caller */
+    int n_suppress;
+    bool timestamps;              /* ApplyTimestampRules on (not without_timestamps) */
+    int max_initial_timestamp_index; /* < 0: none */
+    int32_t blank_token;          /* tokenizer.encode(" ")[0] */
+};
+
+/* sampled: the tokens sampled so far in this window (after the initial tokens), n_sampled of
+ * them. Modifies logits[n_vocab] in place (-INFINITY for forbidden tokens). */
+void logit_filters_apply(const struct logit_filters *lf, float *logits, const int32_t *sampled,
+                         int n_sampled);
+
+/* The default suppress set of DecodingTask._get_suppress_tokens(): non-speech tokens (if
+ * non_speech != NULL) plus transcribe, translate, sot, sot_prev, sot_lm and no_speech; sorted,
+ * unique. Returns the count, *out malloc'd; -1 when out of memory. */
+int logit_filters_suppress_set(const struct wc_vocab *v, const int32_t *non_speech, int n_non,
+                               int32_t **out);
+
+#endif /* WC_LOGIT_FILTERS_H */

@@ -1,0 +1,385 @@
+/*
+ * transcribe.c — see transcribe.h. Mirrors openai-whisper transcribe.py transcribe() with
+ * clip_timestamps "0", no word timestamps and carry_initial_prompt False.
+ */
+#include "decoder/transcribe.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "decoder/decode_window.h"
+#include "decoder/decoder.h"
+#include "decoder/logit_filters.h"
+#include "encoder/encoder.h"
+#include "frontend/mel.h"
+#include "model/model_file.h"
+#include "model/vocab.h"
+#include "util.h"
+
+#define INPUT_STRIDE 2         /* mel frames per audio token */
+#define TIME_PRECISION 0.02    /* seconds per audio token */
+#define FRAME_SECONDS 0.01     /* HOP_LENGTH / SAMPLE_RATE */
+
+/* Per-run working memory. */
+struct run {
+    struct transcribe_ctx *t;
+    const struct mel_spec *mel;
+    float *window; /* host [n_mels][3000] */
+    float *logits; /* host [2][n_vocab] */
+    struct logit_filters lf;
+    int32_t *suppress;
+    int32_t sot_seq[4];
+    int n_sot_seq;
+    struct wc_rng rng;
+    char *err;
+    size_t err_size;
+};
+
+void transcript_free(struct wc_transcript *t) {
+    for (int i = 0; i < t->n_seg; i++) {
+        free(t->seg[i].text);
+        free(t->seg[i].tokens);
+        free(t->seg[i].token_p);
+    }
+    free(t->seg);
+    free(t->all_tokens);
+    free(t->text);
+    memset(t, 0, sizeof *t);
+}
+
+static int push_tokens(struct wc_transcript *out, const int32_t *tok, int n) {
+    if (out->n_all + n > out->cap_all) {
+        int cap = out->cap_all ? out->cap_all : 1024;
+        while (cap < out->n_all + n)
+            cap *= 2;
+        int32_t *p = realloc(out->all_tokens, (size_t)cap * sizeof *p);
+        if (!p)
+            return WHISPERC_ERR_NO_MEMORY;
+        out->all_tokens = p;
+        out->cap_all = cap;
+    }
+    memcpy(out->all_tokens + out->n_all, tok, (size_t)n * sizeof *tok);
+    out->n_all += n;
+    return 0;
+}
+
+/* mel[:, seek:seek+size] padded with zeros to 3000 frames (pad_or_trim pads with 0, not with
+ * the log-Mel of silence), then the encoder and the cross-attention K/V. */
+static int encode_window(struct run *r, int seek, int size) {
+    struct transcribe_ctx *t = r->t;
+    const struct mel_spec *mel = r->mel;
+    double t0 = wc_now_ms();
+    for (int m = 0; m < mel->n_mels; m++) {
+        float *dst = r->window + (size_t)m * WC_CHUNK_FRAMES;
+        memcpy(dst, mel->data + (size_t)m * mel->n_frames + seek, (size_t)size * sizeof *dst);
+        memset(dst + size, 0, (size_t)(WC_CHUNK_FRAMES - size) * sizeof *dst);
+    }
+    encoder_forward(t->enc, t->s, r->window, WC_CHUNK_FRAMES, t->audio_features);
+    decoder_set_audio(t->dec, t->s, t->audio_features);
+    int rc = wc_stream_sync(t->s);
+    t->encode_ms += wc_now_ms() - t0;
+    t->n_windows++;
+    return rc;
+}
+
+static bool needs_fallback(const struct whisperc_full_params *p, const struct decode_result *d) {
+    bool lp_on = isfinite(p->logprob_threshold);
+    bool fallback = false;
+    if (p->compression_ratio_threshold > 0 && d->compression_ratio > p->compression_ratio_threshold)
+        fallback = true; /* too repetitive */
+    if (lp_on && d->avg_logprob < p->logprob_threshold)
+        fallback = true; /* too improbable */
+    if (d->no_speech_prob > p->no_speech_threshold && lp_on && d->avg_logprob < p->logprob_threshold)
+        fallback = false; /* silence */
+    return fallback;
+}
+
+/* decode_with_fallback(): the first temperature whose result passes, else the last one. */
+static int decode_with_fallback(struct run *r, const int32_t *prompt, int n_prompt,
+                                struct decode_result *res) {
+    struct transcribe_ctx *t = r->t;
+    const struct whisperc_full_params *p = t->p;
+    int sample_len = p->sample_len > 0 ? p->sample_len : t->hp->n_text_ctx / 2;
+    double t0 = wc_now_ms();
+    int rc = 0;
+    for (int i = 0; i < p->n_temperatures; i++) {
+        if (i > 0) {
+            decode_result_free(res);
+            t->n_fallbacks++;
+        }
+        struct decode_opts o = {
+            .temperature = p->temperatures[i],
+            .sample_len = sample_len,
+            .prompt = prompt,
+            .n_prompt = n_prompt,
+            .sot_sequence = r->sot_seq,
+            .n_sot_sequence = r->n_sot_seq,
+            .filters = &r->lf,
+            .rng = &r->rng,
+        };
+        rc = decode_window(t->dec, t->s, t->vocab, &o, r->logits, res);
+        t->n_decode_steps += res->n_steps;
+        if (rc || !needs_fallback(p, res))
+            break;
+    }
+    t->decode_ms += wc_now_ms() - t0;
+    if (rc)
+        wc_errf(r->err, r->err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
+    return rc;
+}
+
+static int add_segment(struct run *r, struct wc_transcript *out, double start, double end,
+                       const struct decode_result *d, int from, int to, int seek) {
+    if (out->n_seg == out->cap_seg) {
+        int cap = out->cap_seg ? 2 * out->cap_seg : 64;
+        struct wc_segment *p = realloc(out->seg, (size_t)cap * sizeof *p);
+        if (!p)
+            return WHISPERC_ERR_NO_MEMORY;
+        out->seg = p;
+        out->cap_seg = cap;
+    }
+    struct wc_segment *s = &out->seg[out->n_seg];
+    memset(s, 0, sizeof *s);
+    s->t0 = start;
+    s->t1 = end;
+    s->seek = seek;
+    s->temperature = d->temperature;
+    s->avg_logprob = (float)d->avg_logprob;
+    s->compression_ratio = (float)d->compression_ratio;
+    s->no_speech_prob = (float)d->no_speech_prob;
+    int n = to - from;
+    s->tokens = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->tokens);
+    s->token_p = malloc((size_t)(n > 0 ? n : 1) * sizeof *s->token_p);
+    /* text of the tokens below EOT (tokenizer.decode drops the rest) */
+    s->text = s->tokens ? vocab_decode(r->t->vocab, d->tokens + from, n) : NULL;
+    if (!s->tokens || !s->token_p || !s->text) {
+        free(s->tokens);
+        free(s->token_p);
+        free(s->text);
+        return WHISPERC_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < n; i++) {
+        s->tokens[i] = d->tokens[from + i];
+        s->token_p[i] = expf(d->logprobs[from + i]);
+    }
+    s->n_tokens = n;
+    out->n_seg++;
+    /* an instantaneous or blank segment is kept but emptied */
+    char *stripped = strdup(s->text);
+    if (!stripped)
+        return WHISPERC_ERR_NO_MEMORY;
+    bool blank = wc_py_strip(stripped)[0] == '\0';
+    free(stripped);
+    if (start == end || blank) {
+        s->text[0] = '\0';
+        s->n_tokens = 0;
+    }
+    return push_tokens(out, s->tokens, s->n_tokens);
+}
+
+/* Splits a window's tokens into segments at consecutive timestamps and returns the new seek. */
+static int split_segments(struct run *r, struct wc_transcript *out, const struct decode_result *d,
+                          int seek, int segment_size, int *new_seek) {
+    int tb = r->t->vocab->timestamp_begin, n = d->n_tokens, rc = 0;
+    const int32_t *tok = d->tokens;
+    double time_offset = seek * FRAME_SECONDS;
+    /* timestamp_tokens[-2:] == [False, True] */
+    bool single_ending = n >= 2 && tok[n - 2] < tb && tok[n - 1] >= tb;
+
+    int last_slice = 0, n_consecutive = 0;
+    for (int i = 1; i < n && !rc; i++) {
+        if (tok[i - 1] >= tb && tok[i] >= tb) { /* consecutive timestamps end a segment */
+            rc = add_segment(r, out, time_offset + (tok[last_slice] - tb) * TIME_PRECISION,
+                             time_offset + (tok[i - 1] - tb) * TIME_PRECISION, d, last_slice, i,
+                             seek);
+            last_slice = i;
+            n_consecutive++;
+        }
+    }
+    if (rc)
+        return rc;
+    if (n_consecutive > 0) {
+        if (single_ending) {
+            rc = add_segment(r, out, time_offset + (tok[last_slice] - tb) * TIME_PRECISION,
+                             time_offset + (tok[n - 1] - tb) * TIME_PRECISION, d, last_slice, n,
+                             seek);
+            *new_seek = seek + segment_size; /* no speech after the last timestamp */
+        } else {
+            /* ignore the unfinished segment and seek to the last timestamp */
+            *new_seek = seek + (tok[last_slice - 1] - tb) * INPUT_STRIDE;
+        }
+        return rc;
+    }
+    double duration = segment_size * FRAME_SECONDS;
+    int last_ts = -1;
+    for (int i = 0; i < n; i++)
+        if (tok[i] >= tb)
+            last_ts = tok[i];
+    if (last_ts >= 0 && last_ts != tb)
+        duration = (last_ts - tb) * TIME_PRECISION; /* a timestamp but no pair: use the last */
+    *new_seek = seek + segment_size;
+    return add_segment(r, out, time_offset, time_offset + duration, d, 0, n, seek);
+}
+
+static int setup(struct run *r, struct wc_transcript *out) {
+    struct transcribe_ctx *t = r->t;
+    const struct wc_vocab *v = t->vocab;
+    const struct whisperc_full_params *p = t->p;
+    r->window = malloc((size_t)r->mel->n_mels * WC_CHUNK_FRAMES * sizeof *r->window);
+    r->logits = malloc(2 * (size_t)v->n_vocab * sizeof *r->logits);
+    int n_sup = logit_filters_suppress_set(v, p->suppress_non_speech ? t->non_speech : NULL,
+                                           t->n_non_speech, &r->suppress);
+    if (!r->window || !r->logits || n_sup < 0)
+        return WHISPERC_ERR_NO_MEMORY;
+    r->lf = (struct logit_filters){
+        .vocab = v,
+        .suppress_blank = p->suppress_blank,
+        .suppress = r->suppress,
+        .n_suppress = n_sup,
+        .timestamps = !p->no_timestamps,
+        /* round(max_initial_timestamp / precision), precision = 30 s / n_audio_ctx */
+        .max_initial_timestamp_index =
+            p->max_initial_timestamp > 0 /* `if options.max_initial_timestamp:` */
+                ? (int)nearbyint(p->max_initial_timestamp / (30.0 / t->hp->n_audio_ctx))
+                : -1,
+    };
+    int32_t *blank = NULL; /* tokenizer.encode(" ") */
+    if (vocab_encode(v, " ", &blank) < 1) {
+        free(blank);
+        return WHISPERC_ERR_NO_MEMORY;
+    }
+    r->lf.blank_token = blank[0];
+    free(blank);
+    r->rng.s = p->seed;
+    out->i_language = -1;
+    out->language_prob = 1.0f;
+    if (p->initial_prompt && p->initial_prompt[0]) {
+        /* tokenizer.encode(" " + initial_prompt.strip()) */
+        size_t len = strlen(p->initial_prompt);
+        char *text = malloc(len + 2);
+        if (!text)
+            return WHISPERC_ERR_NO_MEMORY;
+        text[0] = ' ';
+        memcpy(text + 1, p->initial_prompt, len + 1);
+        wc_py_strip(text + 1);
+        int32_t *tok = NULL;
+        int n = vocab_encode(v, text, &tok);
+        free(text);
+        if (n < 0)
+            return WHISPERC_ERR_NO_MEMORY;
+        int rc = push_tokens(out, tok, n);
+        free(tok);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Language (detected on the first 30 s if not given) and the SOT sequence. */
+static int choose_language(struct run *r, struct wc_transcript *out) {
+    struct transcribe_ctx *t = r->t;
+    const struct wc_vocab *v = t->vocab;
+    int lang = t->i_language;
+    if (v->multilingual && lang < 0) {
+        /* detection sees pad_or_trim(mel, N_FRAMES): the padded log-Mel, not zeros */
+        double t0 = wc_now_ms();
+        encoder_forward(t->enc, t->s, r->mel->data, r->mel->n_frames, t->audio_features);
+        decoder_set_audio(t->dec, t->s, t->audio_features);
+        float *probs = malloc((size_t)v->n_languages * sizeof *probs);
+        if (!probs)
+            return WHISPERC_ERR_NO_MEMORY;
+        lang = wc_stream_sync(t->s) ? -1 : detect_language(t->dec, t->s, v, r->logits, probs);
+        if (lang >= 0)
+            out->language_prob = probs[lang];
+        free(probs);
+        t->encode_ms += wc_now_ms() - t0;
+        t->n_windows++;
+        if (lang < 0) {
+            wc_errf(r->err, r->err_size, "language detection: %s", t->s->errmsg);
+            return t->s->err ? t->s->err : WHISPERC_ERR_BACKEND;
+        }
+    }
+    r->n_sot_seq = 0;
+    r->sot_seq[r->n_sot_seq++] = v->sot;
+    if (v->multilingual) {
+        out->i_language = lang;
+        r->sot_seq[r->n_sot_seq++] = v->sot + 1 + lang;
+        r->sot_seq[r->n_sot_seq++] = t->p->translate ? v->translate : v->transcribe;
+    }
+    if (t->p->no_timestamps)
+        r->sot_seq[r->n_sot_seq++] = v->no_timestamps;
+    return 0;
+}
+
+static void run_free(struct run *r) {
+    free(r->window);
+    free(r->logits);
+    free(r->suppress);
+}
+
+/* One 30 s window: encode, decode with fallback, skip silence or cut segments; advances *seek. */
+static int window_step(struct run *r, struct wc_transcript *out, int *seek, int content_frames,
+                       int *prompt_reset_since) {
+    struct transcribe_ctx *t = r->t;
+    const struct whisperc_full_params *p = t->p;
+    int segment_size = content_frames - *seek < WC_CHUNK_FRAMES ? content_frames - *seek
+                                                                 : WC_CHUNK_FRAMES;
+    int rc = encode_window(r, *seek, segment_size);
+    if (rc) {
+        wc_errf(r->err, r->err_size, "encoder: %s", t->s->errmsg);
+        return rc;
+    }
+    struct decode_result d;
+    rc = decode_with_fallback(r, out->all_tokens + *prompt_reset_since,
+                              out->n_all - *prompt_reset_since, &d);
+    if (rc) {
+        decode_result_free(&d);
+        return rc;
+    }
+    /* no voice activity: skip the window unless the text is probable enough */
+    bool skip = d.no_speech_prob > p->no_speech_threshold;
+    if (isfinite(p->logprob_threshold) && d.avg_logprob > p->logprob_threshold)
+        skip = false;
+    if (skip) {
+        *seek += segment_size;
+    } else {
+        rc = split_segments(r, out, &d, *seek, segment_size, seek);
+        if (!p->condition_on_previous_text || d.temperature > 0.5f)
+            *prompt_reset_since = out->n_all; /* no prompt after a high temperature */
+    }
+    decode_result_free(&d);
+    return rc;
+}
+
+int transcribe(struct transcribe_ctx *t, const struct mel_spec *mel, struct wc_transcript *out,
+               char *err, size_t err_size) {
+    struct run r = {.t = t, .mel = mel, .err = err, .err_size = err_size};
+    memset(out, 0, sizeof *out);
+    int content_frames = mel->n_frames - WC_CHUNK_FRAMES;
+    int rc = setup(&r, out);
+    if (!rc)
+        rc = choose_language(&r, out);
+    int n_initial_prompt = out->n_all, prompt_reset_since = 0, seek = 0;
+    while (!rc && seek < content_frames) {
+        int n_before = out->n_seg;
+        rc = window_step(&r, out, &seek, content_frames, &prompt_reset_since);
+        int done = seek < content_frames ? seek : content_frames;
+        if (!rc && t->on_window &&
+            t->on_window(t->user, out->n_seg - n_before, (int)(100.0 * done / content_frames))) {
+            rc = WHISPERC_ERR_ABORTED;
+            wc_errf(err, err_size, "aborted by the caller");
+        }
+    }
+    if (!rc) {
+        out->text = vocab_decode(t->vocab, out->all_tokens + n_initial_prompt,
+                                 out->n_all - n_initial_prompt);
+        if (!out->text)
+            rc = WHISPERC_ERR_NO_MEMORY;
+    }
+    if (rc == WHISPERC_ERR_NO_MEMORY)
+        wc_errf(err, err_size, "out of memory");
+    run_free(&r);
+    return rc;
+}

@@ -1,0 +1,68 @@
+/*
+ * transcribe.h — long-form transcription as openai-whisper transcribe.py transcribe():
+ * 30 s windows over the log-Mel, seeking by the last timestamp, temperature fallback,
+ * no-speech skipping, conditioning on previous text, segments with timestamps.
+ */
+#ifndef WC_TRANSCRIBE_H
+#define WC_TRANSCRIBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libwhisperc.h"
+
+struct decoder;
+struct encoder;
+struct mel_spec;
+struct wc_hparams;
+struct wc_stream;
+struct wc_vocab;
+
+struct wc_segment {
+    double t0, t1; /* seconds */
+    char *text;    /* owned; "" for cleared (instantaneous or blank) segments */
+    int32_t *tokens; /* owned, timestamp tokens included */
+    float *token_p;  /* owned, probability of each token when sampled */
+    int n_tokens;
+    int seek; /* mel frame where its window started */
+    float temperature, avg_logprob, compression_ratio, no_speech_prob;
+};
+
+struct wc_transcript {
+    struct wc_segment *seg; /* owned */
+    int n_seg, cap_seg;
+    int32_t *all_tokens; /* owned: the initial prompt then every segment's tokens */
+    int n_all, cap_all;
+    char *text;          /* owned: decode(all_tokens after the initial prompt) */
+    int i_language;      /* language index (languages.h), -1 for English-only models */
+    float language_prob; /* detected probability, 1 when given */
+};
+
+void transcript_free(struct wc_transcript *t);
+
+struct transcribe_ctx {
+    const struct wc_hparams *hp;
+    const struct wc_vocab *vocab;
+    struct wc_stream *s;
+    struct encoder *enc;
+    struct decoder *dec;
+    float *audio_features; /* backend [n_audio_ctx][n_audio_state] */
+    const struct whisperc_full_params *p;
+    const int32_t *non_speech; /* vocab_non_speech_tokens */
+    int n_non_speech;
+    int i_language; /* requested language index, -1 to detect (multilingual) */
+    /* Called after each window; returns true to abort. */
+    bool (*on_window)(void *user, int n_new_segments, int percent);
+    void *user;
+    /* statistics, accumulated */
+    double encode_ms, decode_ms;
+    int n_windows, n_decode_steps, n_fallbacks;
+};
+
+/* Transcribes a log-Mel computed over the audio plus 30 s of zero padding (mel_compute with
+ * pad 480000). Returns 0 or a WHISPERC_ERR_* code with err filled. */
+int transcribe(struct transcribe_ctx *t, const struct mel_spec *mel, struct wc_transcript *out,
+               char *err, size_t err_size);
+
+#endif /* WC_TRANSCRIBE_H */

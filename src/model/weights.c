@@ -1,0 +1,154 @@
+/*
+ * weights.c — hands every tensor of a model file to the backend, which converts and stores it
+ * in its own format (f32 host memory on the CPU, f16 device memory on CUDA).
+ */
+#include "model/weights.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libwhisperc.h"
+#include "model/model_file.h"
+#include "util.h"
+
+struct upload_ctx {
+    struct wc_backend *be;
+    const struct wc_model_file *f;
+    char *err;
+    size_t err_size;
+    int rc;
+};
+
+static const struct wc_tensor_view *find(struct upload_ctx *u, const char *name) {
+    const struct wc_tensor_view *t = model_file_tensor(u->f, name);
+    if (!t && !u->rc) { /* model_file_open validated the set, so this is a bug */
+        u->rc = WHISPERC_ERR_MODEL_FORMAT;
+        wc_errf(u->err, u->err_size, "%s: tensor %s missing", u->f->path, name);
+    }
+    return t;
+}
+
+static void up_mat(struct upload_ctx *u, struct wc_mat *out, const char *name) {
+    const struct wc_tensor_view *t = find(u, name);
+    if (!t || u->rc)
+        return;
+    u->rc = u->be->ops->upload_mat(u->be, out, t->data, t->dtype, (int)t->shape[0],
+                                   (int)t->shape[1]);
+    if (u->rc)
+        wc_errf(u->err, u->err_size, "%s: cannot upload %s to the %s backend", u->f->path, name,
+                u->be->ops->name);
+}
+
+static void up_conv(struct upload_ctx *u, struct wc_mat *out, const char *name) {
+    const struct wc_tensor_view *t = find(u, name);
+    if (!t || u->rc)
+        return;
+    u->rc = u->be->ops->upload_conv(u->be, out, t->data, t->dtype, (int)t->shape[0],
+                                    (int)t->shape[1], (int)t->shape[2]);
+    if (u->rc)
+        wc_errf(u->err, u->err_size, "%s: cannot upload %s to the %s backend", u->f->path, name,
+                u->be->ops->name);
+}
+
+static void up_f32(struct upload_ctx *u, const float **out, const char *name) {
+    const struct wc_tensor_view *t = find(u, name);
+    if (!t || u->rc)
+        return;
+    size_t n = t->n_bytes / (t->dtype == WC_F16 ? 2 : 4);
+    float *p = NULL;
+    u->rc = u->be->ops->upload_f32(u->be, &p, t->data, t->dtype, n);
+    if (u->rc)
+        wc_errf(u->err, u->err_size, "%s: cannot upload %s to the %s backend", u->f->path, name,
+                u->be->ops->name);
+    *out = p;
+}
+
+/* prefix is e.g. "decoder.blocks.3.attn" */
+static void up_attn(struct upload_ctx *u, struct wc_attn_w *a, const char *prefix) {
+    char n[128];
+    snprintf(n, sizeof n, "%s.query.weight", prefix);
+    up_mat(u, &a->q, n);
+    snprintf(n, sizeof n, "%s.query.bias", prefix);
+    up_f32(u, &a->q_b, n);
+    snprintf(n, sizeof n, "%s.key.weight", prefix);
+    up_mat(u, &a->k, n);
+    snprintf(n, sizeof n, "%s.value.weight", prefix);
+    up_mat(u, &a->v, n);
+    snprintf(n, sizeof n, "%s.value.bias", prefix);
+    up_f32(u, &a->v_b, n);
+    snprintf(n, sizeof n, "%s.out.weight", prefix);
+    up_mat(u, &a->o, n);
+    snprintf(n, sizeof n, "%s.out.bias", prefix);
+    up_f32(u, &a->o_b, n);
+}
+
+static void up_block(struct upload_ctx *u, struct wc_block_w *b, const char *side, int i,
+                     int cross) {
+    char p[96], n[128];
+    snprintf(p, sizeof p, "%s.blocks.%d", side, i);
+    snprintf(n, sizeof n, "%s.attn", p);
+    up_attn(u, &b->attn, n);
+    snprintf(n, sizeof n, "%s.attn_ln.weight", p);
+    up_f32(u, &b->attn_ln_g, n);
+    snprintf(n, sizeof n, "%s.attn_ln.bias", p);
+    up_f32(u, &b->attn_ln_b, n);
+    if (cross) {
+        snprintf(n, sizeof n, "%s.cross_attn", p);
+        up_attn(u, &b->cross, n);
+        snprintf(n, sizeof n, "%s.cross_attn_ln.weight", p);
+        up_f32(u, &b->cross_ln_g, n);
+        snprintf(n, sizeof n, "%s.cross_attn_ln.bias", p);
+        up_f32(u, &b->cross_ln_b, n);
+    }
+    snprintf(n, sizeof n, "%s.mlp.0.weight", p);
+    up_mat(u, &b->mlp0, n);
+    snprintf(n, sizeof n, "%s.mlp.0.bias", p);
+    up_f32(u, &b->mlp0_b, n);
+    snprintf(n, sizeof n, "%s.mlp.2.weight", p);
+    up_mat(u, &b->mlp2, n);
+    snprintf(n, sizeof n, "%s.mlp.2.bias", p);
+    up_f32(u, &b->mlp2_b, n);
+    snprintf(n, sizeof n, "%s.mlp_ln.weight", p);
+    up_f32(u, &b->mlp_ln_g, n);
+    snprintf(n, sizeof n, "%s.mlp_ln.bias", p);
+    up_f32(u, &b->mlp_ln_b, n);
+}
+
+int weights_upload(struct wc_weights *w, struct wc_backend *be, const struct wc_model_file *f,
+                   char *err, size_t err_size) {
+    memset(w, 0, sizeof *w);
+    const struct wc_hparams *hp = &f->hp;
+    w->enc = calloc((size_t)hp->n_audio_layer, sizeof *w->enc);
+    w->dec = calloc((size_t)hp->n_text_layer, sizeof *w->dec);
+    if (!w->enc || !w->dec) {
+        weights_free(w);
+        wc_errf(err, err_size, "%s: out of memory", f->path);
+        return WHISPERC_ERR_NO_MEMORY;
+    }
+    struct upload_ctx u = {be, f, err, err_size, 0};
+    up_conv(&u, &w->conv1, "encoder.conv1.weight");
+    up_f32(&u, &w->conv1_b, "encoder.conv1.bias");
+    up_conv(&u, &w->conv2, "encoder.conv2.weight");
+    up_f32(&u, &w->conv2_b, "encoder.conv2.bias");
+    up_f32(&u, &w->enc_pos, "encoder.positional_embedding");
+    for (int i = 0; i < hp->n_audio_layer && !u.rc; i++)
+        up_block(&u, &w->enc[i], "encoder", i, 0);
+    up_f32(&u, &w->ln_post_g, "encoder.ln_post.weight");
+    up_f32(&u, &w->ln_post_b, "encoder.ln_post.bias");
+    up_mat(&u, &w->tok_emb, "decoder.token_embedding.weight");
+    up_f32(&u, &w->dec_pos, "decoder.positional_embedding");
+    for (int i = 0; i < hp->n_text_layer && !u.rc; i++)
+        up_block(&u, &w->dec[i], "decoder", i, 1);
+    up_f32(&u, &w->dec_ln_g, "decoder.ln.weight");
+    up_f32(&u, &w->dec_ln_b, "decoder.ln.bias");
+    if (u.rc)
+        weights_free(w);
+    return u.rc;
+}
+
+void weights_free(struct wc_weights *w) {
+    free(w->enc);
+    free(w->dec);
+    memset(w, 0, sizeof *w);
+}
