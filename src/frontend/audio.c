@@ -1,0 +1,318 @@
+/*
+ * audio.c — decode any file libsndfile reads to mono float, and resample it to 16 kHz with libsoxr.
+ *
+ * Stands in for openai-whisper audio.py load_audio() (ffmpeg -ac 1 -ar 16000): channels are
+ * averaged, samples keep libsndfile's float scale (int16 / 32768). The file is read in chunks of
+ * about AUDIO_CHUNK_SAMPLES and each chunk is downmixed (and, in audio_load, resampled) at once, so
+ * no buffer of all frames times all channels, nor of the native-rate signal, ever exists.
+ *
+ * Not here: the spectrogram (mel.c). Unlike ffmpeg, samples are not quantised to 16 bits.
+ */
+#include "frontend/audio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sndfile.h>
+#include <soxr.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "libwhisperc.h"
+#include "util.h"
+
+#define AUDIO_CHUNK_SAMPLES (1 << 16) /* interleaved samples read per sf_readf_float call */
+#define AUDIO_MAX_RATE      384000    /* Hz; anything above is a corrupt header */
+#define AUDIO_RESERVE_MAX   (1 << 26) /* samples reserved up front from the header's length */
+
+// ---- growable sample buffer
+
+struct fvec {
+    float *data; /* [cap], malloc'd */
+    size_t n, cap;
+};
+
+static int fvec_reserve(struct fvec *v, size_t extra) {
+    if (extra <= v->cap - v->n)
+        return 0;
+    if (extra > SIZE_MAX / sizeof(float) - v->n)
+        return WHISPERC_ERR_NO_MEMORY;
+    size_t want = v->n + extra;
+    size_t cap = v->cap < SIZE_MAX / sizeof(float) / 2 ? v->cap * 2 : want;
+    if (cap < want)
+        cap = want;
+    float *p = realloc(v->data, cap * sizeof(float));
+    if (!p)
+        return WHISPERC_ERR_NO_MEMORY;
+    v->data = p;
+    v->cap = cap;
+    return 0;
+}
+
+// ---- resampling to 16 kHz
+
+struct resampler {
+    soxr_t soxr;
+    double ratio; /* output / input rate */
+};
+
+static int rs_check_rate(double rate, const char *what, char *err, size_t err_size) {
+    if (!(rate >= 1.0 && rate <= AUDIO_MAX_RATE)) {
+        wc_errf(err, err_size, "%s: sample rate %g Hz is outside 1..%d Hz", what, rate,
+                AUDIO_MAX_RATE);
+        return WHISPERC_ERR_AUDIO_FORMAT;
+    }
+    return 0;
+}
+
+static int rs_init(struct resampler *r, double rate_in, const char *what, char *err,
+                   size_t err_size) {
+    soxr_error_t e = NULL;
+    soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+    soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
+    soxr_runtime_spec_t rt = soxr_runtime_spec(1);
+    r->ratio = WC_SAMPLE_RATE / rate_in;
+    r->soxr = soxr_create(rate_in, WC_SAMPLE_RATE, 1, &e, &io, &q, &rt);
+    if (!r->soxr || e) {
+        wc_errf(err, err_size, "%s: cannot resample from %g Hz: %s", what, rate_in,
+                e ? e : "soxr_create failed");
+        if (r->soxr)
+            soxr_delete(r->soxr);
+        r->soxr = NULL;
+        return WHISPERC_ERR_AUDIO_FORMAT;
+    }
+    return 0;
+}
+
+/* Feeds n_in samples (in == NULL: end of input, flush) and appends what comes out to `out`. */
+static int rs_push(struct resampler *r, const float *in, size_t n_in, struct fvec *out,
+                   const char *what, char *err, size_t err_size) {
+    size_t used = 0;
+    for (;;) {
+        double want = (double)(n_in - used) * r->ratio + 1024.0;
+        if (want > (double)(SIZE_MAX / sizeof(float) / 2) || fvec_reserve(out, (size_t)want)) {
+            wc_errf(err, err_size, "%s: out of memory after %zu resampled samples", what, out->n);
+            return WHISPERC_ERR_NO_MEMORY;
+        }
+        size_t idone = 0, odone = 0;
+        soxr_error_t e = soxr_process(r->soxr, in ? in + used : NULL, n_in - used, &idone,
+                                      out->data + out->n, out->cap - out->n, &odone);
+        if (e) {
+            wc_errf(err, err_size, "%s: resampling failed: %s", what, e);
+            return WHISPERC_ERR_AUDIO_FORMAT;
+        }
+        used += idone;
+        out->n += odone;
+        if (in ? used == n_in : odone == 0)
+            return 0;
+    }
+}
+
+int audio_resample(const float *in, size_t n_in, double rate_in, float **out, size_t *n_out,
+                   char *err, size_t err_size) {
+    *out = NULL;
+    *n_out = 0;
+    int rc = rs_check_rate(rate_in, "resample", err, err_size);
+    if (rc)
+        return rc;
+    if (n_in == 0 || !in) {
+        wc_errf(err, err_size, "resample: no audio samples");
+        return WHISPERC_ERR_AUDIO_FORMAT;
+    }
+    struct fvec v = {0};
+    if (rate_in == WC_SAMPLE_RATE) {
+        if (fvec_reserve(&v, n_in)) {
+            wc_errf(err, err_size, "resample: out of memory for %zu samples", n_in);
+            return WHISPERC_ERR_NO_MEMORY;
+        }
+        memcpy(v.data, in, n_in * sizeof(float));
+        v.n = n_in;
+    } else {
+        struct resampler r;
+        rc = rs_init(&r, rate_in, "resample", err, err_size);
+        if (rc)
+            return rc;
+        rc = rs_push(&r, in, n_in, &v, "resample", err, err_size);
+        if (!rc)
+            rc = rs_push(&r, NULL, 0, &v, "resample", err, err_size);
+        soxr_delete(r.soxr);
+        if (rc) {
+            free(v.data);
+            return rc;
+        }
+    }
+    *out = v.data;
+    *n_out = v.n;
+    return 0;
+}
+
+// ---- reading with libsndfile
+
+struct audio_src {
+    const char *path;
+    int fd;       /* ours; libsndfile is told not to close it */
+    SNDFILE *snd; /* per-handle errors only: never sf_strerror(NULL) */
+    SF_INFO info;
+    float *chunk; /* [chunk_frames][info.channels] interleaved */
+    sf_count_t chunk_frames;
+    size_t n_read; /* mono samples delivered so far */
+};
+
+static void src_close(struct audio_src *s) {
+    if (s->snd)
+        sf_close(s->snd);
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s->chunk);
+}
+
+/* Opens with open() first so that a missing or unreadable file is told apart (with strerror) from
+ * one that libsndfile cannot decode; libsndfile's own open error would only say "System error". */
+static int src_open(struct audio_src *s, const char *path, char *err, size_t err_size) {
+    memset(s, 0, sizeof *s);
+    s->path = path;
+    s->fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (s->fd < 0 || fstat(s->fd, &st) != 0) {
+        wc_errf(err, err_size, "%s: %s", path, strerror(errno));
+        return WHISPERC_ERR_IO;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        wc_errf(err, err_size, "%s: %s", path, strerror(EISDIR));
+        return WHISPERC_ERR_IO;
+    }
+    if (S_ISREG(st.st_mode) && st.st_size == 0) {
+        wc_errf(err, err_size, "%s: empty file (0 bytes), not an audio file", path);
+        return WHISPERC_ERR_AUDIO_FORMAT;
+    }
+    s->snd = sf_open_fd(s->fd, SFM_READ, &s->info, SF_FALSE);
+    if (!s->snd) {
+        wc_errf(err, err_size, "%s: not an audio format libsndfile can read", path);
+        return WHISPERC_ERR_AUDIO_FORMAT;
+    }
+    if (s->info.channels < 1) {
+        wc_errf(err, err_size, "%s: %d channels", path, s->info.channels);
+        return WHISPERC_ERR_AUDIO_FORMAT;
+    }
+    int rc = rs_check_rate(s->info.samplerate, path, err, err_size);
+    if (rc)
+        return rc;
+    if (s->info.frames == 0) {
+        wc_errf(err, err_size, "%s: no audio samples (0 frames)", path);
+        return WHISPERC_ERR_AUDIO_FORMAT;
+    }
+    s->chunk_frames = AUDIO_CHUNK_SAMPLES / s->info.channels;
+    if (s->chunk_frames < 1)
+        s->chunk_frames = 1;
+    s->chunk = malloc((size_t)s->chunk_frames * (size_t)s->info.channels * sizeof(float));
+    if (!s->chunk) {
+        wc_errf(err, err_size, "%s: out of memory", path);
+        return WHISPERC_ERR_NO_MEMORY;
+    }
+    return 0;
+}
+
+/* Reads up to chunk_frames frames, averaged to mono, into mono[chunk_frames]; *n = 0 at the end. */
+static int src_read(struct audio_src *s, float *mono, size_t *n, char *err, size_t err_size) {
+    int nc = s->info.channels;
+    sf_count_t got = sf_readf_float(s->snd, s->chunk, s->chunk_frames);
+    if (got <= 0 && sf_error(s->snd) != SF_ERR_NO_ERROR) {
+        wc_errf(err, err_size, "%s: decoding failed after %zu samples: %s", s->path, s->n_read,
+                sf_strerror(s->snd));
+        return WHISPERC_ERR_AUDIO_FORMAT;
+    }
+    *n = got > 0 ? (size_t)got : 0;
+    for (size_t i = 0; i < *n; i++) {
+        const float *x = s->chunk + i * (size_t)nc;
+        float v = x[0];
+        if (nc > 1) {
+            double sum = 0.0;
+            for (int c = 0; c < nc; c++)
+                sum += x[c];
+            v = (float)(sum / nc);
+        }
+        if (!isfinite(v)) {
+            wc_errf(err, err_size, "%s: sample %zu (%.3f s) is NaN or infinite", s->path,
+                    s->n_read + i, (double)(s->n_read + i) / s->info.samplerate);
+            return WHISPERC_ERR_AUDIO_FORMAT;
+        }
+        mono[i] = v;
+    }
+    s->n_read += *n;
+    return 0;
+}
+
+/* Decodes `path` to mono; resample != 0: to 16 kHz, chunk by chunk. */
+static int audio_decode(const char *path, int resample, float **out, size_t *n_samples, int *rate,
+                        char *err, size_t err_size) {
+    struct audio_src src;
+    struct resampler rs = {0};
+    struct fvec v = {0};
+    float *mono = NULL;
+    int native = 1;
+    *out = NULL;
+    *n_samples = 0;
+    int rc = src_open(&src, path, err, err_size);
+    if (rc)
+        goto done;
+    native = !resample || src.info.samplerate == WC_SAMPLE_RATE;
+    double hint = (double)src.info.frames * (native ? 1.0 : WC_SAMPLE_RATE / src.info.samplerate);
+    if (fvec_reserve(&v, hint > 0 && hint < AUDIO_RESERVE_MAX ? (size_t)hint + 1 : 1)) {
+        rc = WHISPERC_ERR_NO_MEMORY;
+        goto oom;
+    }
+    if (!native) {
+        rc = rs_init(&rs, src.info.samplerate, path, err, err_size);
+        mono = malloc((size_t)src.chunk_frames * sizeof(float));
+        if (!rc && !mono) {
+            rc = WHISPERC_ERR_NO_MEMORY;
+            goto oom;
+        }
+    }
+    for (size_t n = 1; !rc && n > 0;) {
+        if (native) {
+            rc = fvec_reserve(&v, (size_t)src.chunk_frames);
+            if (rc)
+                goto oom;
+            rc = src_read(&src, v.data + v.n, &n, err, err_size);
+            v.n += n;
+        } else {
+            rc = src_read(&src, mono, &n, err, err_size);
+            if (!rc)
+                rc = rs_push(&rs, n ? mono : NULL, n, &v, path, err, err_size);
+        }
+    }
+    if (!rc && src.n_read == 0) {
+        wc_errf(err, err_size, "%s: no audio samples", path);
+        rc = WHISPERC_ERR_AUDIO_FORMAT;
+    }
+    goto done;
+oom:
+    wc_errf(err, err_size, "%s: out of memory after %zu samples", path, src.n_read);
+done:
+    if (rate && !rc)
+        *rate = native ? src.info.samplerate : WC_SAMPLE_RATE;
+    if (rs.soxr)
+        soxr_delete(rs.soxr);
+    src_close(&src);
+    free(mono);
+    if (rc) {
+        free(v.data);
+        return rc;
+    }
+    *out = v.data;
+    *n_samples = v.n;
+    return 0;
+}
+
+int audio_read(const char *path, float **out, size_t *n_samples, int *rate, char *err,
+               size_t err_size) {
+    return audio_decode(path, 0, out, n_samples, rate, err, err_size);
+}
+
+int audio_load(const char *path, float **out, size_t *n_samples, char *err, size_t err_size) {
+    return audio_decode(path, 1, out, n_samples, NULL, err, err_size);
+}

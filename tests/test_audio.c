@@ -1,0 +1,118 @@
+/*
+ * test_audio.c — decoding, downmix and resampling (src/frontend/audio.c): jfk.flac (44.1 kHz
+ * stereo 24-bit) must come out as the same speech as jfk.wav; a sine survives resampling; bad
+ * inputs (missing, empty, not audio, unsupported encoding) give one line and the right code.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "frontend/audio.h"
+#include "libwhisperc.h"
+
+static void expect_error(const char *path, int code) {
+    char err[512] = "";
+    float *x = NULL;
+    size_t n = 0;
+    int rc = audio_load(path, &x, &n, err, sizeof err);
+    printf("%s -> %d: %s\n", path, rc, err);
+    CHECK(rc == code);
+    CHECK(x == NULL);
+    CHECK(strstr(err, path) != NULL);
+    CHECK(strchr(err, '\n') == NULL);
+    free(x);
+}
+
+static void write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+static void test_sine_resample(void) {
+    const double rate = 44100, hz = 440;
+    size_t n = 44100;
+    float *x = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        x[i] = 0.5f * (float)sin(2 * M_PI * hz * (double)i / rate);
+    float *y = NULL;
+    size_t ny = 0;
+    char err[256];
+    CHECK(audio_resample(x, n, rate, &y, &ny, err, sizeof err) == 0);
+    CHECK(ny >= 15999 && ny <= 16001);
+    double max_err = 0;
+    for (size_t i = 1000; i + 1000 < ny; i++) { /* away from the edges */
+        double want = 0.5 * sin(2 * M_PI * hz * (double)i / 16000.0);
+        max_err = fmax(max_err, fabs(y[i] - want));
+    }
+    printf("sine 44.1 kHz -> 16 kHz: %zu samples, max error %.2e\n", ny, max_err);
+    CHECK(max_err < 1e-3);
+    free(x);
+    free(y);
+}
+
+int main(void) {
+    test_sine_resample();
+
+    /* bad inputs */
+    char tmpl[] = "/tmp/wc_test_audio_XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    CHECK(dir != NULL);
+    char path[512];
+    snprintf(path, sizeof path, "%s/missing.wav", dir);
+    expect_error(path, WHISPERC_ERR_IO);
+    snprintf(path, sizeof path, "%s/empty.wav", dir);
+    write_file(path, "", 0);
+    expect_error(path, WHISPERC_ERR_AUDIO_FORMAT);
+    char empty_path[512];
+    snprintf(empty_path, sizeof empty_path, "%s", path);
+    snprintf(path, sizeof path, "%s/text.wav", dir);
+    const char *text = "this is not audio, just some text that is long enough to look at\n";
+    write_file(path, text, strlen(text));
+    expect_error(path, WHISPERC_ERR_AUDIO_FORMAT);
+    char text_path[512];
+    snprintf(text_path, sizeof text_path, "%s", path);
+    /* a RIFF/WAVE header with an unknown format tag (0x1234) */
+    unsigned char wav[44 + 16] = "RIFF\x34\0\0\0WAVEfmt \x10\0\0\0\x34\x12\x01\0\x80\x3e\0\0"
+                                 "\0\x7d\0\0\x02\0\x10\0data\x10\0\0\0";
+    snprintf(path, sizeof path, "%s/format.wav", dir);
+    write_file(path, wav, sizeof wav);
+    expect_error(path, WHISPERC_ERR_AUDIO_FORMAT);
+    unlink(path);
+    unlink(text_path);
+    unlink(empty_path);
+    rmdir(dir);
+
+    /* jfk.wav as read, jfk.flac downmixed and resampled: the same speech */
+    float *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    char err[512];
+    if (access(shared_path("audio/jfk/jfk.wav"), R_OK) != 0) {
+        fprintf(stderr, "SKIP jfk: %s missing\n", shared_path("audio/jfk/jfk.wav"));
+        return TEST_RESULT();
+    }
+    CHECK(audio_load(shared_path("audio/jfk/jfk.wav"), &a, &na, err, sizeof err) == 0);
+    CHECK(na == 176000);
+    CHECK(audio_load(shared_path("audio/jfk/jfk.flac"), &b, &nb, err, sizeof err) == 0);
+    printf("jfk.wav %zu samples, jfk.flac %zu samples at 16 kHz\n", na, nb);
+    CHECK(nb + 16 >= na && nb <= na + 16);
+    if (a && b) {
+        size_t n = na < nb ? na : nb;
+        double num = 0, den = 0;
+        for (size_t i = 0; i < n; i++) {
+            num += (double)(a[i] - b[i]) * (a[i] - b[i]);
+            den += (double)a[i] * a[i];
+        }
+        printf("jfk.flac vs jfk.wav: relative L2 difference %.3g\n", sqrt(num / den));
+        CHECK(sqrt(num / den) < 0.05);
+    }
+    free(a);
+    free(b);
+    return TEST_RESULT();
+}
