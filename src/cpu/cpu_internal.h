@@ -1,0 +1,63 @@
+/*
+ * cpu_internal.h — what the CPU backend's files share: the stream object with its thread pool and
+ * per-thread scratch, the weight layout, and the op entry points (one file per op family).
+ *
+ * Weight layout: matrices keep the file's dtype (f16 stays f16: exact, and half the memory
+ * traffic of the decoder's matrix-vector products); wc_mat.data is 64-byte aligned, [rows][cols].
+ * Conv weights are f32, rearranged to [k][c_out][c_in] so each tap is one plain matrix.
+ */
+#ifndef WC_CPU_INTERNAL_H
+#define WC_CPU_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "cpu/pool.h"
+
+/* Per-model: which kernels this CPU runs. */
+struct cpu_backend {
+    int has_avx2_f16c; /* AVX2 + FMA + F16C: vector f16 -> f32 dot products */
+};
+
+struct cpu_scratch {
+    float *p;
+    size_t n; /* floats */
+};
+
+struct cpu_stream {
+    struct pool *pool;
+    int n_threads;
+    struct cpu_scratch *scratch; /* [n_threads], grown by cpu_scratch_reserve */
+};
+
+static inline struct cpu_stream *cpu_stream(struct wc_stream *s) { return s->impl; }
+static inline struct cpu_backend *cpu_backend(struct wc_stream *s) { return s->be->impl; }
+
+/* Makes every thread's scratch hold at least n floats. Call from the issuing thread before
+ * pool_run; returns 0 or records WHISPERC_ERR_NO_MEMORY on the stream. */
+int cpu_scratch_reserve(struct wc_stream *s, size_t n);
+
+/* 64-byte aligned allocation, NULL on failure; free() releases it. */
+void *cpu_alloc(size_t bytes);
+
+/* Ops (backend.h has their contracts). */
+void cpu_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
+                const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
+                int accumulate);
+void cpu_conv1d(struct wc_stream *s, float *out, const float *in, const struct wc_mat *w,
+                const float *b, const float *add, int c_in, int c_out, int t_in, int stride,
+                enum wc_act act);
+void cpu_layernorm(struct wc_stream *s, float *out, const float *in, const float *g, const float *b,
+                   int n_rows, int c);
+void cpu_attention(struct wc_stream *s, float *out, const float *q, const float *k, const float *v,
+                   int ld_kv, int t_len, int s_len, int c, int n_head, int causal_pos0);
+void cpu_embed(struct wc_stream *s, float *out, const int32_t *tokens, int t_len,
+               const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
+
+/* Elementwise helpers shared by the ops. */
+void cpu_gelu_inplace(float *x, size_t n); /* exact erf GELU */
+/* Converts rows [r0, r1) of a weight matrix to f32 into dst ([r1-r0][cols]). */
+void cpu_mat_rows_f32(float *dst, const struct wc_mat *w, int r0, int r1);
+
+#endif /* WC_CPU_INTERNAL_H */

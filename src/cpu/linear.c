@@ -1,0 +1,238 @@
+/*
+ * linear.c — out = act(in · Wᵀ + b), the op that holds most of the model's arithmetic.
+ *
+ * Two paths, split over output columns across the pool:
+ * - many rows (encoder, prompt, cross-attention K/V): each task converts its slice of W to f32
+ *   and calls single-threaded OpenBLAS sgemm, then applies bias and activation to its slice;
+ * - few rows (one decoder step): matrix-vector products straight from the f16 weights with
+ *   F16C, so every weight byte is read once per step and memory traffic is half of f32's.
+ */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "cpu/cpu_internal.h"
+#include "libwhisperc.h"
+#include "util.h"
+
+#define GEMV_MAX_ROWS  8  /* up to this many input rows take the matrix-vector path */
+#define GEMV_TASK_COLS 64 /* output columns per matrix-vector task */
+
+void cpu_gelu_inplace(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * (float)M_SQRT1_2));
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma,f16c"))) static void
+f16_to_f32_avx2(float *dst, const uint16_t *src, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+    for (; i < n; i++)
+        dst[i] = wc_f16_to_f32(src[i]);
+}
+#endif
+
+static void f16_to_f32(int fast, float *dst, const uint16_t *src, size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (fast) {
+        f16_to_f32_avx2(dst, src, n);
+        return;
+    }
+#endif
+    (void)fast;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = wc_f16_to_f32(src[i]);
+}
+
+static void mat_rows_f32(int fast, float *dst, const struct wc_mat *w, int r0, int r1) {
+    size_t off = (size_t)r0 * (size_t)w->cols, n = (size_t)(r1 - r0) * (size_t)w->cols;
+    if (w->dtype == WC_F16)
+        f16_to_f32(fast, dst, (const uint16_t *)w->data + off, n);
+    else
+        memcpy(dst, (const float *)w->data + off, n * sizeof(float));
+}
+
+void cpu_mat_rows_f32(float *dst, const struct wc_mat *w, int r0, int r1) {
+    mat_rows_f32(0, dst, w, r0, r1);
+}
+
+struct linear_job {
+    struct wc_stream *s;
+    float *out;
+    int ld_out;
+    const float *in;
+    const struct wc_mat *w;
+    const float *b;
+    int n_rows, chunk, n_out;
+    enum wc_act act;
+    int accumulate;
+    int fast;
+};
+
+/* bias and activation on out[:, n0:n1] */
+static void epilogue(const struct linear_job *j, int n0, int n1) {
+    for (int t = 0; t < j->n_rows; t++) {
+        float *o = j->out + (size_t)t * j->ld_out;
+        if (j->b)
+            for (int n = n0; n < n1; n++)
+                o[n] += j->b[n];
+        if (j->act == WC_ACT_GELU)
+            cpu_gelu_inplace(o + n0, (size_t)(n1 - n0));
+    }
+}
+
+static void gemm_task(void *ctx, int task, int thread) {
+    const struct linear_job *j = ctx;
+    int n0 = task * j->chunk, n1 = n0 + j->chunk < j->n_out ? n0 + j->chunk : j->n_out;
+    int k = j->w->cols;
+    const float *wf;
+    if (j->w->dtype == WC_F32) {
+        wf = (const float *)j->w->data + (size_t)n0 * k;
+    } else {
+        float *sc = cpu_stream(j->s)->scratch[thread].p;
+        mat_rows_f32(j->fast, sc, j->w, n0, n1);
+        wf = sc;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n_rows, n1 - n0, k, 1.0f, j->in, k, wf,
+                k, j->accumulate ? 1.0f : 0.0f, j->out + n0, j->ld_out);
+    epilogue(j, n0, n1);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma"))) static inline float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* dots[t] = x[t] · w for up to 4 rows of x (k a multiple of 8) */
+__attribute__((target("avx2,fma,f16c"))) static void
+dot4_f16(const uint16_t *w, const float *x, int ldx, int n_x, int k, float *dots) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
+    for (int i = 0; i < k; i += 8) {
+        __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i)));
+        a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + i), a0);
+        if (n_x > 1)
+            a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x1 + i), a1);
+        if (n_x > 2)
+            a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x2 + i), a2);
+        if (n_x > 3)
+            a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x3 + i), a3);
+    }
+    dots[0] = hsum256(a0);
+    if (n_x > 1)
+        dots[1] = hsum256(a1);
+    if (n_x > 2)
+        dots[2] = hsum256(a2);
+    if (n_x > 3)
+        dots[3] = hsum256(a3);
+}
+
+/* Single-row f16 dot with two accumulators: the decoder's common case. */
+__attribute__((target("avx2,fma,f16c"))) static float dot1_f16(const uint16_t *w, const float *x,
+                                                               int k) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    int i = 0;
+    for (; i + 16 <= k; i += 16) {
+        a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))),
+                             _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 8))),
+                             _mm256_loadu_ps(x + i + 8), a1);
+    }
+    for (; i < k; i += 8)
+        a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))),
+                             _mm256_loadu_ps(x + i), a0);
+    return hsum256(_mm256_add_ps(a0, a1));
+}
+#endif
+
+static float dot_f32(const float *w, const float *x, int k) {
+    float acc = 0.0f;
+    for (int i = 0; i < k; i++)
+        acc += w[i] * x[i];
+    return acc;
+}
+
+static void gemv_task(void *ctx, int task, int thread) {
+    const struct linear_job *j = ctx;
+    int n0 = task * GEMV_TASK_COLS;
+    int n1 = n0 + GEMV_TASK_COLS < j->n_out ? n0 + GEMV_TASK_COLS : j->n_out;
+    int k = j->w->cols;
+    for (int n = n0; n < n1; n++) {
+        float dots[GEMV_MAX_ROWS];
+        const float *wf = NULL;
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (j->fast && j->w->dtype == WC_F16 && k % 8 == 0) {
+            const uint16_t *wr = (const uint16_t *)j->w->data + (size_t)n * k;
+            if (j->n_rows == 1) {
+                dots[0] = dot1_f16(wr, j->in, k);
+            } else {
+                for (int t = 0; t < j->n_rows; t += 4) {
+                    int nx = j->n_rows - t < 4 ? j->n_rows - t : 4;
+                    dot4_f16(wr, j->in + (size_t)t * k, k, nx, k, dots + t);
+                }
+            }
+            goto store;
+        }
+#endif
+        if (j->w->dtype == WC_F16) {
+            float *sc = cpu_stream(j->s)->scratch[thread].p;
+            mat_rows_f32(0, sc, j->w, n, n + 1);
+            wf = sc;
+        } else {
+            wf = (const float *)j->w->data + (size_t)n * k;
+        }
+        for (int t = 0; t < j->n_rows; t++)
+            dots[t] = dot_f32(wf, j->in + (size_t)t * k, k);
+#if defined(__x86_64__) && defined(__GNUC__)
+    store:
+#endif
+        for (int t = 0; t < j->n_rows; t++) {
+            float *o = j->out + (size_t)t * j->ld_out + n;
+            *o = j->accumulate ? *o + dots[t] : dots[t];
+        }
+    }
+    epilogue(j, n0, n1);
+}
+
+void cpu_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
+                const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
+                int accumulate) {
+    if (s->err || n_rows <= 0)
+        return;
+    struct cpu_stream *cs = cpu_stream(s);
+    struct linear_job j = {
+        .s = s,
+        .out = out,
+        .ld_out = ld_out ? ld_out : w->rows,
+        .in = in,
+        .w = w,
+        .b = b,
+        .n_rows = n_rows,
+        .n_out = w->rows,
+        .act = act,
+        .accumulate = accumulate,
+        .fast = cpu_backend(s)->has_avx2_f16c,
+    };
+    if (n_rows <= GEMV_MAX_ROWS) {
+        if (w->dtype == WC_F16 && cpu_scratch_reserve(s, (size_t)w->cols))
+            return;
+        pool_run(cs->pool, gemv_task, &j, (w->rows + GEMV_TASK_COLS - 1) / GEMV_TASK_COLS);
+        return;
+    }
+    int n_tasks = cs->n_threads;
+    j.chunk = (w->rows + n_tasks - 1) / n_tasks;
+    j.chunk = (j.chunk + 15) / 16 * 16;
+    n_tasks = (w->rows + j.chunk - 1) / j.chunk;
+    if (w->dtype == WC_F16 && cpu_scratch_reserve(s, (size_t)j.chunk * (size_t)w->cols))
+        return;
+    pool_run(cs->pool, gemm_task, &j, n_tasks);
+}

@@ -1,0 +1,249 @@
+/*
+ * test_cpu_ops.c — every CPU backend op against a naive double-precision reference on fresh random
+ * inputs, over the shapes and paths the model uses (matrix-vector and sgemm, f16 and f32 weights,
+ * stride 1 and 2, causal and full attention), with 1 and 3 threads. Outputs are poisoned with NaN
+ * before each op, so a value the op forgot to write fails.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "common.h"
+#include "util.h"
+
+static struct test_rng rng = {12345};
+
+static float *rand_vec(size_t n, float scale) {
+    float *p = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        p[i] = scale * test_rng_normal(&rng);
+    return p;
+}
+
+static float *nan_vec(size_t n) {
+    float *p = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        p[i] = NAN;
+    return p;
+}
+
+/* f32 -> f16 bits, truncating (the reference decodes the same bits, so rounding is irrelevant) */
+static uint16_t to_f16(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    uint32_t sign = (b >> 16) & 0x8000u;
+    int exp = (int)((b >> 23) & 0xff) - 112;
+    if (exp <= 0)
+        return (uint16_t)sign;
+    if (exp >= 31)
+        return (uint16_t)(sign | 0x7bffu);
+    return (uint16_t)(sign | ((uint32_t)exp << 10) | ((b >> 13) & 0x3ffu));
+}
+
+/* A weight matrix uploaded in `dtype`; *host gets the exact f32 values the backend holds. */
+static void make_mat(struct wc_backend *be, struct wc_mat *m, int rows, int cols,
+                     enum wc_dtype dtype, float **host) {
+    size_t n = (size_t)rows * cols;
+    float *w = rand_vec(n, 1.0f / sqrtf((float)cols));
+    if (dtype == WC_F16) {
+        uint16_t *h = malloc(n * 2);
+        for (size_t i = 0; i < n; i++) {
+            h[i] = to_f16(w[i]);
+            w[i] = wc_f16_to_f32(h[i]);
+        }
+        CHECK(be->ops->upload_mat(be, m, h, WC_F16, rows, cols) == 0);
+        free(h);
+    } else {
+        CHECK(be->ops->upload_mat(be, m, w, WC_F32, rows, cols) == 0);
+    }
+    *host = w;
+}
+
+static double gelu_ref(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+
+static void test_linear(struct wc_backend *be, struct wc_stream *s, int n_rows, int n_out, int k,
+                        enum wc_dtype dtype, enum wc_act act, int accumulate, int bias,
+                        int ld_extra) {
+    struct wc_mat m;
+    float *w;
+    make_mat(be, &m, n_out, k, dtype, &w);
+    float *in = rand_vec((size_t)n_rows * k, 1.0f);
+    float *b = bias ? rand_vec((size_t)n_out, 0.5f) : NULL;
+    int ld = n_out + ld_extra;
+    float *out = accumulate ? rand_vec((size_t)n_rows * ld, 1.0f) : nan_vec((size_t)n_rows * ld);
+    float *ref = malloc((size_t)n_rows * ld * sizeof(float));
+    memcpy(ref, out, (size_t)n_rows * ld * sizeof(float));
+    for (int t = 0; t < n_rows; t++)
+        for (int n = 0; n < n_out; n++) {
+            double acc = b ? b[n] : 0.0;
+            for (int i = 0; i < k; i++)
+                acc += (double)in[(size_t)t * k + i] * w[(size_t)n * k + i];
+            if (act == WC_ACT_GELU)
+                acc = gelu_ref(acc);
+            ref[(size_t)t * ld + n] = (float)(accumulate ? ref[(size_t)t * ld + n] + acc : acc);
+        }
+    s->be->ops->linear(s, out, ld, in, &m, b, n_rows, act, accumulate);
+    CHECK(wc_stream_sync(s) == 0);
+    char name[128];
+    snprintf(name, sizeof name, "linear rows=%d out=%d k=%d %s act=%d acc=%d bias=%d ld+%d", n_rows,
+             n_out, k, dtype == WC_F16 ? "f16" : "f32", act, accumulate, bias, ld_extra);
+    /* padding columns past n_out must stay untouched (NaN or the accumulate input) */
+    for (int t = 0; t < n_rows; t++)
+        for (int n = n_out; n < ld; n++) {
+            out[(size_t)t * ld + n] = 0.0f;
+            ref[(size_t)t * ld + n] = 0.0f;
+        }
+    CHECK(check_close(name, out, ref, (size_t)n_rows * ld, 1e-4, 1e-4));
+    free(w), free(in), free(b), free(out), free(ref);
+}
+
+static void test_conv(struct wc_backend *be, struct wc_stream *s, int c_in, int c_out, int t_in,
+                      int stride, int with_add) {
+    struct wc_mat m;
+    size_t nw = (size_t)c_out * c_in * 3;
+    float *w = rand_vec(nw, 1.0f / sqrtf(3.0f * c_in));
+    CHECK(be->ops->upload_conv(be, &m, w, WC_F32, c_out, c_in, 3) == 0);
+    float *b = rand_vec((size_t)c_out, 0.5f);
+    int t_out = (t_in - 1) / stride + 1;
+    float *add = with_add ? rand_vec((size_t)t_out * c_out, 1.0f) : NULL;
+    float *in = rand_vec((size_t)(t_in + 2) * c_in, 1.0f);
+    memset(in, 0, (size_t)c_in * sizeof(float));
+    memset(in + (size_t)(t_in + 1) * c_in, 0, (size_t)c_in * sizeof(float));
+    float *out = nan_vec((size_t)t_out * c_out);
+    float *ref = malloc((size_t)t_out * c_out * sizeof(float));
+    for (int t = 0; t < t_out; t++)
+        for (int o = 0; o < c_out; o++) {
+            double acc = b[o];
+            for (int i = 0; i < c_in; i++)
+                for (int k = 0; k < 3; k++) {
+                    int ti = t * stride + k - 1;
+                    if (ti >= 0 && ti < t_in)
+                        acc += (double)w[((size_t)o * c_in + i) * 3 + k] *
+                               in[(size_t)(ti + 1) * c_in + i];
+                }
+            acc = gelu_ref(acc);
+            if (add)
+                acc += add[(size_t)t * c_out + o];
+            ref[(size_t)t * c_out + o] = (float)acc;
+        }
+    s->be->ops->conv1d(s, out, in + c_in, &m, b, add, c_in, c_out, t_in, stride, WC_ACT_GELU);
+    CHECK(wc_stream_sync(s) == 0);
+    char name[96];
+    snprintf(name, sizeof name, "conv1d c_in=%d c_out=%d t_in=%d stride=%d add=%d", c_in, c_out,
+             t_in, stride, with_add);
+    CHECK(check_close(name, out, ref, (size_t)t_out * c_out, 1e-4, 1e-4));
+    free(w), free(b), free(add), free(in), free(out), free(ref);
+}
+
+static void test_layernorm(struct wc_stream *s, int n_rows, int c) {
+    float *in = rand_vec((size_t)n_rows * c, 3.0f), *g = rand_vec((size_t)c, 1.0f);
+    float *b = rand_vec((size_t)c, 1.0f), *out = nan_vec((size_t)n_rows * c);
+    float *ref = malloc((size_t)n_rows * c * sizeof(float));
+    for (int t = 0; t < n_rows; t++) {
+        const float *x = in + (size_t)t * c;
+        double mean = 0, var = 0;
+        for (int i = 0; i < c; i++)
+            mean += x[i];
+        mean /= c;
+        for (int i = 0; i < c; i++)
+            var += (x[i] - mean) * (x[i] - mean);
+        var /= c;
+        for (int i = 0; i < c; i++)
+            ref[(size_t)t * c + i] = (float)((x[i] - mean) / sqrt(var + 1e-5) * g[i] + b[i]);
+    }
+    s->be->ops->layernorm(s, out, in, g, b, n_rows, c);
+    CHECK(wc_stream_sync(s) == 0);
+    CHECK(check_close("layernorm", out, ref, (size_t)n_rows * c, 1e-5, 1e-5));
+    s->be->ops->layernorm(s, in, in, g, b, n_rows, c); /* in place */
+    CHECK(check_close("layernorm in place", in, ref, (size_t)n_rows * c, 1e-5, 1e-5));
+    free(in), free(g), free(b), free(out), free(ref);
+}
+
+static void test_attention(struct wc_stream *s, int t_len, int s_len, int c, int n_head,
+                           int ld_extra, int causal_pos0) {
+    int ld = c + ld_extra, d = c / n_head;
+    float *q = rand_vec((size_t)t_len * c, 1.0f);
+    float *k = rand_vec((size_t)s_len * ld, 1.0f), *v = rand_vec((size_t)s_len * ld, 1.0f);
+    float *out = nan_vec((size_t)t_len * c), *ref = malloc((size_t)t_len * c * sizeof(float));
+    double *p = malloc((size_t)s_len * sizeof(double));
+    for (int h = 0; h < n_head; h++)
+        for (int t = 0; t < t_len; t++) {
+            int n = causal_pos0 >= 0 && causal_pos0 + t + 1 < s_len ? causal_pos0 + t + 1 : s_len;
+            double mx = -INFINITY, sum = 0;
+            for (int j = 0; j < n; j++) {
+                double acc = 0;
+                for (int i = 0; i < d; i++)
+                    acc += (double)q[(size_t)t * c + h * d + i] * k[(size_t)j * ld + h * d + i];
+                p[j] = acc / sqrt((double)d);
+                mx = p[j] > mx ? p[j] : mx;
+            }
+            for (int j = 0; j < n; j++)
+                sum += (p[j] = exp(p[j] - mx));
+            for (int i = 0; i < d; i++) {
+                double acc = 0;
+                for (int j = 0; j < n; j++)
+                    acc += p[j] / sum * v[(size_t)j * ld + h * d + i];
+                ref[(size_t)t * c + h * d + i] = (float)acc;
+            }
+        }
+    s->be->ops->attention(s, out, q, k, v, ld, t_len, s_len, c, n_head, causal_pos0);
+    CHECK(wc_stream_sync(s) == 0);
+    char name[96];
+    snprintf(name, sizeof name, "attention t=%d s=%d c=%d heads=%d ld+%d causal=%d", t_len, s_len,
+             c, n_head, ld_extra, causal_pos0);
+    CHECK(check_close(name, out, ref, (size_t)t_len * c, 1e-5, 1e-4));
+    free(q), free(k), free(v), free(out), free(ref), free(p);
+}
+
+static void test_embed(struct wc_backend *be, struct wc_stream *s) {
+    int n_vocab = 300, c = 64, n_ctx = 20, pos0 = 5;
+    struct wc_mat m;
+    float *emb;
+    make_mat(be, &m, n_vocab, c, WC_F16, &emb);
+    float *pos = rand_vec((size_t)n_ctx * c, 1.0f);
+    int32_t tokens[3] = {0, 299, 17};
+    float *out = nan_vec(3 * (size_t)c), ref[3 * 64];
+    for (int t = 0; t < 3; t++)
+        for (int i = 0; i < c; i++)
+            ref[t * c + i] = emb[(size_t)tokens[t] * c + i] + pos[(size_t)(pos0 + t) * c + i];
+    s->be->ops->embed(s, out, tokens, 3, &m, pos, pos0, c);
+    CHECK(wc_stream_sync(s) == 0);
+    CHECK(check_close("embed", out, ref, 3 * (size_t)c, 0, 0));
+    free(emb), free(pos), free(out);
+}
+
+int main(void) {
+    struct wc_backend *be = NULL;
+    char err[256];
+    CHECK(cpu_backend_new(&be, err, sizeof err) == 0);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        struct wc_stream *s = NULL;
+        CHECK(be->ops->stream_new(be, threads, &s) == 0);
+        printf("-- %d thread(s)\n", threads);
+        const enum wc_dtype dts[2] = {WC_F16, WC_F32};
+        for (int di = 0; di < 2; di++) {
+            test_linear(be, s, 1, 200, 64, dts[di], WC_ACT_NONE, 0, 1, 0);
+            test_linear(be, s, 1, 131, 72, dts[di], WC_ACT_NONE, 1, 0, 0);
+            test_linear(be, s, 3, 96, 64, dts[di], WC_ACT_GELU, 0, 1, 5);
+            test_linear(be, s, 8, 70, 40, dts[di], WC_ACT_NONE, 1, 1, 0);
+            test_linear(be, s, 9, 96, 64, dts[di], WC_ACT_GELU, 0, 1, 0);
+            test_linear(be, s, 40, 130, 96, dts[di], WC_ACT_NONE, 1, 1, 3);
+            test_linear(be, s, 100, 256, 64, dts[di], WC_ACT_NONE, 0, 0, 0);
+        }
+        test_conv(be, s, 80, 64, 30, 1, 0);
+        test_conv(be, s, 64, 48, 30, 2, 1);
+        test_conv(be, s, 16, 40, 7, 2, 0);
+        test_layernorm(s, 37, 384);
+        test_attention(s, 70, 70, 128, 2, 0, -1);
+        test_attention(s, 1, 100, 128, 4, 0, -1);
+        test_attention(s, 1, 9, 64, 1, 192, 8);
+        test_attention(s, 5, 12, 128, 2, 384, 7);
+        test_attention(s, 40, 40, 64, 2, 64, 0);
+        test_embed(be, s);
+        be->ops->stream_free(s);
+    }
+    be->ops->backend_free(be);
+    return TEST_RESULT();
+}
