@@ -7,15 +7,15 @@
 #include "api_internal.h"
 #include "model/languages.h"
 
+/* Segments are readable from the new-segment callback on, before has_result: the transcript
+ * only grows during whisperc_full and is emptied when a run fails. */
 static const struct wc_segment *segment(const whisperc_state *st, int i) {
-    if (!st || !st->has_result || i < 0 || i >= st->tr.n_seg)
+    if (!st || i < 0 || i >= st->tr.n_seg)
         return NULL;
     return &st->tr.seg[i];
 }
 
-int whisperc_n_segments(const whisperc_state *st) {
-    return st && st->has_result ? st->tr.n_seg : 0;
-}
+int whisperc_n_segments(const whisperc_state *st) { return st ? st->tr.n_seg : 0; }
 
 const char *whisperc_segment_text(const whisperc_state *st, int i) {
     const struct wc_segment *s = segment(st, i);

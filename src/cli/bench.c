@@ -1,0 +1,191 @@
+/*
+ * bench.c — `whisper-c bench`: where the time goes (load, audio, mel, encoder, decoder per
+ * token), the real-time factor, and optionally whisper.cpp's whisper-cli side by side on the
+ * same 16 kHz audio, model and thread count.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sndfile.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static void print_run(const char *what, const struct whisperc_timings *t, double load_ms) {
+    double proc = t->audio_ms + t->mel_ms + t->encode_ms + t->decode_ms;
+    printf("%s\n", what);
+    printf("  load     %10.1f ms\n", load_ms);
+    printf("  audio    %10.1f ms   (decode + resample to 16 kHz)\n", t->audio_ms);
+    printf("  mel      %10.1f ms\n", t->mel_ms);
+    printf("  encoder  %10.1f ms   (%d windows, %.1f ms per window)\n", t->encode_ms, t->n_windows,
+           t->n_windows ? t->encode_ms / t->n_windows : 0.0);
+    printf("  decoder  %10.1f ms   (%d steps, %.2f ms per token, %d fallbacks)\n", t->decode_ms,
+           t->n_decode_tokens, t->n_decode_tokens ? t->decode_ms / t->n_decode_tokens : 0.0,
+           t->n_fallbacks);
+    printf("  total    %10.1f ms   (RTF %.4f, %.1fx real time, audio %.2f s)\n", proc,
+           proc / 1e3 / t->audio_seconds, t->audio_seconds * 1e3 / proc, t->audio_seconds);
+}
+
+/* 16 kHz mono s16 WAV of the samples, for whisper-cli. */
+static int write_wav16(const char *path, const float *pcm, int n) {
+    SF_INFO info = {.samplerate = 16000, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_PCM_16};
+    SNDFILE *f = sf_open(path, SFM_WRITE, &info);
+    if (!f)
+        return -1;
+    sf_command(f, SFC_SET_CLIPPING, NULL, SF_TRUE);
+    sf_count_t w = sf_writef_float(f, pcm, n);
+    return sf_close(f) == 0 && w == n ? 0 : -1;
+}
+
+/* Runs argv with stdout to /dev/null and stderr into buf; returns the exit status. */
+static int run_capture(char *const argv[], char *buf, size_t cap) {
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        execv(argv[0], argv);
+        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t r;
+    while ((r = read(fds[0], buf + len, cap - 1 - len)) > 0 && len + 1 < cap)
+        len += (size_t)r;
+    while (r > 0) /* drain the rest */
+        r = read(fds[0], buf, cap > 1 ? 1 : cap);
+    buf[len] = '\0';
+    close(fds[0]);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* whisper_print_timings:   encode time =   208.54 ms / ... */
+static double wcpp_time(const char *log, const char *name) {
+    char key[64];
+    snprintf(key, sizeof key, "%s time =", name);
+    const char *p = strstr(log, key);
+    return p ? strtod(p + strlen(key), NULL) : -1.0;
+}
+
+static double compare_whisper_cpp(const struct cli_options *o, const whisperc_model *m,
+                                  const float *pcm, int n, int n_threads) {
+    char wav[] = "/tmp/whisper-c-bench-XXXXXX.wav";
+    int fd = mkstemps(wav, 4);
+    if (fd < 0 || (close(fd), write_wav16(wav, pcm, n)) != 0) {
+        fprintf(stderr, "whisper-c: cannot write a temporary WAV for whisper.cpp\n");
+        return -1;
+    }
+    char threads[16];
+    snprintf(threads, sizeof threads, "%d", n_threads);
+    const char *lang =
+        strcmp(o->language, "auto") == 0 && !whisperc_model_is_multilingual(m) ? "en" : o->language;
+    const char *model = o->model ? o->model : default_model_path();
+    char *argv[] = {(char *)o->whisper_cpp,
+                    "-m",
+                    (char *)model,
+                    "-f",
+                    wav,
+                    "-t",
+                    threads,
+                    "-bs",
+                    "1",
+                    "-bo",
+                    "1",
+                    "-l",
+                    (char *)lang,
+                    NULL};
+    static char log[1 << 16];
+    double t0 = now_ms();
+    int rc = run_capture(argv, log, sizeof log);
+    double wall = now_ms() - t0;
+    unlink(wav);
+    if (rc != 0) {
+        fprintf(stderr, "whisper-c: %s exited with %d:\n%s\n", o->whisper_cpp, rc, log);
+        return -1;
+    }
+    double total = wcpp_time(log, "total"), load = wcpp_time(log, "load");
+    printf("whisper.cpp (%s, -t %s -bs 1 -bo 1 -l %s, 16 kHz WAV)\n", o->whisper_cpp, threads,
+           lang);
+    printf("  load     %10.1f ms\n", load);
+    printf("  mel      %10.1f ms\n", wcpp_time(log, "mel"));
+    printf("  encoder  %10.1f ms\n", wcpp_time(log, "encode"));
+    printf("  decoder  %10.1f ms   (decode + batchd + prompt + sample)\n",
+           wcpp_time(log, "decode") + wcpp_time(log, "batchd") + wcpp_time(log, "prompt") +
+               wcpp_time(log, "sample"));
+    printf("  total    %10.1f ms   (%.1f ms without load; process wall time %.1f ms)\n", total,
+           total - load, wall);
+    return total - load;
+}
+
+int cmd_bench(int argc, char **argv) {
+    struct cli_options o;
+    int rc = cli_parse(&o, argc, argv, true);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    whisperc_model *m = NULL;
+    whisperc_state *st = NULL;
+    double t0 = now_ms();
+    if (cli_load_model(&o, &m))
+        return 1;
+    double load_ms = now_ms() - t0;
+    struct whisperc_full_params fp;
+    cli_full_params(&o, &fp);
+    char err[512];
+    float *pcm = NULL;
+    int n = 0;
+    t0 = now_ms();
+    if (whisperc_load_audio(o.files[0], &pcm, &n, err, sizeof err) != WHISPERC_OK) {
+        fprintf(stderr, "whisper-c: %s\n", err);
+        whisperc_model_free(m);
+        return 1;
+    }
+    double audio_ms = now_ms() - t0;
+    rc = whisperc_state_new(m, &st);
+    struct whisperc_timings best = {.size = sizeof best}, t = {.size = sizeof t};
+    for (int r = 0; !rc && r < o.runs; r++) {
+        rc = whisperc_full(st, &fp, pcm, n);
+        whisperc_state_timings(st, &t);
+        t.audio_ms = audio_ms;
+        if (r == 0 || t.total_ms < best.total_ms)
+            best = t;
+    }
+    if (rc) {
+        fprintf(stderr, "whisper-c: %s\n", whisperc_state_errmsg(st));
+    } else {
+        char what[512];
+        snprintf(what, sizeof what, "whisper-c %s (%s, %s backend, %d threads): %s",
+                 whisperc_version(), whisperc_model_type(m), whisperc_model_backend(m),
+                 fp.n_threads, o.files[0]);
+        print_run(what, &best, load_ms);
+        if (o.whisper_cpp) {
+            double ours = best.mel_ms + best.encode_ms + best.decode_ms;
+            double theirs = compare_whisper_cpp(&o, m, pcm, n, fp.n_threads);
+            if (theirs > 0)
+                printf("speed-up (without load and audio decoding): %.2fx\n", theirs / ours);
+            else
+                rc = 1;
+        }
+    }
+    free(pcm);
+    whisperc_state_free(st);
+    whisperc_model_free(m);
+    return rc ? 1 : 0;
+}

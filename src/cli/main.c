@@ -1,0 +1,131 @@
+/*
+ * main.c — the whisper-c command: `transcribe` and `bench`. A client of libwhisperc.h only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "libwhisperc.h"
+#include "options.h"
+#include "writers.h"
+
+static void log_to_stderr(whisperc_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level <= WHISPERC_LOG_WARN)
+        fprintf(stderr, "whisper-c: %s\n", msg);
+}
+
+static void print_segments(whisperc_state *st, int n_new, void *user) {
+    (void)user;
+    int n = whisperc_n_segments(st);
+    char a[32], b[32];
+    for (int i = n - n_new; i < n; i++) {
+        printf("[%s --> %s]  %s\n", format_timestamp(a, whisperc_segment_t0_ms(st, i), '.'),
+               format_timestamp(b, whisperc_segment_t1_ms(st, i), '.'),
+               whisperc_segment_text(st, i));
+    }
+    fflush(stdout);
+}
+
+static void print_progress(whisperc_state *st, int percent, void *user) {
+    (void)st;
+    (void)user;
+    fprintf(stderr, "whisper-c: progress = %3d%%\n", percent);
+}
+
+void cli_full_params(const struct cli_options *o, struct whisperc_full_params *fp) {
+    *fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    if (o->n_threads > 0)
+        fp->n_threads = o->n_threads;
+    fp->language = o->language;
+    fp->translate = o->translate;
+    fp->no_timestamps = o->no_timestamps;
+    fp->initial_prompt = o->prompt;
+    fp->seed = o->seed;
+    if (o->no_fallback)
+        fp->n_temperatures = 1;
+    fp->log_fn = log_to_stderr;
+}
+
+int cli_load_model(const struct cli_options *o, whisperc_model **model) {
+    struct whisperc_model_params mp = whisperc_model_default_params();
+    mp.device = o->device;
+    mp.gpu_index = o->gpu_index;
+    mp.log_fn = log_to_stderr;
+    char err[512];
+    const char *path = o->model ? o->model : default_model_path();
+    if (whisperc_model_load(path, &mp, model, err, sizeof err) != WHISPERC_OK) {
+        fprintf(stderr, "whisper-c: %s\n", err);
+        if (!o->model)
+            fprintf(stderr, "whisper-c: (default model path; use -m FILE or set "
+                            "WHISPERC_MODEL)\n");
+        return 1;
+    }
+    return 0;
+}
+
+static int write_outputs(const struct cli_options *o, whisperc_state *st, const char *input) {
+    const char *base = o->output_base ? o->output_base : input;
+    const bool want[] = {o->out_txt, o->out_srt, o->out_vtt, o->out_json};
+    for (int f = OUT_TXT; f <= OUT_JSON; f++) {
+        char err[512];
+        if (want[f] && write_output(st, (enum out_format)f, base, err, sizeof err) != 0) {
+            fprintf(stderr, "whisper-c: %s\n", err);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int cmd_transcribe(int argc, char **argv) {
+    struct cli_options o;
+    int rc = cli_parse(&o, argc, argv, false);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    whisperc_model *model = NULL;
+    whisperc_state *st = NULL;
+    if (cli_load_model(&o, &model))
+        return 1;
+    if (whisperc_state_new(model, &st) != WHISPERC_OK) {
+        fprintf(stderr, "whisper-c: cannot create a decoding state (out of memory?)\n");
+        whisperc_model_free(model);
+        return 1;
+    }
+    struct whisperc_full_params fp;
+    cli_full_params(&o, &fp);
+    if (!o.no_prints)
+        fp.new_segment_fn = print_segments;
+    if (o.print_progress)
+        fp.progress_fn = print_progress;
+    int failed = 0;
+    for (int i = 0; i < o.n_files; i++) {
+        if (whisperc_full_file(st, &fp, o.files[i]) != WHISPERC_OK) {
+            fprintf(stderr, "whisper-c: %s\n", whisperc_state_errmsg(st));
+            failed = 1;
+            continue;
+        }
+        failed |= write_outputs(&o, st, o.files[i]);
+    }
+    whisperc_state_free(st);
+    whisperc_model_free(model);
+    return failed;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        cli_usage("whisper-c");
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("whisper-c %s\n", whisperc_version());
+        return 0;
+    }
+    if (strcmp(argv[1], "transcribe") == 0)
+        return cmd_transcribe(argc - 2, argv + 2);
+    if (strcmp(argv[1], "bench") == 0)
+        return cmd_bench(argc - 2, argv + 2);
+    fprintf(stderr, "whisper-c: unknown command '%s' (try: whisper-c transcribe FILE)\n", argv[1]);
+    return 2;
+}

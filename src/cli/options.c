@@ -1,0 +1,197 @@
+/* options.c — see options.h. */
+#include "options.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+const char *default_model_path(void) {
+    static char buf[4096];
+    const char *env = getenv("WHISPERC_MODEL");
+    if (env && *env)
+        return env;
+    struct stat st;
+    if (stat("models/ggml-base.bin", &st) == 0)
+        return "models/ggml-base.bin";
+    const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(buf, sizeof buf, "%s/whisper-c/ggml-base.bin", xdg);
+    else
+        snprintf(buf, sizeof buf, "%s/.local/share/whisper-c/ggml-base.bin", home ? home : ".");
+    return buf;
+}
+
+void cli_usage(const char *prog) {
+    printf("usage: %s transcribe [options] FILE...\n"
+           "       %s bench [options] FILE\n"
+           "       %s --version | --help\n"
+           "\n"
+           "Transcribes speech with a Whisper model (whisper.cpp ggml .bin files). FILE may be\n"
+           "any format libsndfile reads (wav, flac, ogg, mp3, ...), at any sample rate.\n"
+           "\n"
+           "options:\n"
+           "  -m,  --model FNAME        model file; default: $WHISPERC_MODEL, else\n"
+           "                            models/ggml-base.bin, else\n"
+           "                            ~/.local/share/whisper-c/ggml-base.bin\n"
+           "  -l,  --language LANG      spoken language (en, de, ...), or auto (default)\n"
+           "  -tr, --translate          translate to English\n"
+           "  -t,  --threads N          CPU threads (default: cores, at most 8)\n"
+           "       --prompt TEXT        initial prompt (context for the first window)\n"
+           "  -nt, --no-timestamps      decode without timestamps; one segment per window\n"
+           "  -nf, --no-fallback        no temperature fallback (greedy only)\n"
+           "  -bs, --beam-size N        1 (beam search is not implemented yet)\n"
+           "  -bo, --best-of N          accepted for whisper.cpp compatibility (1)\n"
+           "  -otxt, -osrt, -ovtt       write FILE.txt / .srt / .vtt\n"
+           "  -oj,  --output-json       write FILE.json (segments, tokens, probabilities)\n"
+           "  -of,  --output-file BASE  output path without extension (one FILE only)\n"
+           "  -pp,  --print-progress    print progress to stderr\n"
+           "  -np,  --no-prints         print no segments to stdout\n"
+           "       --device auto|cpu|cuda  compute device (default auto)\n"
+           "       --gpu N              CUDA device index\n"
+           "       --seed N             seed for sampling at temperature > 0\n"
+           "bench options:\n"
+           "       --runs N             repeat N times and report the fastest (default 1)\n"
+           "       --compare-whisper-cpp PATH  also run whisper.cpp's whisper-cli at PATH\n"
+           "                            on the same audio, model and threads\n"
+           "  -h,  --help, --version\n",
+           prog, prog, prog);
+}
+
+static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || errno || *end || v < lo || v > hi) {
+        fprintf(stderr, "whisper-c: %s needs a number in %d..%d, got '%s'\n", opt, lo, hi,
+                s ? s : "");
+        return 2;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static bool is(const char *a, const char *s1, const char *s2) {
+    return strcmp(a, s1) == 0 || (s2 && strcmp(a, s2) == 0);
+}
+
+/* Options that take a value; returns 1 if arg was one of them (consuming argv[*i+1]). */
+static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, int *rc) {
+    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    int n = 0;
+    if (is(a, "-m", "--model"))
+        o->model = v;
+    else if (is(a, "-l", "--language"))
+        o->language = v;
+    else if (is(a, "--prompt", NULL))
+        o->prompt = v;
+    else if (is(a, "-of", "--output-file"))
+        o->output_base = v;
+    else if (is(a, "--compare-whisper-cpp", NULL))
+        o->whisper_cpp = v;
+    else if (is(a, "-t", "--threads"))
+        *rc = parse_int(a, v, 1, 256, &o->n_threads);
+    else if (is(a, "--gpu", NULL))
+        *rc = parse_int(a, v, 0, 64, &o->gpu_index);
+    else if (is(a, "--runs", NULL))
+        *rc = parse_int(a, v, 1, 1000, &o->runs);
+    else if (is(a, "-bs", "--beam-size") || is(a, "-bo", "--best-of")) {
+        *rc = parse_int(a, v, 1, 16, &n);
+        if (!*rc && n != 1) {
+            fprintf(stderr,
+                    "whisper-c: %s %d: beam search and best-of sampling are not "
+                    "implemented yet; use 1 (greedy)\n",
+                    a, n);
+            *rc = 2;
+        }
+    } else if (is(a, "--seed", NULL)) {
+        char *end;
+        o->seed = v ? strtoull(v, &end, 10) : 0;
+        if (!v || *end)
+            *rc = 2, fprintf(stderr, "whisper-c: --seed needs a number\n");
+    } else if (is(a, "--device", NULL)) {
+        if (v && strcmp(v, "auto") == 0)
+            o->device = WHISPERC_DEVICE_AUTO;
+        else if (v && strcmp(v, "cpu") == 0)
+            o->device = WHISPERC_DEVICE_CPU;
+        else if (v && strcmp(v, "cuda") == 0)
+            o->device = WHISPERC_DEVICE_CUDA;
+        else
+            *rc = 2, fprintf(stderr, "whisper-c: --device must be auto, cpu or cuda\n");
+    } else
+        return 0;
+    if (!v && !*rc) {
+        fprintf(stderr, "whisper-c: %s needs a value\n", a);
+        *rc = 2;
+    }
+    (*i)++;
+    return 1;
+}
+
+static int parse_flag(struct cli_options *o, const char *a) {
+    if (is(a, "-tr", "--translate"))
+        o->translate = true;
+    else if (is(a, "-nt", "--no-timestamps"))
+        o->no_timestamps = true;
+    else if (is(a, "-nf", "--no-fallback"))
+        o->no_fallback = true;
+    else if (is(a, "-otxt", "--output-txt"))
+        o->out_txt = true;
+    else if (is(a, "-osrt", "--output-srt"))
+        o->out_srt = true;
+    else if (is(a, "-ovtt", "--output-vtt"))
+        o->out_vtt = true;
+    else if (is(a, "-oj", "--output-json"))
+        o->out_json = true;
+    else if (is(a, "-pp", "--print-progress"))
+        o->print_progress = true;
+    else if (is(a, "-np", "--no-prints"))
+        o->no_prints = true;
+    else
+        return 0;
+    return 1;
+}
+
+int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
+    memset(o, 0, sizeof *o);
+    o->language = "auto";
+    o->runs = 1;
+    o->device = WHISPERC_DEVICE_AUTO;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int rc = 0;
+        if (is(a, "-h", "--help")) {
+            cli_usage("whisper-c");
+            return 1;
+        }
+        if (parse_valued(o, argc, argv, &i, &rc) || parse_flag(o, a)) {
+            if (rc)
+                return rc;
+            continue;
+        }
+        if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "whisper-c: unknown option '%s' (see whisper-c --help)\n", a);
+            return 2;
+        }
+        if (o->n_files == CLI_MAX_FILES) {
+            fprintf(stderr, "whisper-c: too many files (at most %d)\n", CLI_MAX_FILES);
+            return 2;
+        }
+        o->files[o->n_files++] = a;
+    }
+    if (o->n_files == 0) {
+        fprintf(stderr, "whisper-c: no input file (see whisper-c --help)\n");
+        return 2;
+    }
+    if (bench && o->n_files != 1) {
+        fprintf(stderr, "whisper-c: bench takes exactly one file\n");
+        return 2;
+    }
+    if (o->output_base && o->n_files > 1) {
+        fprintf(stderr, "whisper-c: -of works with one input file only\n");
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,42 @@
+/*
+ * options.h — command-line options of `whisper-c transcribe` and `whisper-c bench`, with
+ * whisper.cpp's spellings (-m, -l, -t, -nt, -otxt, -osrt, -ovtt, -oj, -of, -pp, …).
+ */
+#ifndef WC_CLI_OPTIONS_H
+#define WC_CLI_OPTIONS_H
+
+#include <stdbool.h>
+
+#include "libwhisperc.h"
+
+#define CLI_MAX_FILES 4096
+
+struct cli_options {
+    const char *model;    /* NULL: default_model_path() */
+    const char *language; /* "auto" */
+    const char *prompt;
+    const char *output_base; /* -of: path without extension */
+    int n_threads;
+    bool translate, no_timestamps, no_fallback, print_progress, no_prints;
+    bool out_txt, out_srt, out_vtt, out_json;
+    whisperc_device device;
+    int gpu_index;
+    unsigned long long seed;
+    /* bench */
+    const char *whisper_cpp; /* --compare-whisper-cpp PATH */
+    int runs;
+    const char *files[CLI_MAX_FILES];
+    int n_files;
+};
+
+/* Parses argv (after the subcommand). Returns 0, 1 if --help was printed, or 2 on a usage
+ * error (message already printed to stderr). */
+int cli_parse(struct cli_options *o, int argc, char **argv, bool bench);
+
+/* $WHISPERC_MODEL, else models/ggml-base.bin if it exists, else
+ * $XDG_DATA_HOME (~/.local/share)/whisper-c/ggml-base.bin. Returns a static buffer. */
+const char *default_model_path(void);
+
+void cli_usage(const char *prog);
+
+#endif /* WC_CLI_OPTIONS_H */

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Whole dev set and long form against openai-whisper's golden outputs (../shared/golden).
+
+  check_transcripts.py devset   RUNNER SHARED MODEL   every line of golden/MODEL/dev.jsonl
+  check_transcripts.py longform RUNNER SHARED MODEL   the ljspeech-dev concatenation
+
+RUNNER is tests/run_transcribe. Criteria (issue: CPU engine, "What it must show"):
+  devset:   tokens identical on every 16 kHz utterance (jfk.wav, LibriSpeech, LibriVox) and on
+            >= 90% of the 22.05 kHz LJSpeech clips; WER (simple normaliser) at most 0.2 points
+            above the reference's; the same language as the reference on every clip.
+  longform: WER at most 0.5 points above the reference's, segment count within 5% of the
+            reference's, no repeated-phrase loops.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+
+def simple_normalise(text):
+    """The "simple" normaliser of ../shared/README.md."""
+    text = text.lower().replace("\u2019", "'")
+    text = re.sub(r"[^a-z0-9' ]", " ", text)
+    words = (w.strip("'") for w in text.split())
+    return [w for w in words if w]
+
+
+def word_edits(ref, hyp):
+    """Levenshtein distance between word lists (substitutions, insertions, deletions)."""
+    prev = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        cur = [i] + [0] * len(hyp)
+        for j, h in enumerate(hyp, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
+        prev = cur
+    return prev[-1]
+
+
+def wer(pairs):
+    """WER in percent over (reference, hypothesis) pairs: total edits / total reference words,
+    skipping utterances whose normalised reference is empty."""
+    edits = words = 0
+    for ref, hyp in pairs:
+        r = simple_normalise(ref)
+        if not r:
+            continue
+        edits += word_edits(r, simple_normalise(hyp))
+        words += len(r)
+    return 100.0 * edits / max(words, 1)
+
+
+def run(runner, model, args):
+    out = subprocess.run([runner, model, "-t", "2"] + args, check=True, stdout=subprocess.PIPE,
+                         text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def tokens_of(result):
+    return [t for s in result["segments"] for t in s["tokens"]]
+
+
+def first_difference(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+def check_devset(runner, shared, model):
+    golden = [json.loads(l) for l in open(os.path.join(shared, "golden", model, "dev.jsonl"))]
+    ref_wer = json.load(open(os.path.join(shared, "golden", model, "dev.wer.json")))
+    paths = [os.path.join(shared, g["audio"]) for g in golden]
+    ours = run(runner, os.path.join(shared, "models", "ggml-%s.bin" % model), paths)
+    assert len(ours) == len(golden), "runner gave %d results for %d files" % (len(ours), len(golden))
+    groups = {"16k": [0, 0], "ljspeech": [0, 0]}
+    lang_bad, failed = [], False
+    for g, o in zip(golden, ours):
+        group = "ljspeech" if "ljspeech" in g["audio"] else "16k" if g["audio"] != "audio/jfk/jfk.flac" else None
+        same = tokens_of(o) == tokens_of(g)
+        if group:
+            groups[group][0] += same
+            groups[group][1] += 1
+        if not same:
+            i = first_difference(tokens_of(o), tokens_of(g))
+            print("differs: %s at token %d\n  ours: %s\n  ref:  %s" % (g["audio"], i, o["text"], g["text"]))
+        if o["language"] != g["language"]:
+            lang_bad.append((g["audio"], o["language"], g["language"]))
+    # the reference's "all" subset (n=196) leaves out jfk.flac, a copy of jfk.wav
+    ours_wer = wer([(g["reference"], o["text"]) for g, o in zip(golden, ours)
+                    if g["audio"] != "audio/jfk/jfk.flac"])
+    their_wer = ref_wer["wer"]["all"]["simple"]
+    print("%s dev set: %d utterances" % (model, len(golden)))
+    for name, (same, n) in groups.items():
+        print("  tokens identical, %-9s %d / %d (%.1f%%)" % (name + ":", same, n, 100.0 * same / max(n, 1)))
+    print("  WER (simple): whisper-c %.3f, reference %.3f (limit %.3f)" % (ours_wer, their_wer, their_wer + 0.2))
+    print("  language: %d mismatches %s" % (len(lang_bad), lang_bad[:5]))
+    print("  seconds: %.1f" % sum(o["seconds"] for o in ours))
+    if groups["16k"][0] != groups["16k"][1]:
+        failed = True, print("FAIL: a 16 kHz utterance differs from the reference")
+    if groups["ljspeech"][0] < 0.9 * groups["ljspeech"][1]:
+        failed = True, print("FAIL: fewer than 90% of LJSpeech clips identical")
+    if ours_wer > their_wer + 0.2:
+        failed = True, print("FAIL: WER more than 0.2 points above the reference")
+    if lang_bad:
+        failed = True, print("FAIL: language differs")
+    return 1 if failed else 0
+
+
+def repeated_loops(texts, n=4, times=3):
+    """Segments repeating the same text `times` times in a row, or an n-word phrase repeated
+    `times` times back to back: the signature of a decoding loop."""
+    loops = []
+    for i in range(len(texts) - times + 1):
+        if texts[i].strip() and all(texts[i + k] == texts[i] for k in range(times)):
+            loops.append(texts[i])
+    words = simple_normalise(" ".join(texts))
+    for i in range(len(words) - n * times + 1):
+        phrase = words[i:i + n]
+        if all(words[i + k * n:i + (k + 1) * n] == phrase for k in range(times)):
+            loops.append(" ".join(phrase))
+    return loops
+
+
+def check_longform(runner, shared, model):
+    golden = json.load(open(os.path.join(shared, "golden", model, "longform.json")))
+    wav_dir = os.path.join(shared, "audio", "ljspeech-dev", "wavs")
+    names = sorted(f for f in os.listdir(wav_dir) if f.endswith(".flac"))
+    truth = {}
+    for line in open(os.path.join(shared, "audio", "ljspeech-dev", "metadata.csv"), encoding="utf-8"):
+        parts = line.rstrip("\n").split("|")
+        truth[parts[0]] = parts[2]
+    reference = " ".join(truth[n[:-5]] for n in names)
+    ours = run(runner, os.path.join(shared, "models", "ggml-%s.bin" % model),
+               ["--concat"] + [os.path.join(wav_dir, n) for n in names])[0]
+    ours_wer = wer([(reference, ours["text"])])
+    their_wer = golden["wer"]["simple"]
+    n_ours, n_ref = len(ours["segments"]), len(golden["segments"])
+    loops = repeated_loops([s["text"] for s in ours["segments"]])
+    print("%s long form (%d clips, %.1f s):" % (model, len(names), golden["duration"]))
+    print("  WER (simple): whisper-c %.3f, reference %.3f (limit %.3f)" % (ours_wer, their_wer, their_wer + 0.5))
+    print("  segments: whisper-c %d, reference %d (%.1f%%)" % (n_ours, n_ref, 100.0 * (n_ours - n_ref) / n_ref))
+    print("  repeated-phrase loops: %d %s" % (len(loops), loops[:3]))
+    print("  seconds: %.1f" % ours["seconds"])
+    failed = ours_wer > their_wer + 0.5 or abs(n_ours - n_ref) > 0.05 * n_ref or loops
+    if failed:
+        print("FAIL")
+    return 1 if failed else 0
+
+
+def main():
+    if len(sys.argv) != 5 or sys.argv[1] not in ("devset", "longform"):
+        print(__doc__)
+        return 2
+    mode, runner, shared, model = sys.argv[1:]
+    shared = os.environ.get("WHISPERC_SHARED") or shared
+    if not os.path.exists(os.path.join(shared, "models", "ggml-%s.bin" % model)):
+        print("SKIP: %s not found (set WHISPERC_SHARED)" % shared)
+        return 77
+    return (check_devset if mode == "devset" else check_longform)(runner, shared, model)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

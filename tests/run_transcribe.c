@@ -1,0 +1,132 @@
+/*
+ * run_transcribe.c — transcribes files with the library and prints one JSON line each, for
+ * the dev-set and long-form checks (tests/check_transcripts.py).
+ *
+ *   run_transcribe MODEL [-t N] FILE...           one line per file
+ *   run_transcribe MODEL [-t N] --concat FILE...  the files' samples appended at their own
+ *                                                 (common) rate, then resampled: one line
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/audio.h"
+#include "libwhisperc.h"
+
+static void json_str(const char *s) {
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
+static void print_result(const whisperc_state *st, const char *audio) {
+    struct whisperc_timings t = {.size = sizeof t};
+    whisperc_state_timings(st, &t);
+    printf("{\"audio\": ");
+    json_str(audio);
+    printf(", \"language\": ");
+    json_str(whisperc_full_language(st));
+    printf(", \"text\": ");
+    json_str(whisperc_full_text(st));
+    printf(", \"seconds\": %.3f, \"segments\": [", t.total_ms / 1e3);
+    for (int i = 0; i < whisperc_n_segments(st); i++) {
+        printf("%s{\"start\": %.3f, \"end\": %.3f, \"text\": ", i ? ", " : "",
+               whisperc_segment_t0_ms(st, i) / 1e3, whisperc_segment_t1_ms(st, i) / 1e3);
+        json_str(whisperc_segment_text(st, i));
+        printf(", \"temperature\": %.1f, \"tokens\": [", whisperc_segment_temperature(st, i));
+        for (int j = 0; j < whisperc_segment_n_tokens(st, i); j++)
+            printf("%s%d", j ? ", " : "", whisperc_segment_token_id(st, i, j));
+        printf("]}");
+    }
+    printf("]}\n");
+    fflush(stdout);
+}
+
+/* Appends every file's samples at their native rate, then resamples once. */
+static float *concat(char **files, int n, int *n_out) {
+    float *all = NULL;
+    size_t n_all = 0;
+    int rate = 0;
+    char err[512];
+    for (int i = 0; i < n; i++) {
+        float *x;
+        size_t nx;
+        int r;
+        if (audio_read(files[i], &x, &nx, &r, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            exit(1);
+        }
+        if (rate && r != rate) {
+            fprintf(stderr, "%s: rate %d differs from %d\n", files[i], r, rate);
+            exit(1);
+        }
+        rate = r;
+        all = realloc(all, (n_all + nx) * sizeof *all);
+        memcpy(all + n_all, x, nx * sizeof *x);
+        n_all += nx;
+        free(x);
+    }
+    fprintf(stderr, "concatenated %zu samples at %d Hz (%.1f s)\n", n_all, rate,
+            (double)n_all / rate);
+    float *out;
+    size_t n16;
+    if (audio_resample(all, n_all, rate, &out, &n16, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        exit(1);
+    }
+    free(all);
+    *n_out = (int)n16;
+    return out;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: run_transcribe MODEL [-t N] [--concat] FILE...\n");
+        return 2;
+    }
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    int i = 2, do_concat = 0;
+    if (i + 1 < argc && strcmp(argv[i], "-t") == 0) {
+        p.n_threads = atoi(argv[i + 1]);
+        i += 2;
+    }
+    if (i < argc && strcmp(argv[i], "--concat") == 0) {
+        do_concat = 1;
+        i++;
+    }
+    whisperc_model *m;
+    whisperc_state *st;
+    char err[512];
+    struct whisperc_model_params mp = whisperc_model_default_params();
+    if (whisperc_model_load(argv[1], &mp, &m, err, sizeof err) || whisperc_state_new(m, &st)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    int rc = 0;
+    if (do_concat) {
+        int n;
+        float *pcm = concat(argv + i, argc - i, &n);
+        if (whisperc_full(st, &p, pcm, n) == WHISPERC_OK)
+            print_result(st, "concat");
+        else
+            rc = 1, fprintf(stderr, "%s\n", whisperc_state_errmsg(st));
+        free(pcm);
+    } else {
+        for (; i < argc; i++) {
+            if (whisperc_full_file(st, &p, argv[i]) == WHISPERC_OK)
+                print_result(st, argv[i]);
+            else
+                rc = 1, fprintf(stderr, "%s\n", whisperc_state_errmsg(st));
+        }
+    }
+    whisperc_state_free(st);
+    whisperc_model_free(m);
+    return rc;
+}

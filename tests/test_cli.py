@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""test_cli.py — the whisper-c command line: help/version, outputs, and failures.
+
+usage: test_cli.py WHISPER_C SHARED_DIR
+
+Every failure must print one clear line on stderr, exit nonzero and leave no output file (and no
+temporary file) behind. Exits 77 (skip) when the shared model is missing.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    print(("ok      " if cond else "NOT OK  ") + what)
+    if not cond:
+        failures += 1
+
+
+def run(args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([exe] + args, capture_output=True, text=True, env=e, timeout=600)
+
+
+def expect_failure(what, args, tmp, env=None, needle=None):
+    before = set(os.listdir(tmp))
+    r = run(args, env)
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    check(r.returncode != 0, f"{what}: nonzero exit ({r.returncode})")
+    check(len(lines) >= 1 and not r.stderr.startswith("AddressSanitizer"),
+          f"{what}: an error line: {lines[:1]}")
+    check("Sanitizer" not in r.stderr and "runtime error" not in r.stderr, f"{what}: no sanitizer report")
+    if needle:
+        check(any(needle in l for l in lines), f"{what}: message names {needle!r}")
+    check(set(os.listdir(tmp)) == before, f"{what}: no file left behind ({set(os.listdir(tmp)) - before})")
+
+
+exe, shared = sys.argv[1], os.environ.get("WHISPERC_SHARED") or sys.argv[2]
+model = os.path.join(shared, "models", "ggml-tiny.en.bin")
+jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
+golden = os.path.join(shared, "golden", "tiny.en", "dev.jsonl")
+
+r = run(["--help"])
+check(r.returncode == 0 and "usage" in r.stdout, "--help")
+r = run(["--version"])
+check(r.returncode == 0 and r.stdout.startswith("whisper-c "), "--version")
+r = run(["transcribe", "--no-such-option", "x.wav"])
+check(r.returncode != 0 and r.stderr.strip() != "", "unknown option rejected")
+r = run(["frobnicate"])
+check(r.returncode != 0, "unknown command rejected")
+
+if not (os.path.exists(model) and os.path.exists(jfk)):
+    print(f"SKIP: {model} or {jfk} missing (set WHISPERC_SHARED)")
+    sys.exit(77 if failures == 0 else 1)
+
+tmp = tempfile.mkdtemp(prefix="wc_test_cli_")
+try:
+    out = os.path.join(tmp, "out")
+    outs = ["-otxt", "-osrt", "-ovtt", "-oj", "-of", out]
+    garbage = os.path.join(tmp, "garbage.bin")
+    with open(garbage, "wb") as f:
+        f.write(b"this is not a model" * 100)
+    truncated = os.path.join(tmp, "truncated.bin")
+    with open(model, "rb") as f, open(truncated, "wb") as g:
+        g.write(f.read(5 << 20))
+    textfile = os.path.join(tmp, "notes.wav")
+    with open(textfile, "w") as f:
+        f.write("not audio at all\n" * 50)
+    empty = os.path.join(tmp, "empty.wav")
+    open(empty, "w").close()
+
+    expect_failure("missing model", ["transcribe", "-m", os.path.join(tmp, "nope.bin"), *outs, jfk],
+                   tmp, needle="nope.bin")
+    expect_failure("garbage model", ["transcribe", "-m", garbage, *outs, jfk], tmp,
+                   needle="garbage.bin")
+    expect_failure("truncated model", ["transcribe", "-m", truncated, *outs, jfk], tmp,
+                   needle="truncated.bin")
+    expect_failure("missing audio", ["transcribe", "-m", model, *outs, os.path.join(tmp, "no.wav")],
+                   tmp, needle="no.wav")
+    expect_failure("non-audio file", ["transcribe", "-m", model, *outs, textfile], tmp,
+                   needle="notes.wav")
+    expect_failure("empty audio file", ["transcribe", "-m", model, *outs, empty], tmp,
+                   needle="empty.wav")
+    expect_failure("default model missing", ["transcribe", jfk], tmp,
+                   env={"WHISPERC_MODEL": os.path.join(tmp, "nomodel.bin")}, needle="nomodel.bin")
+    for f in (garbage, truncated, textfile, empty):
+        os.unlink(f)
+
+    # jfk: stdout segments, every output format, the reference's text
+    want = None
+    with open(golden) as f:
+        for line in f:
+            d = json.loads(line)
+            if d["audio"].endswith("jfk/jfk.wav"):
+                want = d["text"].strip()
+    r = run(["transcribe", "-m", model, "-t", "2", *outs, jfk])
+    check(r.returncode == 0, f"jfk: exit 0 ({r.stderr.strip()[-300:]})")
+    check(r.stdout.startswith("[00:00:00.000 --> 00:00:"), "jfk: whisper.cpp-style segment lines")
+    check(sorted(os.listdir(tmp)) == ["out.json", "out.srt", "out.txt", "out.vtt"],
+          f"jfk: exactly the four outputs ({sorted(os.listdir(tmp))})")
+    if os.path.exists(out + ".txt"):
+        txt = open(out + ".txt").read()
+        check(" ".join(txt.split()) == " ".join(want.split()), f"jfk: txt is the reference text ({txt.strip()!r})")
+    if os.path.exists(out + ".srt"):
+        srt = open(out + ".srt").read()
+        check(srt.startswith("1\n00:00:00,000 --> "), "jfk: srt format")
+    if os.path.exists(out + ".vtt"):
+        vtt = open(out + ".vtt").read()
+        check(vtt.startswith("WEBVTT\n\n00:00:00.000 --> "), "jfk: vtt format")
+    if os.path.exists(out + ".json"):
+        j = json.load(open(out + ".json"))
+        check(isinstance(j, dict) and len(j.get("transcription", j.get("segments", []))) >= 1, "jfk: json parses with segments")
+
+    # default model via the environment, no flags
+    r = run(["transcribe", "-np", jfk], env={"WHISPERC_MODEL": model})
+    check(r.returncode == 0, "default model from WHISPERC_MODEL")
+finally:
+    shutil.rmtree(tmp)
+
+print(f"{failures} failure(s)")
+sys.exit(1 if failures else 0)
