@@ -93,8 +93,12 @@ char *json_string_at(const char *json, const char *key, const char **end) {
             }
             put_utf8(&o, cp);
         } else {
-            *o++ = c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c == 'b' ? '\b'
-                   : c == 'f' ? '\f' : c;
+            *o++ = c == 'n'   ? '\n'
+                   : c == 't' ? '\t'
+                   : c == 'r' ? '\r'
+                   : c == 'b' ? '\b'
+                   : c == 'f' ? '\f'
+                              : c;
         }
     }
     *o = '\0';

@@ -11,6 +11,7 @@
 
 #include "backend.h"
 #include "common.h"
+#include "cpu/vecmath.h"
 #include "util.h"
 
 static struct test_rng rng = {12345};
@@ -214,7 +215,32 @@ static void test_embed(struct wc_backend *be, struct wc_stream *s) {
     free(emb), free(pos), free(out);
 }
 
+/* The vectorized GELU against erfc in double, over the whole useful range. */
+static void test_gelu(void) {
+    int n = 240001;
+    float *x = malloc((size_t)n * sizeof(float));
+    for (int i = 0; i < n; i++)
+        x[i] = -12.0f + 24.0f * (float)i / (float)(n - 1);
+    float *y = malloc((size_t)n * sizeof(float));
+    memcpy(y, x, (size_t)n * sizeof(float));
+    vm_gelu(y, (size_t)n);
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        double v = x[i], want = 0.5 * v * erfc(-v / sqrt(2.0));
+        double e = fabs(y[i] - want) / fmax(fabs(want), 1e-12);
+        worst = e > worst ? e : worst;
+    }
+    printf("gelu on [-12, 12]: max relative error %.3g (|ref| floored at 1e-12)\n", worst);
+    CHECK(worst < 1e-5);
+    float nan = NAN;
+    vm_gelu(&nan, 1);
+    CHECK(isnan(nan));
+    free(x);
+    free(y);
+}
+
 int main(void) {
+    test_gelu();
     struct wc_backend *be = NULL;
     char err[256];
     CHECK(cpu_backend_new(&be, err, sizeof err) == 0);

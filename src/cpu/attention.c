@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/vecmath.h"
 
 #define ATT_BLOCK 32
 
@@ -17,23 +18,6 @@ struct att_job {
     int ld_kv, t_len, s_len, c, d, causal_pos0, n_blocks;
     float scale;
 };
-
-/* p[0:n] = softmax(p[0:n]); p[n:len] = 0 (masked keys) */
-static void softmax_row(float *p, int n, int len) {
-    float mx = p[0];
-    for (int i = 1; i < n; i++)
-        mx = p[i] > mx ? p[i] : mx;
-    float sum = 0.0f;
-    for (int i = 0; i < n; i++) {
-        p[i] = expf(p[i] - mx);
-        sum += p[i];
-    }
-    float inv = 1.0f / sum;
-    for (int i = 0; i < n; i++)
-        p[i] *= inv;
-    for (int i = n; i < len; i++)
-        p[i] = 0.0f;
-}
 
 static void att_task(void *ctx, int task, int thread) {
     const struct att_job *j = ctx;
@@ -52,7 +36,7 @@ static void att_task(void *ctx, int task, int thread) {
         int n = s_len;
         if (j->causal_pos0 >= 0 && j->causal_pos0 + t0 + t + 1 < n)
             n = j->causal_pos0 + t0 + t + 1;
-        softmax_row(S + (size_t)t * s_len, n, s_len);
+        vm_softmax(S + (size_t)t * s_len, n, s_len);
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bm, j->d, s_len, 1.0f, S, s_len, v,
                 j->ld_kv, 0.0f, j->out + (size_t)t0 * j->c + (size_t)h * j->d, j->c);

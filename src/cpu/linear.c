@@ -8,7 +8,6 @@
  *   F16C, so every weight byte is read once per step and memory traffic is half of f32's.
  */
 #include <cblas.h>
-#include <math.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -16,16 +15,14 @@
 #endif
 
 #include "cpu/cpu_internal.h"
+#include "cpu/vecmath.h"
 #include "libwhisperc.h"
 #include "util.h"
 
 #define GEMV_MAX_ROWS  8  /* up to this many input rows take the matrix-vector path */
 #define GEMV_TASK_COLS 64 /* output columns per matrix-vector task */
 
-void cpu_gelu_inplace(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * (float)M_SQRT1_2));
-}
+void cpu_gelu_inplace(float *x, size_t n) { vm_gelu(x, n); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx2,fma,f16c"))) static void
