@@ -5,6 +5,7 @@
  *   run_transcribe MODEL [-t N] FILE...           one line per file
  *   run_transcribe MODEL [-t N] --concat FILE...  the files' samples appended at their own
  *                                                 (common) rate, then resampled: one line
+ *   --no-fallback (before --concat): temperature 0 only
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +89,7 @@ static float *concat(char **files, int n, int *n_out) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: run_transcribe MODEL [-t N] [--concat] FILE...\n");
+        fprintf(stderr, "usage: run_transcribe MODEL [-t N] [--no-fallback] [--concat] FILE...\n");
         return 2;
     }
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
@@ -96,6 +97,10 @@ int main(int argc, char **argv) {
     if (i + 1 < argc && strcmp(argv[i], "-t") == 0) {
         p.n_threads = atoi(argv[i + 1]);
         i += 2;
+    }
+    if (i < argc && strcmp(argv[i], "--no-fallback") == 0) {
+        p.n_temperatures = 1;
+        i++;
     }
     if (i < argc && strcmp(argv[i], "--concat") == 0) {
         do_concat = 1;
