@@ -1,15 +1,25 @@
 /*
- * attention.c — multi-head attention, one task per (head, block of query rows): S = Q·Kᵀ/√d with
- * sgemm, a row softmax in place, then O = S·V with sgemm. A block's scores live in the thread's
- * scratch ([ATT_BLOCK][s_len]), so the full t×s matrix never exists.
+ * attention.c — multi-head attention. Two paths:
+ * - many queries (encoder, prompt): one task per (head, block of query rows): S = Q·Kᵀ/√d with
+ *   sgemm, a row softmax in place, then O = S·V with sgemm. A block's scores live in the
+ *   thread's scratch ([ATT_BLOCK][s_len]), so the full t×s matrix never exists;
+ * - a decoder step (few queries): one task per (head, query), reading K and V once in place.
+ *   sgemm would pack (copy) all of K and V for a single row, and the 1500-row cross-attention
+ *   K/V are the largest thing a decoder step reads after the weights.
  */
 #include <cblas.h>
 #include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "cpu/cpu_internal.h"
 #include "cpu/vecmath.h"
 
-#define ATT_BLOCK 32
+#define ATT_BLOCK    256 /* query rows per sgemm task */
+#define ATT_MAX_STEP 8   /* up to this many queries take the in-place path */
 
 struct att_job {
     struct wc_stream *s;
@@ -42,6 +52,69 @@ static void att_task(void *ctx, int task, int thread) {
                 j->ld_kv, 0.0f, j->out + (size_t)t0 * j->c + (size_t)h * j->d, j->c);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* scores[j] = scale * q . k[j*ld : +d] for j < n; d a multiple of 8 */
+__attribute__((target("avx2,fma"))) static void
+dots_avx2(float *scores, const float *q, const float *k, int ld, int n, int d, float scale) {
+    for (int j = 0; j < n; j++) {
+        const float *kj = k + (size_t)j * ld;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+        int i = 0;
+        for (; i + 16 <= d; i += 16) {
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kj + i), a0);
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(kj + i + 8), a1);
+        }
+        for (; i < d; i += 8)
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kj + i), a0);
+        __m256 a = _mm256_add_ps(a0, a1);
+        __m128 h = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_add_ss(h, _mm_movehdup_ps(h));
+        scores[j] = scale * _mm_cvtss_f32(h);
+    }
+}
+#endif
+
+static void dots(int fast, float *scores, const float *q, const float *k, int ld, int n, int d,
+                 float scale) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (fast && d % 8 == 0) {
+        dots_avx2(scores, q, k, ld, n, d, scale);
+        return;
+    }
+#endif
+    (void)fast;
+    for (int j = 0; j < n; j++) {
+        float acc = 0.0f;
+        for (int i = 0; i < d; i++)
+            acc += q[i] * k[(size_t)j * ld + i];
+        scores[j] = scale * acc;
+    }
+}
+
+#define ATT_MAX_D 256 /* head width the in-place path keeps on the stack */
+
+static void step_task(void *ctx, int task, int thread) {
+    const struct att_job *j = ctx;
+    int h = task / j->t_len, t = task % j->t_len;
+    float *p = cpu_stream(j->s)->scratch[thread].p;
+    int n = j->s_len;
+    if (j->causal_pos0 >= 0 && j->causal_pos0 + t + 1 < n)
+        n = j->causal_pos0 + t + 1;
+    const float *k = j->k + (size_t)h * j->d, *v = j->v + (size_t)h * j->d;
+    dots(cpu_backend(j->s)->has_avx2_f16c, p, j->q + (size_t)t * j->c + (size_t)h * j->d, k,
+         j->ld_kv, n, j->d, j->scale);
+    vm_softmax(p, n, n);
+    float acc[ATT_MAX_D];
+    memset(acc, 0, (size_t)j->d * sizeof(float));
+    for (int r = 0; r < n; r++) {
+        const float *vr = v + (size_t)r * j->ld_kv;
+        for (int i = 0; i < j->d; i++) /* vectorizes: independent per i */
+            acc[i] += p[r] * vr[i];
+    }
+    memcpy(j->out + (size_t)t * j->c + (size_t)h * j->d, acc, (size_t)j->d * sizeof(float));
+}
+
 void cpu_attention(struct wc_stream *s, float *out, const float *q, const float *k, const float *v,
                    int ld_kv, int t_len, int s_len, int c, int n_head, int causal_pos0) {
     if (s->err || t_len <= 0)
@@ -63,5 +136,9 @@ void cpu_attention(struct wc_stream *s, float *out, const float *q, const float 
         .n_blocks = (t_len + ATT_BLOCK - 1) / ATT_BLOCK,
     };
     j.scale = 1.0f / sqrtf((float)j.d);
+    if (t_len <= ATT_MAX_STEP && j.d <= ATT_MAX_D) {
+        pool_run(cpu_stream(s)->pool, step_task, &j, n_head * t_len);
+        return;
+    }
     pool_run(cpu_stream(s)->pool, att_task, &j, n_head * j.n_blocks);
 }

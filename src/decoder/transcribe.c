@@ -18,9 +18,9 @@
 #include "model/vocab.h"
 #include "util.h"
 
-#define INPUT_STRIDE 2         /* mel frames per audio token */
-#define TIME_PRECISION 0.02    /* seconds per audio token */
-#define FRAME_SECONDS 0.01     /* HOP_LENGTH / SAMPLE_RATE */
+#define INPUT_STRIDE   2    /* mel frames per audio token */
+#define TIME_PRECISION 0.02 /* seconds per audio token */
+#define FRAME_SECONDS  0.01 /* HOP_LENGTH / SAMPLE_RATE */
 
 /* Per-run working memory. */
 struct run {
@@ -33,6 +33,9 @@ struct run {
     int32_t sot_seq[4];
     int n_sot_seq;
     struct wc_rng rng;
+    /* The encoder output and cross K/V hold language detection's window, mel[:, 0:3000]; the
+     * first decode window is the same input when the audio is at least 30 s long. */
+    bool detected_window_loaded;
     char *err;
     size_t err_size;
 };
@@ -70,6 +73,9 @@ static int push_tokens(struct wc_transcript *out, const int32_t *tok, int n) {
 static int encode_window(struct run *r, int seek, int size) {
     struct transcribe_ctx *t = r->t;
     const struct mel_spec *mel = r->mel;
+    if (seek == 0 && size == WC_CHUNK_FRAMES && r->detected_window_loaded)
+        return 0;
+    r->detected_window_loaded = false;
     double t0 = wc_now_ms();
     for (int m = 0; m < mel->n_mels; m++) {
         float *dst = r->window + (size_t)m * WC_CHUNK_FRAMES;
@@ -91,7 +97,8 @@ static bool needs_fallback(const struct whisperc_full_params *p, const struct de
         fallback = true; /* too repetitive */
     if (lp_on && d->avg_logprob < p->logprob_threshold)
         fallback = true; /* too improbable */
-    if (d->no_speech_prob > p->no_speech_threshold && lp_on && d->avg_logprob < p->logprob_threshold)
+    if (d->no_speech_prob > p->no_speech_threshold && lp_on &&
+        d->avg_logprob < p->logprob_threshold)
         fallback = false; /* silence */
     return fallback;
 }
@@ -293,6 +300,7 @@ static int choose_language(struct run *r, struct wc_transcript *out) {
         lang = wc_stream_sync(t->s) ? -1 : detect_language(t->dec, t->s, v, r->logits, probs);
         if (lang >= 0)
             out->language_prob = probs[lang];
+        r->detected_window_loaded = lang >= 0;
         free(probs);
         t->encode_ms += wc_now_ms() - t0;
         t->n_windows++;
@@ -324,8 +332,8 @@ static int window_step(struct run *r, struct wc_transcript *out, int *seek, int 
                        int *prompt_reset_since) {
     struct transcribe_ctx *t = r->t;
     const struct whisperc_full_params *p = t->p;
-    int segment_size = content_frames - *seek < WC_CHUNK_FRAMES ? content_frames - *seek
-                                                                 : WC_CHUNK_FRAMES;
+    int segment_size =
+        content_frames - *seek < WC_CHUNK_FRAMES ? content_frames - *seek : WC_CHUNK_FRAMES;
     int rc = encode_window(r, *seek, segment_size);
     if (rc) {
         wc_errf(r->err, r->err_size, "encoder: %s", t->s->errmsg);
