@@ -466,6 +466,22 @@ static void test_type_names(void) {
         }
     }
     CHECK(strcmp(model_file_type_name(NULL), "custom") == 0);
+
+    /* every official size name gives hparams that name it back */
+    for (int i = 0; model_size_names[i]; i++) {
+        struct wc_hparams h;
+        CHECK(model_size_hparams(model_size_names[i], &h) == 0);
+        const char *want = model_size_names[i], *got = model_file_type_name(&h);
+        size_t n = strcspn(want, ".");
+        if (strncmp(want, "large-v1", 8) == 0 || strncmp(want, "large-v2", 8) == 0)
+            n = 5;
+        CHECK(strlen(got) == n && strncmp(got, want, n) == 0);
+        CHECK(h.n_vocab == (strstr(want, ".en") ? 51864 : n == 8 || n == 14 ? 51866 : 51865));
+    }
+    struct wc_hparams h;
+    CHECK(model_size_hparams("large.en", &h) == -1);
+    CHECK(model_size_hparams("huge", &h) == -1);
+    CHECK(model_size_hparams("", &h) == -1);
 }
 
 static void test_languages(void) {

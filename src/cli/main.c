@@ -1,5 +1,6 @@
 /*
- * main.c — the whisper-c command: `transcribe` and `bench`. A client of libwhisperc.h only.
+ * main.c — the whisper-c command: `transcribe`, `bench` and `ptx`. Transcription goes through
+ * libwhisperc.h only; `ptx` (ptx_cmd.c) reaches into the library's kernel generators.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,8 @@ int main(int argc, char **argv) {
         return cmd_transcribe(argc - 2, argv + 2);
     if (strcmp(argv[1], "bench") == 0)
         return cmd_bench(argc - 2, argv + 2);
+    if (strcmp(argv[1], "ptx") == 0)
+        return cmd_ptx(argc - 2, argv + 2);
     fprintf(stderr, "whisper-c: unknown command '%s' (try: whisper-c transcribe FILE)\n", argv[1]);
     return 2;
 }

@@ -27,6 +27,7 @@ const char *default_model_path(void) {
 void cli_usage(const char *prog) {
     printf("usage: %s transcribe [options] FILE...\n"
            "       %s bench [options] FILE\n"
+           "       %s ptx --size NAME [--sm N] [--out DIR]   write the generated CUDA kernels\n"
            "       %s --version | --help\n"
            "\n"
            "Transcribes speech with a Whisper model (whisper.cpp ggml .bin files). FILE may be\n"
@@ -57,7 +58,7 @@ void cli_usage(const char *prog) {
            "       --compare-whisper-cpp PATH  also run whisper.cpp's whisper-cli at PATH\n"
            "                            on the same audio, model and threads\n"
            "  -h,  --help, --version\n",
-           prog, prog, prog);
+           prog, prog, prog, prog);
 }
 
 static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {

@@ -634,25 +634,67 @@ void model_file_close(struct wc_model_file *f) {
     free(pv);
 }
 
+/* The official sizes (openai-whisper's _MODELS); heads = state / 64. */
+static const struct {
+    const char *name;
+    int32_t n_audio_layer, n_audio_state, n_mels, n_text_layer, n_vocab_multilingual;
+} model_types[] = {
+    {"tiny", 4, 384, 80, 4, 51865},
+    {"base", 6, 512, 80, 6, 51865},
+    {"small", 12, 768, 80, 12, 51865},
+    {"medium", 24, 1024, 80, 24, 51865},
+    {"large", 32, 1280, 80, 32, 51865},
+    {"large-v3", 32, 1280, 128, 32, 51866},
+    {"large-v3-turbo", 32, 1280, 128, 4, 51866},
+};
+
 const char *model_file_type_name(const struct wc_hparams *hp) {
-    static const struct {
-        const char *name;
-        int32_t n_audio_layer, n_audio_state, n_mels, n_text_layer;
-    } types[] = {
-        {"tiny", 4, 384, 80, 4},
-        {"base", 6, 512, 80, 6},
-        {"small", 12, 768, 80, 12},
-        {"medium", 24, 1024, 80, 24},
-        {"large", 32, 1280, 80, 32},
-        {"large-v3", 32, 1280, 128, 32},
-        {"large-v3-turbo", 32, 1280, 128, 4},
-    };
     if (!hp)
         return "custom";
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-        if (hp->n_audio_layer == types[i].n_audio_layer &&
-            hp->n_audio_state == types[i].n_audio_state && hp->n_mels == types[i].n_mels &&
-            hp->n_text_layer == types[i].n_text_layer && hp->n_text_state == hp->n_audio_state)
-            return types[i].name;
+    for (size_t i = 0; i < sizeof model_types / sizeof model_types[0]; i++)
+        if (hp->n_audio_layer == model_types[i].n_audio_layer &&
+            hp->n_audio_state == model_types[i].n_audio_state &&
+            hp->n_mels == model_types[i].n_mels &&
+            hp->n_text_layer == model_types[i].n_text_layer &&
+            hp->n_text_state == hp->n_audio_state)
+            return model_types[i].name;
     return "custom";
+}
+
+const char *const model_size_names[] = {
+    "tiny.en", "tiny",     "base.en",  "base",     "small.en",       "small", "medium.en",
+    "medium",  "large-v1", "large-v2", "large-v3", "large-v3-turbo", NULL};
+
+int model_size_hparams(const char *name, struct wc_hparams *hp) {
+    char base[32];
+    size_t n = strlen(name);
+    int english = n > 3 && strcmp(name + n - 3, ".en") == 0;
+    if (n - (english ? 3 : 0) >= sizeof base)
+        return -1;
+    memcpy(base, name, n - (english ? 3 : 0));
+    base[n - (english ? 3 : 0)] = '\0';
+    if (strcmp(base, "large-v1") == 0 || strcmp(base, "large-v2") == 0)
+        base[5] = '\0';
+    for (size_t i = 0; i < sizeof model_types / sizeof model_types[0]; i++) {
+        if (strcmp(base, model_types[i].name) != 0)
+            continue;
+        if (english && model_types[i].n_audio_state >= 1280)
+            return -1; /* there is no large .en */
+        int32_t c = model_types[i].n_audio_state;
+        *hp = (struct wc_hparams){
+            .n_vocab = english ? 51864 : model_types[i].n_vocab_multilingual,
+            .n_audio_ctx = 1500,
+            .n_audio_state = c,
+            .n_audio_head = c / 64,
+            .n_audio_layer = model_types[i].n_audio_layer,
+            .n_text_ctx = 448,
+            .n_text_state = c,
+            .n_text_head = c / 64,
+            .n_text_layer = model_types[i].n_text_layer,
+            .n_mels = model_types[i].n_mels,
+            .ftype = 1,
+        };
+        return 0;
+    }
+    return -1;
 }

@@ -65,4 +65,11 @@ void model_file_close(struct wc_model_file *f); /* NULL is a no-op */
 /* "tiny", "base", "small", "medium", "large", "large-v3", "large-v3-turbo", or "custom". */
 const char *model_file_type_name(const struct wc_hparams *hp);
 
+/* The hparams of an official model: "tiny", "tiny.en", "base", …, "large-v2", "large-v3",
+ * "large-v3-turbo" (f16). Returns 0, or -1 for an unknown name. */
+int model_size_hparams(const char *name, struct wc_hparams *hp);
+
+/* Every official size name, NULL-terminated (for listings and tests). */
+extern const char *const model_size_names[];
+
 #endif /* WC_MODEL_FILE_H */

@@ -1,0 +1,52 @@
+/* kernels.c — the list of kernels a model needs (kernels.h). */
+#include "kernels/kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int add(struct kernel_src *list, int *n, char *ptx) {
+    if (!ptx)
+        return -1;
+    /* the name is the .entry's: ".visible .entry NAME(" */
+    const char *e = strstr(ptx, ".entry ");
+    const char *end = e ? strchr(e, '(') : NULL;
+    if (!e || !end || end - e - 7 >= (long)sizeof list[0].name) {
+        free(ptx);
+        return -1;
+    }
+    memcpy(list[*n].name, e + 7, (size_t)(end - e - 7));
+    list[*n].name[end - e - 7] = '\0';
+    for (int i = 0; i < *n; i++) /* same shape twice (e.g. n_state == 4 * something) */
+        if (strcmp(list[i].name, list[*n].name) == 0) {
+            free(ptx);
+            return 0;
+        }
+    list[(*n)++].ptx = ptx;
+    return 0;
+}
+
+int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **out) {
+    enum { MAX_KERNELS = 16 };
+    struct kernel_src *list = calloc(MAX_KERNELS, sizeof *list);
+    int n = 0, bad = !list;
+    int ca = hp->n_audio_state, ct = hp->n_text_state;
+    if (!bad)
+        bad |= add(list, &n, gen_layernorm(sm, ca)) | add(list, &n, gen_layernorm(sm, ct)) |
+               add(list, &n, gen_bias_gelu(sm, ca)) | add(list, &n, gen_bias_gelu(sm, 4 * ca)) |
+               add(list, &n, gen_bias_gelu(sm, 4 * ct)) | add(list, &n, gen_f32_to_f16(sm)) |
+               add(list, &n, gen_embed(sm, ct));
+    if (bad) {
+        kernels_free(list, n);
+        *out = NULL;
+        return -1;
+    }
+    *out = list;
+    return n;
+}
+
+void kernels_free(struct kernel_src *k, int n) {
+    for (int i = 0; k && i < n; i++)
+        free(k[i].ptx);
+    free(k);
+}

@@ -1,0 +1,75 @@
+/*
+ * ptx.h — a small emitter of PTX text, for kernels generated at run time for the model's shapes.
+ *
+ * A generator opens a kernel with its parameters, allocates virtual registers by type, writes
+ * instructions with printf-style formatting and closes it; ptx_end() assembles the header, the
+ * parameter list, the register declarations (counted while the body was written) and the body.
+ * Register and label names are short strings held by value, so generators read like PTX:
+ *
+ *     struct ptx_reg x = ptx_reg(k, PTX_F32), y = ptx_reg(k, PTX_F32);
+ *     ptx_ins(k, "add.f32 %s, %s, %s", y.s, x.s, x.s);
+ *
+ * Errors (out of memory) are sticky: the kernel text comes back NULL from ptx_end().
+ */
+#ifndef WC_PTX_H
+#define WC_PTX_H
+
+#include <stddef.h>
+
+enum ptx_type { PTX_PRED, PTX_B16, PTX_B32, PTX_B64, PTX_F32, PTX_F64, PTX_N_TYPES };
+
+struct ptx_reg {
+    char s[12]; /* "%f12", "%rd3", "%p1" */
+};
+
+struct ptx_buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+
+struct ptx_kernel {
+    char name[64];
+    int sm; /* target, e.g. 80 or 90 */
+    struct ptx_buf params, body;
+    int n_params;
+    int n_regs[PTX_N_TYPES];
+    int n_labels;
+};
+
+/* Starts kernel `name` for sm_<sm>. */
+void ptx_begin(struct ptx_kernel *k, const char *name, int sm);
+/* Declares a .u64 pointer or .u32 / .f32 scalar parameter; returns its name for ld.param. */
+const char *ptx_param(struct ptx_kernel *k, const char *type, const char *name);
+struct ptx_reg ptx_reg(struct ptx_kernel *k, enum ptx_type t);
+struct ptx_reg ptx_label(struct ptx_kernel *k); /* "L3"; place it with ptx_place() */
+void ptx_place(struct ptx_kernel *k, struct ptx_reg label);
+/* One instruction (or directive); ";" and the newline are added. */
+void ptx_ins(struct ptx_kernel *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Raw text (e.g. a .shared declaration) appended to the body as is. */
+void ptx_raw(struct ptx_kernel *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The whole module text (malloc'd, caller frees) or NULL when out of memory; frees k's buffers. */
+char *ptx_end(struct ptx_kernel *k);
+/* Frees k's buffers without producing text (error paths). */
+void ptx_discard(struct ptx_kernel *k);
+
+/* ---- common sequences ---- */
+
+/* An f32 immediate, exactly: "0f3F800000" for 1.0f. */
+struct ptx_reg ptx_f32(float v);
+
+/* A 32-bit register holding %tid.x / %ctaid.x etc. */
+struct ptx_reg ptx_special(struct ptx_kernel *k, const char *sreg);
+/* Loads a .u64 pointer parameter as a global address. */
+struct ptx_reg ptx_ld_ptr(struct ptx_kernel *k, const char *param);
+/* dst = base + (u32 index) * elem_size, as a 64-bit address. */
+struct ptx_reg ptx_addr(struct ptx_kernel *k, struct ptx_reg base, struct ptx_reg index,
+                        int elem_size);
+/* Sum (op "add") or max ("max") of a f32 over the 32 lanes of a warp (butterfly shuffles);
+ * every lane gets the result. */
+void ptx_warp_reduce(struct ptx_kernel *k, struct ptx_reg v, const char *op);
+/* exp(x) for f32 as ex2.approx(x * log2 e): relative error ~2^-22 over the range softmax and
+ * GELU use. */
+void ptx_exp(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg x);
+
+#endif /* WC_PTX_H */
