@@ -235,6 +235,12 @@ static void test_gelu(void) {
     float nan = NAN;
     vm_gelu(&nan, 1);
     CHECK(isnan(nan));
+    float row[40];
+    for (int i = 0; i < 40; i++)
+        row[i] = (float)i / 10.0f;
+    row[33] = NAN;
+    vm_softmax(row, 40, 40); /* a NaN score must not come out as a probability */
+    CHECK(isnan(row[33]));
     free(x);
     free(y);
 }

@@ -24,10 +24,12 @@
 #endif
 
 /* Cephes expf: e^x = 2^n e^r, |r| <= ln2/2, degree-6 polynomial. x is clamped to [-87, 88], so
- * 2^n stays a normal float (callers need no infinities: softmax inputs are <= 0). */
-__attribute__((always_inline)) static inline float vm_expf(float x) {
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
+ * 2^n stays a normal float (callers need no infinities: softmax inputs are <= 0); NaN is
+ * clamped too (the comparisons are false for it), so n is always in range, and passed through
+ * at the end. */
+__attribute__((always_inline)) static inline float vm_expf(float x_in) {
+    float x = x_in > -87.0f ? x_in : -87.0f;
+    x = x < 88.0f ? x : 88.0f;
     float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
     float r = x - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
@@ -38,10 +40,10 @@ __attribute__((always_inline)) static inline float vm_expf(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23;
+    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
+    return x_in == x_in ? p * scale : x_in;
 }
 
 __attribute__((always_inline)) static inline void gelu_body(float *x, size_t n) {
