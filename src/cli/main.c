@@ -106,6 +106,10 @@ static int cmd_transcribe(int argc, char **argv) {
             failed = 1;
             continue;
         }
+        if (strcmp(o.language, "auto") == 0 && whisperc_model_is_multilingual(model) &&
+            !o.no_prints) /* as whisper.cpp: say what was detected */
+            fprintf(stderr, "whisper-c: %s: auto-detected language: %s (p = %.2f)\n", o.files[i],
+                    whisperc_full_language(st), whisperc_full_language_prob(st));
         failed |= write_outputs(&o, st, o.files[i]);
     }
     whisperc_state_free(st);
