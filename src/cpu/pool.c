@@ -2,6 +2,7 @@
 #include "cpu/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -15,6 +16,10 @@
 #endif
 
 #define POOL_SPIN 20000 /* pause iterations (tens of microseconds) before a worker sleeps */
+#define POOL_YIELD                                                                                 \
+    1024 /* after this many pauses, spinners also yield the core: with more                        \
+          * threads than cores (several processes) the thread that has the work                    \
+          * gets to run */
 
 struct pool {
     int n_threads;
@@ -51,7 +56,10 @@ static void *worker_main(void *arg) {
         int spins = 0;
         while ((g = atomic_load(&p->gen)) == seen && !atomic_load(&p->stop)) {
             if (++spins < POOL_SPIN) {
-                CPU_RELAX();
+                if (spins % POOL_YIELD == 0)
+                    sched_yield();
+                else
+                    CPU_RELAX();
                 continue;
             }
             /* The master bumps gen and then checks `sleeping` (both seq_cst), so either it sees
@@ -143,6 +151,10 @@ void pool_run(struct pool *p, pool_fn fn, void *ctx, int n_tasks) {
     atomic_fetch_add(&p->gen, 1);
     wake_all(p);
     run_tasks(p, 0);
-    while (atomic_load(&p->busy) > 0)
-        CPU_RELAX();
+    for (unsigned spins = 1; atomic_load(&p->busy) > 0; spins++) {
+        if (spins % (8 * POOL_YIELD) == 0)
+            sched_yield(); /* a worker may be waiting for a core */
+        else
+            CPU_RELAX();
+    }
 }
