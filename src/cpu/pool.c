@@ -15,11 +15,10 @@
 #define CPU_RELAX() ((void)0)
 #endif
 
-#define POOL_SPIN 20000 /* pause iterations (tens of microseconds) before a worker sleeps */
-#define POOL_YIELD                                                                                 \
-    1024 /* after this many pauses, spinners also yield the core: with more                        \
-          * threads than cores (several processes) the thread that has the work                    \
-          * gets to run */
+#define POOL_SPIN  20000 /* pause iterations (tens of microseconds) before a worker sleeps */
+/* After this many pauses spinners also yield the core, so that with more threads than cores
+ * (several processes) the thread holding the work gets to run. */
+#define POOL_YIELD 1024
 
 struct pool {
     int n_threads;
