@@ -11,9 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "cpu/simd_x86.h"
 
 #include "cpu/cpu_internal.h"
 #include "cpu/vecmath.h"
@@ -52,7 +50,7 @@ static void att_task(void *ctx, int task, int thread) {
                 j->ld_kv, 0.0f, j->out + (size_t)t0 * j->c + (size_t)h * j->d, j->c);
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef WC_HAVE_X86_DISPATCH
 /* scores[j] = scale * q . k[j*ld : +d] for j < n; d a multiple of 8 */
 __attribute__((target("avx2,fma"))) static void
 dots_avx2(float *scores, const float *q, const float *k, int ld, int n, int d, float scale) {
@@ -66,18 +64,14 @@ dots_avx2(float *scores, const float *q, const float *k, int ld, int n, int d, f
         }
         for (; i < d; i += 8)
             a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kj + i), a0);
-        __m256 a = _mm256_add_ps(a0, a1);
-        __m128 h = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-        h = _mm_add_ss(h, _mm_movehdup_ps(h));
-        scores[j] = scale * _mm_cvtss_f32(h);
+        scores[j] = scale * hsum256(_mm256_add_ps(a0, a1));
     }
 }
 #endif
 
 static void dots(int fast, float *scores, const float *q, const float *k, int ld, int n, int d,
                  float scale) {
-#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef WC_HAVE_X86_DISPATCH
     if (fast && d % 8 == 0) {
         dots_avx2(scores, q, k, ld, n, d, scale);
         return;

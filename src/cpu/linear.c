@@ -10,9 +10,7 @@
 #include <cblas.h>
 #include <string.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "cpu/simd_x86.h"
 
 #include "cpu/cpu_internal.h"
 #include "cpu/vecmath.h"
@@ -24,7 +22,7 @@
 
 void cpu_gelu_inplace(float *x, size_t n) { vm_gelu(x, n); }
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef WC_HAVE_X86_DISPATCH
 __attribute__((target("avx2,fma,f16c"))) static void
 f16_to_f32_avx2(float *dst, const uint16_t *src, size_t n) {
     size_t i = 0;
@@ -36,15 +34,14 @@ f16_to_f32_avx2(float *dst, const uint16_t *src, size_t n) {
 #endif
 
 static void f16_to_f32(int fast, float *dst, const uint16_t *src, size_t n) {
-#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef WC_HAVE_X86_DISPATCH
     if (fast) {
         f16_to_f32_avx2(dst, src, n);
         return;
     }
 #endif
     (void)fast;
-    for (size_t i = 0; i < n; i++)
-        dst[i] = wc_f16_to_f32(src[i]);
+    wc_to_f32(dst, src, 1, n);
 }
 
 static void mat_rows_f32(int fast, float *dst, const struct wc_mat *w, int r0, int r1) {
@@ -101,14 +98,7 @@ static void gemm_task(void *ctx, int task, int thread) {
     epilogue(j, n0, n1);
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2,fma"))) static inline float hsum256(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
+#ifdef WC_HAVE_X86_DISPATCH
 /* dots[t] = x[t] · w for up to 4 rows of x (k a multiple of 8) */
 __attribute__((target("avx2,fma,f16c"))) static void
 dot4_f16(const uint16_t *w, const float *x, int ldx, int n_x, int k, float *dots) {
@@ -158,40 +148,40 @@ static float dot_f32(const float *w, const float *x, int k) {
     return acc;
 }
 
+/* dots[t] = in[t] . w[n] for every input row t; scratch holds one converted row if needed. */
+static void row_dots(const struct linear_job *j, int n, float *scratch, float *dots) {
+    int k = j->w->cols;
+#ifdef WC_HAVE_X86_DISPATCH
+    if (j->fast && j->w->dtype == WC_F16 && k % 8 == 0) {
+        const uint16_t *wr = (const uint16_t *)j->w->data + (size_t)n * k;
+        if (j->n_rows == 1) {
+            dots[0] = dot1_f16(wr, j->in, k);
+            return;
+        }
+        for (int t = 0; t < j->n_rows; t += 4) {
+            int nx = j->n_rows - t < 4 ? j->n_rows - t : 4;
+            dot4_f16(wr, j->in + (size_t)t * k, k, nx, k, dots + t);
+        }
+        return;
+    }
+#endif
+    const float *wf = (const float *)j->w->data + (size_t)n * k;
+    if (j->w->dtype == WC_F16) {
+        mat_rows_f32(0, scratch, j->w, n, n + 1);
+        wf = scratch;
+    }
+    for (int t = 0; t < j->n_rows; t++)
+        dots[t] = dot_f32(wf, j->in + (size_t)t * k, k);
+}
+
 static void gemv_task(void *ctx, int task, int thread) {
     const struct linear_job *j = ctx;
     int n0 = task * GEMV_TASK_COLS;
     int n1 = n0 + GEMV_TASK_COLS < j->n_out ? n0 + GEMV_TASK_COLS : j->n_out;
-    int k = j->w->cols;
+    float *scratch = cpu_stream(j->s)->scratch[thread].p;
     for (int n = n0; n < n1; n++) {
         float dots[GEMV_MAX_ROWS];
-        const float *wf = NULL;
-#if defined(__x86_64__) && defined(__GNUC__)
-        if (j->fast && j->w->dtype == WC_F16 && k % 8 == 0) {
-            const uint16_t *wr = (const uint16_t *)j->w->data + (size_t)n * k;
-            if (j->n_rows == 1) {
-                dots[0] = dot1_f16(wr, j->in, k);
-            } else {
-                for (int t = 0; t < j->n_rows; t += 4) {
-                    int nx = j->n_rows - t < 4 ? j->n_rows - t : 4;
-                    dot4_f16(wr, j->in + (size_t)t * k, k, nx, k, dots + t);
-                }
-            }
-            goto store;
-        }
-#endif
-        if (j->w->dtype == WC_F16) {
-            float *sc = cpu_stream(j->s)->scratch[thread].p;
-            mat_rows_f32(0, sc, j->w, n, n + 1);
-            wf = sc;
-        } else {
-            wf = (const float *)j->w->data + (size_t)n * k;
-        }
-        for (int t = 0; t < j->n_rows; t++)
-            dots[t] = dot_f32(wf, j->in + (size_t)t * k, k);
-#if defined(__x86_64__) && defined(__GNUC__)
-    store:
-#endif
+        row_dots(j, n, scratch, dots);
         for (int t = 0; t < j->n_rows; t++) {
             float *o = j->out + (size_t)t * j->ld_out + n;
             *o = j->accumulate ? *o + dots[t] : dots[t];
