@@ -176,10 +176,13 @@ struct whisperc_full_params {
     float max_initial_timestamp; /* seconds, 1.0; < 0 disables */
     int sample_len;              /* max tokens per window; 0: n_text_ctx / 2 */
 
-    int beam_size;        /* WHISPERC_SAMPLING_BEAM_SEARCH only; default 5 */
-    int best_of;          /* candidates sampled at temperature > 0; default 5 */
-    float patience;       /* beam search patience; default 1.0 */
-    float length_penalty; /* < 0 (default): length-normalised log-probability */
+    /* Beam search runs at temperature 0 only, best_of sampling at temperatures > 0 only, as
+     * in openai-whisper; the candidates are ranked by sum_logprob / length (length_penalty < 0)
+     * or sum_logprob / ((5 + length) / 6) ** length_penalty. */
+    int beam_size;        /* 1..16, WHISPERC_SAMPLING_BEAM_SEARCH only; default 5 */
+    int best_of;          /* 1..16 samples at temperature > 0; default 1 greedy, 5 beam search */
+    float patience;       /* beam search ends with round(beam_size * patience) finished; 1.0 */
+    float length_penalty; /* < 0 (default): length-normalised log-probability; else 0..1 */
 
     uint64_t seed; /* sampling at temperature > 0 is reproducible for a given seed */
 
@@ -210,7 +213,8 @@ WHISPERC_API whisperc_status whisperc_load_audio(const char *path, float **out, 
                                                  char *errbuf, size_t errbuf_size);
 
 /* ---------------------------------------------------------------------------------------- */
-/* Results (valid after a successful whisperc_full*; out-of-range indices give NULL / 0)     */
+/* Results (valid after a successful whisperc_full*; out-of-range indices give NULL, 0, or  */
+/* -1 where 0 is a valid answer: token ids)                                                  */
 
 WHISPERC_API int whisperc_n_segments(const whisperc_state *state);
 WHISPERC_API const char *whisperc_segment_text(const whisperc_state *state, int i_segment);
@@ -224,6 +228,7 @@ WHISPERC_API float whisperc_segment_no_speech_prob(const whisperc_state *state, 
 
 /* Tokens of a segment, timestamp tokens included (as openai-whisper's segment["tokens"]). */
 WHISPERC_API int whisperc_segment_n_tokens(const whisperc_state *state, int i_segment);
+/* -1 if out of range. */
 WHISPERC_API int whisperc_segment_token_id(const whisperc_state *state, int i_segment, int i_token);
 /* Probability the model gave the token when it was chosen; 0 if out of range. */
 WHISPERC_API float whisperc_segment_token_p(const whisperc_state *state, int i_segment,
@@ -231,7 +236,7 @@ WHISPERC_API float whisperc_segment_token_p(const whisperc_state *state, int i_s
 /* The token's bytes as text ("<|0.00|>" for timestamps); NULL if out of range. A token may hold
  * part of a UTF-8 character. */
 WHISPERC_API const char *whisperc_token_text(const whisperc_state *state, int token_id);
-/* First id of the timestamp tokens: id - this is the time in 20 ms steps. */
+/* First id of the timestamp tokens: id - this is the time in 20 ms steps; -1 if state is NULL. */
 WHISPERC_API int whisperc_token_timestamp_begin(const whisperc_state *state);
 
 /* Language transcribed ("en"), and the probability of the detected language (1.0 when given). */

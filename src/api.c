@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "api_internal.h"
+#include "decoder/decode_window.h"
 #include "frontend/audio.h"
 #include "frontend/mel.h"
 #include "model/languages.h"
@@ -34,10 +35,9 @@ const char *whisperc_status_str(whisperc_status rc) {
     return "WHISPERC_ERR_UNKNOWN";
 }
 
-static void logf_(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt,
-                  ...) __attribute__((format(printf, 4, 5)));
-static void logf_(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt,
-                  ...) {
+static void logf_(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void logf_(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt, ...) {
     if (!fn)
         return;
     char line[512];
@@ -71,8 +71,8 @@ static struct whisperc_model_params model_params_from(const struct whisperc_mode
     return p;
 }
 
-static int open_backend(const struct whisperc_model_params *p, struct wc_backend **be,
-                        char *err, size_t err_size) {
+static int open_backend(const struct whisperc_model_params *p, struct wc_backend **be, char *err,
+                        size_t err_size) {
     if (p->device == WHISPERC_DEVICE_CUDA) {
         wc_errf(err, err_size, "the CUDA backend is not available in this build of whisper-c");
         return WHISPERC_ERR_UNSUPPORTED;
@@ -139,9 +139,7 @@ const char *whisperc_model_type(const whisperc_model *m) {
 bool whisperc_model_is_multilingual(const whisperc_model *m) { return m && m->vocab.multilingual; }
 int whisperc_model_n_vocab(const whisperc_model *m) { return m ? m->vocab.n_vocab : 0; }
 int whisperc_model_n_mels(const whisperc_model *m) { return m ? m->file->hp.n_mels : 0; }
-const char *whisperc_model_backend(const whisperc_model *m) {
-    return m ? m->be->ops->name : NULL;
-}
+const char *whisperc_model_backend(const whisperc_model *m) { return m ? m->be->ops->name : NULL; }
 
 /* ---------------------------------------------------------------------------------------- */
 /* State                                                                                     */
@@ -164,8 +162,8 @@ whisperc_status whisperc_state_new(const whisperc_model *m, whisperc_state **out
     const struct wc_hparams *hp = &m->file->hp;
     int rc = m->be->ops->stream_new(m->be, st->n_threads, &st->s);
     if (!rc) {
-        st->audio_features = m->be->ops->alloc(
-            st->s, (size_t)hp->n_audio_ctx * hp->n_audio_state * sizeof(float));
+        st->audio_features =
+            m->be->ops->alloc(st->s, (size_t)hp->n_audio_ctx * hp->n_audio_state * sizeof(float));
         rc = st->s->err;
     }
     if (!rc)
@@ -222,7 +220,7 @@ struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strat
         /*.max_initial_timestamp =*/1.0f,
         /*.sample_len =*/0,
         /*.beam_size =*/5,
-        /*.best_of =*/5,
+        /*.best_of =*/strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? 5 : 1,
         /*.patience =*/1.0f,
         /*.length_penalty =*/-1.0f,
         /*.seed =*/0,
@@ -251,11 +249,27 @@ static int fail(whisperc_state *st, int rc, const char *fmt, ...) {
 /* Checks the params; on success *i_lang is the language index (-1: detect or English-only). */
 static int check_params(whisperc_state *st, const struct whisperc_full_params *p, int *i_lang) {
     const struct wc_vocab *v = &st->m->vocab;
-    if (p->strategy != WHISPERC_SAMPLING_GREEDY)
-        return fail(st, WHISPERC_ERR_UNSUPPORTED, "beam search is not implemented yet");
+    if (p->strategy != WHISPERC_SAMPLING_GREEDY && p->strategy != WHISPERC_SAMPLING_BEAM_SEARCH)
+        return fail(st, WHISPERC_ERR_INVALID_ARG, "unknown strategy %d", (int)p->strategy);
+    if (p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH &&
+        (p->beam_size < 1 || p->beam_size > WC_MAX_GROUP))
+        return fail(st, WHISPERC_ERR_INVALID_ARG, "beam_size must be 1..%d, got %d", WC_MAX_GROUP,
+                    p->beam_size);
+    if (p->best_of < 1 || p->best_of > WC_MAX_GROUP)
+        return fail(st, WHISPERC_ERR_INVALID_ARG, "best_of must be 1..%d, got %d", WC_MAX_GROUP,
+                    p->best_of);
+    if (p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH &&
+        !(p->patience > 0.0f && p->beam_size * p->patience >= 0.5f &&
+          p->beam_size * p->patience <= 1000.0f))
+        return fail(st, WHISPERC_ERR_INVALID_ARG,
+                    "patience must be > 0 and beam_size * patience in [0.5, 1000], got %g",
+                    p->patience);
+    if (!(p->length_penalty < 0.0f || (p->length_penalty >= 0.0f && p->length_penalty <= 1.0f)))
+        return fail(st, WHISPERC_ERR_INVALID_ARG,
+                    "length_penalty must be < 0 (off) or in [0, 1], got %g", p->length_penalty);
     if (p->n_threads < 1 || p->n_threads > MAX_THREADS)
-        return fail(st, WHISPERC_ERR_INVALID_ARG, "n_threads must be 1..%d, got %d",
-                    MAX_THREADS, p->n_threads);
+        return fail(st, WHISPERC_ERR_INVALID_ARG, "n_threads must be 1..%d, got %d", MAX_THREADS,
+                    p->n_threads);
     if (p->n_temperatures < 1 || p->n_temperatures > WHISPERC_MAX_TEMPERATURES)
         return fail(st, WHISPERC_ERR_INVALID_ARG, "n_temperatures must be 1..%d, got %d",
                     WHISPERC_MAX_TEMPERATURES, p->n_temperatures);
@@ -284,7 +298,8 @@ static int check_params(whisperc_state *st, const struct whisperc_full_params *p
             *i_lang = -1;
     }
     if (!v->multilingual && p->translate)
-        return fail(st, WHISPERC_ERR_UNSUPPORTED, "this model is English-only; it cannot translate");
+        return fail(st, WHISPERC_ERR_UNSUPPORTED,
+                    "this model is English-only; it cannot translate");
     return 0;
 }
 
@@ -354,9 +369,11 @@ whisperc_status whisperc_full(whisperc_state *st, const struct whisperc_full_par
     st->timings.size = sizeof st->timings;
     st->timings.audio_ms = audio_ms;
     if (!params || params->size < sizeof(size_t))
-        return fail(st, WHISPERC_ERR_INVALID_ARG, "params must come from "
-                                                  "whisperc_full_default_params()");
-    struct whisperc_full_params p = whisperc_full_default_params(params->strategy);
+        return fail(st, WHISPERC_ERR_INVALID_ARG,
+                    "params must come from "
+                    "whisperc_full_default_params()");
+    /* Defaults for the fields an older caller's struct does not have, then its own. */
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     memcpy(&p, params, params->size < sizeof p ? params->size : sizeof p);
     if (!pcm16k || n_samples <= 0)
         return fail(st, WHISPERC_ERR_INVALID_ARG, "no audio samples (n_samples = %d)", n_samples);

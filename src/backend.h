@@ -98,6 +98,15 @@ struct wc_backend_ops {
                       const float *v, int ld_kv, int t_len, int s_len, int c, int n_head,
                       int causal_pos0);
 
+    /* Decoder self-attention for one new query per sequence, keys and values gathered through
+     * a slot table, so that beams share their common prefix and reorder without copying:
+     *   out[g][h] = softmax_j(q[g][h] . k[r][h] / sqrt(d)) . v[r][h],  r = slots[g*ld_slots + j]
+     * for g < n_seq, j < n_kv. q, out: [n_seq][c]; k, v: rows of c floats; slots: backend
+     * memory (int32 row indices). */
+    void (*attention_gather)(struct wc_stream *s, float *out, const float *q, const float *k,
+                             const float *v, const int32_t *slots, int ld_slots, int n_seq,
+                             int n_kv, int c, int n_head);
+
     /* out[t][:] = tok_emb[tokens[t]][:] + pos_emb[pos0 + t][:]; tokens in host memory. */
     void (*embed)(struct wc_stream *s, float *out, const int32_t *tokens, int t_len,
                   const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);

@@ -3,6 +3,7 @@
 
   check_transcripts.py devset   RUNNER SHARED MODEL   every line of golden/MODEL/dev.jsonl
   check_transcripts.py longform RUNNER SHARED MODEL   the ljspeech-dev concatenation
+  check_transcripts.py beam5    RUNNER SHARED MODEL   golden/MODEL/dev.beam5.jsonl (beam 5)
 
 RUNNER is tests/run_transcribe. Criteria (issue: CPU engine, "What it must show"):
   devset:   tokens identical on every 16 kHz utterance (jfk.wav, LibriSpeech, LibriVox) and on
@@ -10,6 +11,8 @@ RUNNER is tests/run_transcribe. Criteria (issue: CPU engine, "What it must show"
             above the reference's; the same language as the reference on every clip.
   longform: WER at most 0.5 points above the reference's, segment count within 5% of the
             reference's, no repeated-phrase loops.
+  beam5:    (issue: decoding beyond greedy) beam_size = best_of = 5: tokens identical on >= 95%
+            of the utterances, WER (simple) at most 0.2 points above the reference's.
 """
 import json
 import os
@@ -107,6 +110,33 @@ def check_devset(runner, shared, model):
     return 1 if failed else 0
 
 
+def check_beam5(runner, shared, model):
+    golden = [json.loads(l) for l in open(os.path.join(shared, "golden", model, "dev.beam5.jsonl"))]
+    ref_wer = json.load(open(os.path.join(shared, "golden", model, "dev.beam5.wer.json")))
+    paths = [os.path.join(shared, g["audio"]) for g in golden]
+    ours = run(runner, os.path.join(shared, "models", "ggml-%s.bin" % model), ["--beam", "5"] + paths)
+    assert len(ours) == len(golden), "runner gave %d results for %d files" % (len(ours), len(golden))
+    same = 0
+    for g, o in zip(golden, ours):
+        if tokens_of(o) == tokens_of(g):
+            same += 1
+        else:
+            i = first_difference(tokens_of(o), tokens_of(g))
+            print("differs: %s at token %d\n  ours: %s\n  ref:  %s" % (g["audio"], i, o["text"], g["text"]))
+    ours_wer = wer([(g["reference"], o["text"]) for g, o in zip(golden, ours)])
+    their_wer = ref_wer["wer"]["simple"]
+    print("%s beam 5: %d utterances" % (model, len(golden)))
+    print("  tokens identical: %d / %d (%.1f%%)" % (same, len(golden), 100.0 * same / len(golden)))
+    print("  WER (simple): whisper-c %.3f, reference %.3f (limit %.3f)" % (ours_wer, their_wer, their_wer + 0.2))
+    print("  seconds: %.1f" % sum(o["seconds"] for o in ours))
+    failed = False
+    if same < 0.95 * len(golden):
+        failed = True, print("FAIL: fewer than 95% of utterances identical")
+    if ours_wer > their_wer + 0.2:
+        failed = True, print("FAIL: WER more than 0.2 points above the reference")
+    return 1 if failed else 0
+
+
 def repeated_loops(texts, n=4, times=3):
     """Segments repeating the same text `times` times in a row, or an n-word phrase repeated
     `times` times back to back: the signature of a decoding loop."""
@@ -196,7 +226,8 @@ def check_longform(runner, shared, model):
 
 
 def main():
-    if len(sys.argv) != 5 or sys.argv[1] not in ("devset", "longform"):
+    checks = {"devset": check_devset, "longform": check_longform, "beam5": check_beam5}
+    if len(sys.argv) != 5 or sys.argv[1] not in checks:
         print(__doc__)
         return 2
     mode, runner, shared, model = sys.argv[1:]
@@ -204,7 +235,7 @@ def main():
     if not os.path.exists(os.path.join(shared, "models", "ggml-%s.bin" % model)):
         print("SKIP: %s not found (set WHISPERC_SHARED)" % shared)
         return 77
-    return (check_devset if mode == "devset" else check_longform)(runner, shared, model)
+    return checks[mode](runner, shared, model)
 
 
 if __name__ == "__main__":

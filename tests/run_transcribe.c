@@ -5,6 +5,7 @@
  *   run_transcribe MODEL [-t N] FILE...           one line per file
  *   run_transcribe MODEL [-t N] --concat FILE...  the files' samples appended at their own
  *                                                 (common) rate, then resampled: one line
+ *   --beam N (before the next two): beam search, beam_size = best_of = N
  *   --no-fallback (before --concat): temperature 0 only
  */
 #include <stdio.h>
@@ -89,13 +90,21 @@ static float *concat(char **files, int n, int *n_out) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: run_transcribe MODEL [-t N] [--no-fallback] [--concat] FILE...\n");
+        fprintf(stderr, "usage: run_transcribe MODEL [-t N] [--beam N] [--no-fallback] [--concat] "
+                        "FILE...\n");
         return 2;
     }
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     int i = 2, do_concat = 0;
     if (i + 1 < argc && strcmp(argv[i], "-t") == 0) {
         p.n_threads = atoi(argv[i + 1]);
+        i += 2;
+    }
+    if (i + 1 < argc && strcmp(argv[i], "--beam") == 0) { /* beam_size = best_of = N */
+        int n_threads = p.n_threads;
+        p = whisperc_full_default_params(WHISPERC_SAMPLING_BEAM_SEARCH);
+        p.n_threads = n_threads;
+        p.beam_size = p.best_of = atoi(argv[i + 1]);
         i += 2;
     }
     if (i < argc && strcmp(argv[i], "--no-fallback") == 0) {

@@ -93,13 +93,16 @@ try:
     for f in (garbage, truncated, textfile, empty):
         os.unlink(f)
 
-    # jfk: stdout segments, every output format, the reference's text
-    want = None
-    with open(golden) as f:
-        for line in f:
-            d = json.loads(line)
-            if d["audio"].endswith("jfk/jfk.wav"):
-                want = d["text"].strip()
+    # jfk: stdout segments, every output format, the reference's text (beam 5 by default, as
+    # whisper.cpp; openai-whisper's dev.beam5 run), and greedy with -bs 1 (its dev run)
+    def reference_text(path):
+        with open(path) as f:
+            for line in f:
+                d = json.loads(line)
+                if d["audio"].endswith("jfk/jfk.wav"):
+                    return d["text"].strip()
+    want = reference_text(golden.replace("dev.jsonl", "dev.beam5.jsonl"))
+    want_greedy = reference_text(golden)
     r = run(["transcribe", "-m", model, "-t", "2", *outs, jfk])
     check(r.returncode == 0, f"jfk: exit 0 ({r.stderr.strip()[-300:]})")
     check(r.stdout.startswith("[00:00:00.000 --> 00:00:"), "jfk: whisper.cpp-style segment lines")
@@ -117,6 +120,12 @@ try:
     if os.path.exists(out + ".json"):
         j = json.load(open(out + ".json"))
         check(isinstance(j, dict) and len(j.get("transcription", j.get("segments", []))) >= 1, "jfk: json parses with segments")
+
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-bo", "1", "-np", "-otxt", "-of",
+             out + "-greedy", jfk])
+    txt = open(out + "-greedy.txt").read() if os.path.exists(out + "-greedy.txt") else ""
+    check(r.returncode == 0 and " ".join(txt.split()) == " ".join(want_greedy.split()),
+          f"jfk -bs 1: txt is the greedy reference text ({txt.strip()!r})")
 
     # default model via the environment, no flags
     r = run(["transcribe", "-np", jfk], env={"WHISPERC_MODEL": model})

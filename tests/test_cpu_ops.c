@@ -162,32 +162,41 @@ static void test_layernorm(struct wc_stream *s, int n_rows, int c) {
     free(in), free(g), free(b), free(out), free(ref);
 }
 
+/* One head of one query in double: out[:d] = softmax(q.k[row]/sqrt(d)) . v[row] over n rows,
+ * row(j) = rows ? rows[j] : j; k, v rows ld floats apart (already offset to the head). */
+static void naive_head(float *out, const float *q, const float *k, const float *v,
+                       const int32_t *rows, int ld, int n, int d) {
+    double *p = malloc((size_t)n * sizeof(double)), mx = -INFINITY, sum = 0;
+    for (int j = 0; j < n; j++) {
+        const float *kj = k + (size_t)(rows ? rows[j] : j) * ld;
+        double acc = 0;
+        for (int i = 0; i < d; i++)
+            acc += (double)q[i] * kj[i];
+        p[j] = acc / sqrt((double)d);
+        mx = p[j] > mx ? p[j] : mx;
+    }
+    for (int j = 0; j < n; j++)
+        sum += (p[j] = exp(p[j] - mx));
+    for (int i = 0; i < d; i++) {
+        double acc = 0;
+        for (int j = 0; j < n; j++)
+            acc += p[j] / sum * v[(size_t)(rows ? rows[j] : j) * ld + i];
+        out[i] = (float)acc;
+    }
+    free(p);
+}
+
 static void test_attention(struct wc_stream *s, int t_len, int s_len, int c, int n_head,
                            int ld_extra, int causal_pos0) {
     int ld = c + ld_extra, d = c / n_head;
     float *q = rand_vec((size_t)t_len * c, 1.0f);
     float *k = rand_vec((size_t)s_len * ld, 1.0f), *v = rand_vec((size_t)s_len * ld, 1.0f);
     float *out = nan_vec((size_t)t_len * c), *ref = malloc((size_t)t_len * c * sizeof(float));
-    double *p = malloc((size_t)s_len * sizeof(double));
     for (int h = 0; h < n_head; h++)
         for (int t = 0; t < t_len; t++) {
             int n = causal_pos0 >= 0 && causal_pos0 + t + 1 < s_len ? causal_pos0 + t + 1 : s_len;
-            double mx = -INFINITY, sum = 0;
-            for (int j = 0; j < n; j++) {
-                double acc = 0;
-                for (int i = 0; i < d; i++)
-                    acc += (double)q[(size_t)t * c + h * d + i] * k[(size_t)j * ld + h * d + i];
-                p[j] = acc / sqrt((double)d);
-                mx = p[j] > mx ? p[j] : mx;
-            }
-            for (int j = 0; j < n; j++)
-                sum += (p[j] = exp(p[j] - mx));
-            for (int i = 0; i < d; i++) {
-                double acc = 0;
-                for (int j = 0; j < n; j++)
-                    acc += p[j] / sum * v[(size_t)j * ld + h * d + i];
-                ref[(size_t)t * c + h * d + i] = (float)acc;
-            }
+            naive_head(ref + (size_t)t * c + h * d, q + (size_t)t * c + h * d, k + h * d, v + h * d,
+                       NULL, ld, n, d);
         }
     s->be->ops->attention(s, out, q, k, v, ld, t_len, s_len, c, n_head, causal_pos0);
     CHECK(wc_stream_sync(s) == 0);
@@ -195,7 +204,30 @@ static void test_attention(struct wc_stream *s, int t_len, int s_len, int c, int
     snprintf(name, sizeof name, "attention t=%d s=%d c=%d heads=%d ld+%d causal=%d", t_len, s_len,
              c, n_head, ld_extra, causal_pos0);
     CHECK(check_close(name, out, ref, (size_t)t_len * c, 1e-5, 1e-4));
-    free(q), free(k), free(v), free(out), free(ref), free(p);
+    free(q), free(k), free(v), free(out), free(ref);
+}
+
+/* n_seq queries over n_kv cache rows picked at random (with repeats) from n_slots. */
+static void test_attention_gather(struct wc_stream *s, int n_seq, int n_kv, int n_slots, int c,
+                                  int n_head) {
+    int d = c / n_head, ld_slots = n_kv + 3;
+    float *q = rand_vec((size_t)n_seq * c, 1.0f);
+    float *k = rand_vec((size_t)n_slots * c, 1.0f), *v = rand_vec((size_t)n_slots * c, 1.0f);
+    float *out = nan_vec((size_t)n_seq * c), *ref = malloc((size_t)n_seq * c * sizeof(float));
+    int32_t *slots = malloc((size_t)n_seq * ld_slots * sizeof *slots);
+    for (size_t i = 0; i < (size_t)n_seq * ld_slots; i++)
+        slots[i] = (int32_t)((test_rng_uniform(&rng) + 1.0f) * 0.5f * (n_slots - 1) + 0.5f);
+    for (int h = 0; h < n_head; h++)
+        for (int g = 0; g < n_seq; g++)
+            naive_head(ref + (size_t)g * c + h * d, q + (size_t)g * c + h * d, k + h * d, v + h * d,
+                       slots + (size_t)g * ld_slots, c, n_kv, d);
+    s->be->ops->attention_gather(s, out, q, k, v, slots, ld_slots, n_seq, n_kv, c, n_head);
+    CHECK(wc_stream_sync(s) == 0);
+    char name[96];
+    snprintf(name, sizeof name, "attention_gather seqs=%d kv=%d slots=%d c=%d heads=%d", n_seq,
+             n_kv, n_slots, c, n_head);
+    CHECK(check_close(name, out, ref, (size_t)n_seq * c, 1e-5, 1e-4));
+    free(q), free(k), free(v), free(out), free(ref), free(slots);
 }
 
 static void test_embed(struct wc_backend *be, struct wc_stream *s) {
@@ -273,6 +305,9 @@ int main(void) {
         test_attention(s, 1, 9, 64, 1, 192, 8);
         test_attention(s, 5, 12, 128, 2, 384, 7);
         test_attention(s, 40, 40, 64, 2, 64, 0);
+        test_attention_gather(s, 1, 1, 1, 64, 1);
+        test_attention_gather(s, 5, 37, 200, 128, 2);
+        test_attention_gather(s, 3, 300, 1500, 384, 6);
         test_embed(be, s);
         be->ops->stream_free(s);
     }

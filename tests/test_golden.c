@@ -64,7 +64,7 @@ static void check_logits(whisperc_state *st, const char *name) {
     int n_sot = json ? json_int_arrays(json, "sot_sequence", &sot, 0) : 0;
     CHECK(n_sot >= 1);
     int n_vocab = st->m->vocab.n_vocab;
-    float *got = malloc((size_t)n_vocab * WC_DEC_MAX_LOGIT_ROWS * sizeof *got);
+    float *got = malloc((size_t)n_vocab * 2 * sizeof *got);
     for (int i = 0; i < n_vocab; i++)
         got[i] = NAN;
     st->s->be->ops->upload(st->s, st->audio_features, enc.data, enc.n * sizeof(float));

@@ -93,8 +93,10 @@ static double compare_whisper_cpp(const struct cli_options *o, const whisperc_mo
         fprintf(stderr, "whisper-c: cannot write a temporary WAV for whisper.cpp\n");
         return -1;
     }
-    char threads[16];
+    char threads[16], bs[16], bo[16];
     snprintf(threads, sizeof threads, "%d", n_threads);
+    snprintf(bs, sizeof bs, "%d", o->beam_size); /* the same decoding as ours */
+    snprintf(bo, sizeof bo, "%d", o->best_of);
     const char *lang =
         strcmp(o->language, "auto") == 0 && !whisperc_model_is_multilingual(m) ? "en" : o->language;
     const char *model = o->model ? o->model : default_model_path();
@@ -106,9 +108,9 @@ static double compare_whisper_cpp(const struct cli_options *o, const whisperc_mo
                     "-t",
                     threads,
                     "-bs",
-                    "1",
+                    bs,
                     "-bo",
-                    "1",
+                    bo,
                     "-l",
                     (char *)lang,
                     NULL};
@@ -122,8 +124,8 @@ static double compare_whisper_cpp(const struct cli_options *o, const whisperc_mo
         return -1;
     }
     double total = wcpp_time(log, "total"), load = wcpp_time(log, "load");
-    printf("whisper.cpp (%s, -t %s -bs 1 -bo 1 -l %s, 16 kHz WAV)\n", o->whisper_cpp, threads,
-           lang);
+    printf("whisper.cpp (%s, -t %s -bs %s -bo %s -l %s, 16 kHz WAV)\n", o->whisper_cpp, threads, bs,
+           bo, lang);
     printf("  load     %10.1f ms\n", load);
     printf("  mel      %10.1f ms\n", wcpp_time(log, "mel"));
     printf("  encoder  %10.1f ms\n", wcpp_time(log, "encode"));
@@ -171,9 +173,9 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "whisper-c: %s\n", whisperc_state_errmsg(st));
     } else {
         char what[512];
-        snprintf(what, sizeof what, "whisper-c %s (%s, %s backend, %d threads): %s",
+        snprintf(what, sizeof what, "whisper-c %s (%s, %s backend, %d threads, -bs %d -bo %d): %s",
                  whisperc_version(), whisperc_model_type(m), whisperc_model_backend(m),
-                 fp.n_threads, o.files[0]);
+                 fp.n_threads, o.beam_size, o.best_of, o.files[0]);
         print_run(what, &best, load_ms);
         if (o.whisper_cpp) {
             double ours = best.mel_ms + best.encode_ms + best.decode_ms;

@@ -36,7 +36,10 @@ static void print_progress(whisperc_state *st, int percent, void *user) {
 }
 
 void cli_full_params(const struct cli_options *o, struct whisperc_full_params *fp) {
-    *fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    *fp = whisperc_full_default_params(o->beam_size > 1 ? WHISPERC_SAMPLING_BEAM_SEARCH
+                                                        : WHISPERC_SAMPLING_GREEDY);
+    fp->beam_size = o->beam_size;
+    fp->best_of = o->best_of;
     if (o->n_threads > 0)
         fp->n_threads = o->n_threads;
     fp->language = o->language;

@@ -43,8 +43,9 @@ void cli_usage(const char *prog) {
            "       --prompt TEXT        initial prompt (context for the first window)\n"
            "  -nt, --no-timestamps      decode without timestamps; one segment per window\n"
            "  -nf, --no-fallback        no temperature fallback (greedy only)\n"
-           "  -bs, --beam-size N        1 (beam search is not implemented yet)\n"
-           "  -bo, --best-of N          accepted for whisper.cpp compatibility (1)\n"
+           "  -bs, --beam-size N        beam search with N beams at temperature 0 (default 5;\n"
+           "                            1: greedy)\n"
+           "  -bo, --best-of N          samples per temperature > 0, the best kept (default 5)\n"
            "  -otxt, -osrt, -ovtt       write FILE.txt / .srt / .vtt\n"
            "  -oj,  --output-json       write FILE.json (segments, tokens, probabilities)\n"
            "  -of,  --output-file BASE  output path without extension (one FILE only)\n"
@@ -81,7 +82,6 @@ static bool is(const char *a, const char *s1, const char *s2) {
 /* Options that take a value; returns 1 if arg was one of them (consuming argv[*i+1]). */
 static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, int *rc) {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    int n = 0;
     if (is(a, "-m", "--model"))
         o->model = v;
     else if (is(a, "-l", "--language"))
@@ -98,16 +98,11 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         *rc = parse_int(a, v, 0, 64, &o->gpu_index);
     else if (is(a, "--runs", NULL))
         *rc = parse_int(a, v, 1, 1000, &o->runs);
-    else if (is(a, "-bs", "--beam-size") || is(a, "-bo", "--best-of")) {
-        *rc = parse_int(a, v, 1, 16, &n);
-        if (!*rc && n != 1) {
-            fprintf(stderr,
-                    "whisper-c: %s %d: beam search and best-of sampling are not "
-                    "implemented yet; use 1 (greedy)\n",
-                    a, n);
-            *rc = 2;
-        }
-    } else if (is(a, "--seed", NULL)) {
+    else if (is(a, "-bs", "--beam-size"))
+        *rc = parse_int(a, v, 1, 16, &o->beam_size);
+    else if (is(a, "-bo", "--best-of"))
+        *rc = parse_int(a, v, 1, 16, &o->best_of);
+    else if (is(a, "--seed", NULL)) {
         char *end;
         o->seed = v ? strtoull(v, &end, 10) : 0;
         if (!v || *end)
@@ -159,6 +154,8 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
     memset(o, 0, sizeof *o);
     o->language = "auto";
     o->runs = 1;
+    o->beam_size = 5;
+    o->best_of = 5;
     o->device = WHISPERC_DEVICE_AUTO;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];

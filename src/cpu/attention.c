@@ -15,6 +15,7 @@
 
 #include "cpu/cpu_internal.h"
 #include "cpu/vecmath.h"
+#include "libwhisperc.h"
 
 #define ATT_BLOCK    256 /* query rows per sgemm task */
 #define ATT_MAX_STEP 8   /* up to this many queries take the in-place path */
@@ -23,7 +24,8 @@ struct att_job {
     struct wc_stream *s;
     float *out;
     const float *q, *k, *v;
-    int ld_kv, t_len, s_len, c, d, causal_pos0, n_blocks;
+    const int32_t *slots; /* gather: row j of query t is slots[t * ld_slots + j]; or NULL */
+    int ld_kv, t_len, s_len, c, d, causal_pos0, n_blocks, ld_slots;
     float scale;
 };
 
@@ -51,11 +53,13 @@ static void att_task(void *ctx, int task, int thread) {
 }
 
 #ifdef WC_HAVE_X86_DISPATCH
-/* scores[j] = scale * q . k[j*ld : +d] for j < n; d a multiple of 8 */
-__attribute__((target("avx2,fma"))) static void
-dots_avx2(float *scores, const float *q, const float *k, int ld, int n, int d, float scale) {
+/* scores[j] = scale * q . k[row(j)*ld : +d] for j < n, row(j) = rows ? rows[j] : j;
+ * d a multiple of 8 */
+__attribute__((target("avx2,fma"))) static void dots_avx2(float *scores, const float *q,
+                                                          const float *k, const int32_t *rows,
+                                                          int ld, int n, int d, float scale) {
     for (int j = 0; j < n; j++) {
-        const float *kj = k + (size_t)j * ld;
+        const float *kj = k + (size_t)(rows ? rows[j] : j) * ld;
         __m256 a0 = _mm256_setzero_ps(), a1 = a0;
         int i = 0;
         for (; i + 16 <= d; i += 16) {
@@ -69,19 +73,20 @@ dots_avx2(float *scores, const float *q, const float *k, int ld, int n, int d, f
 }
 #endif
 
-static void dots(int fast, float *scores, const float *q, const float *k, int ld, int n, int d,
-                 float scale) {
+static void dots(int fast, float *scores, const float *q, const float *k, const int32_t *rows,
+                 int ld, int n, int d, float scale) {
 #ifdef WC_HAVE_X86_DISPATCH
     if (fast && d % 8 == 0) {
-        dots_avx2(scores, q, k, ld, n, d, scale);
+        dots_avx2(scores, q, k, rows, ld, n, d, scale);
         return;
     }
 #endif
     (void)fast;
     for (int j = 0; j < n; j++) {
+        const float *kj = k + (size_t)(rows ? rows[j] : j) * ld;
         float acc = 0.0f;
         for (int i = 0; i < d; i++)
-            acc += q[i] * k[(size_t)j * ld + i];
+            acc += q[i] * kj[i];
         scores[j] = scale * acc;
     }
 }
@@ -96,13 +101,14 @@ static void step_task(void *ctx, int task, int thread) {
     if (j->causal_pos0 >= 0 && j->causal_pos0 + t + 1 < n)
         n = j->causal_pos0 + t + 1;
     const float *k = j->k + (size_t)h * j->d, *v = j->v + (size_t)h * j->d;
-    dots(cpu_backend(j->s)->has_avx2_f16c, p, j->q + (size_t)t * j->c + (size_t)h * j->d, k,
+    const int32_t *rows = j->slots ? j->slots + (size_t)t * j->ld_slots : NULL;
+    dots(cpu_backend(j->s)->has_avx2_f16c, p, j->q + (size_t)t * j->c + (size_t)h * j->d, k, rows,
          j->ld_kv, n, j->d, j->scale);
     vm_softmax(p, n, n);
     float acc[ATT_MAX_D];
     memset(acc, 0, (size_t)j->d * sizeof(float));
     for (int r = 0; r < n; r++) {
-        const float *vr = v + (size_t)r * j->ld_kv;
+        const float *vr = v + (size_t)(rows ? rows[r] : r) * j->ld_kv;
         for (int i = 0; i < j->d; i++) /* vectorizes: independent per i */
             acc[i] += p[r] * vr[i];
     }
@@ -135,4 +141,35 @@ void cpu_attention(struct wc_stream *s, float *out, const float *q, const float 
         return;
     }
     pool_run(cpu_stream(s)->pool, att_task, &j, n_head * j.n_blocks);
+}
+
+void cpu_attention_gather(struct wc_stream *s, float *out, const float *q, const float *k,
+                          const float *v, const int32_t *slots, int ld_slots, int n_seq, int n_kv,
+                          int c, int n_head) {
+    if (s->err || n_seq <= 0)
+        return;
+    if (c / n_head > ATT_MAX_D) {
+        wc_stream_fail(s, WHISPERC_ERR_UNSUPPORTED, "attention: head width %d > %d", c / n_head,
+                       ATT_MAX_D);
+        return;
+    }
+    if (cpu_scratch_reserve(s, (size_t)n_kv))
+        return;
+    struct att_job j = {
+        .s = s,
+        .out = out,
+        .q = q,
+        .k = k,
+        .v = v,
+        .slots = slots,
+        .ld_slots = ld_slots,
+        .ld_kv = c,
+        .t_len = n_seq,
+        .s_len = n_kv,
+        .c = c,
+        .d = c / n_head,
+        .causal_pos0 = -1,
+    };
+    j.scale = 1.0f / sqrtf((float)j.d);
+    pool_run(cpu_stream(s)->pool, step_task, &j, n_head * n_seq);
 }

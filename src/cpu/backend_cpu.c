@@ -231,6 +231,7 @@ static const struct wc_backend_ops cpu_ops = {
     .layernorm = cpu_layernorm,
     .linear = cpu_linear,
     .attention = cpu_attention,
+    .attention_gather = cpu_attention_gather,
     .embed = cpu_embed,
 };
 

@@ -11,6 +11,7 @@
 
 #include "backend.h"
 #include "decoder/decoder.h"
+#include "decoder/hypothesis.h"
 #include "decoder/logit_filters.h"
 #include "libwhisperc.h"
 #include "model/vocab.h"
@@ -81,7 +82,7 @@ static int initial_tokens(const struct decode_opts *o, int n_text_ctx, const str
     return n + o->n_sot_sequence;
 }
 
-static int finish(const struct wc_vocab *v, struct decode_result *r) {
+int decode_result_finish(const struct wc_vocab *v, struct decode_result *r) {
     r->avg_logprob = r->sum_logprob / (r->n_tokens + 1); /* + 1 for the EOT */
     r->text = vocab_decode(v, r->tokens, r->n_tokens);
     if (!r->text)
@@ -91,11 +92,75 @@ static int finish(const struct wc_vocab *v, struct decode_result *r) {
     return 0;
 }
 
+int decode_n_group(const struct decode_opts *o) {
+    if (o->temperature == 0.0f)
+        return o->beam_size > 0 ? o->beam_size : 1;
+    return o->best_of > 0 ? o->best_of : 1;
+}
+
+/* Greedy (T = 0) or best_of samples (T > 0), as GreedyDecoder: every unfinished sequence
+ * takes one token per step; finished ones leave the batch (the decoder's slot table is
+ * compacted), and the ranker picks the best at the end. */
+static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v,
+                        const struct decode_opts *o, float *logits, int n_initial,
+                        struct hyp_set *hs, int *n_steps) {
+    int n_vocab = v->n_vocab, G = hs->n, n_ctx = d->hp->n_text_ctx;
+    int rows[WC_MAX_GROUP]; /* rows[k]: the hypothesis in decoder sequence k */
+    int32_t last[WC_MAX_GROUP];
+    int n_active = G;
+    for (int g = 0; g < G; g++)
+        rows[g] = g;
+    for (int i = 0; i < o->sample_len && n_active > 0; i++) {
+        if (i > 0) {
+            for (int k = 0; k < n_active; k++)
+                last[k] = hs->h[rows[k]].tok[hs->h[rows[k]].n - 1];
+            (*n_steps)++;
+            int rc = decoder_step(d, s, last, n_active, logits);
+            if (rc)
+                return rc;
+        }
+        /* the first step's sequences all continue the prompt: its one row of logits */
+        for (int k = 1; i == 0 && k < n_active; k++)
+            memcpy(logits + (size_t)k * n_vocab, logits, (size_t)n_vocab * sizeof *logits);
+        int src[WC_MAX_GROUP], n_keep = 0;
+        for (int k = 0; k < n_active; k++) {
+            struct hyp *h = &hs->h[rows[k]];
+            float *row = logits + (size_t)k * n_vocab;
+            logit_filters_apply(o->filters, row, h->tok, h->n);
+            int next = o->temperature == 0.0f ? argmax(row, n_vocab)
+                                              : sample(row, n_vocab, o->temperature, o->rng);
+            float lp = (float)(row[next] - logsumexp_all(row, n_vocab));
+            h->sum += lp;
+            if (next == v->eot) {
+                h->done = true;
+                continue;
+            }
+            h->tok[h->n] = next;
+            h->lp[h->n++] = lp;
+            src[n_keep++] = k;
+        }
+        if (n_initial + i + 1 > n_ctx)
+            break;
+        if (n_keep < n_active) {
+            decoder_reorder(d, src, n_keep);
+            for (int k = 0; k < n_keep; k++)
+                rows[k] = rows[src[k]];
+        }
+        n_active = n_keep;
+    }
+    return 0;
+}
+
 int decode_window(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v,
                   const struct decode_opts *o, float *logits, struct decode_result *r) {
-    int n_ctx = d->hp->n_text_ctx, n_vocab = v->n_vocab;
+    int n_ctx = d->hp->n_text_ctx, n_vocab = v->n_vocab, G = decode_n_group(o);
     memset(r, 0, sizeof *r);
     r->temperature = o->temperature;
+    if (G > d->n_group_max || G > WC_MAX_GROUP) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: %d sequences, room for %d", G,
+                       d->n_group_max < WC_MAX_GROUP ? d->n_group_max : WC_MAX_GROUP);
+        return s->err;
+    }
     int32_t *seq = malloc((size_t)(n_ctx + 2) * sizeof *seq);
     r->tokens = malloc((size_t)(o->sample_len + 1) * sizeof *r->tokens);
     r->logprobs = malloc((size_t)(o->sample_len + 1) * sizeof *r->logprobs);
@@ -103,45 +168,38 @@ int decode_window(struct decoder *d, struct wc_stream *s, const struct wc_vocab 
         free(seq);
         return WHISPERC_ERR_NO_MEMORY;
     }
-    int sot_index, n_seq = initial_tokens(o, n_ctx, v, seq, &sot_index);
-    int sample_begin = n_seq, rc = 0;
+    int sot_index, n_initial = initial_tokens(o, n_ctx, v, seq, &sot_index);
 
+    /* the prompt, once for every sequence; no_speech_prob from the raw logits at the sot */
     decoder_reset(d);
-    for (int i = 0; i < o->sample_len; i++) {
-        float *last = logits;
-        r->n_steps++;
-        if (i == 0) {
-            int rows[2] = {sample_begin - 1, sot_index};
-            int n_rows = sot_index == sample_begin - 1 ? 1 : 2;
-            rc = decoder_forward(d, s, seq, n_seq, rows, n_rows, logits);
-            if (rc)
-                break;
-            /* no_speech_prob: softmax of the raw logits at the sot position */
-            const float *at_sot = logits + (size_t)(n_rows - 1) * n_vocab;
-            r->no_speech_prob = exp(at_sot[v->no_speech] - logsumexp_all(at_sot, n_vocab));
-        } else {
-            int row = 0;
-            rc = decoder_forward(d, s, seq + n_seq - 1, 1, &row, 1, logits);
-            if (rc)
-                break;
-        }
-        logit_filters_apply(o->filters, last, seq + sample_begin, n_seq - sample_begin);
-        int next = o->temperature == 0.0f ? argmax(last, n_vocab)
-                                          : sample(last, n_vocab, o->temperature, o->rng);
-        float lp = (float)(last[next] - logsumexp_all(last, n_vocab));
-        r->sum_logprob += lp;
-        seq[n_seq++] = next;
-        if (next == v->eot)
-            break;
-        r->tokens[r->n_tokens] = next;
-        r->logprobs[r->n_tokens++] = lp;
-        if (n_seq > n_ctx)
-            break;
-    }
+    int rows[2] = {n_initial - 1, sot_index};
+    int n_rows = sot_index == n_initial - 1 ? 1 : 2;
+    r->n_steps = 1;
+    int rc = decoder_forward(d, s, seq, n_initial, rows, n_rows, logits);
     free(seq);
     if (rc)
         return rc;
-    return finish(v, r);
+    const float *at_sot = logits + (size_t)(n_rows - 1) * n_vocab;
+    r->no_speech_prob = exp(at_sot[v->no_speech] - logsumexp_all(at_sot, n_vocab));
+
+    if (o->temperature == 0.0f && o->beam_size > 0) {
+        rc = beam_search(d, s, v, o, logits, n_initial, r);
+        return rc ? rc : decode_result_finish(v, r);
+    }
+    struct hyp_set hs;
+    if (hyp_set_init(&hs, G, o->sample_len + 1))
+        return WHISPERC_ERR_NO_MEMORY;
+    rc = sample_group(d, s, v, o, logits, n_initial, &hs, &r->n_steps);
+    if (!rc) {
+        const struct hyp *best = &hs.h[hyp_rank(hs.h, G, o->length_penalty)];
+        memcpy(r->tokens, best->tok, (size_t)best->n * sizeof *r->tokens);
+        memcpy(r->logprobs, best->lp, (size_t)best->n * sizeof *r->logprobs);
+        r->n_tokens = best->n;
+        r->sum_logprob = best->sum;
+        rc = decode_result_finish(v, r);
+    }
+    hyp_set_free(&hs);
+    return rc;
 }
 
 void decode_result_free(struct decode_result *r) {
@@ -151,8 +209,57 @@ void decode_result_free(struct decode_result *r) {
     memset(r, 0, sizeof *r);
 }
 
-int detect_language(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v,
-                    float *logits, float *probs) {
+/* ---- hypotheses (hypothesis.h) ---- */
+
+int hyp_set_init(struct hyp_set *s, int n, int cap) {
+    s->n = n;
+    s->cap = cap;
+    s->h = calloc((size_t)n, sizeof *s->h);
+    s->tok_mem = malloc((size_t)n * cap * sizeof *s->tok_mem);
+    s->lp_mem = malloc((size_t)n * cap * sizeof *s->lp_mem);
+    if (!s->h || !s->tok_mem || !s->lp_mem) {
+        hyp_set_free(s);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        s->h[i].tok = s->tok_mem + (size_t)i * cap;
+        s->h[i].lp = s->lp_mem + (size_t)i * cap;
+    }
+    return 0;
+}
+
+void hyp_set_free(struct hyp_set *s) {
+    free(s->h);
+    free(s->tok_mem);
+    free(s->lp_mem);
+    memset(s, 0, sizeof *s);
+}
+
+void hyp_copy(struct hyp *dst, const struct hyp *src) {
+    memcpy(dst->tok, src->tok, (size_t)src->n * sizeof *dst->tok);
+    memcpy(dst->lp, src->lp, (size_t)src->n * sizeof *dst->lp);
+    dst->n = src->n;
+    dst->sum = src->sum;
+    dst->done = src->done;
+}
+
+int hyp_rank(const struct hyp *h, int n, float length_penalty) {
+    int best = 0;
+    double best_score = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        double penalty =
+            length_penalty < 0 ? (double)h[i].n : pow((5.0 + h[i].n) / 6.0, (double)length_penalty);
+        double score = h[i].sum / penalty; /* np.argmax: the first of equal maxima */
+        if (i == 0 || score > best_score) {
+            best = i;
+            best_score = score;
+        }
+    }
+    return best;
+}
+
+int detect_language(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v, float *logits,
+                    float *probs) {
     int32_t sot = v->sot;
     int row = 0;
     decoder_reset(d);

@@ -1,7 +1,8 @@
 /*
  * decode_window.h — decode one 30 s window at one temperature: openai-whisper decoding.py
- * DecodingTask.run with n_group = 1 (greedy at T = 0, one sample at T > 0), returning the
- * sampled tokens, their log-probabilities, avg_logprob, no_speech_prob and compression ratio.
+ * DecodingTask.run: greedy or beam search at T = 0, best_of samples at T > 0, ranked by
+ * MaximumLikelihoodRanker; returns the chosen tokens, their log-probabilities, avg_logprob,
+ * no_speech_prob and compression ratio.
  */
 #ifndef WC_DECODE_WINDOW_H
 #define WC_DECODE_WINDOW_H
@@ -16,15 +17,21 @@ struct wc_stream;
 struct wc_vocab;
 struct logit_filters;
 
+#define WC_MAX_GROUP 16 /* most beams or best_of samples */
+
 struct decode_opts {
     float temperature;
-    int sample_len;               /* max tokens to sample */
-    const int32_t *prompt;        /* previous text (DecodingOptions.prompt), may be NULL */
+    int sample_len;        /* max tokens to sample */
+    const int32_t *prompt; /* previous text (DecodingOptions.prompt), may be NULL */
     int n_prompt;
-    const int32_t *sot_sequence;  /* sot [, language, task] [, no_timestamps] */
+    const int32_t *sot_sequence; /* sot [, language, task] [, no_timestamps] */
     int n_sot_sequence;
     const struct logit_filters *filters;
-    struct wc_rng *rng; /* used when temperature > 0 */
+    struct wc_rng *rng;   /* used when temperature > 0 */
+    int beam_size;        /* > 0 at temperature 0: beam search with this many beams */
+    int best_of;          /* temperature > 0: this many samples (>= 1), the best one is kept */
+    float patience;       /* beam search ends with round(beam_size * patience) finished ones */
+    float length_penalty; /* ranking: < 0: sum_logprob / length, else Google NMT's penalty */
 };
 
 struct decode_result {
@@ -40,8 +47,12 @@ struct decode_result {
     char *text;  /* decode(tokens).strip(), owned */
 };
 
+/* Sequences decoded side by side for these options (the decoder must have room for them). */
+int decode_n_group(const struct decode_opts *o);
+
 /* The decoder must hold this window's audio (decoder_set_audio). logits: host scratch of
- * 2 * n_vocab floats. Returns 0 or a WHISPERC_ERR_* code (message in the stream). */
+ * max(2, decode_n_group(o)) * n_vocab floats. Returns 0 or a WHISPERC_ERR_* code (message in
+ * the stream). */
 int decode_window(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v,
                   const struct decode_opts *o, float *logits, struct decode_result *r);
 void decode_result_free(struct decode_result *r);
@@ -49,10 +60,18 @@ void decode_result_free(struct decode_result *r);
 /* len(utf8) / len(zlib.compress(utf8)), as openai-whisper utils.compression_ratio. */
 double compression_ratio(const char *text);
 
+/* Beam search (beam_search.c); the prompt's logits are in logits[0..n_vocab). */
+int beam_search(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v,
+                const struct decode_opts *o, float *logits, int sample_begin,
+                struct decode_result *r);
+
+/* r's text, avg_logprob and compression ratio from its tokens and sum_logprob. */
+int decode_result_finish(const struct wc_vocab *v, struct decode_result *r);
+
 /* Language identification as decoding.py detect_language: logits after <|startoftranscript|>
  * restricted to the language tokens, softmax. probs[i] for language index i < n_languages.
  * Returns the most probable language index, or -1 on error. */
-int detect_language(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v,
-                    float *logits, float *probs);
+int detect_language(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v, float *logits,
+                    float *probs);
 
 #endif /* WC_DECODE_WINDOW_H */

@@ -5,42 +5,85 @@
  */
 #include "decoder/decoder.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "libwhisperc.h"
 
+static void release_all(struct decoder *d, struct wc_stream *s) {
+    const struct wc_backend_ops *op = s->be->ops;
+#define RELEASE(p)                                                                                 \
+    do {                                                                                           \
+        if (p)                                                                                     \
+            op->release(s, p);                                                                     \
+        (p) = NULL;                                                                                \
+    } while (0)
+    RELEASE(d->k_cache);
+    RELEASE(d->v_cache);
+    RELEASE(d->xk);
+    RELEASE(d->xv);
+    RELEASE(d->x);
+    RELEASE(d->h);
+    RELEASE(d->q);
+    RELEASE(d->att);
+    RELEASE(d->mlp);
+    RELEASE(d->logits);
+    RELEASE(d->slots);
+#undef RELEASE
+    free(d->slots_host);
+    free(d->slots_tmp);
+    d->slots_host = d->slots_tmp = NULL;
+    d->n_group_max = 0;
+}
+
+/* Everything sized by the group: caches, scratch, logits, slot tables. */
+static int alloc_group(struct decoder *d, struct wc_stream *s, int g) {
+    const struct wc_backend_ops *op = s->be->ops;
+    const struct wc_hparams *hp = d->hp;
+    size_t L = (size_t)hp->n_text_layer, c = (size_t)hp->n_text_state, f = sizeof(float);
+    size_t n_ctx = (size_t)hp->n_text_ctx, n_audio = (size_t)hp->n_audio_ctx;
+    size_t rows = n_ctx > (size_t)g ? n_ctx : (size_t)g;
+    size_t n_logits = g > 2 ? (size_t)g : 2;
+    d->k_cache = op->alloc(s, L * n_ctx * g * c * f);
+    d->v_cache = op->alloc(s, L * n_ctx * g * c * f);
+    d->xk = op->alloc(s, L * n_audio * c * f);
+    d->xv = op->alloc(s, L * n_audio * c * f);
+    d->x = op->alloc(s, rows * c * f);
+    d->h = op->alloc(s, rows * c * f);
+    d->q = op->alloc(s, rows * c * f);
+    d->att = op->alloc(s, rows * c * f);
+    d->mlp = op->alloc(s, rows * 4 * c * f);
+    d->logits = op->alloc(s, n_logits * (size_t)hp->n_vocab * f);
+    d->slots = op->alloc(s, (size_t)g * n_ctx * sizeof(int32_t));
+    d->slots_host = malloc((size_t)g * n_ctx * sizeof(int32_t));
+    d->slots_tmp = malloc((size_t)g * n_ctx * sizeof(int32_t));
+    if (!s->err && (!d->slots_host || !d->slots_tmp))
+        wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "decoder: out of memory for %d sequences", g);
+    if (s->err) {
+        release_all(d, s);
+        return s->err;
+    }
+    d->n_group_max = g;
+    return 0;
+}
+
 int decoder_init(struct decoder *d, struct wc_stream *s, const struct wc_hparams *hp,
                  const struct wc_weights *w) {
-    const struct wc_backend_ops *op = s->be->ops;
     memset(d, 0, sizeof *d);
     d->hp = hp;
     d->w = w;
-    size_t L = (size_t)hp->n_text_layer, c = (size_t)hp->n_text_state, f = sizeof(float);
-    size_t n_ctx = (size_t)hp->n_text_ctx, n_audio = (size_t)hp->n_audio_ctx;
-    d->k_cache = op->alloc(s, L * n_ctx * c * f);
-    d->v_cache = op->alloc(s, L * n_ctx * c * f);
-    d->xk = op->alloc(s, L * n_audio * c * f);
-    d->xv = op->alloc(s, L * n_audio * c * f);
-    d->x = op->alloc(s, n_ctx * c * f);
-    d->h = op->alloc(s, n_ctx * c * f);
-    d->q = op->alloc(s, n_ctx * c * f);
-    d->att = op->alloc(s, n_ctx * c * f);
-    d->mlp = op->alloc(s, n_ctx * 4 * c * f);
-    d->logits = op->alloc(s, WC_DEC_MAX_LOGIT_ROWS * (size_t)hp->n_vocab * f);
-    if (s->err)
-        decoder_free(d, s);
-    return s->err;
+    return alloc_group(d, s, 1);
 }
 
-void decoder_free(struct decoder *d, struct wc_stream *s) {
-    const struct wc_backend_ops *op = s->be->ops;
-    float **bufs[] = {&d->k_cache, &d->v_cache, &d->xk, &d->xv,   &d->x,
-                      &d->h,       &d->q,       &d->att, &d->mlp, &d->logits};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
-        if (*bufs[i])
-            op->release(s, *bufs[i]);
-        *bufs[i] = NULL;
-    }
+void decoder_free(struct decoder *d, struct wc_stream *s) { release_all(d, s); }
+
+int decoder_reserve(struct decoder *d, struct wc_stream *s, int n_group) {
+    if (n_group <= d->n_group_max)
+        return 0;
+    /* The cross-attention K/V belong to the window: reserve before decoder_set_audio. */
+    release_all(d, s);
+    d->n_past = 0;
+    return alloc_group(d, s, n_group);
 }
 
 void decoder_set_audio(struct decoder *d, struct wc_stream *s, const float *audio_features) {
@@ -50,27 +93,34 @@ void decoder_set_audio(struct decoder *d, struct wc_stream *s, const float *audi
     for (int l = 0; l < d->hp->n_text_layer; l++) {
         const struct wc_attn_w *a = &d->w->dec[l].cross;
         op->linear(s, d->xk + l * layer, 0, audio_features, &a->k, NULL, n_audio, WC_ACT_NONE, 0);
-        op->linear(s, d->xv + l * layer, 0, audio_features, &a->v, a->v_b, n_audio, WC_ACT_NONE,
-                   0);
+        op->linear(s, d->xv + l * layer, 0, audio_features, &a->v, a->v_b, n_audio, WC_ACT_NONE, 0);
     }
 }
 
-/* One ResidualAttentionBlock on n new tokens at positions n_past… */
-static void decoder_block(struct decoder *d, struct wc_stream *s, int l, int n) {
+/* One ResidualAttentionBlock over n rows of d->x. Self-attention: n_seq == 0 means n prompt
+ * tokens at positions n_past… (slots (pos, 0), causal); n_seq > 0 means one token for each
+ * of n = n_seq sequences at position n_past (slots (n_past, g), gathered history). */
+static void decoder_block(struct decoder *d, struct wc_stream *s, int l, int n, int n_seq) {
     const struct wc_backend_ops *op = s->be->ops;
     const struct wc_block_w *b = &d->w->dec[l];
     const struct wc_hparams *hp = d->hp;
     int c = hp->n_text_state, n_head = hp->n_text_head, pos0 = d->n_past;
-    float *kc = d->k_cache + (size_t)l * hp->n_text_ctx * c;
-    float *vc = d->v_cache + (size_t)l * hp->n_text_ctx * c;
+    int ld = d->n_group_max * c; /* floats from one position to the next in the cache */
+    float *kc = d->k_cache + (size_t)l * hp->n_text_ctx * ld;
+    float *vc = d->v_cache + (size_t)l * hp->n_text_ctx * ld;
     size_t xoff = (size_t)l * hp->n_audio_ctx * c;
 
-    /* self-attention: new keys/values go straight into the cache rows pos0… */
+    /* self-attention: new keys/values go straight into their cache slots */
     op->layernorm(s, d->h, d->x, b->attn_ln_g, b->attn_ln_b, n, c);
     op->linear(s, d->q, 0, d->h, &b->attn.q, b->attn.q_b, n, WC_ACT_NONE, 0);
-    op->linear(s, kc + (size_t)pos0 * c, 0, d->h, &b->attn.k, NULL, n, WC_ACT_NONE, 0);
-    op->linear(s, vc + (size_t)pos0 * c, 0, d->h, &b->attn.v, b->attn.v_b, n, WC_ACT_NONE, 0);
-    op->attention(s, d->att, d->q, kc, vc, c, n, pos0 + n, c, n_head, pos0);
+    int ld_new = n_seq ? c : ld; /* a step's n_seq slots are adjacent; prompt rows are not */
+    op->linear(s, kc + (size_t)pos0 * ld, ld_new, d->h, &b->attn.k, NULL, n, WC_ACT_NONE, 0);
+    op->linear(s, vc + (size_t)pos0 * ld, ld_new, d->h, &b->attn.v, b->attn.v_b, n, WC_ACT_NONE, 0);
+    if (n_seq)
+        op->attention_gather(s, d->att, d->q, kc, vc, d->slots, hp->n_text_ctx, n_seq, pos0 + 1, c,
+                             n_head);
+    else
+        op->attention(s, d->att, d->q, kc, vc, ld, n, pos0 + n, c, n_head, pos0);
     op->linear(s, d->x, 0, d->att, &b->attn.o, b->attn.o_b, n, WC_ACT_NONE, 1);
 
     /* cross-attention over the window's audio features */
@@ -85,32 +135,73 @@ static void decoder_block(struct decoder *d, struct wc_stream *s, int l, int n) 
     op->linear(s, d->x, 0, d->mlp, &b->mlp2, b->mlp2_b, n, WC_ACT_NONE, 1);
 }
 
+/* Final norm and the output projection for n rows of d->x (at row indices rows[], or 0..n). */
+static int logits_out(struct decoder *d, struct wc_stream *s, const int *rows, int n,
+                      float *logits_host) {
+    const struct wc_backend_ops *op = s->be->ops;
+    int c = d->hp->n_text_state, n_vocab = d->hp->n_vocab;
+    if (rows) {
+        for (int i = 0; i < n; i++)
+            op->layernorm(s, d->h + (size_t)i * c, d->x + (size_t)rows[i] * c, d->w->dec_ln_g,
+                          d->w->dec_ln_b, 1, c);
+    } else {
+        op->layernorm(s, d->h, d->x, d->w->dec_ln_g, d->w->dec_ln_b, n, c);
+    }
+    op->linear(s, d->logits, 0, d->h, &d->w->tok_emb, NULL, n, WC_ACT_NONE, 0);
+    if (n > 0)
+        op->download(s, logits_host, d->logits, (size_t)n * n_vocab * sizeof(float));
+    return wc_stream_sync(s);
+}
+
 int decoder_forward(struct decoder *d, struct wc_stream *s, const int32_t *tokens, int n,
                     const int *rows, int n_rows, float *logits_host) {
-    const struct wc_backend_ops *op = s->be->ops;
-    const struct wc_hparams *hp = d->hp;
-    int c = hp->n_text_state;
+    int c = d->hp->n_text_state, n_ctx = d->hp->n_text_ctx;
     if (s->err)
         return s->err;
-    if (n < 1 || d->n_past + n > hp->n_text_ctx || n_rows < 0 || n_rows > WC_DEC_MAX_LOGIT_ROWS) {
+    if (n < 1 || d->n_past + n > n_ctx || n_rows < 0 || n_rows > 2) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
                        "decoder: %d tokens at position %d exceed the text context of %d", n,
-                       d->n_past, hp->n_text_ctx);
+                       d->n_past, n_ctx);
         return s->err;
     }
-    op->embed(s, d->x, tokens, n, &d->w->tok_emb, d->w->dec_pos, d->n_past, c);
-    for (int l = 0; l < hp->n_text_layer; l++)
-        decoder_block(d, s, l, n);
+    s->be->ops->embed(s, d->x, tokens, n, &d->w->tok_emb, d->w->dec_pos, d->n_past, c);
+    for (int l = 0; l < d->hp->n_text_layer; l++)
+        decoder_block(d, s, l, n, 0);
+    /* the prompt is every sequence's history */
+    for (int g = 0; g < d->n_group_max; g++)
+        for (int p = d->n_past; p < d->n_past + n; p++)
+            d->slots_host[(size_t)g * n_ctx + p] = p * d->n_group_max;
     d->n_past += n;
+    return logits_out(d, s, rows, n_rows, logits_host);
+}
 
-    /* Final norm and the output projection only for the rows the caller needs. */
-    for (int i = 0; i < n_rows; i++) {
-        float *row = d->h + (size_t)i * c;
-        op->layernorm(s, row, d->x + (size_t)rows[i] * c, d->w->dec_ln_g, d->w->dec_ln_b, 1, c);
-        op->linear(s, d->logits + (size_t)i * hp->n_vocab, 0, row, &d->w->tok_emb, NULL, 1,
-                   WC_ACT_NONE, 0);
+int decoder_step(struct decoder *d, struct wc_stream *s, const int32_t *tokens, int n_seq,
+                 float *logits_host) {
+    const struct wc_backend_ops *op = s->be->ops;
+    int c = d->hp->n_text_state, n_ctx = d->hp->n_text_ctx, pos = d->n_past;
+    if (s->err)
+        return s->err;
+    if (n_seq < 1 || n_seq > d->n_group_max || pos >= n_ctx) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "decoder: %d sequences at position %d (room for %d, context %d)", n_seq, pos,
+                       d->n_group_max, n_ctx);
+        return s->err;
     }
-    if (n_rows > 0)
-        op->download(s, logits_host, d->logits, (size_t)n_rows * hp->n_vocab * sizeof(float));
-    return wc_stream_sync(s);
+    for (int g = 0; g < n_seq; g++) {
+        op->embed(s, d->x + (size_t)g * c, tokens + g, 1, &d->w->tok_emb, d->w->dec_pos, pos, c);
+        d->slots_host[(size_t)g * n_ctx + pos] = pos * d->n_group_max + g;
+    }
+    op->upload(s, d->slots, d->slots_host, (size_t)n_seq * n_ctx * sizeof(int32_t));
+    for (int l = 0; l < d->hp->n_text_layer; l++)
+        decoder_block(d, s, l, n_seq, n_seq);
+    d->n_past++;
+    return logits_out(d, s, NULL, n_seq, logits_host);
+}
+
+void decoder_reorder(struct decoder *d, const int *src, int n_seq) {
+    size_t n_ctx = (size_t)d->hp->n_text_ctx, bytes = (size_t)d->n_past * sizeof(int32_t);
+    for (int g = 0; g < n_seq; g++)
+        memcpy(d->slots_tmp + g * n_ctx, d->slots_host + (size_t)src[g] * n_ctx, bytes);
+    for (int g = 0; g < n_seq; g++)
+        memcpy(d->slots_host + g * n_ctx, d->slots_tmp + g * n_ctx, bytes);
 }

@@ -2,9 +2,15 @@
  * decoder.h — Whisper's text decoder (openai-whisper model.py TextDecoder) over backend ops,
  * with a self-attention KV cache and cross-attention K/V computed once per 30 s window.
  *
- * Usage per window: decoder_set_audio(encoder output); decoder_reset(); then
- * decoder_forward() with the initial tokens (one batch), then one token at a time. Each call
- * appends its tokens' keys and values to the cache at positions n_past …
+ * Usage per window: decoder_set_audio(encoder output); decoder_reserve(n_group);
+ * decoder_reset(); decoder_forward() with the initial tokens (one batch, shared by every
+ * sequence of the group), then decoder_step() with one token for each of n_seq sequences.
+ *
+ * A group of sequences (beams, or best_of samples) shares one cache, [n_ctx][n_group_max]
+ * slots per layer: the prompt lives in slots (pos, 0); sequence g writes its token at
+ * position pos into slot (pos, g), and reads its history through its row of a slot table.
+ * decoder_reorder() (beam search keeping, dropping and duplicating sequences) permutes the
+ * table's rows, never the cache.
  */
 #ifndef WC_DECODER_H
 #define WC_DECODER_H
@@ -18,30 +24,43 @@
 struct decoder {
     const struct wc_hparams *hp;
     const struct wc_weights *w;
-    int n_past; /* tokens whose K/V are in the cache */
+    int n_past;      /* positions whose K/V are in the cache */
+    int n_group_max; /* sequences the cache and scratch have room for */
     /* backend memory, owned */
-    float *k_cache, *v_cache; /* [n_text_layer][n_text_ctx][s] */
+    float *k_cache, *v_cache; /* [n_text_layer][n_text_ctx][n_group_max][s] */
     float *xk, *xv;           /* [n_text_layer][n_audio_ctx][s] cross-attention K/V */
-    float *x, *h, *q, *att;   /* [n_text_ctx][s] */
-    float *mlp;               /* [n_text_ctx][4s] */
-    float *logits;            /* [WC_DEC_MAX_LOGIT_ROWS][n_vocab] */
+    float *x, *h, *q, *att;   /* [max(n_text_ctx, n_group_max)][s] */
+    float *mlp;               /* [max(n_text_ctx, n_group_max)][4s] */
+    float *logits;            /* [max(2, n_group_max)][n_vocab] */
+    int32_t *slots;           /* [n_group_max][n_text_ctx] cache slot of (sequence, position) */
+    int32_t *slots_host;      /* host copy of slots, owned */
+    int32_t *slots_tmp;       /* host scratch for decoder_reorder, owned */
 };
-
-#define WC_DEC_MAX_LOGIT_ROWS 2
 
 int decoder_init(struct decoder *d, struct wc_stream *s, const struct wc_hparams *hp,
                  const struct wc_weights *w);
 void decoder_free(struct decoder *d, struct wc_stream *s);
+
+/* Room for n_group sequences (reallocates the caches when it grows; the cache is emptied). */
+int decoder_reserve(struct decoder *d, struct wc_stream *s, int n_group);
 
 /* Cross-attention keys and values of every layer from the encoder output [n_audio_ctx][s]. */
 void decoder_set_audio(struct decoder *d, struct wc_stream *s, const float *audio_features);
 
 static inline void decoder_reset(struct decoder *d) { d->n_past = 0; }
 
-/* Runs tokens[0..n) at positions n_past.. and appends them to the cache. For each of the
- * n_rows row indices in rows[] (0 <= rows[i] < n, at most WC_DEC_MAX_LOGIT_ROWS), writes that
- * token's logits [n_vocab] to logits_host + i*n_vocab. Returns the stream's error (0 = ok). */
+/* Runs tokens[0..n) at positions n_past.. as the shared prefix of every sequence. For each of
+ * the n_rows row indices in rows[] (0 <= rows[i] < n, at most 2), writes that token's logits
+ * [n_vocab] to logits_host + i*n_vocab. Returns the stream's error (0 = ok). */
 int decoder_forward(struct decoder *d, struct wc_stream *s, const int32_t *tokens, int n,
                     const int *rows, int n_rows, float *logits_host);
+
+/* One token for each of sequences 0..n_seq-1 (n_seq <= n_group_max) at position n_past;
+ * writes their logits to logits_host [n_seq][n_vocab]. */
+int decoder_step(struct decoder *d, struct wc_stream *s, const int32_t *tokens, int n_seq,
+                 float *logits_host);
+
+/* Sequence g takes over the history of sequence src[g], for g < n_seq. */
+void decoder_reorder(struct decoder *d, const int *src, int n_seq);
 
 #endif /* WC_DECODER_H */

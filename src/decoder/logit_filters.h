@@ -15,9 +15,9 @@ struct logit_filters {
     bool suppress_blank;
     const int32_t *suppress; /* sorted ids, owned by the caller */
     int n_suppress;
-    bool timestamps;              /* ApplyTimestampRules on (not without_timestamps) */
+    bool timestamps;                 /* ApplyTimestampRules on (not without_timestamps) */
     int max_initial_timestamp_index; /* < 0: none */
-    int32_t blank_token;          /* tokenizer.encode(" ")[0] */
+    int32_t blank_token;             /* tokenizer.encode(" ")[0] */
 };
 
 /* sampled: the tokens sampled so far in this window (after the initial tokens), n_sampled of

@@ -27,7 +27,7 @@ struct run {
     struct transcribe_ctx *t;
     const struct mel_spec *mel;
     float *window; /* host [n_mels][3000] */
-    float *logits; /* host [2][n_vocab] */
+    float *logits; /* host [max(2, n_group)][n_vocab] */
     struct logit_filters lf;
     int32_t *suppress;
     int32_t sot_seq[4];
@@ -125,6 +125,11 @@ static int decode_with_fallback(struct run *r, const int32_t *prompt, int n_prom
             .n_sot_sequence = r->n_sot_seq,
             .filters = &r->lf,
             .rng = &r->rng,
+            /* as transcribe(): beam search at T = 0 only, best_of at T > 0 only */
+            .beam_size = p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p->beam_size : 0,
+            .best_of = p->best_of,
+            .patience = p->patience,
+            .length_penalty = p->length_penalty,
         };
         rc = decode_window(t->dec, t->s, t->vocab, &o, r->logits, res);
         t->n_decode_steps += res->n_steps;
@@ -235,7 +240,14 @@ static int setup(struct run *r, struct wc_transcript *out) {
     const struct wc_vocab *v = t->vocab;
     const struct whisperc_full_params *p = t->p;
     r->window = malloc((size_t)r->mel->n_mels * WC_CHUNK_FRAMES * sizeof *r->window);
-    r->logits = malloc(2 * (size_t)v->n_vocab * sizeof *r->logits);
+    /* sequences decoded side by side: beams at T = 0, best_of samples at T > 0 */
+    int n_group = p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p->beam_size : 1;
+    if (p->best_of > n_group)
+        n_group = p->best_of;
+    int rc = decoder_reserve(t->dec, t->s, n_group);
+    if (rc)
+        return rc;
+    r->logits = malloc((size_t)(n_group > 2 ? n_group : 2) * v->n_vocab * sizeof *r->logits);
     int n_sup = logit_filters_suppress_set(v, p->suppress_non_speech ? t->non_speech : NULL,
                                            t->n_non_speech, &r->suppress);
     if (!r->window || !r->logits || n_sup < 0)
@@ -276,7 +288,7 @@ static int setup(struct run *r, struct wc_transcript *out) {
         free(text);
         if (n < 0)
             return WHISPERC_ERR_NO_MEMORY;
-        int rc = push_tokens(out, tok, n);
+        rc = push_tokens(out, tok, n);
         free(tok);
         if (rc)
             return rc;

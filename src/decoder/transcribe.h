@@ -20,8 +20,8 @@ struct wc_stream;
 struct wc_vocab;
 
 struct wc_segment {
-    double t0, t1; /* seconds */
-    char *text;    /* owned; "" for cleared (instantaneous or blank) segments */
+    double t0, t1;   /* seconds */
+    char *text;      /* owned; "" for cleared (instantaneous or blank) segments */
     int32_t *tokens; /* owned, timestamp tokens included */
     float *token_p;  /* owned, probability of each token when sampled */
     int n_tokens;
