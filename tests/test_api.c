@@ -1,0 +1,338 @@
+/*
+ * test_api.c — the public API (include/libwhisperc.h) as an embedder uses it: every entry
+ * point given NULL, out-of-range or inconsistent arguments returns an error and never crashes;
+ * progress and new-segment callbacks; abort within one window; params from an older header;
+ * four threads sharing one model give the sequential transcripts.
+ *
+ *   test_api            (model: ggml-tiny.en.bin from the shared material; exit 77 without it)
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "libwhisperc.h"
+
+static void test_null_args(const char *model_path) {
+    char err[256];
+    whisperc_model *m = (whisperc_model *)1;
+    CHECK(whisperc_model_load(NULL, NULL, &m, err, sizeof err) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(m == NULL);
+    CHECK(whisperc_model_load(model_path, NULL, NULL, NULL, 0) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_model_load("/nonexistent/ggml.bin", NULL, &m, err, sizeof err) ==
+          WHISPERC_ERR_IO);
+    CHECK(m == NULL && strstr(err, "/nonexistent/ggml.bin"));
+    CHECK(whisperc_model_load(shared_path("golden/tiny.en/dev.jsonl"), NULL, &m, NULL, 0) ==
+          WHISPERC_ERR_MODEL_FORMAT);
+    whisperc_model_free(NULL);
+    CHECK(whisperc_model_type(NULL) == NULL);
+    CHECK(!whisperc_model_is_multilingual(NULL));
+    CHECK(whisperc_model_n_vocab(NULL) == 0 && whisperc_model_n_mels(NULL) == 0);
+    CHECK(whisperc_model_backend(NULL) == NULL);
+
+    whisperc_state *st = (whisperc_state *)1;
+    CHECK(whisperc_state_new(NULL, &st) == WHISPERC_ERR_INVALID_ARG && st == NULL);
+    whisperc_state_free(NULL);
+    CHECK(whisperc_state_errmsg(NULL) != NULL);
+
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    float pcm[16] = {0};
+    CHECK(whisperc_full(NULL, &p, pcm, 16) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_full_file(NULL, &p, "x.wav") == WHISPERC_ERR_INVALID_ARG);
+    float *audio = (float *)1;
+    int n = 5;
+    CHECK(whisperc_load_audio(NULL, &audio, &n, err, sizeof err) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_load_audio("x.wav", NULL, &n, NULL, 0) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_load_audio("/nonexistent.wav", &audio, &n, err, sizeof err) == WHISPERC_ERR_IO &&
+          audio == NULL && n == 0);
+
+    CHECK(whisperc_n_segments(NULL) == 0 && whisperc_segment_text(NULL, 0) == NULL);
+    CHECK(whisperc_segment_t0_ms(NULL, 0) == 0 && whisperc_segment_t1_ms(NULL, 0) == 0);
+    CHECK(whisperc_segment_n_tokens(NULL, 0) == 0 && whisperc_segment_token_id(NULL, 0, 0) == -1);
+    CHECK(whisperc_segment_token_p(NULL, 0, 0) == 0.0f);
+    CHECK(whisperc_token_text(NULL, 0) == NULL && whisperc_token_timestamp_begin(NULL) == -1);
+    CHECK(whisperc_full_language(NULL) == NULL && whisperc_full_text(NULL) == NULL);
+    struct whisperc_timings t = {.size = sizeof t};
+    CHECK(whisperc_state_timings(NULL, &t) == WHISPERC_ERR_INVALID_ARG);
+
+    CHECK(whisperc_status_str((whisperc_status)999) != NULL);
+    CHECK(whisperc_lang_code(-1) == NULL && whisperc_lang_code(whisperc_lang_count()) == NULL);
+    CHECK(whisperc_lang_name(1000) == NULL);
+    CHECK(whisperc_lang_index(NULL) == -1 && whisperc_lang_index("klingon") == -1);
+    CHECK(whisperc_lang_index("de") == whisperc_lang_index("german"));
+    CHECK(strcmp(whisperc_version(), "") != 0);
+}
+
+/* A state with no result yet, or after a failed run, answers every accessor with NULL / 0. */
+static void check_empty_results(const whisperc_state *st) {
+    CHECK(whisperc_n_segments(st) == 0);
+    CHECK(whisperc_segment_text(st, 0) == NULL && whisperc_segment_text(st, -1) == NULL);
+    CHECK(whisperc_segment_n_tokens(st, 0) == 0);
+    CHECK(whisperc_full_text(st) == NULL || whisperc_full_text(st)[0] == '\0');
+}
+
+/* Every parameter out of range is refused by name, and the state stays usable. */
+static void test_bad_params(whisperc_state *st, const float *pcm, int n) {
+    check_empty_results(st);
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    CHECK(whisperc_full(st, NULL, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_full(st, &p, NULL, n) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_full(st, &p, pcm, 0) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_full(st, &p, pcm, -3) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_full_file(st, &p, NULL) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_full_file(st, &p, "/nonexistent.wav") == WHISPERC_ERR_IO);
+    CHECK(strstr(whisperc_state_errmsg(st), "/nonexistent.wav") != NULL);
+    CHECK(whisperc_full_file(st, &p, shared_path("golden/tiny.en/dev.jsonl")) ==
+          WHISPERC_ERR_AUDIO_FORMAT);
+
+    struct whisperc_full_params q;
+#define REFUSED(field_change, want)                                                                \
+    do {                                                                                           \
+        q = p;                                                                                     \
+        field_change;                                                                              \
+        whisperc_status rc_ = whisperc_full(st, &q, pcm, n);                                       \
+        if (rc_ != (want))                                                                         \
+            fprintf(stderr, "%s: got %s\n", #field_change, whisperc_status_str(rc_));              \
+        CHECK(rc_ == (want) && whisperc_state_errmsg(st)[0] != '\0');                              \
+        check_empty_results(st);                                                                   \
+    } while (0)
+    REFUSED(q.size = 0, WHISPERC_ERR_INVALID_ARG);
+    REFUSED(q.n_threads = 0, WHISPERC_ERR_INVALID_ARG);
+    REFUSED(q.n_threads = 100000, WHISPERC_ERR_INVALID_ARG);
+    REFUSED(q.n_temperatures = 0, WHISPERC_ERR_INVALID_ARG);
+    REFUSED(q.n_temperatures = WHISPERC_MAX_TEMPERATURES + 1, WHISPERC_ERR_INVALID_ARG);
+    REFUSED(q.temperatures[0] = NAN, WHISPERC_ERR_INVALID_ARG);
+    REFUSED(q.temperatures[1] = -1.0f, WHISPERC_ERR_INVALID_ARG);
+    REFUSED(q.sample_len = -1, WHISPERC_ERR_INVALID_ARG);
+    REFUSED(q.sample_len = 100000, WHISPERC_ERR_INVALID_ARG);
+    REFUSED(q.language = "klingon", WHISPERC_ERR_INVALID_ARG);
+    REFUSED(q.language = "de", WHISPERC_ERR_UNSUPPORTED); /* English-only model */
+    REFUSED(q.translate = true, WHISPERC_ERR_UNSUPPORTED);
+    REFUSED(q.strategy = (whisperc_strategy)42, WHISPERC_ERR_INVALID_ARG);
+#undef REFUSED
+    float *bad = malloc((size_t)n * sizeof *bad);
+    memcpy(bad, pcm, (size_t)n * sizeof *bad);
+    bad[n / 2] = NAN;
+    CHECK(whisperc_full(st, &p, bad, n) == WHISPERC_ERR_AUDIO_FORMAT);
+    bad[n / 2] = INFINITY;
+    CHECK(whisperc_full(st, &p, bad, n) == WHISPERC_ERR_AUDIO_FORMAT);
+    free(bad);
+    check_empty_results(st);
+}
+
+struct progress_log {
+    int n_calls, last, monotonic, n_new_total;
+};
+static void on_progress(whisperc_state *st, int percent, void *user) {
+    (void)st;
+    struct progress_log *pl = user;
+    if (percent < pl->last || percent < 0 || percent > 100)
+        pl->monotonic = 0;
+    pl->last = percent;
+    pl->n_calls++;
+}
+static void on_segment(whisperc_state *st, int n_new, void *user) {
+    struct progress_log *pl = user;
+    CHECK(n_new > 0 && n_new <= whisperc_n_segments(st));
+    pl->n_new_total += n_new;
+}
+static bool abort_after_first_window(void *user) { return ++*(int *)user >= 1; }
+
+/* jfk repeated to 100 s: four windows at least. */
+static float *long_audio(const float *pcm, int n, int *n_out) {
+    int reps = 100 * 16000 / n + 1;
+    float *a = malloc((size_t)n * reps * sizeof *a);
+    for (int r = 0; r < reps; r++)
+        memcpy(a + (size_t)r * n, pcm, (size_t)n * sizeof *a);
+    *n_out = n * reps;
+    return a;
+}
+
+static void test_callbacks(whisperc_state *st, const float *pcm, int n) {
+    int n_long;
+    float *a = long_audio(pcm, n, &n_long);
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    struct progress_log pl = {.monotonic = 1};
+    p.progress_fn = on_progress;
+    p.progress_user_data = &pl;
+    p.new_segment_fn = on_segment;
+    p.new_segment_user_data = &pl;
+    CHECK(whisperc_full(st, &p, a, n_long) == WHISPERC_OK);
+    CHECK(pl.n_calls >= 4 && pl.last == 100 && pl.monotonic);
+    CHECK(pl.n_new_total == whisperc_n_segments(st) && pl.n_new_total > 4);
+
+    int n_windows_seen = 0;
+    p.abort_fn = abort_after_first_window;
+    p.abort_user_data = &n_windows_seen;
+    pl = (struct progress_log){.monotonic = 1};
+    CHECK(whisperc_full(st, &p, a, n_long) == WHISPERC_ERR_ABORTED);
+    struct whisperc_timings t = {.size = sizeof t};
+    CHECK(whisperc_state_timings(st, &t) == WHISPERC_OK);
+    CHECK(t.n_windows == 1 && n_windows_seen == 1);
+    check_empty_results(st);
+    free(a);
+}
+
+/* A caller built against an older header passes a shorter struct: the rest are defaults. */
+static void test_old_params(whisperc_state *st, const float *pcm, int n, const char *want) {
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    p.size = offsetof(struct whisperc_full_params, seed);
+    p.new_segment_fn = (whisperc_new_segment_fn)(uintptr_t)1; /* beyond size: must be ignored */
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(strcmp(whisperc_full_text(st), want) == 0);
+    struct whisperc_timings t = {.size = offsetof(struct whisperc_timings, decode_ms)};
+    t.decode_ms = -7.0; /* beyond size: must stay untouched */
+    CHECK(whisperc_state_timings(st, &t) == WHISPERC_OK && t.decode_ms == -7.0);
+    CHECK(t.mel_ms > 0.0);
+}
+
+/* Beam search and best_of sampling: valid output, reproducible for a seed; the options that
+ * only beam search reads are checked. */
+static void test_strategies(whisperc_state *st, const float *pcm, int n, const char *greedy) {
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_BEAM_SEARCH);
+    CHECK(p.beam_size == 5 && p.best_of == 5);
+    p.patience = 2.0f;
+    p.length_penalty = 0.5f;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(strstr(whisperc_full_text(st), "fellow Americans") != NULL);
+    p.patience = 0.0f;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+    p = whisperc_full_default_params(WHISPERC_SAMPLING_BEAM_SEARCH);
+    p.beam_size = 17;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+    p.beam_size = 1; /* one beam is greedy search with beam bookkeeping */
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK &&
+          strcmp(whisperc_full_text(st), greedy) == 0);
+
+    struct whisperc_full_params q = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    CHECK(q.best_of == 1);
+    q.temperatures[0] = 0.7f;
+    q.n_temperatures = 1;
+    q.best_of = 4;
+    q.seed = 1234;
+    CHECK(whisperc_full(st, &q, pcm, n) == WHISPERC_OK);
+    char *first = strdup(whisperc_full_text(st));
+    CHECK(whisperc_full(st, &q, pcm, n) == WHISPERC_OK);
+    CHECK(strcmp(first, whisperc_full_text(st)) == 0);
+    CHECK(strstr(first, "country") != NULL);
+    free(first);
+    q.best_of = 0;
+    CHECK(whisperc_full(st, &q, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+}
+
+/* ---- four threads, one model ---- */
+
+#define N_FILES 10
+struct shared_job {
+    const whisperc_model *m;
+    const char *files[N_FILES];
+    char *text[N_FILES];
+    atomic_int next;
+};
+
+static void *worker(void *arg) {
+    struct shared_job *j = arg;
+    whisperc_state *st = NULL;
+    CHECK(whisperc_state_new(j->m, &st) == WHISPERC_OK);
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    p.n_threads = 1;
+    for (int i; (i = atomic_fetch_add(&j->next, 1)) < N_FILES;)
+        if (st && whisperc_full_file(st, &p, j->files[i]) == WHISPERC_OK)
+            j->text[i] = strdup(whisperc_full_text(st));
+    whisperc_state_free(st);
+    return NULL;
+}
+
+static void run_files(struct shared_job *j, int n_threads) {
+    atomic_init(&j->next, 0);
+    pthread_t tid[8];
+    for (int i = 0; i < n_threads; i++)
+        CHECK(pthread_create(&tid[i], NULL, worker, j) == 0);
+    for (int i = 0; i < n_threads; i++)
+        pthread_join(tid[i], NULL);
+}
+
+static void test_threads(const whisperc_model *m) {
+    static const char *rel[N_FILES] = {
+        "audio/jfk/jfk.wav",
+        "audio/librispeech/test-clean/1089/134686/1089-134686-0000.flac",
+        "audio/librispeech/test-clean/1089/134686/1089-134686-0001.flac",
+        "audio/librispeech/test-clean/1089/134691/1089-134691-0000.flac",
+        "audio/ljspeech-dev/wavs/LJ001-0001.flac",
+        "audio/ljspeech-dev/wavs/LJ001-0002.flac",
+        "audio/ljspeech-dev/wavs/LJ001-0003.flac",
+        "audio/ljspeech-dev/wavs/LJ001-0004.flac",
+        "audio/ljspeech-dev/wavs/LJ001-0005.flac",
+        "audio/jfk/jfk.flac",
+    };
+    struct shared_job seq = {.m = m}, par = {.m = m};
+    for (int i = 0; i < N_FILES; i++)
+        seq.files[i] = par.files[i] = strdup(shared_path_or_skip(rel[i]));
+    run_files(&seq, 1);
+    run_files(&par, 4);
+    for (int i = 0; i < N_FILES; i++) {
+        CHECK(seq.text[i] && par.text[i] && strcmp(seq.text[i], par.text[i]) == 0);
+        if (seq.text[i] && par.text[i] && strcmp(seq.text[i], par.text[i]) != 0)
+            fprintf(stderr, "%s:\n  1 thread:  %s\n  4 threads: %s\n", rel[i], seq.text[i],
+                    par.text[i]);
+        free(seq.text[i]);
+        free(par.text[i]);
+        free((char *)seq.files[i]);
+    }
+    printf("4 threads on one model: %d files, same transcripts as 1 thread\n", N_FILES);
+}
+
+int main(void) {
+    char *model_path = strdup(shared_path_or_skip("models/ggml-tiny.en.bin"));
+    test_null_args(model_path);
+
+    whisperc_model *m = NULL;
+    char err[256];
+    struct whisperc_model_params mp = whisperc_model_default_params();
+    mp.device = WHISPERC_DEVICE_CPU;
+    CHECK(whisperc_model_load(model_path, &mp, &m, err, sizeof err) == WHISPERC_OK);
+    if (!m) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    CHECK(strcmp(whisperc_model_backend(m), "cpu") == 0);
+    CHECK(strcmp(whisperc_model_type(m), "tiny") == 0 && !whisperc_model_is_multilingual(m));
+    CHECK(whisperc_state_new(m, NULL) == WHISPERC_ERR_INVALID_ARG);
+    whisperc_state *st = NULL;
+    CHECK(whisperc_state_new(m, &st) == WHISPERC_OK);
+
+    float *pcm = NULL;
+    int n = 0;
+    CHECK(whisperc_load_audio(shared_path_or_skip("audio/jfk/jfk.wav"), &pcm, &n, err,
+                              sizeof err) == WHISPERC_OK);
+    test_bad_params(st, pcm, n);
+
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    char *want = strdup(whisperc_full_text(st));
+    int ns = whisperc_n_segments(st);
+    CHECK(ns == 2 && strstr(want, "ask not what your country can do for you"));
+    CHECK(whisperc_segment_text(st, ns) == NULL && whisperc_segment_text(st, -1) == NULL);
+    CHECK(whisperc_segment_token_id(st, 0, -1) == -1 &&
+          whisperc_segment_token_p(st, 0, 1 << 20) == 0);
+    CHECK(whisperc_token_text(st, -1) == NULL && whisperc_token_text(st, 1 << 20) == NULL);
+    CHECK(whisperc_state_timings(st, NULL) == WHISPERC_ERR_INVALID_ARG);
+    struct whisperc_timings t0 = {.size = 0};
+    CHECK(whisperc_state_timings(st, &t0) == WHISPERC_ERR_INVALID_ARG);
+
+    test_strategies(st, pcm, n, want);
+    test_callbacks(st, pcm, n);
+    test_old_params(st, pcm, n, want);
+    test_threads(m);
+
+    free(want);
+    free(pcm);
+    whisperc_state_free(st);
+    whisperc_model_free(m);
+    free(model_path);
+    printf("%s\n", test_failures ? "FAILED" : "OK");
+    return TEST_RESULT();
+}
