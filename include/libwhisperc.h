@@ -207,6 +207,17 @@ WHISPERC_API whisperc_status whisperc_full_file(whisperc_state *state,
                                                 const struct whisperc_full_params *params,
                                                 const char *path);
 
+/* Language identification only, as openai-whisper's detect_language() within transcribe():
+ * the first 30 s are encoded and the decoder's next-token distribution after
+ * <|startoftranscript|> is restricted to the language tokens. probs[i] (i < n_probs; may be
+ * NULL when n_probs is 0) receives the probability of language i (whisperc_lang_code(i)), 0 for
+ * languages the model does not know; *i_lang (may be NULL) the most probable. Multilingual
+ * models only (WHISPERC_ERR_UNSUPPORTED otherwise). params: threads (language is ignored). */
+WHISPERC_API whisperc_status whisperc_detect_language(whisperc_state *state,
+                                                      const struct whisperc_full_params *params,
+                                                      const float *pcm16k, int n_samples,
+                                                      float *probs, int n_probs, int *i_lang);
+
 /* Reads, downmixes and resamples an audio file to 16 kHz mono. *out (malloc'd, the caller
  * frees it with free()) holds *n_samples samples. Errors name the file and the problem. */
 WHISPERC_API whisperc_status whisperc_load_audio(const char *path, float **out, int *n_samples,

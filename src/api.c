@@ -317,8 +317,36 @@ static bool on_window(void *user, int n_new, int percent) {
     return cb->p->abort_fn && cb->p->abort_fn(cb->p->abort_user_data);
 }
 
+/* whisperc_detect_language's outputs. */
+struct detect_req {
+    float *probs;
+    int n_probs;
+    int *i_lang;
+};
+
+static int detect_only(struct transcribe_ctx *t, const struct mel_spec *mel,
+                       const struct detect_req *det) {
+    const struct wc_vocab *v = t->vocab;
+    float *logits = malloc(2 * (size_t)v->n_vocab * sizeof *logits);
+    float *probs = malloc((size_t)v->n_languages * sizeof *probs);
+    int lang = -1;
+    if (logits && probs)
+        lang = transcribe_detect_language(t, mel, logits, probs);
+    for (int i = 0; lang >= 0 && i < det->n_probs; i++)
+        det->probs[i] = i < v->n_languages ? probs[i] : 0.0f;
+    if (lang >= 0 && det->i_lang)
+        *det->i_lang = lang;
+    free(logits);
+    free(probs);
+    if (lang >= 0)
+        return 0;
+    if (!logits || !probs)
+        return WHISPERC_ERR_NO_MEMORY;
+    return t->s->err ? t->s->err : WHISPERC_ERR_BACKEND;
+}
+
 static int run_full(whisperc_state *st, const struct whisperc_full_params *p, const float *pcm,
-                    int n, int i_lang) {
+                    int n, int i_lang, const struct detect_req *det) {
     const struct whisperc_model *m = st->m;
     double t0 = wc_now_ms();
     struct mel_spec mel = {0};
@@ -342,7 +370,14 @@ static int run_full(whisperc_state *st, const struct whisperc_full_params *p, co
         .on_window = on_window,
         .user = &cb,
     };
-    rc = transcribe(&t, &mel, &st->tr, st->errmsg, sizeof st->errmsg);
+    if (det) {
+        rc = detect_only(&t, &mel, det);
+        if (rc)
+            snprintf(st->errmsg, sizeof st->errmsg, "language detection: %s",
+                     st->s->errmsg[0] ? st->s->errmsg : whisperc_status_str(rc));
+    } else {
+        rc = transcribe(&t, &mel, &st->tr, st->errmsg, sizeof st->errmsg);
+    }
     mel_free(&mel);
     st->timings.encode_ms = t.encode_ms;
     st->timings.decode_ms = t.decode_ms;
@@ -355,8 +390,10 @@ static int run_full(whisperc_state *st, const struct whisperc_full_params *p, co
     return rc;
 }
 
-whisperc_status whisperc_full(whisperc_state *st, const struct whisperc_full_params *params,
-                              const float *pcm16k, int n_samples) {
+/* whisperc_full, or language detection only when det is not NULL. */
+static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_full_params *params,
+                                      const float *pcm16k, int n_samples,
+                                      const struct detect_req *det) {
     if (!st)
         return WHISPERC_ERR_INVALID_ARG;
     double t0 = wc_now_ms();
@@ -382,6 +419,11 @@ whisperc_status whisperc_full(whisperc_state *st, const struct whisperc_full_par
             return fail(st, WHISPERC_ERR_AUDIO_FORMAT, "sample %d is not a finite number", i);
     int i_lang = -1;
     int rc = check_params(st, &p, &i_lang);
+    if (!rc && det && !st->m->vocab.multilingual)
+        rc = fail(st, WHISPERC_ERR_UNSUPPORTED,
+                  "this model is English-only; it has no language detection");
+    if (!rc && det && det->n_probs > 0 && !det->probs)
+        rc = fail(st, WHISPERC_ERR_INVALID_ARG, "probs is NULL but n_probs is %d", det->n_probs);
     if (!rc && p.n_threads != st->n_threads) {
         rc = st->s->be->ops->stream_set_threads(st->s, p.n_threads);
         if (rc)
@@ -390,13 +432,26 @@ whisperc_status whisperc_full(whisperc_state *st, const struct whisperc_full_par
             st->n_threads = p.n_threads;
     }
     if (!rc)
-        rc = run_full(st, &p, pcm16k, n_samples, i_lang);
+        rc = run_full(st, &p, pcm16k, n_samples, i_lang, det);
     st->timings.audio_seconds = n_samples / (double)WC_SAMPLE_RATE;
     st->timings.total_ms = wc_now_ms() - t0 + audio_ms;
-    st->has_result = rc == 0;
-    if (rc)
+    st->has_result = rc == 0 && !det;
+    if (!st->has_result)
         transcript_free(&st->tr);
     return rc;
+}
+
+whisperc_status whisperc_full(whisperc_state *st, const struct whisperc_full_params *params,
+                              const float *pcm16k, int n_samples) {
+    return full_or_detect(st, params, pcm16k, n_samples, NULL);
+}
+
+whisperc_status whisperc_detect_language(whisperc_state *st,
+                                         const struct whisperc_full_params *params,
+                                         const float *pcm16k, int n_samples, float *probs,
+                                         int n_probs, int *i_lang) {
+    struct detect_req det = {probs, n_probs < 0 ? 0 : n_probs, i_lang};
+    return full_or_detect(st, params, pcm16k, n_samples, &det);
 }
 
 whisperc_status whisperc_load_audio(const char *path, float **out, int *n_samples, char *errbuf,

@@ -4,6 +4,7 @@
   check_transcripts.py devset   RUNNER SHARED MODEL   every line of golden/MODEL/dev.jsonl
   check_transcripts.py longform RUNNER SHARED MODEL   the ljspeech-dev concatenation
   check_transcripts.py beam5    RUNNER SHARED MODEL   golden/MODEL/dev.beam5.jsonl (beam 5)
+  check_transcripts.py multilingual RUNNER SHARED base golden/base/multilingual.jsonl
 
 RUNNER is tests/run_transcribe. Criteria (issue: CPU engine, "What it must show"):
   devset:   tokens identical on every 16 kHz utterance (jfk.wav, LibriSpeech, LibriVox) and on
@@ -13,6 +14,9 @@ RUNNER is tests/run_transcribe. Criteria (issue: CPU engine, "What it must show"
             reference's, no repeated-phrase loops.
   beam5:    (issue: decoding beyond greedy) beam_size = best_of = 5: tokens identical on >= 95%
             of the utterances, WER (simple) at most 0.2 points above the reference's.
+  multilingual: the detected language and its top-5 list equal the reference's (probabilities
+            within 0.02); transcripts and translations equal where the reference decoded at
+            temperature 0.
 """
 import json
 import os
@@ -137,6 +141,34 @@ def check_beam5(runner, shared, model):
     return 1 if failed else 0
 
 
+def check_multilingual(runner, shared, model):
+    path = os.path.join(shared, "golden", model, "multilingual.jsonl")
+    if not os.path.exists(path):
+        print("SKIP: no %s (multilingual models only)" % path)
+        return 77
+    golden = [json.loads(l) for l in open(path)]
+    paths = [os.path.join(shared, g["audio"]) for g in golden]
+    mpath = os.path.join(shared, "models", "ggml-%s.bin" % model)
+    detected = run(runner, mpath, ["--detect"] + paths)
+    runs = {"transcribe": run(runner, mpath, paths), "translate": run(runner, mpath, ["--translate"] + paths)}
+    failed = False
+    for i, g in enumerate(golden):
+        ours_top = detected[i]["detect_top5"]
+        codes_same = [c for c, _ in ours_top] == [c for c, _ in g["detect_top5"]]
+        worst = max(abs(p - q) for (_, p), (_, q) in zip(ours_top, g["detect_top5"]))
+        ok = codes_same and worst <= 0.02
+        print("%s: detect %s (max |dp| %.4f) %s" % (g["audio"], ours_top[0][0], worst, "ok" if ok else "FAIL"))
+        failed |= not ok
+        for task, results in runs.items():
+            ref, ours = g[task], results[i]
+            greedy = all(s["temperature"] == 0.0 for s in ref["segments"])
+            same = tokens_of(ours) == tokens_of(ref) and ours["language"] == ref["language"]
+            verdict = "identical" if same else ("FAIL" if greedy else "differs (reference sampled at T > 0: not compared)")
+            print("  %-10s %s\n    ours: %s\n    ref:  %s" % (task, verdict, ours["text"], ref["text"]))
+            failed |= greedy and not same
+    return 1 if failed else 0
+
+
 def repeated_loops(texts, n=4, times=3):
     """Segments repeating the same text `times` times in a row, or an n-word phrase repeated
     `times` times back to back: the signature of a decoding loop."""
@@ -226,7 +258,8 @@ def check_longform(runner, shared, model):
 
 
 def main():
-    checks = {"devset": check_devset, "longform": check_longform, "beam5": check_beam5}
+    checks = {"devset": check_devset, "longform": check_longform, "beam5": check_beam5,
+              "multilingual": check_multilingual}
     if len(sys.argv) != 5 or sys.argv[1] not in checks:
         print(__doc__)
         return 2

@@ -2,11 +2,11 @@
  * run_transcribe.c — transcribes files with the library and prints one JSON line each, for
  * the dev-set and long-form checks (tests/check_transcripts.py).
  *
- *   run_transcribe MODEL [-t N] FILE...           one line per file
- *   run_transcribe MODEL [-t N] --concat FILE...  the files' samples appended at their own
- *                                                 (common) rate, then resampled: one line
- *   --beam N (before the next two): beam search, beam_size = best_of = N
- *   --no-fallback (before --concat): temperature 0 only
+ *   run_transcribe MODEL [OPTIONS] FILE...           one line per file
+ *   run_transcribe MODEL [OPTIONS] --concat FILE...  the files' samples appended at their own
+ *                                                    (common) rate, then resampled: one line
+ *   OPTIONS: -t N; --beam N (beam search, beam_size = best_of = N); --no-fallback (temperature
+ *   0 only); --translate; --detect (language detection only: the top 5 per file)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,32 +88,67 @@ static float *concat(char **files, int n, int *n_out) {
     return out;
 }
 
+/* {"audio": ..., "detect_top5": [["de", 0.91], ...]} */
+static int print_detect(whisperc_state *st, const struct whisperc_full_params *p,
+                        const char *audio) {
+    float *pcm = NULL, probs[128];
+    int n = 0, top[5];
+    char err[512];
+    if (whisperc_load_audio(audio, &pcm, &n, err, sizeof err) != WHISPERC_OK ||
+        whisperc_detect_language(st, p, pcm, n, probs, 128, NULL) != WHISPERC_OK) {
+        fprintf(stderr, "%s: %s\n", audio, pcm ? whisperc_state_errmsg(st) : err);
+        free(pcm);
+        return 1;
+    }
+    free(pcm);
+    for (int k = 0; k < 5; k++) {
+        top[k] = -1;
+        for (int i = 0; i < whisperc_lang_count(); i++) {
+            int taken = 0;
+            for (int j = 0; j < k; j++)
+                taken |= top[j] == i;
+            if (!taken && (top[k] < 0 || probs[i] > probs[top[k]]))
+                top[k] = i;
+        }
+    }
+    printf("{\"audio\": ");
+    json_str(audio);
+    printf(", \"detect_top5\": [");
+    for (int k = 0; k < 5; k++)
+        printf("%s[\"%s\", %.6f]", k ? ", " : "", whisperc_lang_code(top[k]), probs[top[k]]);
+    printf("]}\n");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: run_transcribe MODEL [-t N] [--beam N] [--no-fallback] [--concat] "
-                        "FILE...\n");
+        fprintf(stderr,
+                "usage: run_transcribe MODEL [-t N] [--beam N] [--no-fallback] [--translate] "
+                "[--detect | --concat] FILE...\n");
         return 2;
     }
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
-    int i = 2, do_concat = 0;
-    if (i + 1 < argc && strcmp(argv[i], "-t") == 0) {
-        p.n_threads = atoi(argv[i + 1]);
-        i += 2;
-    }
-    if (i + 1 < argc && strcmp(argv[i], "--beam") == 0) { /* beam_size = best_of = N */
-        int n_threads = p.n_threads;
-        p = whisperc_full_default_params(WHISPERC_SAMPLING_BEAM_SEARCH);
-        p.n_threads = n_threads;
-        p.beam_size = p.best_of = atoi(argv[i + 1]);
-        i += 2;
-    }
-    if (i < argc && strcmp(argv[i], "--no-fallback") == 0) {
-        p.n_temperatures = 1;
-        i++;
-    }
-    if (i < argc && strcmp(argv[i], "--concat") == 0) {
-        do_concat = 1;
-        i++;
+    int i = 2, do_concat = 0, do_detect = 0;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (i + 1 < argc && strcmp(argv[i], "-t") == 0) {
+            p.n_threads = atoi(argv[++i]);
+        } else if (i + 1 < argc && strcmp(argv[i], "--beam") == 0) { /* beam_size = best_of */
+            int n_threads = p.n_threads;
+            p = whisperc_full_default_params(WHISPERC_SAMPLING_BEAM_SEARCH);
+            p.n_threads = n_threads;
+            p.beam_size = p.best_of = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--no-fallback") == 0) {
+            p.n_temperatures = 1;
+        } else if (strcmp(argv[i], "--translate") == 0) {
+            p.translate = true;
+        } else if (strcmp(argv[i], "--detect") == 0) {
+            do_detect = 1;
+        } else if (strcmp(argv[i], "--concat") == 0) {
+            do_concat = 1;
+        } else {
+            fprintf(stderr, "run_transcribe: unknown option %s\n", argv[i]);
+            return 2;
+        }
     }
     whisperc_model *m;
     whisperc_state *st;
@@ -132,6 +167,9 @@ int main(int argc, char **argv) {
         else
             rc = 1, fprintf(stderr, "%s\n", whisperc_state_errmsg(st));
         free(pcm);
+    } else if (do_detect) {
+        for (; i < argc; i++)
+            rc |= print_detect(st, &p, argv[i]);
     } else {
         for (; i < argc; i++) {
             if (whisperc_full_file(st, &p, argv[i]) == WHISPERC_OK)

@@ -127,6 +127,18 @@ try:
     check(r.returncode == 0 and " ".join(txt.split()) == " ".join(want_greedy.split()),
           f"jfk -bs 1: txt is the greedy reference text ({txt.strip()!r})")
 
+    # -dl: the top 5 languages (multilingual models), a clear error on English-only ones
+    r = run(["transcribe", "-m", model, "-dl", jfk])
+    check(r.returncode == 1 and "English-only" in r.stderr and r.stdout == "",
+          f"-dl on an English-only model: one clear error ({r.stderr.strip()!r})")
+    base = os.path.join(shared, "models", "ggml-base.bin")
+    if os.path.exists(base):
+        de = os.path.join(shared, "audio", "multilingual", "de.wav")
+        r = run(["transcribe", "-m", base, "-t", "2", "-dl", de])
+        top = r.stdout.split(":", 1)[-1].split(",")
+        check(r.returncode == 0 and len(top) == 5 and top[0].split()[0] == "de",
+              f"-dl: five languages, German first ({r.stdout.strip()!r})")
+
     # default model via the environment, no flags
     r = run(["transcribe", "-np", jfk], env={"WHISPERC_MODEL": model})
     check(r.returncode == 0, "default model from WHISPERC_MODEL")

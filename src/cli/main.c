@@ -82,6 +82,42 @@ static int write_outputs(const struct cli_options *o, whisperc_state *st, const 
     return 0;
 }
 
+/* -dl: "FILE: de 0.915, nn 0.014, ..." and nothing else. */
+static int detect_languages(const struct cli_options *o, whisperc_state *st,
+                            const struct whisperc_full_params *fp) {
+    int failed = 0;
+    for (int f = 0; f < o->n_files; f++) {
+        float *pcm = NULL, probs[128] = {0};
+        int n = 0, shown[5];
+        char err[512];
+        whisperc_status rc = whisperc_load_audio(o->files[f], &pcm, &n, err, sizeof err);
+        if (rc == WHISPERC_OK &&
+            whisperc_detect_language(st, fp, pcm, n, probs, 128, NULL) != WHISPERC_OK)
+            snprintf(err, sizeof err, "%s: %s", o->files[f], whisperc_state_errmsg(st)), rc = 1;
+        free(pcm);
+        if (rc != WHISPERC_OK) {
+            fprintf(stderr, "whisper-c: %s\n", err);
+            failed = 1;
+            continue;
+        }
+        printf("%s:", o->files[f]);
+        for (int k = 0; k < 5; k++) {
+            int best = -1;
+            for (int i = 0; i < whisperc_lang_count() && i < 128; i++) {
+                bool taken = false;
+                for (int j = 0; j < k; j++)
+                    taken |= shown[j] == i;
+                if (!taken && (best < 0 || probs[i] > probs[best]))
+                    best = i;
+            }
+            shown[k] = best;
+            printf("%s %s %.3f", k ? "," : "", whisperc_lang_code(best), probs[best]);
+        }
+        printf("\n");
+    }
+    return failed;
+}
+
 static int cmd_transcribe(int argc, char **argv) {
     struct cli_options o;
     int rc = cli_parse(&o, argc, argv, false);
@@ -98,6 +134,12 @@ static int cmd_transcribe(int argc, char **argv) {
     }
     struct whisperc_full_params fp;
     cli_full_params(&o, &fp);
+    if (o.detect_language) {
+        int failed = detect_languages(&o, st, &fp);
+        whisperc_state_free(st);
+        whisperc_model_free(model);
+        return failed;
+    }
     if (!o.no_prints)
         fp.new_segment_fn = print_segments;
     if (o.print_progress)

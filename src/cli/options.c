@@ -39,6 +39,7 @@ void cli_usage(const char *prog) {
            "                            ~/.local/share/whisper-c/ggml-base.bin\n"
            "  -l,  --language LANG      spoken language (en, de, ...), or auto (default)\n"
            "  -tr, --translate          translate to English\n"
+           "  -dl, --detect-language    print the 5 most probable languages and exit\n"
            "  -t,  --threads N          CPU threads (default: cores, at most 8)\n"
            "       --prompt TEXT        initial prompt (context for the first window)\n"
            "  -nt, --no-timestamps      decode without timestamps; one segment per window\n"
@@ -145,6 +146,8 @@ static int parse_flag(struct cli_options *o, const char *a) {
         o->print_progress = true;
     else if (is(a, "-np", "--no-prints"))
         o->no_prints = true;
+    else if (is(a, "-dl", "--detect-language"))
+        o->detect_language = true;
     else
         return 0;
     return 1;

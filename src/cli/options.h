@@ -18,7 +18,7 @@ struct cli_options {
     const char *output_base; /* -of: path without extension */
     int n_threads;
     int beam_size, best_of; /* 5 and 5 as whisper.cpp; beam_size 1: greedy */
-    bool translate, no_timestamps, no_fallback, print_progress, no_prints;
+    bool translate, no_timestamps, no_fallback, print_progress, no_prints, detect_language;
     bool out_txt, out_srt, out_vtt, out_json;
     whisperc_device device;
     int gpu_index;

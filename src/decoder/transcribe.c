@@ -296,26 +296,32 @@ static int setup(struct run *r, struct wc_transcript *out) {
     return 0;
 }
 
+int transcribe_detect_language(struct transcribe_ctx *t, const struct mel_spec *mel, float *logits,
+                               float *probs) {
+    /* detection sees pad_or_trim(mel, N_FRAMES): the padded log-Mel, not zeros */
+    double t0 = wc_now_ms();
+    encoder_forward(t->enc, t->s, mel->data, mel->n_frames, t->audio_features);
+    decoder_set_audio(t->dec, t->s, t->audio_features);
+    int lang = wc_stream_sync(t->s) ? -1 : detect_language(t->dec, t->s, t->vocab, logits, probs);
+    t->encode_ms += wc_now_ms() - t0;
+    t->n_windows++;
+    return lang;
+}
+
 /* Language (detected on the first 30 s if not given) and the SOT sequence. */
 static int choose_language(struct run *r, struct wc_transcript *out) {
     struct transcribe_ctx *t = r->t;
     const struct wc_vocab *v = t->vocab;
     int lang = t->i_language;
     if (v->multilingual && lang < 0) {
-        /* detection sees pad_or_trim(mel, N_FRAMES): the padded log-Mel, not zeros */
-        double t0 = wc_now_ms();
-        encoder_forward(t->enc, t->s, r->mel->data, r->mel->n_frames, t->audio_features);
-        decoder_set_audio(t->dec, t->s, t->audio_features);
         float *probs = malloc((size_t)v->n_languages * sizeof *probs);
         if (!probs)
             return WHISPERC_ERR_NO_MEMORY;
-        lang = wc_stream_sync(t->s) ? -1 : detect_language(t->dec, t->s, v, r->logits, probs);
+        lang = transcribe_detect_language(t, r->mel, r->logits, probs);
         if (lang >= 0)
             out->language_prob = probs[lang];
         r->detected_window_loaded = lang >= 0;
         free(probs);
-        t->encode_ms += wc_now_ms() - t0;
-        t->n_windows++;
         if (lang < 0) {
             wc_errf(r->err, r->err_size, "language detection: %s", t->s->errmsg);
             return t->s->err ? t->s->err : WHISPERC_ERR_BACKEND;

@@ -65,4 +65,11 @@ struct transcribe_ctx {
 int transcribe(struct transcribe_ctx *t, const struct mel_spec *mel, struct wc_transcript *out,
                char *err, size_t err_size);
 
+/* Language identification on the first 30 s of the log-Mel, as transcribe() does it: the
+ * window is encoded (left in t->audio_features and the decoder's cross-attention) and
+ * probs[n_languages] filled. logits: host scratch of 2 * n_vocab floats. Returns the most
+ * probable language index, or -1 with the error in t->s. Multilingual models only. */
+int transcribe_detect_language(struct transcribe_ctx *t, const struct mel_spec *mel, float *logits,
+                               float *probs);
+
 #endif /* WC_TRANSCRIBE_H */
