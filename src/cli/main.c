@@ -1,6 +1,7 @@
 /*
- * main.c — the whisper-c command: `transcribe`, `bench` and `ptx`. Transcription goes through
- * libwhisperc.h only; `ptx` (ptx_cmd.c) reaches into the library's kernel generators.
+ * main.c — the whisper-c command: `transcribe`, `batch` (batch.c), `bench` and `ptx`.
+ * Transcription goes through libwhisperc.h only; `ptx` (ptx_cmd.c) reaches into the library's
+ * kernel generators.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,6 +175,8 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[1], "transcribe") == 0)
         return cmd_transcribe(argc - 2, argv + 2);
+    if (strcmp(argv[1], "batch") == 0)
+        return cmd_batch(argc - 2, argv + 2);
     if (strcmp(argv[1], "bench") == 0)
         return cmd_bench(argc - 2, argv + 2);
     if (strcmp(argv[1], "ptx") == 0)

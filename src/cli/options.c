@@ -26,6 +26,7 @@ const char *default_model_path(void) {
 
 void cli_usage(const char *prog) {
     printf("usage: %s transcribe [options] FILE...\n"
+           "       %s batch [options] -o DIR INPUT...  many files, resumable (batch --help)\n"
            "       %s bench [options] FILE\n"
            "       %s ptx --size NAME [--sm N] [--out DIR]   write the generated CUDA kernels\n"
            "       %s --version | --help\n"
@@ -60,7 +61,7 @@ void cli_usage(const char *prog) {
            "       --compare-whisper-cpp PATH  also run whisper.cpp's whisper-cli at PATH\n"
            "                            on the same audio, model and threads\n"
            "  -h,  --help, --version\n",
-           prog, prog, prog, prog);
+           prog, prog, prog, prog, prog);
 }
 
 static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {

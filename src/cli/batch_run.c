@@ -1,0 +1,296 @@
+/*
+ * batch_run.c — the workers of `whisper-c batch`: threads, each with its own whisperc_state on
+ * a shared read-only model, taking the next item from one list. An item's outputs are written
+ * into the run's staging directory, renamed into place, and only then is its results line
+ * appended: a line with "ok" means the outputs are complete. SIGINT stops taking new items
+ * (a second one aborts the current ones), SIGTERM aborts at once; an aborted item leaves no
+ * line and runs again next time.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "cli.h"
+
+/* A signal handler can reach only these. 1: take no new item, 2: abort the running ones. */
+static volatile sig_atomic_t stop_level, stop_signal;
+
+static void on_signal(int sig) {
+    stop_signal = sig;
+    stop_level = sig == SIGINT && stop_level == 0 ? 1 : 2;
+}
+
+static bool abort_requested(void *user) {
+    (void)user;
+    return stop_level >= 2;
+}
+
+struct pool;
+
+struct worker {
+    struct pool *pool;
+    int index;
+    whisperc_state *st;
+    pthread_t thread;
+    atomic_int percent; /* of the current item */
+};
+
+struct pool {
+    struct batch_run *run;
+    pthread_mutex_t mu; /* guards run->progress, run->fatal, next, n_running, stderr */
+    pthread_cond_t cv;  /* an item finished or a worker ended */
+    int next, n_running;
+    bool tty, quiet;
+    struct worker *w;
+};
+
+int batch_mkdirs(const char *path, size_t from) {
+    if (from >= strlen(path))
+        return 0;
+    char *p = strdup(path);
+    int rc = p ? 0 : -1;
+    for (size_t i = from + 1; p && rc == 0; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        char c = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            rc = -1;
+        p[i] = c;
+        if (c == '\0')
+            break;
+    }
+    free(p);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// one item
+
+/* The directories of an output file below the output directory (ids may hold '/'). */
+static int make_parents(const char *file, size_t from) {
+    char dir[8400];
+    snprintf(dir, sizeof dir, "%s", file);
+    *strrchr(dir, '/') = '\0';
+    return batch_mkdirs(dir, from);
+}
+
+/* Writes every chosen format into staging/w<index>.<ext>, then renames them to DIR/<id>.<ext>. */
+static int write_outputs(struct worker *w, const struct batch_item *it, char *err, size_t es) {
+    const struct batch_run *r = w->pool->run;
+    const struct batch_config *c = r->cfg;
+    char base[4096], staged[4200], final[8400];
+    snprintf(base, sizeof base, "%s/w%d", r->staging, w->index);
+    int f, rc = 0;
+    for (f = 0; f < BATCH_N_FORMATS && rc == 0; f++)
+        if (c->formats[f])
+            rc = write_output(w->st, (enum out_format)f, base, err, es);
+    for (f = 0; f < BATCH_N_FORMATS && rc == 0; f++) {
+        if (!c->formats[f])
+            continue;
+        snprintf(staged, sizeof staged, "%s.%s", base, batch_format_ext(f));
+        if ((size_t)snprintf(final, sizeof final, "%s/%s.%s", c->out_dir, it->id,
+                             batch_format_ext(f)) >= sizeof final)
+            rc = -1, snprintf(err, es, "%s/%s: path too long", c->out_dir, it->id);
+        else if ((strchr(it->id, '/') && make_parents(final, strlen(c->out_dir)) != 0) ||
+                 rename(staged, final) != 0)
+            rc = -1, snprintf(err, es, "%.900s: cannot write: %s", final, strerror(errno));
+    }
+    for (f = 0; f < BATCH_N_FORMATS && rc != 0; f++) { /* nothing staged may outlive a failure */
+        snprintf(staged, sizeof staged, "%s.%s", base, batch_format_ext(f));
+        unlink(staged);
+    }
+    return rc;
+}
+
+/* Appends the item's results line and counts it. */
+static void record(struct worker *w, const struct batch_item *it, bool ok, double duration,
+                   const char *lang, double seconds, const char *err) {
+    struct pool *p = w->pool;
+    struct batch_run *r = p->run;
+    struct sbuf line = {0};
+    results_format(&line, it, ok, duration, lang, seconds, err);
+    pthread_mutex_lock(&p->mu);
+    if (line.oom || results_append(r->results_fd, &line) != 0) {
+        if (!r->fatal[0])
+            snprintf(r->fatal, sizeof r->fatal, "cannot append to the results file: %s",
+                     strerror(line.oom ? ENOMEM : errno));
+    } else if (ok) {
+        r->progress.n_ok++;
+        r->progress.audio_s += duration;
+    } else {
+        r->progress.n_failed++;
+        progress_message(p->tty, "FAILED %s (%s): %s", it->id, it->path, err);
+    }
+    r->progress.busy_s += seconds;
+    atomic_store(&w->percent, 0);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    sbuf_free(&line);
+}
+
+static void process(struct worker *w, const struct batch_item *it,
+                    const struct whisperc_full_params *fp) {
+    double t0 = batch_now();
+    whisperc_status rc = whisperc_full_file(w->st, fp, it->path);
+    if (rc == WHISPERC_ERR_ABORTED) {
+        atomic_store(&w->percent, 0);
+        return; /* no line: it runs again on resume */
+    }
+    char err[1024] = "";
+    if (rc != WHISPERC_OK) {
+        const char *msg = whisperc_state_errmsg(w->st);
+        snprintf(err, sizeof err, "%s", *msg ? msg : whisperc_status_str(rc));
+    } else
+        write_outputs(w, it, err, sizeof err);
+    struct whisperc_timings tm = {.size = sizeof tm};
+    bool timed = rc == WHISPERC_OK && whisperc_state_timings(w->st, &tm) == WHISPERC_OK;
+    record(w, it, err[0] == '\0', timed ? tm.audio_seconds : -1,
+           rc == WHISPERC_OK ? whisperc_full_language(w->st) : NULL, batch_now() - t0, err);
+}
+
+// ---------------------------------------------------------------------------------------------
+// workers
+
+static void on_progress(whisperc_state *st, int percent, void *user) {
+    (void)st;
+    atomic_store(&((struct worker *)user)->percent, percent);
+}
+
+static void on_log(whisperc_log_level level, const char *msg, void *user) {
+    struct pool *p = user;
+    if (level > WHISPERC_LOG_WARN)
+        return;
+    pthread_mutex_lock(&p->mu);
+    progress_message(p->tty, "%s", msg);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static int take_next(struct pool *p) {
+    pthread_mutex_lock(&p->mu);
+    int i = -1;
+    if (stop_level == 0 && !p->run->fatal[0] && p->next < p->run->n_todo)
+        i = p->run->todo[p->next++];
+    pthread_mutex_unlock(&p->mu);
+    return i;
+}
+
+static void *worker_main(void *arg) {
+    struct worker *w = arg;
+    struct pool *p = w->pool;
+    const struct batch_run *r = p->run;
+    struct whisperc_full_params fp;
+    cli_full_params(&r->cfg->o, &fp);
+    fp.n_threads = r->cfg->n_threads;
+    fp.abort_fn = abort_requested;
+    fp.progress_fn = on_progress;
+    fp.progress_user_data = w;
+    fp.log_fn = on_log;
+    fp.log_user_data = p;
+    for (int i; (i = take_next(p)) >= 0;)
+        process(w, &r->items->v[i], &fp);
+    pthread_mutex_lock(&p->mu);
+    p->n_running--;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the run
+
+/* Waits for the workers, redrawing the progress; says once that a signal is being handled. */
+static void supervise(struct pool *p) {
+    struct batch_run *r = p->run;
+    int announced = 0;
+    pthread_mutex_lock(&p->mu);
+    while (p->n_running > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += p->tty ? 1 : 5;
+        pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+        if (stop_level > announced) {
+            announced = stop_level;
+            progress_message(p->tty, "%s: %s", stop_signal == SIGINT ? "interrupt" : "terminated",
+                             announced == 1 ? "finishing the current items (Ctrl-C again to "
+                                              "abort them)"
+                                            : "aborting the current items");
+        }
+        if (p->quiet)
+            continue;
+        r->progress.in_flight = 0;
+        for (int i = 0; i < r->cfg->jobs; i++)
+            r->progress.in_flight += atomic_load(&p->w[i].percent) / 100.0;
+        progress_show(&r->progress, p->tty, false);
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* One state per worker, created up front so that running out of memory shows before work. */
+static int start_workers(struct pool *p) {
+    struct batch_run *r = p->run;
+    for (int i = 0; i < r->cfg->jobs; i++) {
+        struct worker *w = &p->w[i];
+        w->pool = p;
+        w->index = i;
+        atomic_init(&w->percent, 0);
+        if (whisperc_state_new(r->models[i % r->n_models], &w->st) != WHISPERC_OK) {
+            snprintf(r->fatal, sizeof r->fatal, "cannot create decoding state %d (out of memory?)",
+                     i + 1);
+            return -1;
+        }
+    }
+    for (int i = 0; i < r->cfg->jobs; i++) {
+        if (pthread_create(&p->w[i].thread, NULL, worker_main, &p->w[i]) != 0) {
+            snprintf(r->fatal, sizeof r->fatal, "cannot start worker %d", i + 1);
+            return -1;
+        }
+        pthread_mutex_lock(&p->mu);
+        p->n_running++;
+        pthread_mutex_unlock(&p->mu);
+    }
+    return 0;
+}
+
+int batch_run_items(struct batch_run *r) {
+    struct pool p = {.run = r, .quiet = r->cfg->quiet};
+    p.tty = isatty(STDERR_FILENO) && !p.quiet;
+    p.w = calloc((size_t)r->cfg->jobs, sizeof *p.w);
+    if (!p.w)
+        return snprintf(r->fatal, sizeof r->fatal, "out of memory"), -1;
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv, NULL);
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    stop_level = stop_signal = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    r->progress.t_start = batch_now();
+
+    int n_started = 0;
+    if (start_workers(&p) != 0)
+        stop_level = 2; /* let the started ones end at once */
+    n_started = p.n_running;
+    supervise(&p);
+    for (int i = 0; i < n_started; i++)
+        pthread_join(p.w[i].thread, NULL);
+    for (int i = 0; i < r->cfg->jobs; i++)
+        whisperc_state_free(p.w[i].st);
+
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (!p.quiet)
+        progress_show(&r->progress, p.tty, true);
+    r->signal = stop_signal;
+    pthread_cond_destroy(&p.cv);
+    pthread_mutex_destroy(&p.mu);
+    free(p.w);
+    return r->signal || r->fatal[0] ? -1 : 0;
+}
