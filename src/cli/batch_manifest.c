@@ -73,13 +73,20 @@ static int add_item(struct manifest *m, const char *id, const char *path, size_t
 
 static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
+/* The line at *s (up to '\n' or end) as [*b, *e) without leading blanks; *s moves past it. */
+static void next_line(const char **s, const char *end, const char **b, const char **e) {
+    const char *nl = memchr(*s, '\n', (size_t)(end - *s));
+    *b = *s;
+    *e = nl ? nl : end;
+    *s = nl ? nl + 1 : end;
+    while (*b < *e && is_blank(**b))
+        (*b)++;
+}
+
 static int parse_txt(const char *s, const char *end, struct manifest *m, char *err, size_t es) {
     for (int line = 1; s < end; line++) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        const char *e = nl ? nl : end, *b = s;
-        s = nl ? nl + 1 : end;
-        while (b < e && is_blank(*b))
-            b++;
+        const char *b, *e;
+        next_line(&s, end, &b, &e);
         while (e > b && is_blank(e[-1]))
             e--;
         if (b == e || *b == '#')
@@ -260,11 +267,8 @@ static int jsonl_item(const struct json_object *o, struct manifest *m, int line,
 
 static int parse_jsonl(const char *s, const char *end, struct manifest *m, char *err, size_t es) {
     for (int line = 1; s < end; line++) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        const char *e = nl ? nl : end, *b = s;
-        s = nl ? nl + 1 : end;
-        while (b < e && is_blank(*b))
-            b++;
+        const char *b, *e;
+        next_line(&s, end, &b, &e);
         if (b == e)
             continue;
         struct json_object o;

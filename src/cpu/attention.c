@@ -115,12 +115,9 @@ static void step_task(void *ctx, int task, int thread) {
     memcpy(j->out + (size_t)t * j->c + (size_t)h * j->d, acc, (size_t)j->d * sizeof(float));
 }
 
-void cpu_attention(struct wc_stream *s, float *out, const float *q, const float *k, const float *v,
-                   int ld_kv, int t_len, int s_len, int c, int n_head, int causal_pos0) {
-    if (s->err || t_len <= 0)
-        return;
-    if (cpu_scratch_reserve(s, (size_t)ATT_BLOCK * (size_t)s_len))
-        return;
+static struct att_job make_job(struct wc_stream *s, float *out, const float *q, const float *k,
+                               const float *v, int ld_kv, int t_len, int s_len, int c, int n_head,
+                               int causal_pos0) {
     struct att_job j = {
         .s = s,
         .out = out,
@@ -136,6 +133,16 @@ void cpu_attention(struct wc_stream *s, float *out, const float *q, const float 
         .n_blocks = (t_len + ATT_BLOCK - 1) / ATT_BLOCK,
     };
     j.scale = 1.0f / sqrtf((float)j.d);
+    return j;
+}
+
+void cpu_attention(struct wc_stream *s, float *out, const float *q, const float *k, const float *v,
+                   int ld_kv, int t_len, int s_len, int c, int n_head, int causal_pos0) {
+    if (s->err || t_len <= 0)
+        return;
+    if (cpu_scratch_reserve(s, (size_t)ATT_BLOCK * (size_t)s_len))
+        return;
+    struct att_job j = make_job(s, out, q, k, v, ld_kv, t_len, s_len, c, n_head, causal_pos0);
     if (t_len <= ATT_MAX_STEP && j.d <= ATT_MAX_D) {
         pool_run(cpu_stream(s)->pool, step_task, &j, n_head * t_len);
         return;
@@ -155,21 +162,8 @@ void cpu_attention_gather(struct wc_stream *s, float *out, const float *q, const
     }
     if (cpu_scratch_reserve(s, (size_t)n_kv))
         return;
-    struct att_job j = {
-        .s = s,
-        .out = out,
-        .q = q,
-        .k = k,
-        .v = v,
-        .slots = slots,
-        .ld_slots = ld_slots,
-        .ld_kv = c,
-        .t_len = n_seq,
-        .s_len = n_kv,
-        .c = c,
-        .d = c / n_head,
-        .causal_pos0 = -1,
-    };
-    j.scale = 1.0f / sqrtf((float)j.d);
+    struct att_job j = make_job(s, out, q, k, v, c, n_seq, n_kv, c, n_head, -1);
+    j.slots = slots;
+    j.ld_slots = ld_slots;
     pool_run(cpu_stream(s)->pool, step_task, &j, n_head * n_seq);
 }
