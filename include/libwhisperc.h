@@ -194,6 +194,15 @@ struct whisperc_full_params {
     void *abort_user_data;
     whisperc_log_fn log_fn; /* default NULL: silent */
     void *log_user_data;
+
+    /* Context and forced text (appended in 0.1: older callers get these defaults). */
+    const char *prefix;        /* DecodingOptions.prefix: every window's text starts with it (and
+                                  it is left out of the results); NULL: none */
+    const char *hotwords;      /* faster-whisper's hotwords: put before each window's previous text
+                                  to bias spelling; ignored with a prefix; NULL: none */
+    int max_context;           /* most tokens of previous text in a window's prompt; -1 (default):
+                                  the model's limit, n_text_ctx / 2 - 1; 0: none */
+    bool carry_initial_prompt; /* keep initial_prompt at the head of every window's prompt */
 };
 
 WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);

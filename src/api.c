@@ -232,6 +232,10 @@ struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strat
         /*.abort_user_data =*/NULL,
         /*.log_fn =*/NULL,
         /*.log_user_data =*/NULL,
+        /*.prefix =*/NULL,
+        /*.hotwords =*/NULL,
+        /*.max_context =*/-1,
+        /*.carry_initial_prompt =*/false,
     };
     return p;
 }
@@ -280,6 +284,9 @@ static int check_params(whisperc_state *st, const struct whisperc_full_params *p
     if (p->sample_len < 0 || p->sample_len > st->m->file->hp.n_text_ctx / 2)
         return fail(st, WHISPERC_ERR_INVALID_ARG, "sample_len must be 0..%d, got %d",
                     st->m->file->hp.n_text_ctx / 2, p->sample_len);
+    if (p->max_context < -1)
+        return fail(st, WHISPERC_ERR_INVALID_ARG, "max_context must be >= -1, got %d",
+                    p->max_context);
     *i_lang = -1;
     bool detect = !p->language || !p->language[0] || strcmp(p->language, "auto") == 0;
     if (!detect) {

@@ -223,6 +223,44 @@ static void test_strategies(whisperc_state *st, const float *pcm, int n, const c
     CHECK(whisperc_full(st, &q, pcm, n) == WHISPERC_ERR_INVALID_ARG);
 }
 
+/* Prompt and context options, checked by hand against openai-whisper 20250625 on jfk. */
+static void test_context(whisperc_state *st, const float *pcm, int n) {
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    p.initial_prompt = "Kennedy speech.";
+    p.carry_initial_prompt = true;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(strcmp(whisperc_full_text(st),
+                 " And so my fellow Americans ask not what your country "
+                 "can do for you. Ask what you can do for your country.") == 0);
+    /* a prefix is forced and left out of the result: here the model ends at once */
+    p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    p.prefix = "And so my";
+    p.n_temperatures = 1;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(whisperc_n_segments(st) == 1 && whisperc_segment_n_tokens(st, 0) == 0);
+    CHECK(whisperc_segment_t1_ms(st, 0) == 11000);
+    p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    p.hotwords = "Kennedy";
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(strstr(whisperc_full_text(st), "your country") != NULL);
+    p.max_context = -2;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+
+    /* no previous text and a context of 0 tokens are the same thing */
+    int n_long;
+    float *a = long_audio(pcm, n, &n_long);
+    p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    p.condition_on_previous_text = false;
+    CHECK(whisperc_full(st, &p, a, n_long) == WHISPERC_OK);
+    char *no_context = strdup(whisperc_full_text(st));
+    p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    p.max_context = 0;
+    CHECK(whisperc_full(st, &p, a, n_long) == WHISPERC_OK);
+    CHECK(strcmp(no_context, whisperc_full_text(st)) == 0);
+    free(no_context);
+    free(a);
+}
+
 /* ---- four threads, one model ---- */
 
 #define N_FILES 10
@@ -324,6 +362,7 @@ int main(void) {
     CHECK(whisperc_state_timings(st, &t0) == WHISPERC_ERR_INVALID_ARG);
 
     test_strategies(st, pcm, n, want);
+    test_context(st, pcm, n);
     test_callbacks(st, pcm, n);
     test_old_params(st, pcm, n, want);
     test_threads(m);

@@ -12,6 +12,6 @@ int cli_load_model(const struct cli_options *o, whisperc_model **model);
 
 int cmd_bench(int argc, char **argv);
 int cmd_batch(int argc, char **argv); /* batch.c: many files, resumable */
-int cmd_ptx(int argc, char **argv); /* writes the generated CUDA kernels */
+int cmd_ptx(int argc, char **argv);   /* writes the generated CUDA kernels */
 
 #endif /* WC_CLI_H */

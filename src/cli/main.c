@@ -47,6 +47,11 @@ void cli_full_params(const struct cli_options *o, struct whisperc_full_params *f
     fp->translate = o->translate;
     fp->no_timestamps = o->no_timestamps;
     fp->initial_prompt = o->prompt;
+    fp->carry_initial_prompt = o->carry_initial_prompt;
+    fp->prefix = o->prefix;
+    fp->hotwords = o->hotwords;
+    fp->max_context = o->max_context;
+    fp->condition_on_previous_text = !o->no_context;
     fp->seed = o->seed;
     if (o->no_fallback)
         fp->n_temperatures = 1;

@@ -43,6 +43,11 @@ void cli_usage(const char *prog) {
            "  -dl, --detect-language    print the 5 most probable languages and exit\n"
            "  -t,  --threads N          CPU threads (default: cores, at most 8)\n"
            "       --prompt TEXT        initial prompt (context for the first window)\n"
+           "       --carry-initial-prompt  keep the initial prompt in every window's context\n"
+           "       --prefix TEXT        text every window's transcript starts with\n"
+           "       --hotwords TEXT      words to favour, put before each window's context\n"
+           "  -mc, --max-context N      most tokens of previous text as context (default: all)\n"
+           "       --no-context         no previous text as context (each window on its own)\n"
            "  -nt, --no-timestamps      decode without timestamps; one segment per window\n"
            "  -nf, --no-fallback        no temperature fallback (greedy only)\n"
            "  -bs, --beam-size N        beam search with N beams at temperature 0 (default 5;\n"
@@ -90,6 +95,12 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         o->language = v;
     else if (is(a, "--prompt", NULL))
         o->prompt = v;
+    else if (is(a, "--prefix", NULL))
+        o->prefix = v;
+    else if (is(a, "--hotwords", NULL))
+        o->hotwords = v;
+    else if (is(a, "-mc", "--max-context"))
+        *rc = parse_int(a, v, 0, 1 << 20, &o->max_context);
     else if (is(a, "-of", "--output-file"))
         o->output_base = v;
     else if (is(a, "--compare-whisper-cpp", NULL))
@@ -149,6 +160,10 @@ static int parse_flag(struct cli_options *o, const char *a) {
         o->no_prints = true;
     else if (is(a, "-dl", "--detect-language"))
         o->detect_language = true;
+    else if (is(a, "--no-context", NULL))
+        o->no_context = true;
+    else if (is(a, "--carry-initial-prompt", NULL))
+        o->carry_initial_prompt = true;
     else
         return 0;
     return 1;
@@ -159,6 +174,7 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
     o->language = "auto";
     o->runs = 1;
     o->beam_size = 5;
+    o->max_context = -1;
     o->best_of = 5;
     o->device = WHISPERC_DEVICE_AUTO;
     for (int i = 0; i < argc; i++) {

@@ -14,10 +14,12 @@
 struct cli_options {
     const char *model;    /* NULL: default_model_path() */
     const char *language; /* "auto" */
-    const char *prompt;
+    const char *prompt, *prefix, *hotwords;
     const char *output_base; /* -of: path without extension */
     int n_threads;
     int beam_size, best_of; /* 5 and 5 as whisper.cpp; beam_size 1: greedy */
+    int max_context;        /* -1: the model's limit */
+    bool no_context, carry_initial_prompt;
     bool translate, no_timestamps, no_fallback, print_progress, no_prints, detect_language;
     bool out_txt, out_srt, out_vtt, out_json;
     whisperc_device device;

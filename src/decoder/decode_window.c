@@ -67,19 +67,39 @@ static int sample(const float *x, int n, float temperature, struct wc_rng *rng) 
     return last;
 }
 
-/* [sot_prev] + prompt[-(n_ctx/2 - 1):] + sot_sequence; returns the length, *sot_index set. */
-static int initial_tokens(const struct decode_opts *o, int n_text_ctx, const struct wc_vocab *v,
-                          int32_t *out, int *sot_index) {
-    int n = 0;
-    if (o->prompt && o->n_prompt > 0) {
-        int keep = o->n_prompt < n_text_ctx / 2 - 1 ? o->n_prompt : n_text_ctx / 2 - 1;
+/* [sot_prev [+ hotwords] + prompt[-(n_ctx/2 - 1):]] + sot_sequence [+ prefix], as
+ * DecodingTask._get_initial_tokens (hotwords as faster-whisper's get_prompt); returns the
+ * length, *sot_index set. */
+static int initial_tokens(const struct decode_opts *o, int n_text_ctx, int sample_len,
+                          const struct wc_vocab *v, int32_t *out, int *sot_index) {
+    int n = 0, half = n_text_ctx / 2;
+    int keep = o->prompt ? o->n_prompt : 0;
+    keep = keep < half - 1 ? keep : half - 1;
+    if (o->max_context >= 0 && keep > o->max_context)
+        keep = o->max_context;
+    int n_hot = o->hotwords && !o->prefix ? o->n_hotwords : 0;
+    n_hot = n_hot >= half ? half - 1 : n_hot;
+    if (keep > 0 || n_hot > 0) {
         out[n++] = v->sot_prev;
+        memcpy(out + n, o->hotwords, (size_t)n_hot * sizeof *out);
+        n += n_hot;
         memcpy(out + n, o->prompt + (o->n_prompt - keep), (size_t)keep * sizeof *out);
         n += keep;
     }
     *sot_index = n;
     memcpy(out + n, o->sot_sequence, (size_t)o->n_sot_sequence * sizeof *out);
-    return n + o->n_sot_sequence;
+    n += o->n_sot_sequence;
+    if (o->prefix && o->n_prefix > 0) {
+        /* prefix_tokens[-(n_ctx // 2 - sample_len):], Python's -0 meaning all of them */
+        int max_prefix = half - sample_len, take = o->n_prefix;
+        if (max_prefix > 0 && take > max_prefix)
+            take = max_prefix;
+        else if (max_prefix < 0)
+            take = -max_prefix < take ? take + max_prefix : 0;
+        memcpy(out + n, o->prefix + (o->n_prefix - take), (size_t)take * sizeof *out);
+        n += take;
+    }
+    return n;
 }
 
 int decode_result_finish(const struct wc_vocab *v, struct decode_result *r) {
@@ -161,14 +181,21 @@ int decode_window(struct decoder *d, struct wc_stream *s, const struct wc_vocab 
                        d->n_group_max < WC_MAX_GROUP ? d->n_group_max : WC_MAX_GROUP);
         return s->err;
     }
-    int32_t *seq = malloc((size_t)(n_ctx + 2) * sizeof *seq);
+    int32_t *seq = malloc((size_t)(2 * n_ctx + 8) * sizeof *seq);
     r->tokens = malloc((size_t)(o->sample_len + 1) * sizeof *r->tokens);
     r->logprobs = malloc((size_t)(o->sample_len + 1) * sizeof *r->logprobs);
     if (!seq || !r->tokens || !r->logprobs) {
         free(seq);
         return WHISPERC_ERR_NO_MEMORY;
     }
-    int sot_index, n_initial = initial_tokens(o, n_ctx, v, seq, &sot_index);
+    int sot_index, n_initial = initial_tokens(o, n_ctx, o->sample_len, v, seq, &sot_index);
+    if (n_initial + 1 > n_ctx) {
+        free(seq);
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "decoder: the prompt and prefix take %d of the %d text positions", n_initial,
+                       n_ctx);
+        return s->err;
+    }
 
     /* the prompt, once for every sequence; no_speech_prob from the raw logits at the sot */
     decoder_reset(d);

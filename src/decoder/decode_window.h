@@ -27,11 +27,16 @@ struct decode_opts {
     const int32_t *sot_sequence; /* sot [, language, task] [, no_timestamps] */
     int n_sot_sequence;
     const struct logit_filters *filters;
-    struct wc_rng *rng;   /* used when temperature > 0 */
-    int beam_size;        /* > 0 at temperature 0: beam search with this many beams */
-    int best_of;          /* temperature > 0: this many samples (>= 1), the best one is kept */
-    float patience;       /* beam search ends with round(beam_size * patience) finished ones */
-    float length_penalty; /* ranking: < 0: sum_logprob / length, else Google NMT's penalty */
+    struct wc_rng *rng;    /* used when temperature > 0 */
+    int beam_size;         /* > 0 at temperature 0: beam search with this many beams */
+    int best_of;           /* temperature > 0: this many samples (>= 1), the best one is kept */
+    float patience;        /* beam search ends with round(beam_size * patience) finished ones */
+    float length_penalty;  /* ranking: < 0: sum_logprob / length, else Google NMT's penalty */
+    const int32_t *prefix; /* DecodingOptions.prefix: forced after the sot sequence, or NULL */
+    int n_prefix;
+    const int32_t *hotwords; /* faster-whisper: before the previous text (not with a prefix) */
+    int n_hotwords;
+    int max_context; /* most previous-text tokens in the prompt; < 0: n_text_ctx / 2 - 1 */
 };
 
 struct decode_result {

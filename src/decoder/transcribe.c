@@ -33,6 +33,10 @@ struct run {
     int32_t sot_seq[4];
     int n_sot_seq;
     struct wc_rng rng;
+    int32_t *prefix, *hotwords; /* tokenizer.encode(" " + text.strip()), owned; NULL if none */
+    int n_prefix, n_hotwords;
+    int n_initial_prompt; /* initial_prompt tokens at the head of all_tokens */
+    int32_t *prompt_buf;  /* carry_initial_prompt: initial prompt + recent text, owned */
     /* The encoder output and cross K/V hold language detection's window, mel[:, 0:3000]; the
      * first decode window is the same input when the audio is at least 30 s long. */
     bool detected_window_loaded;
@@ -130,6 +134,11 @@ static int decode_with_fallback(struct run *r, const int32_t *prompt, int n_prom
             .best_of = p->best_of,
             .patience = p->patience,
             .length_penalty = p->length_penalty,
+            .prefix = r->prefix,
+            .n_prefix = r->n_prefix,
+            .hotwords = r->hotwords,
+            .n_hotwords = r->n_hotwords,
+            .max_context = p->max_context,
         };
         rc = decode_window(t->dec, t->s, t->vocab, &o, r->logits, res);
         t->n_decode_steps += res->n_steps;
@@ -235,6 +244,24 @@ static int split_segments(struct run *r, struct wc_transcript *out, const struct
     return add_segment(r, out, time_offset, time_offset + duration, d, 0, n, seek);
 }
 
+/* tokenizer.encode(" " + text.strip()) into *out (malloc'd); 0 tokens and NULL for NULL or "".
+ * Returns the count, or -1 when out of memory. */
+static int encode_text(const struct wc_vocab *v, const char *text, int32_t **out) {
+    *out = NULL;
+    if (!text || !text[0])
+        return 0;
+    size_t len = strlen(text);
+    char *buf = malloc(len + 2);
+    if (!buf)
+        return -1;
+    buf[0] = ' ';
+    memcpy(buf + 1, text, len + 1);
+    wc_py_strip(buf + 1);
+    int n = vocab_encode(v, buf, out);
+    free(buf);
+    return n;
+}
+
 static int setup(struct run *r, struct wc_transcript *out) {
     struct transcribe_ctx *t = r->t;
     const struct wc_vocab *v = t->vocab;
@@ -274,26 +301,19 @@ static int setup(struct run *r, struct wc_transcript *out) {
     r->rng.s = p->seed;
     out->i_language = -1;
     out->language_prob = 1.0f;
-    if (p->initial_prompt && p->initial_prompt[0]) {
-        /* tokenizer.encode(" " + initial_prompt.strip()) */
-        size_t len = strlen(p->initial_prompt);
-        char *text = malloc(len + 2);
-        if (!text)
-            return WHISPERC_ERR_NO_MEMORY;
-        text[0] = ' ';
-        memcpy(text + 1, p->initial_prompt, len + 1);
-        wc_py_strip(text + 1);
-        int32_t *tok = NULL;
-        int n = vocab_encode(v, text, &tok);
-        free(text);
-        if (n < 0)
-            return WHISPERC_ERR_NO_MEMORY;
-        rc = push_tokens(out, tok, n);
-        free(tok);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    int32_t *tok = NULL;
+    int n = encode_text(v, p->initial_prompt, &tok);
+    if (n < 0)
+        return WHISPERC_ERR_NO_MEMORY;
+    rc = push_tokens(out, tok, n);
+    free(tok);
+    r->n_initial_prompt = n;
+    r->n_prefix = encode_text(v, p->prefix, &r->prefix);
+    r->n_hotwords = encode_text(v, p->hotwords, &r->hotwords);
+    r->prompt_buf = malloc(((size_t)t->hp->n_text_ctx + (size_t)n) * sizeof *r->prompt_buf);
+    if (!rc && (r->n_prefix < 0 || r->n_hotwords < 0 || !r->prompt_buf))
+        rc = WHISPERC_ERR_NO_MEMORY;
+    return rc;
 }
 
 int transcribe_detect_language(struct transcribe_ctx *t, const struct mel_spec *mel, float *logits,
@@ -343,6 +363,26 @@ static void run_free(struct run *r) {
     free(r->window);
     free(r->logits);
     free(r->suppress);
+    free(r->prefix);
+    free(r->hotwords);
+    free(r->prompt_buf);
+}
+
+/* carry_initial_prompt: initial_prompt_tokens + all_tokens[max(n_init, reset):][-remaining:]
+ * with remaining = n_text_ctx // 2 - 1 - n_init, Python's slicing included (-0: everything). */
+static int carried_prompt(struct run *r, const struct wc_transcript *out, int reset_since,
+                          const int32_t **prompt) {
+    int n_init = r->n_initial_prompt, from = n_init > reset_since ? n_init : reset_since;
+    int n_rest = out->n_all - from, remaining = r->t->hp->n_text_ctx / 2 - 1 - n_init;
+    int skip = remaining > 0 ? (n_rest > remaining ? n_rest - remaining : 0)
+                             : (-remaining < n_rest ? -remaining : n_rest);
+    if (n_rest - skip > r->t->hp->n_text_ctx / 2) /* the decoder keeps no more than that */
+        skip = n_rest - r->t->hp->n_text_ctx / 2;
+    memcpy(r->prompt_buf, out->all_tokens, (size_t)n_init * sizeof *r->prompt_buf);
+    memcpy(r->prompt_buf + n_init, out->all_tokens + from + skip,
+           (size_t)(n_rest - skip) * sizeof *r->prompt_buf);
+    *prompt = r->prompt_buf;
+    return n_init + n_rest - skip;
 }
 
 /* One 30 s window: encode, decode with fallback, skip silence or cut segments; advances *seek. */
@@ -358,8 +398,11 @@ static int window_step(struct run *r, struct wc_transcript *out, int *seek, int 
         return rc;
     }
     struct decode_result d;
-    rc = decode_with_fallback(r, out->all_tokens + *prompt_reset_since,
-                              out->n_all - *prompt_reset_since, &d);
+    const int32_t *prompt = out->all_tokens + *prompt_reset_since;
+    int n_prompt = out->n_all - *prompt_reset_since;
+    if (p->carry_initial_prompt)
+        n_prompt = carried_prompt(r, out, *prompt_reset_since, &prompt);
+    rc = decode_with_fallback(r, prompt, n_prompt, &d);
     if (rc) {
         decode_result_free(&d);
         return rc;
