@@ -67,6 +67,13 @@ static int sample(const float *x, int n, float temperature, struct wc_rng *rng) 
     return last;
 }
 
+/* Appends n tokens; src may be NULL when n is 0 (memcpy from NULL is undefined even then). */
+static int append_tokens(int32_t *out, int n_out, const int32_t *src, int n) {
+    if (n > 0)
+        memcpy(out + n_out, src, (size_t)n * sizeof *out);
+    return n_out + n;
+}
+
 /* [sot_prev [+ hotwords] + prompt[-(n_ctx/2 - 1):]] + sot_sequence [+ prefix], as
  * DecodingTask._get_initial_tokens (hotwords as faster-whisper's get_prompt); returns the
  * length, *sot_index set. */
@@ -81,14 +88,11 @@ static int initial_tokens(const struct decode_opts *o, int n_text_ctx, int sampl
     n_hot = n_hot >= half ? half - 1 : n_hot;
     if (keep > 0 || n_hot > 0) {
         out[n++] = v->sot_prev;
-        memcpy(out + n, o->hotwords, (size_t)n_hot * sizeof *out);
-        n += n_hot;
-        memcpy(out + n, o->prompt + (o->n_prompt - keep), (size_t)keep * sizeof *out);
-        n += keep;
+        n = append_tokens(out, n, o->hotwords, n_hot);
+        n = append_tokens(out, n, o->prompt ? o->prompt + (o->n_prompt - keep) : NULL, keep);
     }
     *sot_index = n;
-    memcpy(out + n, o->sot_sequence, (size_t)o->n_sot_sequence * sizeof *out);
-    n += o->n_sot_sequence;
+    n = append_tokens(out, n, o->sot_sequence, o->n_sot_sequence);
     if (o->prefix && o->n_prefix > 0) {
         /* prefix_tokens[-(n_ctx // 2 - sample_len):], Python's -0 meaning all of them */
         int max_prefix = half - sample_len, take = o->n_prefix;
@@ -96,8 +100,7 @@ static int initial_tokens(const struct decode_opts *o, int n_text_ctx, int sampl
             take = max_prefix;
         else if (max_prefix < 0)
             take = -max_prefix < take ? take + max_prefix : 0;
-        memcpy(out + n, o->prefix + (o->n_prefix - take), (size_t)take * sizeof *out);
-        n += take;
+        n = append_tokens(out, n, o->prefix + (o->n_prefix - take), take);
     }
     return n;
 }

@@ -57,6 +57,8 @@ void transcript_free(struct wc_transcript *t) {
 }
 
 static int push_tokens(struct wc_transcript *out, const int32_t *tok, int n) {
+    if (n <= 0)
+        return 0; /* memcpy from a NULL source is undefined even for 0 bytes */
     if (out->n_all + n > out->cap_all) {
         int cap = out->cap_all ? out->cap_all : 1024;
         while (cap < out->n_all + n)
