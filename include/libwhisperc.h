@@ -203,6 +203,15 @@ struct whisperc_full_params {
     int max_context;           /* most tokens of previous text in a window's prompt; -1 (default):
                                   the model's limit, n_text_ctx / 2 - 1; 0: none */
     bool carry_initial_prompt; /* keep initial_prompt at the head of every window's prompt */
+
+    /* Word-level timestamps (appended in 0.1: older callers get these defaults). */
+    bool word_timestamps;             /* words with start, end and probability (default false) */
+    const char *prepend_punctuations; /* joined to the following word; NULL: "\"'“¿([{-" */
+    const char
+        *append_punctuations; /* joined to the preceding word; NULL: "\"'.。,，!！?？:：”)]}、" */
+    const char *alignment_heads; /* cross-attention heads to align with: NULL or "auto" (the
+                                    official model of this shape; an 80-mel large is taken as
+                                    "large-v2"), or a model name such as "large-v1" */
 };
 
 WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);
@@ -260,6 +269,15 @@ WHISPERC_API const char *whisperc_token_text(const whisperc_state *state, int to
 WHISPERC_API int whisperc_token_timestamp_begin(const whisperc_state *state);
 
 /* Language transcribed ("en"), and the probability of the detected language (1.0 when given). */
+/* Words of a segment (whisperc_full_params.word_timestamps; else 0 words). A word's text keeps
+ * its leading space and the punctuation merged into it; times are in milliseconds of the
+ * input; p is the mean probability of its tokens. */
+WHISPERC_API int whisperc_segment_n_words(const whisperc_state *state, int i_segment);
+WHISPERC_API const char *whisperc_word_text(const whisperc_state *state, int i_segment, int i_word);
+WHISPERC_API int64_t whisperc_word_t0_ms(const whisperc_state *state, int i_segment, int i_word);
+WHISPERC_API int64_t whisperc_word_t1_ms(const whisperc_state *state, int i_segment, int i_word);
+WHISPERC_API float whisperc_word_p(const whisperc_state *state, int i_segment, int i_word);
+
 WHISPERC_API const char *whisperc_full_language(const whisperc_state *state);
 WHISPERC_API float whisperc_full_language_prob(const whisperc_state *state);
 /* The whole transcript, as openai-whisper's result["text"]. */

@@ -236,6 +236,10 @@ struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strat
         /*.hotwords =*/NULL,
         /*.max_context =*/-1,
         /*.carry_initial_prompt =*/false,
+        /*.word_timestamps =*/false,
+        /*.prepend_punctuations =*/NULL,
+        /*.append_punctuations =*/NULL,
+        /*.alignment_heads =*/NULL,
     };
     return p;
 }

@@ -70,6 +70,36 @@ float whisperc_segment_token_p(const whisperc_state *st, int i, int j) {
     return s && j >= 0 && j < s->n_tokens ? s->token_p[j] : 0.0f;
 }
 
+static const struct wc_word *word(const whisperc_state *st, int i, int j) {
+    const struct wc_segment *s = segment(st, i);
+    return s && j >= 0 && j < s->n_words ? &s->words[j] : NULL;
+}
+
+int whisperc_segment_n_words(const whisperc_state *st, int i) {
+    const struct wc_segment *s = segment(st, i);
+    return s ? s->n_words : 0;
+}
+
+const char *whisperc_word_text(const whisperc_state *st, int i, int j) {
+    const struct wc_word *w = word(st, i, j);
+    return w ? w->text : NULL;
+}
+
+int64_t whisperc_word_t0_ms(const whisperc_state *st, int i, int j) {
+    const struct wc_word *w = word(st, i, j);
+    return w ? to_ms(w->t0) : 0;
+}
+
+int64_t whisperc_word_t1_ms(const whisperc_state *st, int i, int j) {
+    const struct wc_word *w = word(st, i, j);
+    return w ? to_ms(w->t1) : 0;
+}
+
+float whisperc_word_p(const whisperc_state *st, int i, int j) {
+    const struct wc_word *w = word(st, i, j);
+    return w ? w->p : 0.0f;
+}
+
 const char *whisperc_token_text(const whisperc_state *st, int id) {
     if (!st || id < 0 || id >= st->m->vocab.n_vocab)
         return NULL;

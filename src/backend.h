@@ -107,6 +107,12 @@ struct wc_backend_ops {
                              const float *v, const int32_t *slots, int ld_slots, int n_seq,
                              int n_kv, int c, int n_head);
 
+    /* The attention logits of one head before the softmax, for word alignment:
+     *   out[t][j] = q[t][head] . k[j][head] / sqrt(d),  t < t_len, j < s_len
+     * q: [t_len][c]; k: [s_len] rows ld_k floats apart; out: [t_len][s_len]. */
+    void (*attention_scores)(struct wc_stream *s, float *out, const float *q, const float *k,
+                             int ld_k, int t_len, int s_len, int c, int n_head, int head);
+
     /* out[t][:] = tok_emb[tokens[t]][:] + pos_emb[pos0 + t][:]; tokens in host memory. */
     void (*embed)(struct wc_stream *s, float *out, const int32_t *tokens, int t_len,
                   const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);

@@ -17,6 +17,8 @@ RUNNER is tests/run_transcribe. Criteria (issue: CPU engine, "What it must show"
   multilingual: the detected language and its top-5 list equal the reference's (probabilities
             within 0.02); transcripts and translations equal where the reference decoded at
             temperature 0.
+  words:    golden/MODEL/words.jsonl (word_timestamps=True): the same words, start and end
+            within 0.05 s of the reference's for >= 95% of the words.
 """
 import json
 import os
@@ -169,6 +171,38 @@ def check_multilingual(runner, shared, model):
     return 1 if failed else 0
 
 
+def check_words(runner, shared, model):
+    golden = [json.loads(l) for l in open(os.path.join(shared, "golden", model, "words.jsonl"))]
+    paths = [os.path.join(shared, g["audio"]) for g in golden]
+    ours = run(runner, os.path.join(shared, "models", "ggml-%s.bin" % model), ["--words"] + paths)
+    assert len(ours) == len(golden), "runner gave %d results for %d files" % (len(ours), len(golden))
+    n = within = exact = 0
+    failed = False
+    for g, o in zip(golden, ours):
+        gw = [w for s in g["segments"] for w in s["words"]]
+        ow = [w for s in o["segments"] for w in s["words"]]
+        if [w["word"] for w in gw] != [w["word"] for w in ow]:
+            failed = True
+            print("FAIL: %s: words differ\n  ours: %s\n  ref:  %s" % (
+                g["audio"], [w["word"] for w in ow], [w["word"] for w in gw]))
+            continue
+        for a, b in zip(ow, gw):
+            n += 1
+            da, db = abs(a["start"] - b["start"]), abs(a["end"] - b["end"])
+            within += da <= 0.05 + 1e-9 and db <= 0.05 + 1e-9
+            exact += da < 0.0051 and db < 0.0051
+            if da > 0.05 + 1e-9 or db > 0.05 + 1e-9:
+                print("  %s: %r %.2f-%.2f, reference %.2f-%.2f" % (
+                    os.path.basename(g["audio"]), a["word"], a["start"], a["end"], b["start"], b["end"]))
+        worst_p = max((abs(a["probability"] - b["probability"]) for a, b in zip(ow, gw)), default=0)
+        print("%s: %d words, max |dp| %.4f" % (os.path.basename(g["audio"]), len(gw), worst_p))
+    print("%s word timestamps: %d words; within 0.05 s: %d (%.1f%%); identical: %d (%.1f%%)" % (
+        model, n, within, 100.0 * within / max(n, 1), exact, 100.0 * exact / max(n, 1)))
+    if within < 0.95 * n:
+        failed = True, print("FAIL: fewer than 95% of the words within 0.05 s")
+    return 1 if failed else 0
+
+
 def repeated_loops(texts, n=4, times=3):
     """Segments repeating the same text `times` times in a row, or an n-word phrase repeated
     `times` times back to back: the signature of a decoding loop."""
@@ -259,7 +293,7 @@ def check_longform(runner, shared, model):
 
 def main():
     checks = {"devset": check_devset, "longform": check_longform, "beam5": check_beam5,
-              "multilingual": check_multilingual}
+              "multilingual": check_multilingual, "words": check_words}
     if len(sys.argv) != 5 or sys.argv[1] not in checks:
         print(__doc__)
         return 2

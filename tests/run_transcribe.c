@@ -6,7 +6,8 @@
  *   run_transcribe MODEL [OPTIONS] --concat FILE...  the files' samples appended at their own
  *                                                    (common) rate, then resampled: one line
  *   OPTIONS: -t N; --beam N (beam search, beam_size = best_of = N); --no-fallback (temperature
- *   0 only); --translate; --detect (language detection only: the top 5 per file)
+ *   0 only); --translate; --words (word timestamps); --detect (language detection only: the
+ *   top 5 per file)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,14 @@ static void print_result(const whisperc_state *st, const char *audio) {
         printf(", \"temperature\": %.1f, \"tokens\": [", whisperc_segment_temperature(st, i));
         for (int j = 0; j < whisperc_segment_n_tokens(st, i); j++)
             printf("%s%d", j ? ", " : "", whisperc_segment_token_id(st, i, j));
+        printf("], \"words\": [");
+        for (int j = 0; j < whisperc_segment_n_words(st, i); j++) {
+            printf("%s{\"word\": ", j ? ", " : "");
+            json_str(whisperc_word_text(st, i, j));
+            printf(", \"start\": %.3f, \"end\": %.3f, \"probability\": %.6f}",
+                   whisperc_word_t0_ms(st, i, j) / 1e3, whisperc_word_t1_ms(st, i, j) / 1e3,
+                   whisperc_word_p(st, i, j));
+        }
         printf("]}");
     }
     printf("]}\n");
@@ -124,7 +133,7 @@ int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr,
                 "usage: run_transcribe MODEL [-t N] [--beam N] [--no-fallback] [--translate] "
-                "[--detect | --concat] FILE...\n");
+                "[--words] [--detect | --concat] FILE...\n");
         return 2;
     }
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
@@ -141,6 +150,8 @@ int main(int argc, char **argv) {
             p.n_temperatures = 1;
         } else if (strcmp(argv[i], "--translate") == 0) {
             p.translate = true;
+        } else if (strcmp(argv[i], "--words") == 0) {
+            p.word_timestamps = true;
         } else if (strcmp(argv[i], "--detect") == 0) {
             do_detect = 1;
         } else if (strcmp(argv[i], "--concat") == 0) {

@@ -230,6 +230,28 @@ static void test_attention_gather(struct wc_stream *s, int n_seq, int n_kv, int 
     free(q), free(k), free(v), free(out), free(ref), free(slots);
 }
 
+/* One head's pre-softmax logits, keys ld_k floats apart (word alignment). */
+static void test_attention_scores(struct wc_stream *s, int t_len, int s_len, int c, int n_head,
+                                  int head, int ld_extra) {
+    int ld = c + ld_extra, d = c / n_head;
+    float *q = rand_vec((size_t)t_len * c, 1.0f), *k = rand_vec((size_t)s_len * ld, 1.0f);
+    float *out = nan_vec((size_t)t_len * s_len), *ref = malloc((size_t)t_len * s_len * sizeof *ref);
+    for (int t = 0; t < t_len; t++)
+        for (int j = 0; j < s_len; j++) {
+            double acc = 0;
+            for (int i = 0; i < d; i++)
+                acc += (double)q[(size_t)t * c + head * d + i] * k[(size_t)j * ld + head * d + i];
+            ref[(size_t)t * s_len + j] = (float)(acc / sqrt((double)d));
+        }
+    s->be->ops->attention_scores(s, out, q, k, ld, t_len, s_len, c, n_head, head);
+    CHECK(wc_stream_sync(s) == 0);
+    char name[96];
+    snprintf(name, sizeof name, "attention_scores t=%d s=%d c=%d heads=%d head=%d ld+%d", t_len,
+             s_len, c, n_head, head, ld_extra);
+    CHECK(check_close(name, out, ref, (size_t)t_len * s_len, 1e-5, 1e-4));
+    free(q), free(k), free(out), free(ref);
+}
+
 static void test_embed(struct wc_backend *be, struct wc_stream *s) {
     int n_vocab = 300, c = 64, n_ctx = 20, pos0 = 5;
     struct wc_mat m;
@@ -308,6 +330,9 @@ int main(void) {
         test_attention_gather(s, 1, 1, 1, 64, 1);
         test_attention_gather(s, 5, 37, 200, 128, 2);
         test_attention_gather(s, 3, 300, 1500, 384, 6);
+        test_attention_scores(s, 1, 1, 64, 1, 0, 0);
+        test_attention_scores(s, 37, 1500, 384, 6, 5, 0);
+        test_attention_scores(s, 230, 300, 512, 8, 3, 17);
         test_embed(be, s);
         be->ops->stream_free(s);
     }

@@ -167,3 +167,12 @@ void cpu_attention_gather(struct wc_stream *s, float *out, const float *q, const
     j.ld_slots = ld_slots;
     pool_run(cpu_stream(s)->pool, step_task, &j, n_head * n_seq);
 }
+
+void cpu_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k, int ld_k,
+                          int t_len, int s_len, int c, int n_head, int head) {
+    if (s->err || t_len <= 0 || s_len <= 0)
+        return;
+    int d = c / n_head;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t_len, s_len, d, 1.0f / sqrtf((float)d),
+                q + (size_t)head * d, c, k + (size_t)head * d, ld_k, 0.0f, out, s_len);
+}

@@ -52,6 +52,8 @@ void cpu_layernorm(struct wc_stream *s, float *out, const float *in, const float
                    int n_rows, int c);
 void cpu_attention(struct wc_stream *s, float *out, const float *q, const float *k, const float *v,
                    int ld_kv, int t_len, int s_len, int c, int n_head, int causal_pos0);
+void cpu_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k, int ld_k,
+                          int t_len, int s_len, int c, int n_head, int head);
 void cpu_attention_gather(struct wc_stream *s, float *out, const float *q, const float *k,
                           const float *v, const int32_t *slots, int ld_slots, int n_seq, int n_kv,
                           int c, int n_head);

@@ -5,6 +5,7 @@
  */
 #include "decoder/decoder.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,10 +98,19 @@ void decoder_set_audio(struct decoder *d, struct wc_stream *s, const float *audi
     }
 }
 
+/* Where decoder_align wants one layer's cross-attention logits (NULL: not wanted). */
+struct align_out {
+    const struct wc_align_head *heads;
+    int n_heads;
+    float *scores;  /* backend scratch [n][n_audio_ctx] */
+    float *qk_host; /* [n_heads][n][n_audio_ctx] */
+};
+
 /* One ResidualAttentionBlock over n rows of d->x. Self-attention: n_seq == 0 means n prompt
  * tokens at positions n_past… (slots (pos, 0), causal); n_seq > 0 means one token for each
  * of n = n_seq sequences at position n_past (slots (n_past, g), gathered history). */
-static void decoder_block(struct decoder *d, struct wc_stream *s, int l, int n, int n_seq) {
+static void decoder_block(struct decoder *d, struct wc_stream *s, int l, int n, int n_seq,
+                          const struct align_out *al) {
     const struct wc_backend_ops *op = s->be->ops;
     const struct wc_block_w *b = &d->w->dec[l];
     const struct wc_hparams *hp = d->hp;
@@ -128,6 +138,14 @@ static void decoder_block(struct decoder *d, struct wc_stream *s, int l, int n, 
     op->linear(s, d->q, 0, d->h, &b->cross.q, b->cross.q_b, n, WC_ACT_NONE, 0);
     op->attention(s, d->att, d->q, d->xk + xoff, d->xv + xoff, c, n, hp->n_audio_ctx, c, n_head,
                   -1);
+    for (int i = 0; al && i < al->n_heads; i++) {
+        if (al->heads[i].layer != l)
+            continue;
+        size_t n_scores = (size_t)n * hp->n_audio_ctx;
+        op->attention_scores(s, al->scores, d->q, d->xk + xoff, c, n, hp->n_audio_ctx, c, n_head,
+                             al->heads[i].head);
+        op->download(s, al->qk_host + i * n_scores, al->scores, n_scores * sizeof(float));
+    }
     op->linear(s, d->x, 0, d->att, &b->cross.o, b->cross.o_b, n, WC_ACT_NONE, 1);
 
     op->layernorm(s, d->h, d->x, b->mlp_ln_g, b->mlp_ln_b, n, c);
@@ -166,7 +184,7 @@ int decoder_forward(struct decoder *d, struct wc_stream *s, const int32_t *token
     }
     s->be->ops->embed(s, d->x, tokens, n, &d->w->tok_emb, d->w->dec_pos, d->n_past, c);
     for (int l = 0; l < d->hp->n_text_layer; l++)
-        decoder_block(d, s, l, n, 0);
+        decoder_block(d, s, l, n, 0, NULL);
     /* the prompt is every sequence's history */
     for (int g = 0; g < d->n_group_max; g++)
         for (int p = d->n_past; p < d->n_past + n; p++)
@@ -193,7 +211,7 @@ int decoder_step(struct decoder *d, struct wc_stream *s, const int32_t *tokens, 
     }
     op->upload(s, d->slots, d->slots_host, (size_t)n_seq * n_ctx * sizeof(int32_t));
     for (int l = 0; l < d->hp->n_text_layer; l++)
-        decoder_block(d, s, l, n_seq, n_seq);
+        decoder_block(d, s, l, n_seq, n_seq, NULL);
     d->n_past++;
     return logits_out(d, s, NULL, n_seq, logits_host);
 }
@@ -204,4 +222,60 @@ void decoder_reorder(struct decoder *d, const int *src, int n_seq) {
         memcpy(d->slots_tmp + g * n_ctx, d->slots_host + (size_t)src[g] * n_ctx, bytes);
     for (int g = 0; g < n_seq; g++)
         memcpy(d->slots_host + g * n_ctx, d->slots_tmp + g * n_ctx, bytes);
+}
+
+/* softmax(logits[0 : n_softmax])[target] */
+static float target_prob(const float *logits, int n_softmax, int target) {
+    float mx = -INFINITY;
+    for (int j = 0; j < n_softmax; j++)
+        mx = logits[j] > mx ? logits[j] : mx;
+    double sum = 0;
+    for (int j = 0; j < n_softmax; j++)
+        sum += exp((double)logits[j] - mx);
+    return (float)(exp((double)logits[target] - mx) / sum);
+}
+
+#define ALIGN_LOGIT_ROWS 16 /* rows of logits per output projection */
+
+int decoder_align(struct decoder *d, struct wc_stream *s, const int32_t *tokens, int n,
+                  const struct wc_align_head *heads, int n_heads, float *qk_host, int row0,
+                  const int32_t *targets, int n_targets, int n_softmax, float *p_out) {
+    const struct wc_backend_ops *op = s->be->ops;
+    const struct wc_hparams *hp = d->hp;
+    int c = hp->n_text_state, n_vocab = hp->n_vocab;
+    if (s->err)
+        return s->err;
+    if (n < 1 || n > hp->n_text_ctx || row0 < 0 || row0 + n_targets > n || n_softmax > n_vocab) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: cannot align %d tokens", n);
+        return s->err;
+    }
+    struct align_out al = {heads, n_heads,
+                           op->alloc(s, (size_t)n * hp->n_audio_ctx * sizeof(float)), qk_host};
+    float *logits = op->alloc(s, (size_t)ALIGN_LOGIT_ROWS * n_vocab * sizeof(float));
+    float *logits_host = malloc((size_t)ALIGN_LOGIT_ROWS * n_vocab * sizeof(float));
+    if (!s->err && !logits_host)
+        wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "decoder: out of memory for alignment");
+    d->n_past = 0;
+    op->embed(s, d->x, tokens, n, &d->w->tok_emb, d->w->dec_pos, 0, c);
+    for (int l = 0; l < hp->n_text_layer; l++)
+        decoder_block(d, s, l, n, 0, &al);
+    d->n_past = n; /* the cache holds these tokens now; the slot table is left as it was */
+    for (int r = 0; r < n_targets && !s->err; r += ALIGN_LOGIT_ROWS) {
+        int m = n_targets - r < ALIGN_LOGIT_ROWS ? n_targets - r : ALIGN_LOGIT_ROWS;
+        op->layernorm(s, d->h, d->x + (size_t)(row0 + r) * c, d->w->dec_ln_g, d->w->dec_ln_b, m, c);
+        op->linear(s, logits, 0, d->h, &d->w->tok_emb, NULL, m, WC_ACT_NONE, 0);
+        op->download(s, logits_host, logits, (size_t)m * n_vocab * sizeof(float));
+        if (wc_stream_sync(s))
+            break;
+        for (int i = 0; i < m; i++)
+            p_out[r + i] =
+                target_prob(logits_host + (size_t)i * n_vocab, n_softmax, targets[r + i]);
+    }
+    int rc = wc_stream_sync(s);
+    if (al.scores)
+        op->release(s, al.scores);
+    if (logits)
+        op->release(s, logits);
+    free(logits_host);
+    return rc;
 }

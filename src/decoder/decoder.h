@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "model/alignment_heads.h"
 #include "model/model_file.h"
 #include "model/weights.h"
 
@@ -62,5 +63,15 @@ int decoder_step(struct decoder *d, struct wc_stream *s, const int32_t *tokens, 
 
 /* Sequence g takes over the history of sequence src[g], for g < n_seq. */
 void decoder_reorder(struct decoder *d, const int *src, int n_seq);
+
+/* For word alignment (openai-whisper timing.find_alignment): runs tokens[0..n) from position
+ * 0, as one teacher-forced batch (the cache is overwritten; reset before decoding again), and
+ * downloads the pre-softmax cross-attention logits of each alignment head i to
+ * qk_host + i * n * n_audio_ctx ([n][n_audio_ctx]). For the n_targets rows from row0 it also
+ * writes p_out[i] = softmax(logits[row0 + i][0 : n_softmax])[targets[i]]. Returns the stream's
+ * error (0 = ok). */
+int decoder_align(struct decoder *d, struct wc_stream *s, const int32_t *tokens, int n,
+                  const struct wc_align_head *heads, int n_heads, float *qk_host, int row0,
+                  const int32_t *targets, int n_targets, int n_softmax, float *p_out);
 
 #endif /* WC_DECODER_H */

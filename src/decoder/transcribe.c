@@ -12,15 +12,17 @@
 #include "decoder/decode_window.h"
 #include "decoder/decoder.h"
 #include "decoder/logit_filters.h"
+#include "decoder/word_split.h"
+#include "decoder/word_timing.h"
 #include "encoder/encoder.h"
 #include "frontend/mel.h"
+#include "model/languages.h"
 #include "model/model_file.h"
 #include "model/vocab.h"
 #include "util.h"
 
 #define INPUT_STRIDE   2    /* mel frames per audio token */
 #define TIME_PRECISION 0.02 /* seconds per audio token */
-#define FRAME_SECONDS  0.01 /* HOP_LENGTH / SAMPLE_RATE */
 
 /* Per-run working memory. */
 struct run {
@@ -40,15 +42,26 @@ struct run {
     /* The encoder output and cross K/V hold language detection's window, mel[:, 0:3000]; the
      * first decode window is the same input when the audio is at least 30 s long. */
     bool detected_window_loaded;
+    bool align_words; /* word timestamps: aligner set up */
+    struct word_aligner aligner;
     char *err;
     size_t err_size;
 };
+
+static void segment_words_free(struct wc_segment *s) {
+    for (int i = 0; i < s->n_words; i++)
+        free(s->words[i].text);
+    free(s->words);
+    s->words = NULL;
+    s->n_words = 0;
+}
 
 void transcript_free(struct wc_transcript *t) {
     for (int i = 0; i < t->n_seg; i++) {
         free(t->seg[i].text);
         free(t->seg[i].tokens);
         free(t->seg[i].token_p);
+        segment_words_free(&t->seg[i]);
     }
     free(t->seg);
     free(t->all_tokens);
@@ -189,27 +202,39 @@ static int add_segment(struct run *r, struct wc_transcript *out, double start, d
     }
     s->n_tokens = n;
     out->n_seg++;
-    /* an instantaneous or blank segment is kept but emptied */
-    char *stripped = strdup(s->text);
-    if (!stripped)
-        return WHISPERC_ERR_NO_MEMORY;
-    bool blank = wc_py_strip(stripped)[0] == '\0';
-    free(stripped);
-    if (start == end || blank) {
-        s->text[0] = '\0';
-        s->n_tokens = 0;
+    return 0;
+}
+
+/* After a window's segments are cut (and their words timed): an instantaneous or blank
+ * segment is kept but emptied, then the tokens join all_tokens (the next window's prompt). */
+static int finish_segments(struct wc_transcript *out, int first) {
+    int rc = 0;
+    for (int i = first; i < out->n_seg && !rc; i++) {
+        struct wc_segment *s = &out->seg[i];
+        char *stripped = strdup(s->text);
+        if (!stripped)
+            return WHISPERC_ERR_NO_MEMORY;
+        bool blank = wc_py_strip(stripped)[0] == '\0';
+        free(stripped);
+        if (s->t0 == s->t1 || blank) {
+            s->text[0] = '\0';
+            s->n_tokens = 0;
+            segment_words_free(s);
+        }
+        rc = push_tokens(out, s->tokens, s->n_tokens);
     }
-    return push_tokens(out, s->tokens, s->n_tokens);
+    return rc;
 }
 
 /* Splits a window's tokens into segments at consecutive timestamps and returns the new seek. */
 static int split_segments(struct run *r, struct wc_transcript *out, const struct decode_result *d,
-                          int seek, int segment_size, int *new_seek) {
+                          int seek, int segment_size, int *new_seek, bool *single_ending_out) {
     int tb = r->t->vocab->timestamp_begin, n = d->n_tokens, rc = 0;
     const int32_t *tok = d->tokens;
-    double time_offset = seek * FRAME_SECONDS;
+    double time_offset = (double)(seek * 160) / 16000.0; /* seek * HOP_LENGTH / SAMPLE_RATE */
     /* timestamp_tokens[-2:] == [False, True] */
     bool single_ending = n >= 2 && tok[n - 2] < tb && tok[n - 1] >= tb;
+    *single_ending_out = single_ending;
 
     int last_slice = 0, n_consecutive = 0;
     for (int i = 1; i < n && !rc; i++) {
@@ -235,7 +260,7 @@ static int split_segments(struct run *r, struct wc_transcript *out, const struct
         }
         return rc;
     }
-    double duration = segment_size * FRAME_SECONDS;
+    double duration = (double)(segment_size * 160) / 16000.0;
     int last_ts = -1;
     for (int i = 0; i < n; i++)
         if (tok[i] >= tb)
@@ -315,6 +340,12 @@ static int setup(struct run *r, struct wc_transcript *out) {
     r->prompt_buf = malloc(((size_t)t->hp->n_text_ctx + (size_t)n) * sizeof *r->prompt_buf);
     if (!rc && (r->n_prefix < 0 || r->n_hotwords < 0 || !r->prompt_buf))
         rc = WHISPERC_ERR_NO_MEMORY;
+    if (!rc && p->word_timestamps) {
+        rc =
+            word_aligner_init(&r->aligner, t->hp, v, t->dec, t->s, p->alignment_heads,
+                              p->prepend_punctuations, p->append_punctuations, r->err, r->err_size);
+        r->align_words = rc == 0;
+    }
     return rc;
 }
 
@@ -358,6 +389,7 @@ static int choose_language(struct run *r, struct wc_transcript *out) {
     }
     if (t->p->no_timestamps)
         r->sot_seq[r->n_sot_seq++] = v->no_timestamps;
+    r->aligner.on_spaces = words_split_on_spaces(v->multilingual ? lang_code(lang) : NULL);
     return 0;
 }
 
@@ -368,6 +400,8 @@ static void run_free(struct run *r) {
     free(r->prefix);
     free(r->hotwords);
     free(r->prompt_buf);
+    if (r->align_words)
+        word_aligner_free(&r->aligner);
 }
 
 /* carry_initial_prompt: initial_prompt_tokens + all_tokens[max(n_init, reset):][-remaining:]
@@ -385,6 +419,22 @@ static int carried_prompt(struct run *r, const struct wc_transcript *out, int re
            (size_t)(n_rest - skip) * sizeof *r->prompt_buf);
     *prompt = r->prompt_buf;
     return n_init + n_rest - skip;
+}
+
+/* Word timestamps for the window's new segments out->seg[first..]; as transcribe() does
+ * then, a window that does not end on a lone timestamp resumes after its last word. */
+static int time_words(struct run *r, struct wc_transcript *out, int first, int seek0,
+                      int segment_size, bool single_ending, int *seek) {
+    int n_sot = r->n_sot_seq - (r->t->p->no_timestamps ? 1 : 0); /* tokenizer.sot_sequence */
+    int rc = add_word_timestamps(&r->aligner, out->seg + first, out->n_seg - first, r->sot_seq,
+                                 n_sot, segment_size, r->err, r->err_size);
+    double end, time_offset = (double)(seek0 * 160) / 16000.0;
+    if (rc || !segments_get_end(out->seg + first, out->n_seg - first, &end))
+        return rc;
+    if (!single_ending && end > time_offset)
+        *seek = (int)nearbyint(end * 100.0); /* round(last_word_end * FRAMES_PER_SECOND) */
+    r->aligner.last_speech = end;
+    return 0;
 }
 
 /* One 30 s window: encode, decode with fallback, skip silence or cut segments; advances *seek. */
@@ -413,13 +463,20 @@ static int window_step(struct run *r, struct wc_transcript *out, int *seek, int 
     bool skip = d.no_speech_prob > p->no_speech_threshold;
     if (isfinite(p->logprob_threshold) && d.avg_logprob > p->logprob_threshold)
         skip = false;
+    int first = out->n_seg;
     if (skip) {
         *seek += segment_size;
     } else {
-        rc = split_segments(r, out, &d, *seek, segment_size, seek);
-        if (!p->condition_on_previous_text || d.temperature > 0.5f)
-            *prompt_reset_since = out->n_all; /* no prompt after a high temperature */
+        bool single_ending = false;
+        int seek0 = *seek;
+        rc = split_segments(r, out, &d, *seek, segment_size, seek, &single_ending);
+        if (!rc && r->align_words)
+            rc = time_words(r, out, first, seek0, segment_size, single_ending, seek);
     }
+    if (!rc)
+        rc = finish_segments(out, first);
+    if (!rc && !skip && (!p->condition_on_previous_text || d.temperature > 0.5f))
+        *prompt_reset_since = out->n_all; /* no prompt after a high temperature */
     decode_result_free(&d);
     return rc;
 }

@@ -19,6 +19,12 @@ struct wc_hparams;
 struct wc_stream;
 struct wc_vocab;
 
+struct wc_word {
+    char *text;    /* owned */
+    double t0, t1; /* seconds */
+    float p;       /* mean probability of its tokens */
+};
+
 struct wc_segment {
     double t0, t1;   /* seconds */
     char *text;      /* owned; "" for cleared (instantaneous or blank) segments */
@@ -27,6 +33,8 @@ struct wc_segment {
     int n_tokens;
     int seek; /* mel frame where its window started */
     float temperature, avg_logprob, compression_ratio, no_speech_prob;
+    struct wc_word *words; /* owned, with word timestamps */
+    int n_words;
 };
 
 struct wc_transcript {
