@@ -212,6 +212,10 @@ struct whisperc_full_params {
     const char *alignment_heads; /* cross-attention heads to align with: NULL or "auto" (the
                                     official model of this shape; an 80-mel large is taken as
                                     "large-v2"), or a model name such as "large-v1" */
+    int max_len;                 /* cut segments to at most this many characters (whisper.cpp's
+                                    --max-len; 1 gives one word per segment), timed by the word alignment;
+                                    0 (default): off. Decoding and its prompts are unchanged. */
+    bool split_on_word; /* with max_len: cut only where a word starts (else at any token) */
 };
 
 WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);
@@ -264,6 +268,13 @@ WHISPERC_API float whisperc_segment_token_p(const whisperc_state *state, int i_s
                                             int i_token);
 /* The token's bytes as text ("<|0.00|>" for timestamps); NULL if out of range. A token may hold
  * part of a UTF-8 character. */
+/* A token's span in milliseconds, from the word alignment (word_timestamps or max_len): text
+ * tokens where the alignment enters and leaves them, a timestamp token at its own time; -1
+ * without alignment. */
+WHISPERC_API int64_t whisperc_segment_token_t0_ms(const whisperc_state *state, int i_segment,
+                                                  int i_token);
+WHISPERC_API int64_t whisperc_segment_token_t1_ms(const whisperc_state *state, int i_segment,
+                                                  int i_token);
 WHISPERC_API const char *whisperc_token_text(const whisperc_state *state, int token_id);
 /* First id of the timestamp tokens: id - this is the time in 20 ms steps; -1 if state is NULL. */
 WHISPERC_API int whisperc_token_timestamp_begin(const whisperc_state *state);

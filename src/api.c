@@ -13,6 +13,7 @@
 #include "decoder/decode_window.h"
 #include "frontend/audio.h"
 #include "frontend/mel.h"
+#include "model/alignment_heads.h"
 #include "model/languages.h"
 #include "util.h"
 
@@ -240,6 +241,8 @@ struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strat
         /*.prepend_punctuations =*/NULL,
         /*.append_punctuations =*/NULL,
         /*.alignment_heads =*/NULL,
+        /*.max_len =*/0,
+        /*.split_on_word =*/false,
     };
     return p;
 }
@@ -291,6 +294,17 @@ static int check_params(whisperc_state *st, const struct whisperc_full_params *p
     if (p->max_context < -1)
         return fail(st, WHISPERC_ERR_INVALID_ARG, "max_context must be >= -1, got %d",
                     p->max_context);
+    if (p->max_len < 0)
+        return fail(st, WHISPERC_ERR_INVALID_ARG, "max_len must be >= 0, got %d", p->max_len);
+    if (p->word_timestamps || p->max_len > 0) {
+        struct wc_align_head *heads = NULL;
+        int n = alignment_heads(&st->m->file->hp, p->alignment_heads, &heads);
+        free(heads);
+        if (n == -1)
+            return fail(st, WHISPERC_ERR_INVALID_ARG,
+                        "alignment_heads '%s': not an official model of this model's shape (%s)",
+                        p->alignment_heads, whisperc_model_type(st->m));
+    }
     *i_lang = -1;
     bool detect = !p->language || !p->language[0] || strcmp(p->language, "auto") == 0;
     if (!detect) {

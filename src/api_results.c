@@ -70,6 +70,16 @@ float whisperc_segment_token_p(const whisperc_state *st, int i, int j) {
     return s && j >= 0 && j < s->n_tokens ? s->token_p[j] : 0.0f;
 }
 
+int64_t whisperc_segment_token_t0_ms(const whisperc_state *st, int i, int j) {
+    const struct wc_segment *s = segment(st, i);
+    return s && s->token_t0 && j >= 0 && j < s->n_tokens ? to_ms(s->token_t0[j]) : -1;
+}
+
+int64_t whisperc_segment_token_t1_ms(const whisperc_state *st, int i, int j) {
+    const struct wc_segment *s = segment(st, i);
+    return s && s->token_t1 && j >= 0 && j < s->n_tokens ? to_ms(s->token_t1[j]) : -1;
+}
+
 static const struct wc_word *word(const whisperc_state *st, int i, int j) {
     const struct wc_segment *s = segment(st, i);
     return s && j >= 0 && j < s->n_words ? &s->words[j] : NULL;

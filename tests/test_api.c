@@ -323,6 +323,63 @@ static void test_threads(const whisperc_model *m) {
     printf("4 threads on one model: %d files, same transcripts as 1 thread\n", N_FILES);
 }
 
+/* Word timestamps and max_len on jfk (golden words.jsonl is checked by the words_* tests). */
+static void test_words(whisperc_state *st, const float *pcm, int n, const char *want) {
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(whisperc_segment_n_words(st, 0) == 0 && whisperc_word_text(st, 0, 0) == NULL);
+    CHECK(whisperc_segment_token_t0_ms(st, 0, 1) == -1);
+    p.word_timestamps = true;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(strcmp(whisperc_full_text(st), want) == 0);
+    int n_words = 0;
+    int64_t last = 0;
+    for (int i = 0; i < whisperc_n_segments(st); i++)
+        for (int j = 0; j < whisperc_segment_n_words(st, i); j++, n_words++) {
+            CHECK(whisperc_word_t0_ms(st, i, j) >= last);
+            CHECK(whisperc_word_t1_ms(st, i, j) >= whisperc_word_t0_ms(st, i, j));
+            CHECK(whisperc_word_p(st, i, j) > 0.0f && whisperc_word_p(st, i, j) <= 1.0f);
+            last = whisperc_word_t1_ms(st, i, j);
+        }
+    CHECK(n_words == 22 && strcmp(whisperc_word_text(st, 0, 0), " And") == 0);
+    CHECK(whisperc_word_t1_ms(st, 0, 0) == 760 && whisperc_word_t0_ms(st, 1, 0) == 8060);
+    CHECK(whisperc_word_text(st, 0, -1) == NULL && whisperc_word_p(st, 0, 1000) == 0.0f);
+    CHECK(whisperc_segment_token_t0_ms(st, 0, 0) == 0); /* <|0.00|> */
+    CHECK(whisperc_segment_token_t0_ms(st, 0, 1) == 0 &&
+          whisperc_segment_token_t1_ms(st, 0, 1) == 760);
+
+    /* max_len 1 at words: one word per segment, same text, same times as the words */
+    p.max_len = 1;
+    p.split_on_word = true;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(whisperc_n_segments(st) == 22);
+    CHECK(strcmp(whisperc_full_text(st), want) == 0);
+    CHECK(strcmp(whisperc_segment_text(st, 4), " Americans") == 0);
+    CHECK(whisperc_segment_n_words(st, 4) == 1 && whisperc_segment_t0_ms(st, 1) == 760);
+    /* max_len 12 at tokens: pieces of at most 12 characters but for single long tokens */
+    p.max_len = 12;
+    p.split_on_word = false;
+    p.word_timestamps = false;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    size_t total = 0;
+    for (int i = 0; i < whisperc_n_segments(st); i++) {
+        const char *text = whisperc_segment_text(st, i);
+        CHECK(strlen(text) <= 12 || whisperc_segment_n_tokens(st, i) <= 3);
+        CHECK(i == 0 || whisperc_segment_t0_ms(st, i) >= whisperc_segment_t1_ms(st, i - 1));
+        total += strlen(text);
+    }
+    CHECK(whisperc_n_segments(st) > 8 && total == strlen(want));
+    p.max_len = -1;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+    p.max_len = 0;
+    p.word_timestamps = true;
+    p.alignment_heads = "large-v3";
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(strstr(whisperc_state_errmsg(st), "large-v3") != NULL);
+    p.alignment_heads = "tiny"; /* the multilingual tiny's heads: a different list, same shape */
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+}
+
 int main(void) {
     char *model_path = strdup(shared_path_or_skip("models/ggml-tiny.en.bin"));
     test_null_args(model_path);
@@ -363,6 +420,7 @@ int main(void) {
 
     test_strategies(st, pcm, n, want);
     test_context(st, pcm, n);
+    test_words(st, pcm, n, want);
     test_callbacks(st, pcm, n);
     test_old_params(st, pcm, n, want);
     test_threads(m);

@@ -12,6 +12,7 @@
 #include "decoder/decode_window.h"
 #include "decoder/decoder.h"
 #include "decoder/logit_filters.h"
+#include "decoder/segment_wrap.h"
 #include "decoder/word_split.h"
 #include "decoder/word_timing.h"
 #include "encoder/encoder.h"
@@ -56,13 +57,18 @@ static void segment_words_free(struct wc_segment *s) {
     s->n_words = 0;
 }
 
+void segment_free(struct wc_segment *s) {
+    free(s->text);
+    free(s->tokens);
+    free(s->token_p);
+    free(s->token_t0);
+    free(s->token_t1);
+    segment_words_free(s);
+}
+
 void transcript_free(struct wc_transcript *t) {
-    for (int i = 0; i < t->n_seg; i++) {
-        free(t->seg[i].text);
-        free(t->seg[i].tokens);
-        free(t->seg[i].token_p);
-        segment_words_free(&t->seg[i]);
-    }
+    for (int i = 0; i < t->n_seg; i++)
+        segment_free(&t->seg[i]);
     free(t->seg);
     free(t->all_tokens);
     free(t->text);
@@ -340,7 +346,7 @@ static int setup(struct run *r, struct wc_transcript *out) {
     r->prompt_buf = malloc(((size_t)t->hp->n_text_ctx + (size_t)n) * sizeof *r->prompt_buf);
     if (!rc && (r->n_prefix < 0 || r->n_hotwords < 0 || !r->prompt_buf))
         rc = WHISPERC_ERR_NO_MEMORY;
-    if (!rc && p->word_timestamps) {
+    if (!rc && (p->word_timestamps || p->max_len > 0)) {
         rc =
             word_aligner_init(&r->aligner, t->hp, v, t->dec, t->s, p->alignment_heads,
                               p->prepend_punctuations, p->append_punctuations, r->err, r->err_size);
@@ -431,7 +437,9 @@ static int time_words(struct run *r, struct wc_transcript *out, int first, int s
     double end, time_offset = (double)(seek0 * 160) / 16000.0;
     if (rc || !segments_get_end(out->seg + first, out->n_seg - first, &end))
         return rc;
-    if (!single_ending && end > time_offset)
+    /* only asked-for word timestamps move the seek, as in transcribe(); max_len alone keeps
+     * the decoding of a run without it */
+    if (r->t->p->word_timestamps && !single_ending && end > time_offset)
         *seek = (int)nearbyint(end * 100.0); /* round(last_word_end * FRAMES_PER_SECOND) */
     r->aligner.last_speech = end;
     return 0;
@@ -475,6 +483,8 @@ static int window_step(struct run *r, struct wc_transcript *out, int *seek, int 
     }
     if (!rc)
         rc = finish_segments(out, first);
+    if (!rc && p->max_len > 0 && r->align_words)
+        rc = wrap_segments(out, first, p->max_len, p->split_on_word, t->vocab);
     if (!rc && !skip && (!p->condition_on_previous_text || d.temperature > 0.5f))
         *prompt_reset_since = out->n_all; /* no prompt after a high temperature */
     decode_result_free(&d);

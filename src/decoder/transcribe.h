@@ -20,9 +20,10 @@ struct wc_stream;
 struct wc_vocab;
 
 struct wc_word {
-    char *text;    /* owned */
-    double t0, t1; /* seconds */
-    float p;       /* mean probability of its tokens */
+    char *text;        /* owned */
+    double t0, t1;     /* seconds */
+    float p;           /* mean probability of its tokens */
+    int tok0, tok_end; /* its tokens: the segment's tokens[tok0 .. tok_end) */
 };
 
 struct wc_segment {
@@ -35,6 +36,8 @@ struct wc_segment {
     float temperature, avg_logprob, compression_ratio, no_speech_prob;
     struct wc_word *words; /* owned, with word timestamps */
     int n_words;
+    double *token_t0, *token_t1; /* owned, with word timestamps: each token's span from the
+                                    alignment (a timestamp token's own time), else NULL */
 };
 
 struct wc_transcript {
@@ -48,6 +51,7 @@ struct wc_transcript {
 };
 
 void transcript_free(struct wc_transcript *t);
+void segment_free(struct wc_segment *s); /* its buffers; the struct itself is the caller's */
 
 struct transcribe_ctx {
     const struct wc_hparams *hp;

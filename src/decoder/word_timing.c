@@ -88,7 +88,8 @@ static double median_duration(const struct wt_word *w, int n) {
 /* find_alignment: words (the final EOT's dropped) with start, end and probability. Returns the
  * count (0: nothing to align), or a negative WHISPERC_ERR_* code. */
 static int find_alignment(struct word_aligner *a, const int32_t *text, int n_text,
-                          const int32_t *sot, int n_sot, int num_frames, struct wt_word **out) {
+                          const int32_t *sot, int n_sot, int num_frames, struct wt_word **out,
+                          double *tok_time) {
     const struct wc_vocab *v = a->vocab;
     int n_tok = n_sot + n_text + 2, n_audio = a->hp->n_audio_ctx, rc = 0, n_jump = 0;
     int n_frames = num_frames / 2 > 0 ? num_frames / 2 : 1;
@@ -118,6 +119,8 @@ static int find_alignment(struct word_aligner *a, const int32_t *text, int n_tex
         rc = WHISPERC_ERR_NO_MEMORY;
         goto done;
     }
+    for (int k = 0; k <= n_text; k++) /* where the path enters each token's row */
+        tok_time[k] = jump[k < n_jump ? k : n_jump - 1] / TOKENS_PER_SECOND;
     /* word_boundaries = [0, cumsum(len(tokens))]; the last word (EOT) only closes the others */
     for (int i = 0, b = 0; i < n_w - 1; i++) {
         int e = b + w[i].n_tokens;
@@ -175,15 +178,50 @@ static void fix_segment_bounds(struct word_aligner *a, struct wc_segment *s, dou
     a->last_speech = s->t1;
 }
 
-/* Hands the aligned words to the segments, n_text[i] text tokens each. */
+/* Each token's span: a text token from where the path enters its row to where it enters the
+ * next one; a timestamp token at its own time; another special where the previous ended. */
+static int token_times(struct word_aligner *a, struct wc_segment *s, const double *tok_time,
+                       double time_offset) {
+    const struct wc_vocab *v = a->vocab;
+    s->token_t0 = malloc((size_t)(s->n_tokens > 0 ? s->n_tokens : 1) * sizeof *s->token_t0);
+    s->token_t1 = malloc((size_t)(s->n_tokens > 0 ? s->n_tokens : 1) * sizeof *s->token_t1);
+    if (!s->token_t0 || !s->token_t1)
+        return WHISPERC_ERR_NO_MEMORY;
+    double prev = s->t0;
+    for (int k = 0, g = 0; k < s->n_tokens; k++) {
+        int id = s->tokens[k];
+        if (id < v->eot) {
+            s->token_t0[k] = round2(time_offset + tok_time[g]);
+            s->token_t1[k] = round2(time_offset + tok_time[g + 1]);
+            g++;
+        } else {
+            s->token_t0[k] = s->token_t1[k] =
+                id >= v->timestamp_begin ? time_offset + (id - v->timestamp_begin) * 0.02 : prev;
+        }
+        prev = s->token_t1[k];
+    }
+    return 0;
+}
+
+/* The index in s->tokens of its i-th text token. */
+static int text_token_index(const struct wc_segment *s, int eot, int i) {
+    for (int k = 0; k < s->n_tokens; k++)
+        if (s->tokens[k] < eot && i-- == 0)
+            return k;
+    return s->n_tokens;
+}
+
+/* Hands the aligned words to the segments, n_text[i] text tokens each; tok_time: the start of
+ * every text token of the window (and the end of the last). */
 static int assign_words(struct word_aligner *a, struct wc_segment *seg, int n_seg,
-                        const int *n_text, struct wt_word *w, int n_w, double med) {
+                        const int *n_text, struct wt_word *w, int n_w, double med,
+                        const double *tok_time) {
     double max_d = med * 2, time_offset = (double)(seg[0].seek * 160) / 16000.0;
-    int wi = 0;
-    for (int i = 0; i < n_seg; i++) {
+    int wi = 0, eot = a->vocab->eot;
+    for (int i = 0, base = 0; i < n_seg; base += n_text[i++]) {
         struct wc_segment *s = &seg[i];
         s->words = malloc((size_t)(n_w > 0 ? n_w : 1) * sizeof *s->words);
-        if (!s->words)
+        if (!s->words || token_times(a, s, tok_time + base, time_offset))
             return WHISPERC_ERR_NO_MEMORY;
         for (int saved = 0; wi < n_w && saved < n_text[i]; wi++) {
             if (w[wi].text[0]) {
@@ -192,6 +230,8 @@ static int assign_words(struct word_aligner *a, struct wc_segment *seg, int n_se
                     .t0 = round2(time_offset + w[wi].start),
                     .t1 = round2(time_offset + w[wi].end),
                     .p = (float)w[wi].prob,
+                    .tok0 = text_token_index(s, eot, saved),
+                    .tok_end = text_token_index(s, eot, saved + w[wi].n_tokens - 1) + 1,
                 };
                 w[wi].text = NULL; /* moved */
             }
@@ -225,7 +265,9 @@ int add_word_timestamps(struct word_aligner *a, struct wc_segment *seg, int n_se
                 n_text[i]++;
             }
     struct wt_word *w = NULL;
-    int n_w = find_alignment(a, text, total, sot, n_sot, num_frames, &w);
+    double *tok_time = malloc(((size_t)total + 1) * sizeof *tok_time);
+    int n_w = tok_time ? find_alignment(a, text, total, sot, n_sot, num_frames, &w, tok_time)
+                       : -WHISPERC_ERR_NO_MEMORY;
     double med = n_w >= 0 ? median_duration(w, n_w) : 0;
     if (n_w < 0 || med < 0) {
         rc = n_w < 0 ? -n_w : WHISPERC_ERR_NO_MEMORY;
@@ -243,12 +285,13 @@ int add_word_timestamps(struct word_aligner *a, struct wc_segment *seg, int n_se
             w[i].start = w[i].end - med * 2;
     }
     if (merge_punctuations(w, n_w, a->prepend, a->append) ||
-        assign_words(a, seg, n_seg, n_text, w, n_w, med)) {
+        assign_words(a, seg, n_seg, n_text, w, n_w, med, tok_time)) {
         rc = WHISPERC_ERR_NO_MEMORY;
         wc_errf(err, err_size, "out of memory");
     }
 done:
     words_free(w, n_w > 0 ? n_w : 0);
+    free(tok_time);
     free(n_text);
     free(text);
     return rc;
