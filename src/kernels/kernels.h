@@ -28,6 +28,40 @@ char *gen_f32_to_f16(int sm);
  * pos_emb[pos0 + t][:] (f32); grid t_len x 128 threads; C a multiple of 128. */
 char *gen_embed(int sm, int c);
 
+/* ---- declared for the CUDA backend (src/gpu/backend_cuda.c); generators in progress ----
+ * Activations are fp32 as in backend.h; GEMM operands are fp16 (cuBLAS, fp32 accumulate). */
+
+/* Epilogue of a GEMM, in place: x[r*ld + i] = act(x[r*ld + i] + b[i]) + add[r*n + i],
+ * i < N, r < n_rows; the bias term only with KERNEL_EPI_BIAS, the add only with KERNEL_EPI_ADD.
+ * bias_act_n<N>_f<flags>(x, ld, b, add, n_rows): grid ceil(n_rows * N / 256) x 256. */
+#define KERNEL_EPI_BIAS 1
+#define KERNEL_EPI_GELU 2
+#define KERNEL_EPI_ADD  4
+char *gen_bias_act(int sm, int n, int flags);
+
+/* Conv1d (k = 3, padding 1) as a GEMM: im2col_c<C_IN>_s<STRIDE>(out, in, t_out) writes
+ * out[t][ci*3 + k] = (half)in[(t*stride + k - 1)][ci] as fp16, t < t_out; `in` points at row
+ * 0 of a buffer with one zero row before it (backend.h conv1d); grid t_out x 128 threads. */
+char *gen_im2col(int sm, int c_in, int stride);
+
+/* Multi-head attention as backend.h's `attention` op, fp32 in/out, online softmax:
+ * attn_h<H>_d<D>[_causal](out, q, k, v, ld_kv, t_len, s_len, causal_pos0), q/out rows of
+ * c = H*D floats; the query-block size is KERNEL_ATTN_BQ rows:
+ * grid (ceil(t_len / KERNEL_ATTN_BQ), H) x KERNEL_ATTN_THREADS. */
+#define KERNEL_ATTN_BQ      64
+#define KERNEL_ATTN_THREADS 128
+char *gen_attention(int sm, int n_head, int d_head, int causal);
+
+/* backend.h's `attention_gather`: one query per sequence, keys/values through the slot table:
+ * attn_gather_h<H>_d<D>(out, q, k, v, slots, ld_slots, n_seq, n_kv);
+ * grid (n_seq, H) x KERNEL_GATHER_THREADS. */
+#define KERNEL_GATHER_THREADS 128
+char *gen_attention_gather(int sm, int n_head, int d_head);
+
+/* backend.h's `attention_scores` for one head: attn_scores_h<H>_d<D>(out, q, k, ld_k, t_len,
+ * s_len, head); out[t][j] fp32; grid (t_len, ceil(s_len / 128)) x 128 threads. */
+char *gen_attention_scores(int sm, int n_head, int d_head);
+
 /* One generated kernel of a model. */
 struct kernel_src {
     char name[64]; /* the .entry name, also the file name in `whisper-c ptx` */
