@@ -61,9 +61,13 @@ int cuda_api_load(struct cuda_api *api, char *err, size_t err_size) {
         {(void **)&api->memcpy_htod, "cuMemcpyHtoD_v2"},
         {(void **)&api->memcpy_dtoh, "cuMemcpyDtoH_v2"},
         {(void **)&api->memset_d8, "cuMemsetD8_v2"},
+        {(void **)&api->memcpy_htod_async, "cuMemcpyHtoDAsync_v2"},
+        {(void **)&api->memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2"},
+        {(void **)&api->memset_d8_async, "cuMemsetD8Async"},
         {(void **)&api->module_load_data_ex, "cuModuleLoadDataEx"},
         {(void **)&api->module_unload, "cuModuleUnload"},
         {(void **)&api->module_get_function, "cuModuleGetFunction"},
+        {(void **)&api->func_set_attribute, "cuFuncSetAttribute"},
         {(void **)&api->launch_kernel, "cuLaunchKernel"},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {

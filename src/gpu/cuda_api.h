@@ -36,10 +36,14 @@ struct cuda_api {
     CUresult (*memcpy_htod)(CUdeviceptr, const void *, size_t);
     CUresult (*memcpy_dtoh)(void *, CUdeviceptr, size_t);
     CUresult (*memset_d8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*memcpy_htod_async)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*memcpy_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream);
     CUresult (*module_load_data_ex)(CUmodule *, const void *, unsigned int, CUjit_option *,
                                     void **);
     CUresult (*module_unload)(CUmodule);
     CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+    CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int);
     CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                               unsigned, unsigned, CUstream, void **, void **);
 };
