@@ -65,9 +65,13 @@ static CUfunction load(char *ptx, const char *name, CUmodule *mod) {
     return f;
 }
 
-static void launch(CUfunction f, unsigned grid, unsigned block, void **args) {
-    CU(api.launch_kernel(f, grid, 1, 1, block, 1, 1, 0, NULL, args, NULL));
+static void launch2d(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned block, void **args) {
+    CU(api.launch_kernel(f, grid_x, grid_y, 1, block, 1, 1, 0, NULL, args, NULL));
     CU(api.ctx_synchronize());
+}
+
+static void launch(CUfunction f, unsigned grid, unsigned block, void **args) {
+    launch2d(f, grid, 1, block, args);
 }
 
 static void test_layernorm(int sm, struct wc_stream *s, int rows, int c) {
@@ -172,6 +176,172 @@ static void test_embed(int sm, struct wc_backend *be, struct wc_stream *s, int c
     free(e), free(pos), free(eh), free(want), free(got);
 }
 
+// ---- GEMM epilogue, im2col, attention ----
+
+/* x [rows][ld], only columns < n change: the columns past n must come back untouched. */
+static void test_bias_act(int sm, int rows, int n, int ld, int flags) {
+    char name[64];
+    snprintf(name, sizeof name, "bias_act_n%d_f%d", n, flags);
+    CUmodule mod;
+    CUfunction f = load(gen_bias_act(sm, n, flags), name, &mod);
+    size_t nx = (size_t)rows * ld, na = (size_t)rows * n;
+    float *x = rand_vec(nx, 4.0f), *b = rand_vec((size_t)n, 1.0f), *add = rand_vec(na, 1.0f);
+    float *want = malloc(nx * sizeof(float)), *got = malloc(nx * sizeof(float));
+    memcpy(want, x, nx * sizeof(float));
+    for (int r = 0; r < rows; r++) {
+        float *w = want + (size_t)r * ld;
+        for (int i = 0; flags & KERNEL_EPI_BIAS && i < n; i++)
+            w[i] += b[i];
+        if (flags & KERNEL_EPI_GELU)
+            vm_gelu(w, (size_t)n);
+        for (int i = 0; flags & KERNEL_EPI_ADD && i < n; i++)
+            w[i] += add[(size_t)r * n + i];
+    }
+    CUdeviceptr dx = dev_upload(x, nx * 4), db = dev_upload(b, (size_t)n * 4);
+    CUdeviceptr dadd = dev_upload(add, na * 4);
+    unsigned uld = (unsigned)ld, urows = (unsigned)rows;
+    void *args[] = {&dx, &uld, &db, &dadd, &urows};
+    launch(f, (unsigned)((na + KERNEL_EW_THREADS - 1) / KERNEL_EW_THREADS), KERNEL_EW_THREADS,
+           args);
+    CU(api.memcpy_dtoh(got, dx, nx * 4));
+    char what[96];
+    snprintf(what, sizeof what, "%s rows=%d ld=%d", name, rows, ld);
+    CHECK(check_close(what, got, want, nx, 1e-6, 1e-5));
+    api.mem_free(dx), api.mem_free(db), api.mem_free(dadd);
+    api.module_unload(mod);
+    free(x), free(b), free(add), free(want), free(got);
+}
+
+/* `in` has t_in rows between two zero rows (backend.h conv1d); out is fp16 [t_out][3 c_in]. */
+static void test_im2col(int sm, int c_in, int stride, int t_in) {
+    char name[64];
+    snprintf(name, sizeof name, "im2col_c%d_s%d", c_in, stride);
+    CUmodule mod;
+    CUfunction f = load(gen_im2col(sm, c_in, stride), name, &mod);
+    int t_out = (t_in - 1) / stride + 1;
+    size_t n_in = (size_t)(t_in + 2) * c_in, n_out = (size_t)t_out * 3 * c_in;
+    float *in = rand_vec(n_in, 2.0f), *want = malloc(n_out * 4), *got = malloc(n_out * 4);
+    memset(in, 0, (size_t)c_in * 4);
+    memset(in + (size_t)(t_in + 1) * c_in, 0, (size_t)c_in * 4);
+    const float *row0 = in + c_in;
+    for (int t = 0; t < t_out; t++)
+        for (int ci = 0; ci < c_in; ci++)
+            for (int k = 0; k < 3; k++)
+                want[((size_t)t * c_in + ci) * 3 + k] =
+                    row0[(ptrdiff_t)(t * stride + k - 1) * c_in + ci];
+    uint16_t *h = malloc(n_out * 2);
+    CUdeviceptr din = dev_upload(in, n_in * 4), dout;
+    CUdeviceptr drow0 = din + (CUdeviceptr)c_in * 4;
+    CU(api.mem_alloc(&dout, n_out * 2));
+    CU(api.memset_d8(dout, 0xff, n_out * 2)); /* NaN halves */
+    unsigned ut = (unsigned)t_out;
+    void *args[] = {&dout, &drow0, &ut};
+    launch(f, ut, KERNEL_LN_THREADS, args);
+    CU(api.memcpy_dtoh(h, dout, n_out * 2));
+    for (size_t i = 0; i < n_out; i++)
+        got[i] = wc_f16_to_f32(h[i]);
+    char what[96];
+    snprintf(what, sizeof what, "%s t_in=%d", name, t_in);
+    /* the exact fp32 values, rounded to nearest f16: within half an ulp (2^-11 relative) */
+    CHECK(check_close(what, got, want, n_out, 1e-7, 1.0 / 2048));
+    api.mem_free(din), api.mem_free(dout);
+    api.module_unload(mod);
+    free(in), free(want), free(got), free(h);
+}
+
+/* Scores of N(0,1) q and k over sqrt(d) are O(1): softmax weights are spread and the output is
+ * a mean of many v rows, so fp32 noise stays near 1e-7 relative (atol covers outputs that cancel
+ * to ~0). ld_kv > c exercises the KV cache's wider rows. */
+static void test_attention(int sm, struct wc_stream *s, int n_head, int d, int t_len, int s_len,
+                           int ld_kv, int causal_pos0) {
+    int causal = causal_pos0 >= 0, c = n_head * d;
+    char name[64];
+    snprintf(name, sizeof name, "attn_h%d_d%d%s", n_head, d, causal ? "_causal" : "");
+    CUmodule mod;
+    CUfunction f = load(gen_attention(sm, n_head, d, causal), name, &mod);
+    size_t nq = (size_t)t_len * c, nkv = (size_t)s_len * ld_kv;
+    float *q = rand_vec(nq, 1.0f), *kk = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
+    float *want = malloc(nq * 4), *got = malloc(nq * 4);
+    s->be->ops->attention(s, want, q, kk, v, ld_kv, t_len, s_len, c, n_head, causal_pos0);
+    CHECK(wc_stream_sync(s) == 0);
+    CUdeviceptr dq = dev_upload(q, nq * 4), dk = dev_upload(kk, nkv * 4);
+    CUdeviceptr dv = dev_upload(v, nkv * 4), dout = dev_poisoned(nq);
+    unsigned uld = (unsigned)ld_kv, ut = (unsigned)t_len, us = (unsigned)s_len;
+    int pos0 = causal_pos0;
+    void *args[] = {&dout, &dq, &dk, &dv, &uld, &ut, &us, &pos0};
+    launch2d(f, (ut + KERNEL_ATTN_BQ - 1) / KERNEL_ATTN_BQ, (unsigned)n_head, KERNEL_ATTN_THREADS,
+             args);
+    CU(api.memcpy_dtoh(got, dout, nq * 4));
+    char what[128];
+    snprintf(what, sizeof what, "%s t=%d s=%d ld=%d pos0=%d", name, t_len, s_len, ld_kv,
+             causal_pos0);
+    CHECK(check_close(what, got, want, nq, 1e-6, 1e-5));
+    api.mem_free(dq), api.mem_free(dk), api.mem_free(dv), api.mem_free(dout);
+    api.module_unload(mod);
+    free(q), free(kk), free(v), free(want), free(got);
+}
+
+/* k, v: n_rows rows of c; each sequence's slot row holds random rows (repeats allowed, as
+ * beams sharing a prefix), ld_slots > n_kv. */
+static void test_attention_gather(int sm, struct wc_stream *s, int n_head, int d, int n_seq,
+                                  int n_kv) {
+    int c = n_head * d, ld_slots = n_kv + 5, n_rows = 2 * n_kv + 3;
+    char name[64];
+    snprintf(name, sizeof name, "attn_gather_h%d_d%d", n_head, d);
+    CUmodule mod;
+    CUfunction f = load(gen_attention_gather(sm, n_head, d), name, &mod);
+    size_t nq = (size_t)n_seq * c, nkv = (size_t)n_rows * c;
+    float *q = rand_vec(nq, 1.0f), *kk = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
+    int32_t *slots = malloc((size_t)n_seq * ld_slots * sizeof(int32_t));
+    for (size_t i = 0; i < (size_t)n_seq * ld_slots; i++)
+        slots[i] = (int32_t)((test_rng_uniform(&rng) + 1.0f) * 0.5f * (float)n_rows) % n_rows;
+    float *want = malloc(nq * 4), *got = malloc(nq * 4);
+    s->be->ops->attention_gather(s, want, q, kk, v, slots, ld_slots, n_seq, n_kv, c, n_head);
+    CHECK(wc_stream_sync(s) == 0);
+    CUdeviceptr dq = dev_upload(q, nq * 4), dk = dev_upload(kk, nkv * 4);
+    CUdeviceptr dv = dev_upload(v, nkv * 4), dout = dev_poisoned(nq);
+    CUdeviceptr dslots = dev_upload(slots, (size_t)n_seq * ld_slots * sizeof(int32_t));
+    unsigned uld = (unsigned)ld_slots, useq = (unsigned)n_seq, ukv = (unsigned)n_kv;
+    void *args[] = {&dout, &dq, &dk, &dv, &dslots, &uld, &useq, &ukv};
+    launch2d(f, useq, (unsigned)n_head, KERNEL_GATHER_THREADS, args);
+    CU(api.memcpy_dtoh(got, dout, nq * 4));
+    char what[128];
+    snprintf(what, sizeof what, "%s n_seq=%d n_kv=%d", name, n_seq, n_kv);
+    CHECK(check_close(what, got, want, nq, 1e-6, 1e-5));
+    api.mem_free(dq), api.mem_free(dk), api.mem_free(dv), api.mem_free(dout);
+    api.mem_free(dslots);
+    api.module_unload(mod);
+    free(q), free(kk), free(v), free(slots), free(want), free(got);
+}
+
+static void test_attention_scores(int sm, struct wc_stream *s, int n_head, int d, int t_len,
+                                  int s_len, int ld_k, int head) {
+    int c = n_head * d;
+    char name[64];
+    snprintf(name, sizeof name, "attn_scores_h%d_d%d", n_head, d);
+    CUmodule mod;
+    CUfunction f = load(gen_attention_scores(sm, n_head, d), name, &mod);
+    size_t nq = (size_t)t_len * c, nk = (size_t)s_len * ld_k, no = (size_t)t_len * s_len;
+    float *q = rand_vec(nq, 1.0f), *kk = rand_vec(nk, 1.0f);
+    float *want = malloc(no * 4), *got = malloc(no * 4);
+    s->be->ops->attention_scores(s, want, q, kk, ld_k, t_len, s_len, c, n_head, head);
+    CHECK(wc_stream_sync(s) == 0);
+    CUdeviceptr dq = dev_upload(q, nq * 4), dk = dev_upload(kk, nk * 4), dout = dev_poisoned(no);
+    unsigned uld = (unsigned)ld_k, ut = (unsigned)t_len, us = (unsigned)s_len;
+    unsigned uhead = (unsigned)head;
+    void *args[] = {&dout, &dq, &dk, &uld, &ut, &us, &uhead};
+    launch2d(f, ut, (us + 127) / 128, 128, args);
+    CU(api.memcpy_dtoh(got, dout, no * 4));
+    char what[128];
+    snprintf(what, sizeof what, "%s t=%d s=%d head=%d", name, t_len, s_len, head);
+    /* dot products of 64 N(0,1) pairs: summation order differs from sgemm's, so a score that
+     * cancels to ~0 carries ~1e-7 * sum|q k| / 8 of absolute noise */
+    CHECK(check_close(what, got, want, no, 1e-6, 1e-5));
+    api.mem_free(dq), api.mem_free(dk), api.mem_free(dout);
+    api.module_unload(mod);
+    free(q), free(kk), free(want), free(got);
+}
+
 int main(void) {
     if (cuda_api_load(&api, err, sizeof err)) {
         printf("SKIP: %s\n", err);
@@ -201,6 +371,47 @@ int main(void) {
         test_embed(sm, be, s, widths[i]);
     }
     test_f32_to_f16(sm, 100003);
+
+    for (int flags = 0; flags < 8; flags++) {
+        test_bias_act(sm, 37, 384, 384, flags);
+        test_bias_act(sm, 5, 1280, 3 * 1280, flags); /* rows wider than N: the rest untouched */
+    }
+    test_bias_act(sm, 1500, 5120, 5120, KERNEL_EPI_BIAS | KERNEL_EPI_GELU);
+    test_bias_act(sm, 1500, 1280, 1280, KERNEL_EPI_BIAS | KERNEL_EPI_GELU | KERNEL_EPI_ADD);
+    test_bias_act(sm, 1, 512, 512, KERNEL_EPI_BIAS | KERNEL_EPI_ADD);
+
+    test_im2col(sm, 80, 1, 3000);
+    test_im2col(sm, 128, 1, 3000);
+    test_im2col(sm, 80, 1, 7);
+    test_im2col(sm, 384, 2, 3000);
+    test_im2col(sm, 1280, 2, 3000);
+    test_im2col(sm, 512, 2, 6);
+    test_im2col(sm, 512, 2, 7); /* the last tap reads the zero row after `in` */
+
+    /* encoder (1500 x 1500), ragged blocks, wide KV rows, one key, cross-attention */
+    test_attention(sm, s, 6, 64, 1500, 1500, 384, -1);
+    test_attention(sm, s, 20, 64, 1500, 1500, 1280, -1);
+    test_attention(sm, s, 8, 64, 37, 100, 512 + 64, -1);
+    test_attention(sm, s, 8, 64, 1, 1, 512, -1);
+    test_attention(sm, s, 8, 64, 3, 1500, 512, -1);
+    test_attention(sm, s, 8, 64, 65, 1, 512, -1);
+    /* decoder self-attention over its cache: a prompt, two query blocks, one step */
+    test_attention(sm, s, 8, 64, 1, 1, 512, 0);
+    test_attention(sm, s, 8, 64, 5, 5, 1024, 0);
+    test_attention(sm, s, 20, 64, 70, 83, 1280, 13);
+    test_attention(sm, s, 8, 64, 1, 201, 512, 200);
+    test_attention(sm, s, 8, 64, 130, 448, 512, 318);
+
+    test_attention_gather(sm, s, 8, 64, 1, 1);
+    test_attention_gather(sm, s, 8, 64, 5, 3); /* fewer keys than warps */
+    test_attention_gather(sm, s, 8, 64, 5, 37);
+    test_attention_gather(sm, s, 20, 64, 2, 448);
+    test_attention_gather(sm, s, 6, 64, 5, 200);
+
+    test_attention_scores(sm, s, 8, 64, 1, 1500, 512, 3);
+    test_attention_scores(sm, s, 20, 64, 5, 1500, 1280, 19);
+    test_attention_scores(sm, s, 8, 64, 3, 1, 512, 0);
+    test_attention_scores(sm, s, 6, 64, 7, 130, 2 * 384, 5);
     be->ops->stream_free(s);
     be->ops->backend_free(be);
     api.primary_ctx_release(dev.dev);

@@ -1,4 +1,5 @@
-/* elementwise.c — gen_bias_gelu and gen_f32_to_f16: one thread per element, 256 per CTA. */
+/* elementwise.c — gen_bias_gelu and gen_f32_to_f16: one thread per element, 256 per CTA
+ * (GELU itself is ptx_gelu, shared with the GEMM epilogue). */
 #include <stdio.h>
 
 #include "kernels/kernels.h"
@@ -13,31 +14,6 @@ static struct ptx_reg element_index(struct ptx_kernel *k, const char *p_n, struc
     ptx_ins(k, "setp.ge.u32 %s, %s, %s", p.s, i.s, n.s);
     ptx_ins(k, "@%s bra %s", p.s, done.s);
     return i;
-}
-
-/* v = gelu(v) = v/2 (1 + erf(v/√2)), with erfc from Numerical Recipes (relative error 1.2e-7):
- * 1 + erf(v/√2) = 2 - erfc(z) for v >= 0 and erfc(z) otherwise, z = |v|/√2, as the CPU twin. */
-static void gelu(struct ptx_kernel *k, struct ptx_reg v) {
-    static const float coef[] = {0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f,
-                                 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f,
-                                 1.00002368f, -1.26551223f};
-    struct ptx_reg z = ptx_reg(k, PTX_F32), t = ptx_reg(k, PTX_F32), q = ptx_reg(k, PTX_F32);
-    struct ptx_reg e = ptx_reg(k, PTX_F32), neg = ptx_reg(k, PTX_PRED);
-    ptx_ins(k, "abs.f32 %s, %s", z.s, v.s);
-    ptx_ins(k, "mul.f32 %s, %s, %s", z.s, z.s, ptx_f32(0.70710678118654752f).s);
-    ptx_ins(k, "fma.rn.f32 %s, %s, 0f3F000000, 0f3F800000", t.s, z.s); /* 1 + z/2 */
-    ptx_ins(k, "rcp.rn.f32 %s, %s", t.s, t.s);
-    ptx_ins(k, "mov.f32 %s, %s", q.s, ptx_f32(coef[0]).s);
-    for (int i = 1; i < 10; i++)
-        ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", q.s, q.s, t.s, ptx_f32(coef[i]).s);
-    ptx_ins(k, "neg.f32 %s, %s", e.s, z.s);
-    ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", q.s, e.s, z.s, q.s); /* q - z^2 */
-    ptx_exp(k, e, q);
-    ptx_ins(k, "mul.f32 %s, %s, %s", e.s, e.s, t.s); /* erfc(z) */
-    ptx_ins(k, "setp.lt.f32 %s, %s, 0f00000000", neg.s, v.s);
-    ptx_ins(k, "@!%s sub.f32 %s, 0f40000000, %s", neg.s, e.s, e.s); /* 2 - erfc */
-    ptx_ins(k, "mul.f32 %s, %s, 0f3F000000", v.s, v.s);
-    ptx_ins(k, "mul.f32 %s, %s, %s", v.s, v.s, e.s);
 }
 
 char *gen_bias_gelu(int sm, int n) {
@@ -59,7 +35,7 @@ char *gen_bias_gelu(int sm, int n) {
     ptx_ins(&k, "ld.global.f32 %s, [%s]", v.s, xa.s);
     ptx_ins(&k, "ld.global.nc.f32 %s, [%s]", bv.s, ba.s);
     ptx_ins(&k, "add.f32 %s, %s, %s", v.s, v.s, bv.s);
-    gelu(&k, v);
+    ptx_gelu(&k, v);
     ptx_ins(&k, "st.global.f32 [%s], %s", xa.s, v.s);
     ptx_place(&k, done);
     return ptx_end(&k);

@@ -27,15 +27,36 @@ static int add(struct kernel_src *list, int *n, char *ptx) {
 }
 
 int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **out) {
-    enum { MAX_KERNELS = 16 };
+    enum { MAX_KERNELS = 40 };
     struct kernel_src *list = calloc(MAX_KERNELS, sizeof *list);
     int n = 0, bad = !list;
     int ca = hp->n_audio_state, ct = hp->n_text_state;
+    int ha = hp->n_audio_head, ht = hp->n_text_head;
+    const int B = KERNEL_EPI_BIAS, G = KERNEL_EPI_GELU, A = KERNEL_EPI_ADD;
     if (!bad)
         bad |= add(list, &n, gen_layernorm(sm, ca)) | add(list, &n, gen_layernorm(sm, ct)) |
                add(list, &n, gen_bias_gelu(sm, ca)) | add(list, &n, gen_bias_gelu(sm, 4 * ca)) |
                add(list, &n, gen_bias_gelu(sm, 4 * ct)) | add(list, &n, gen_f32_to_f16(sm)) |
                add(list, &n, gen_embed(sm, ct));
+    /* GEMM epilogues: q/v/out projections and fc2 (bias; bias + residual when the GEMM does
+     * not accumulate itself), fc1 and conv1 (bias + GELU), conv2 (bias + GELU + positions) */
+    if (!bad)
+        bad |= add(list, &n, gen_bias_act(sm, ca, B)) | add(list, &n, gen_bias_act(sm, ct, B)) |
+               add(list, &n, gen_bias_act(sm, ca, B | A)) |
+               add(list, &n, gen_bias_act(sm, ct, B | A)) |
+               add(list, &n, gen_bias_act(sm, ca, B | G)) |
+               add(list, &n, gen_bias_act(sm, 4 * ca, B | G)) |
+               add(list, &n, gen_bias_act(sm, 4 * ct, B | G)) |
+               add(list, &n, gen_bias_act(sm, ca, B | G | A));
+    /* conv stems; encoder self-attention, decoder self (causal) and cross attention, the
+     * decoder's gathered self-attention and alignment-head scores */
+    if (!bad)
+        bad |= add(list, &n, gen_im2col(sm, hp->n_mels, 1)) | add(list, &n, gen_im2col(sm, ca, 2)) |
+               add(list, &n, gen_attention(sm, ha, ca / ha, 0)) |
+               add(list, &n, gen_attention(sm, ht, ct / ht, 1)) |
+               add(list, &n, gen_attention(sm, ht, ct / ht, 0)) |
+               add(list, &n, gen_attention_gather(sm, ht, ct / ht)) |
+               add(list, &n, gen_attention_scores(sm, ht, ct / ht));
     if (bad) {
         kernels_free(list, n);
         *out = NULL;

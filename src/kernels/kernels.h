@@ -28,8 +28,11 @@ char *gen_f32_to_f16(int sm);
  * pos_emb[pos0 + t][:] (f32); grid t_len x 128 threads; C a multiple of 128. */
 char *gen_embed(int sm, int c);
 
-/* ---- declared for the CUDA backend (src/gpu/backend_cuda.c); generators in progress ----
- * Activations are fp32 as in backend.h; GEMM operands are fp16 (cuBLAS, fp32 accumulate). */
+/* ---- GEMM epilogue, im2col and attention (src/kernels/epilogue.c, im2col.c, attention*.c) ----
+ * Activations are fp32 as in backend.h; GEMM operands are fp16 (cuBLAS, fp32 accumulate).
+ * Kernel parameters: pointers are .u64 (device addresses), counts and indices .u32, except
+ * causal_pos0, which is .s32 (pass a 4-byte int; the non-causal kernels ignore it).
+ * Attention kernels take d_head 32, 64 or 128 (every Whisper size: 64); NULL otherwise. */
 
 /* Epilogue of a GEMM, in place: x[r*ld + i] = act(x[r*ld + i] + b[i]) + add[r*n + i],
  * i < N, r < n_rows; the bias term only with KERNEL_EPI_BIAS, the add only with KERNEL_EPI_ADD.
@@ -46,14 +49,14 @@ char *gen_im2col(int sm, int c_in, int stride);
 
 /* Multi-head attention as backend.h's `attention` op, fp32 in/out, online softmax:
  * attn_h<H>_d<D>[_causal](out, q, k, v, ld_kv, t_len, s_len, causal_pos0), q/out rows of
- * c = H*D floats; the query-block size is KERNEL_ATTN_BQ rows:
+ * c = H*D floats; t_len, s_len >= 1; the query-block size is KERNEL_ATTN_BQ rows:
  * grid (ceil(t_len / KERNEL_ATTN_BQ), H) x KERNEL_ATTN_THREADS. */
 #define KERNEL_ATTN_BQ      64
 #define KERNEL_ATTN_THREADS 128
 char *gen_attention(int sm, int n_head, int d_head, int causal);
 
 /* backend.h's `attention_gather`: one query per sequence, keys/values through the slot table:
- * attn_gather_h<H>_d<D>(out, q, k, v, slots, ld_slots, n_seq, n_kv);
+ * attn_gather_h<H>_d<D>(out, q, k, v, slots, ld_slots, n_seq, n_kv), n_kv >= 1;
  * grid (n_seq, H) x KERNEL_GATHER_THREADS. */
 #define KERNEL_GATHER_THREADS 128
 char *gen_attention_gather(int sm, int n_head, int d_head);

@@ -153,3 +153,26 @@ void ptx_exp(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg x) {
     ptx_ins(k, "mul.f32 %s, %s, 0f3FB8AA3B", dst.s, x.s); /* log2(e) */
     ptx_ins(k, "ex2.approx.f32 %s, %s", dst.s, dst.s);
 }
+
+void ptx_gelu(struct ptx_kernel *k, struct ptx_reg v) {
+    static const float coef[] = {0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f,
+                                 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f,
+                                 1.00002368f, -1.26551223f};
+    struct ptx_reg z = ptx_reg(k, PTX_F32), t = ptx_reg(k, PTX_F32), q = ptx_reg(k, PTX_F32);
+    struct ptx_reg e = ptx_reg(k, PTX_F32), neg = ptx_reg(k, PTX_PRED);
+    ptx_ins(k, "abs.f32 %s, %s", z.s, v.s);
+    ptx_ins(k, "mul.f32 %s, %s, %s", z.s, z.s, ptx_f32(0.70710678118654752f).s);
+    ptx_ins(k, "fma.rn.f32 %s, %s, 0f3F000000, 0f3F800000", t.s, z.s); /* 1 + z/2 */
+    ptx_ins(k, "rcp.rn.f32 %s, %s", t.s, t.s);
+    ptx_ins(k, "mov.f32 %s, %s", q.s, ptx_f32(coef[0]).s);
+    for (int i = 1; i < 10; i++)
+        ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", q.s, q.s, t.s, ptx_f32(coef[i]).s);
+    ptx_ins(k, "neg.f32 %s, %s", e.s, z.s);
+    ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", q.s, e.s, z.s, q.s); /* q - z^2 */
+    ptx_exp(k, e, q);
+    ptx_ins(k, "mul.f32 %s, %s, %s", e.s, e.s, t.s); /* erfc(z) */
+    ptx_ins(k, "setp.lt.f32 %s, %s, 0f00000000", neg.s, v.s);
+    ptx_ins(k, "@!%s sub.f32 %s, 0f40000000, %s", neg.s, e.s, e.s); /* 2 - erfc */
+    ptx_ins(k, "mul.f32 %s, %s, 0f3F000000", v.s, v.s);
+    ptx_ins(k, "mul.f32 %s, %s, %s", v.s, v.s, e.s);
+}

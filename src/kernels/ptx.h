@@ -72,4 +72,9 @@ void ptx_warp_reduce(struct ptx_kernel *k, struct ptx_reg v, const char *op);
  * GELU use. */
 void ptx_exp(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg x);
 
+/* v = gelu(v) = v/2 (1 + erf(v/√2)) in place, exact-erf GELU as the CPU twin: erfc from
+ * Numerical Recipes (relative error 1.2e-7), 1 + erf(v/√2) = 2 - erfc(z) for v >= 0 and erfc(z)
+ * otherwise, z = |v|/√2. */
+void ptx_gelu(struct ptx_kernel *k, struct ptx_reg v);
+
 #endif /* WC_PTX_H */

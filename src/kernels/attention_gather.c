@@ -1,0 +1,186 @@
+/* attention_gather.c — gen_attention_gather: backend.h's `attention_gather`, the decoder's
+ * self-attention for one new query per sequence over keys reached through its slot table.
+ *
+ * One CTA per (sequence g, head), 4 warps splitting the keys: warp w takes keys w, w+4, ...,
+ * GATHER_U of them per step (their loads in flight together). A warp handles one key with its
+ * 32 lanes across the head's columns (lane owns columns lane + 32 i: coalesced 128-byte rows),
+ * the dot product joined by a butterfly so every lane holds the score, and keeps its own online
+ * softmax (max m, sum l, acc) in the log2 domain. At the end the 4 partial results meet in
+ * shared memory: thread `col` < d rescales each warp's acc and l by 2^(m_w - max m) and divides.
+ * d_head a multiple of 32, at most 128; n_kv >= 1 (a warp with no key ends with l = 0, m = -1e30
+ * and weighs nothing).
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "kernels/kernels.h"
+#include "kernels/ptx.h"
+
+#define GATHER_WARPS (KERNEL_GATHER_THREADS / 32)
+#define GATHER_U     4 /* keys per warp per step */
+#define GATHER_MAXD  128
+#define NEG_BIG      "0fF149F2CA" /* -1e30, see attention.c */
+
+/* The scores, weights and value sums of keys j + GATHER_WARPS u, u < GATHER_U, folded into m,
+ * l, acc. `j` = this warp's first key of the step; keys >= n_kv are skipped (weight 0). */
+static void gather_step(struct ptx_kernel *k, struct ptx_reg j, struct ptx_reg n_kv,
+                        struct ptx_reg slot_row, struct ptx_reg kbase, struct ptx_reg vbase,
+                        const struct ptx_reg *q, struct ptx_reg *acc, struct ptx_reg m,
+                        struct ptx_reg l, int c, int nd) {
+    struct ptx_reg ok[GATHER_U], ka[GATHER_U], va[GATHER_U], s[GATHER_U];
+    struct ptx_reg kv = ptx_reg(k, PTX_F32), r = ptx_reg(k, PTX_B32), ju = ptx_reg(k, PTX_B32);
+    struct ptx_reg off = ptx_reg(k, PTX_B64), sa = ptx_reg(k, PTX_B64);
+    for (int u = 0; u < GATHER_U; u++) {
+        ok[u] = ptx_reg(k, PTX_PRED), ka[u] = ptx_reg(k, PTX_B64), va[u] = ptx_reg(k, PTX_B64);
+        s[u] = ptx_reg(k, PTX_F32);
+        ptx_ins(k, "add.u32 %s, %s, %d", ju.s, j.s, GATHER_WARPS * u);
+        ptx_ins(k, "setp.lt.u32 %s, %s, %s", ok[u].s, ju.s, n_kv.s);
+        ptx_ins(k, "mul.wide.u32 %s, %s, 4", off.s, ju.s);
+        ptx_ins(k, "add.s64 %s, %s, %s", sa.s, slot_row.s, off.s);
+        ptx_ins(k, "mov.u32 %s, 0", r.s);
+        ptx_ins(k, "@%s ld.global.nc.u32 %s, [%s]", ok[u].s, r.s, sa.s);
+        ptx_ins(k, "mul.wide.u32 %s, %s, %d", off.s, r.s, 4 * c);
+        ptx_ins(k, "add.s64 %s, %s, %s", ka[u].s, kbase.s, off.s);
+        ptx_ins(k, "add.s64 %s, %s, %s", va[u].s, vbase.s, off.s);
+        ptx_ins(k, "mov.f32 %s, 0f00000000", s[u].s);
+        for (int i = 0; i < nd; i++) {
+            ptx_ins(k, "mov.f32 %s, 0f00000000", kv.s);
+            ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, kv.s, ka[u].s, 128 * i);
+            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", s[u].s, q[i].s, kv.s, s[u].s);
+        }
+    }
+    struct ptx_reg mt = ptx_reg(k, PTX_F32), corr = ptx_reg(k, PTX_F32);
+    ptx_ins(k, "mov.f32 %s, %s", mt.s, m.s);
+    for (int u = 0; u < GATHER_U; u++) {
+        ptx_warp_reduce(k, s[u], "add");
+        ptx_ins(k, "@!%s mov.f32 %s, 0fFF800000", ok[u].s, s[u].s);
+        ptx_ins(k, "max.f32 %s, %s, %s", mt.s, mt.s, s[u].s);
+    }
+    ptx_ins(k, "sub.f32 %s, %s, %s", corr.s, m.s, mt.s);
+    ptx_ins(k, "ex2.approx.f32 %s, %s", corr.s, corr.s);
+    ptx_ins(k, "mov.f32 %s, %s", m.s, mt.s);
+    ptx_ins(k, "mul.f32 %s, %s, %s", l.s, l.s, corr.s);
+    for (int i = 0; i < nd; i++)
+        ptx_ins(k, "mul.f32 %s, %s, %s", acc[i].s, acc[i].s, corr.s);
+    for (int u = 0; u < GATHER_U; u++) {
+        ptx_ins(k, "sub.f32 %s, %s, %s", s[u].s, s[u].s, m.s);
+        ptx_ins(k, "ex2.approx.f32 %s, %s", s[u].s, s[u].s);
+        ptx_ins(k, "add.f32 %s, %s, %s", l.s, l.s, s[u].s);
+        for (int i = 0; i < nd; i++) {
+            ptx_ins(k, "mov.f32 %s, 0f00000000", kv.s);
+            ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, kv.s, va[u].s, 128 * i);
+            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", acc[i].s, s[u].s, kv.s, acc[i].s);
+        }
+    }
+}
+
+char *gen_attention_gather(int sm, int n_head, int d) {
+    if (n_head <= 0 || d <= 0 || d % 32 || d > GATHER_MAXD)
+        return NULL;
+    int c = n_head * d, nd = d / 32;
+    char name[64];
+    snprintf(name, sizeof name, "attn_gather_h%d_d%d", n_head, d);
+    struct ptx_kernel k;
+    ptx_begin(&k, name, sm);
+    ptx_param(&k, "u64", "p_out");
+    ptx_param(&k, "u64", "p_q");
+    ptx_param(&k, "u64", "p_k");
+    ptx_param(&k, "u64", "p_v");
+    ptx_param(&k, "u64", "p_slots");
+    ptx_param(&k, "u32", "p_ld_slots");
+    ptx_param(&k, "u32", "p_n_seq");
+    ptx_param(&k, "u32", "p_n_kv");
+    ptx_raw(&k, "    .shared .align 4 .f32 s_m[%d];\n    .shared .align 4 .f32 s_l[%d];\n",
+            GATHER_WARPS, GATHER_WARPS);
+    ptx_raw(&k, "    .shared .align 4 .f32 s_acc[%d];\n", GATHER_WARPS * d);
+
+    struct ptx_reg g = ptx_special(&k, "%ctaid.x"), head = ptx_special(&k, "%ctaid.y");
+    struct ptx_reg tid = ptx_special(&k, "%tid.x"), n_seq = ptx_reg(&k, PTX_B32);
+    struct ptx_reg p = ptx_reg(&k, PTX_PRED), done = ptx_label(&k);
+    ptx_ins(&k, "ld.param.u32 %s, [p_n_seq]", n_seq.s);
+    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, g.s, n_seq.s); /* whole CTA: no barrier skipped */
+    ptx_ins(&k, "@%s bra %s", p.s, done.s);
+    struct ptx_reg warp = ptx_reg(&k, PTX_B32), lane = ptx_reg(&k, PTX_B32);
+    struct ptx_reg n_kv = ptx_reg(&k, PTX_B32), ld_slots = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "shr.u32 %s, %s, 5", warp.s, tid.s);
+    ptx_ins(&k, "and.b32 %s, %s, 31", lane.s, tid.s);
+    ptx_ins(&k, "ld.param.u32 %s, [p_n_kv]", n_kv.s);
+    ptx_ins(&k, "ld.param.u32 %s, [p_ld_slots]", ld_slots.s);
+
+    /* col = head*d + lane; q row g (pre-scaled), k/v column bases, the slot row of g */
+    struct ptx_reg col = ptx_reg(&k, PTX_B32), qi = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", col.s, head.s, d, lane.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", qi.s, g.s, c, col.s);
+    struct ptx_reg qa = ptx_addr(&k, ptx_ld_ptr(&k, "p_q"), qi, 4);
+    struct ptx_reg kb = ptx_addr(&k, ptx_ld_ptr(&k, "p_k"), col, 4);
+    struct ptx_reg vb = ptx_addr(&k, ptx_ld_ptr(&k, "p_v"), col, 4);
+    struct ptx_reg si = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %s", si.s, g.s, ld_slots.s);
+    struct ptx_reg slot_row = ptx_addr(&k, ptx_ld_ptr(&k, "p_slots"), si, 4);
+    struct ptx_reg q[GATHER_MAXD / 32], acc[GATHER_MAXD / 32];
+    struct ptx_reg scale = ptx_f32((float)(1.4426950408889634 / sqrt((double)d)));
+    for (int i = 0; i < nd; i++) {
+        q[i] = ptx_reg(&k, PTX_F32), acc[i] = ptx_reg(&k, PTX_F32);
+        ptx_ins(&k, "ld.global.nc.f32 %s, [%s+%d]", q[i].s, qa.s, 128 * i);
+        ptx_ins(&k, "mul.f32 %s, %s, %s", q[i].s, q[i].s, scale.s);
+        ptx_ins(&k, "mov.f32 %s, 0f00000000", acc[i].s);
+    }
+    struct ptx_reg m = ptx_reg(&k, PTX_F32), l = ptx_reg(&k, PTX_F32), j = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "mov.f32 %s, %s", m.s, NEG_BIG);
+    ptx_ins(&k, "mov.f32 %s, 0f00000000", l.s);
+    ptx_ins(&k, "mov.u32 %s, %s", j.s, warp.s);
+    struct ptx_reg loop = ptx_label(&k), end = ptx_label(&k);
+    ptx_place(&k, loop); /* uniform per warp: j depends on the warp only */
+    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, j.s, n_kv.s);
+    ptx_ins(&k, "@%s bra %s", p.s, end.s);
+    gather_step(&k, j, n_kv, slot_row, kb, vb, q, acc, m, l, c, nd);
+    ptx_ins(&k, "add.u32 %s, %s, %d", j.s, j.s, GATHER_WARPS * GATHER_U);
+    ptx_ins(&k, "bra %s", loop.s);
+    ptx_place(&k, end);
+
+    /* the warps' partial results to shared memory, then thread col < d combines them */
+    struct ptx_reg a = ptx_reg(&k, PTX_B32), lane0 = ptx_reg(&k, PTX_PRED);
+    ptx_ins(&k, "setp.eq.u32 %s, %s, 0", lane0.s, lane.s);
+    ptx_ins(&k, "mov.u32 %s, s_m", a.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", a.s, warp.s, a.s);
+    ptx_ins(&k, "@%s st.shared.f32 [%s], %s", lane0.s, a.s, m.s);
+    ptx_ins(&k, "mov.u32 %s, s_l", a.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", a.s, warp.s, a.s);
+    ptx_ins(&k, "@%s st.shared.f32 [%s], %s", lane0.s, a.s, l.s);
+    ptx_ins(&k, "mov.u32 %s, s_acc", a.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", a.s, warp.s, 4 * d, a.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", a.s, lane.s, a.s);
+    for (int i = 0; i < nd; i++)
+        ptx_ins(&k, "st.shared.f32 [%s+%d], %s", a.s, 128 * i, acc[i].s);
+    ptx_ins(&k, "bar.sync 0");
+    ptx_ins(&k, "setp.ge.u32 %s, %s, %d", p.s, tid.s, d);
+    ptx_ins(&k, "@%s bra %s", p.s, done.s);
+    struct ptx_reg mw[GATHER_WARPS], mx = ptx_reg(&k, PTX_F32), f = ptx_reg(&k, PTX_F32);
+    struct ptx_reg o = ptx_reg(&k, PTX_F32), t = ptx_reg(&k, PTX_F32);
+    ptx_ins(&k, "mov.f32 %s, %s", mx.s, NEG_BIG);
+    for (int w = 0; w < GATHER_WARPS; w++) {
+        mw[w] = ptx_reg(&k, PTX_F32);
+        ptx_ins(&k, "ld.shared.f32 %s, [s_m+%d]", mw[w].s, 4 * w);
+        ptx_ins(&k, "max.f32 %s, %s, %s", mx.s, mx.s, mw[w].s);
+    }
+    ptx_ins(&k, "mov.u32 %s, s_acc", a.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", a.s, tid.s, a.s);
+    ptx_ins(&k, "mov.f32 %s, 0f00000000", l.s);
+    ptx_ins(&k, "mov.f32 %s, 0f00000000", o.s);
+    for (int w = 0; w < GATHER_WARPS; w++) {
+        ptx_ins(&k, "sub.f32 %s, %s, %s", f.s, mw[w].s, mx.s);
+        ptx_ins(&k, "ex2.approx.f32 %s, %s", f.s, f.s);
+        ptx_ins(&k, "ld.shared.f32 %s, [s_l+%d]", t.s, 4 * w);
+        ptx_ins(&k, "fma.rn.f32 %s, %s, %s, %s", l.s, f.s, t.s, l.s);
+        ptx_ins(&k, "ld.shared.f32 %s, [%s+%d]", t.s, a.s, 4 * d * w);
+        ptx_ins(&k, "fma.rn.f32 %s, %s, %s, %s", o.s, f.s, t.s, o.s);
+    }
+    ptx_ins(&k, "div.rn.f32 %s, %s, %s", o.s, o.s, l.s);
+    struct ptx_reg oi = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, head.s, d, tid.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, g.s, c, oi.s);
+    struct ptx_reg oa = ptx_addr(&k, ptx_ld_ptr(&k, "p_out"), oi, 4);
+    ptx_ins(&k, "st.global.f32 [%s], %s", oa.s, o.s);
+    ptx_place(&k, done);
+    return ptx_end(&k);
+}
