@@ -1,0 +1,137 @@
+/*
+ * cuda_internal.h — what the CUDA backend's files share: the model-level object (driver,
+ * cuBLAS, device, weights arena, kernel cache), the stream object (CUDA stream, cuBLAS handle,
+ * activation arena, fp16 scratch) and the op entry points.
+ *
+ * Weight layout on the device: matrices fp16 [rows][cols] (conv weights keep PyTorch's
+ * [c_out][c_in][k] order, which is im2col's column order); vectors fp32.
+ *
+ * Every entry point first makes the backend's context current on the calling thread (states
+ * may be driven from any thread) and does nothing once the stream holds an error.
+ */
+#ifndef WC_CUDA_INTERNAL_H
+#define WC_CUDA_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "gpu/arena.h"
+#include "gpu/cublas_api.h"
+#include "gpu/cuda_api.h"
+
+/* Which generator builds a kernel, and its shape arguments (kernels.h). */
+enum cuda_kernel_kind {
+    CK_LAYERNORM,  /* a = c */
+    CK_F32_TO_F16, /* no arguments */
+    CK_EMBED,      /* a = c */
+    CK_BIAS_ACT,   /* a = n, b = flags */
+    CK_IM2COL,     /* a = c_in, b = stride */
+    CK_ATTENTION,  /* a = n_head, b = d_head, c = causal */
+    CK_GATHER,     /* a = n_head, b = d_head */
+    CK_SCORES,     /* a = n_head, b = d_head */
+};
+
+struct cuda_kernel {
+    enum cuda_kernel_kind kind;
+    int a, b, c;
+    char name[64]; /* the .entry name, for error messages */
+    CUmodule mod;
+    CUfunction fn;
+};
+
+/* Kernels are generated and JIT-loaded on first use; every stream of the model shares them. */
+struct cuda_kernel_cache {
+    pthread_mutex_t mu;     /* streams on different threads look kernels up concurrently */
+    struct cuda_kernel **k; /* owned, [n]; each kernel stays put once loaded */
+    int n, cap;
+};
+
+struct cuda_model {
+    struct cuda_api cu;
+    struct cublas_api blas;
+    struct cuda_device dev;
+    CUcontext ctx;    /* the device's primary context, retained */
+    int sm;           /* PTX target: the device's, capped at the newest the generators know */
+    int sync_each_op; /* WHISPERC_CUDA_SYNC=1: sync after every launch to name a faulting kernel */
+    struct arena weights; /* uploaded weights, freed with the backend */
+    struct cuda_kernel_cache kernels;
+    char device_desc[192];
+    char errmsg[256]; /* why the last upload failed (backend.h upload_* return only a code) */
+};
+
+/* A stream's own reusable buffers, in its arena, grown when too small. */
+enum { CUDA_SCRATCH_HALF = 0 /* fp16 GEMM inputs, im2col output */, CUDA_SCRATCH_TOKENS = 1 };
+struct cuda_scratch {
+    uint64_t addr;
+    size_t bytes;
+};
+
+struct cuda_stream {
+    struct cuda_model *m;
+    CUstream stream;
+    cublasHandle_t blas;
+    struct arena arena;             /* activations */
+    struct cuda_scratch scratch[2]; /* indexed by CUDA_SCRATCH_* */
+};
+
+static inline struct cuda_stream *cuda_stream(struct wc_stream *s) { return s->impl; }
+static inline CUdeviceptr dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
+
+/* Makes the context current; 0 when the op may go ahead, else the sticky (or new) error. */
+int cuda_op_begin(struct wc_stream *s);
+/* Records a failed driver/cuBLAS call ("what: CUDA_ERROR_X (...)") as WHISPERC_ERR_BACKEND. */
+int cuda_stream_check(struct wc_stream *s, CUresult r, const char *what);
+int cublas_stream_check(struct wc_stream *s, cublasStatus_t st, const char *what);
+/* Scratch buffer `which` (CUDA_SCRATCH_*) of at least `bytes`: its previous contents are gone
+ * when it grows. 0 with the stream failed when out of device memory. */
+uint64_t cuda_scratch(struct wc_stream *s, int which, size_t bytes);
+
+/* The kernel for (kind, a, b, c), generated and loaded on first use. Returns 0 and *out, or a
+ * WHISPERC_ERR_* code with err when the generator or the JIT fails. Thread-safe. */
+int cuda_kernel_find(struct cuda_model *m, enum cuda_kernel_kind kind, int a, int b, int c,
+                     const struct cuda_kernel **out, char *err, size_t err_size);
+/* The same for a stream's op: NULL with the stream failed. */
+const struct cuda_kernel *cuda_kernel_get(struct wc_stream *s, enum cuda_kernel_kind kind, int a,
+                                          int b, int c);
+int cuda_kernel_cache_init(struct cuda_model *m);
+void cuda_kernel_cache_free(struct cuda_model *m);
+/* Launches k with args on the stream; a failure names the kernel. */
+void cuda_launch(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid_x, unsigned grid_y,
+                 unsigned block, void **args);
+
+/* Ops (backend.h has their contracts). */
+void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
+                 const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
+                 int accumulate);
+void cuda_conv1d(struct wc_stream *s, float *out, const float *in, const struct wc_mat *w,
+                 const float *b, const float *add, int c_in, int c_out, int t_in, int stride,
+                 enum wc_act act);
+void cuda_layernorm(struct wc_stream *s, float *out, const float *in, const float *g,
+                    const float *b, int n_rows, int c);
+void cuda_embed(struct wc_stream *s, float *out, const int32_t *tokens, int t_len,
+                const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
+void cuda_attention(struct wc_stream *s, float *out, const float *q, const float *k, const float *v,
+                    int ld_kv, int t_len, int s_len, int c, int n_head, int causal_pos0);
+void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, const float *k,
+                           const float *v, const int32_t *slots, int ld_slots, int n_seq, int n_kv,
+                           int c, int n_head);
+void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k,
+                           int ld_k, int t_len, int s_len, int c, int n_head, int head);
+
+/* Stream-level entry points (stream_cuda.c) for the ops table. */
+int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out);
+void cuda_stream_free(struct wc_stream *s);
+int cuda_stream_set_threads(struct wc_stream *s, int n_threads);
+void *cuda_alloc(struct wc_stream *s, size_t bytes);
+void cuda_release(struct wc_stream *s, void *p);
+void cuda_upload(struct wc_stream *s, void *dst, const void *host_src, size_t bytes);
+void cuda_download(struct wc_stream *s, void *host_dst, const void *src, size_t bytes);
+void cuda_memset0(struct wc_stream *s, void *dst, size_t bytes);
+int cuda_sync(struct wc_stream *s);
+
+/* Chunk allocator for arenas on the device (ctx: struct cuda_model *). */
+int cuda_chunk_alloc(void *ctx, size_t bytes, uint64_t *addr, char *err, size_t err_size);
+void cuda_chunk_free(void *ctx, uint64_t addr);
+
+#endif /* WC_CUDA_INTERNAL_H */

@@ -1,0 +1,154 @@
+/*
+ * kernel_cache.c — the CUDA backend's kernels: each generated (src/kernels) and JIT-loaded the
+ * first time an op needs it, then kept for the life of the backend; and the launch helper that
+ * names the kernel in every error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cuda_internal.h"
+#include "kernels/kernels.h"
+#include "libwhisperc.h"
+#include "util.h"
+
+static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
+    switch (kind) {
+    case CK_LAYERNORM: return gen_layernorm(sm, a);
+    case CK_F32_TO_F16: return gen_f32_to_f16(sm);
+    case CK_EMBED: return gen_embed(sm, a);
+    case CK_BIAS_ACT: return gen_bias_act(sm, a, b);
+    case CK_IM2COL: return gen_im2col(sm, a, b);
+    case CK_ATTENTION: return gen_attention(sm, a, b, c);
+    case CK_GATHER: return gen_attention_gather(sm, a, b);
+    case CK_SCORES: return gen_attention_scores(sm, a, b);
+    }
+    return NULL;
+}
+
+static const char *kind_name(enum cuda_kernel_kind kind) {
+    static const char *const names[] = {"layernorm", "f32_to_f16", "embed",       "bias_act",
+                                        "im2col",    "attention",  "attn_gather", "attn_scores"};
+    return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+}
+
+/* The .entry name in the PTX text (".visible .entry NAME("), the name cuModuleGetFunction
+ * wants; taken from the text so this file never restates the generators' naming. */
+static int entry_name(const char *ptx, char *name, size_t size) {
+    const char *e = strstr(ptx, ".entry ");
+    const char *end = e ? strchr(e, '(') : NULL;
+    if (!e || !end || (size_t)(end - e - 7) >= size)
+        return -1;
+    memcpy(name, e + 7, (size_t)(end - e - 7));
+    name[end - e - 7] = '\0';
+    return 0;
+}
+
+static int load(struct cuda_model *m, struct cuda_kernel *k, char *err, size_t err_size) {
+    char *ptx = generate(m->sm, k->kind, k->a, k->b, k->c);
+    if (!ptx) {
+        wc_errf(err, err_size, "cuda: no %s kernel for shape (%d, %d, %d) on sm_%d",
+                kind_name(k->kind), k->a, k->b, k->c, m->sm);
+        return WHISPERC_ERR_UNSUPPORTED;
+    }
+    int rc = 0;
+    char why[512];
+    if (entry_name(ptx, k->name, sizeof k->name)) {
+        wc_errf(err, err_size, "cuda: %s kernel text has no .entry", kind_name(k->kind));
+        rc = WHISPERC_ERR_BACKEND;
+    } else if (cuda_module_load_ptx(&m->cu, ptx, &k->mod, why, sizeof why)) {
+        wc_errf(err, err_size, "cuda: kernel %s: %s", k->name, why);
+        rc = WHISPERC_ERR_BACKEND;
+    } else if (cuda_check(&m->cu, m->cu.module_get_function(&k->fn, k->mod, k->name),
+                          "cuModuleGetFunction", why, sizeof why)) {
+        wc_errf(err, err_size, "cuda: kernel %s: %s", k->name, why);
+        m->cu.module_unload(k->mod);
+        rc = WHISPERC_ERR_BACKEND;
+    }
+    free(ptx);
+    return rc;
+}
+
+int cuda_kernel_cache_init(struct cuda_model *m) {
+    memset(&m->kernels, 0, sizeof m->kernels);
+    return pthread_mutex_init(&m->kernels.mu, NULL) ? -1 : 0;
+}
+
+void cuda_kernel_cache_free(struct cuda_model *m) {
+    struct cuda_kernel_cache *c = &m->kernels;
+    for (int i = 0; i < c->n; i++) {
+        m->cu.module_unload(c->k[i]->mod);
+        free(c->k[i]);
+    }
+    free(c->k);
+    pthread_mutex_destroy(&c->mu);
+    memset(c, 0, sizeof *c);
+}
+
+int cuda_kernel_find(struct cuda_model *m, enum cuda_kernel_kind kind, int a, int b, int c,
+                     const struct cuda_kernel **out, char *err, size_t err_size) {
+    struct cuda_kernel_cache *kc = &m->kernels;
+    int rc = 0;
+    *out = NULL;
+    pthread_mutex_lock(&kc->mu);
+    for (int i = 0; i < kc->n && !*out; i++) {
+        const struct cuda_kernel *k = kc->k[i];
+        if (k->kind == kind && k->a == a && k->b == b && k->c == c)
+            *out = k;
+    }
+    if (!*out) {
+        struct cuda_kernel *k = calloc(1, sizeof *k);
+        if (kc->n == kc->cap && k) {
+            int cap = kc->cap ? 2 * kc->cap : 16;
+            struct cuda_kernel **grown = realloc(kc->k, (size_t)cap * sizeof *grown);
+            if (grown) {
+                kc->k = grown;
+                kc->cap = cap;
+            }
+        }
+        if (!k || kc->n == kc->cap) {
+            wc_errf(err, err_size, "cuda: out of host memory loading a kernel");
+            rc = WHISPERC_ERR_NO_MEMORY;
+            free(k);
+        } else {
+            *k = (struct cuda_kernel){.kind = kind, .a = a, .b = b, .c = c};
+            rc = load(m, k, err, err_size);
+            if (rc)
+                free(k);
+            else
+                *out = kc->k[kc->n++] = k;
+        }
+    }
+    pthread_mutex_unlock(&kc->mu);
+    return rc;
+}
+
+const struct cuda_kernel *cuda_kernel_get(struct wc_stream *s, enum cuda_kernel_kind kind, int a,
+                                          int b, int c) {
+    const struct cuda_kernel *k = NULL;
+    char err[sizeof s->errmsg];
+    int rc = cuda_kernel_find(cuda_stream(s)->m, kind, a, b, c, &k, err, sizeof err);
+    if (rc)
+        wc_stream_fail(s, rc, "%s", err);
+    return k;
+}
+
+void cuda_launch(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid_x, unsigned grid_y,
+                 unsigned block, void **args) {
+    struct cuda_stream *cs = cuda_stream(s);
+    const struct cuda_api *cu = &cs->m->cu;
+    char what[96];
+    if (s->err || !k)
+        return;
+    if (grid_x == 0 || grid_y == 0) /* empty shapes: nothing to do (a zero grid is an error) */
+        return;
+    snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
+    if (cuda_stream_check(
+            s, cu->launch_kernel(k->fn, grid_x, grid_y, 1, block, 1, 1, 0, cs->stream, args, NULL),
+            what))
+        return;
+    if (cs->m->sync_each_op) { /* a fault inside the kernel surfaces here, under its name */
+        snprintf(what, sizeof what, "kernel %s", k->name);
+        cuda_stream_check(s, cu->stream_synchronize(cs->stream), what);
+    }
+}

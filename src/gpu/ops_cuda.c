@@ -1,0 +1,222 @@
+/*
+ * ops_cuda.c — backend.h's ops on the GPU. Matrix products go through cuBLAS (fp16 operands,
+ * fp32 accumulation and output) followed by a generated epilogue for bias/GELU/add; the rest
+ * are generated kernels (src/kernels), launched with the shapes kernels.h states.
+ *
+ * Generated kernels index with 32-bit integers, so every op checks that its element counts fit
+ * in a u32 before it launches.
+ */
+#include <stdint.h>
+
+#include "gpu/cuda_internal.h"
+#include "kernels/kernels.h"
+#include "libwhisperc.h"
+
+static unsigned ceil_div(size_t n, size_t d) { return (unsigned)((n + d - 1) / d); }
+
+/* Fails the stream unless n fits the kernels' 32-bit indices. */
+static int fits_u32(struct wc_stream *s, const char *op, size_t n) {
+    if (n <= UINT32_MAX)
+        return 1;
+    wc_stream_fail(s, WHISPERC_ERR_UNSUPPORTED, "cuda %s: %zu elements exceed 32-bit indexing", op,
+                   n);
+    return 0;
+}
+
+/* dst[i] = (half)src[i], i < n (dst: the stream's fp16 scratch). */
+static void to_half(struct wc_stream *s, uint64_t dst, const float *src, size_t n) {
+    const struct cuda_kernel *k = cuda_kernel_get(s, CK_F32_TO_F16, 0, 0, 0);
+    CUdeviceptr out = dst, in = dptr(src);
+    unsigned un = (unsigned)n;
+    void *args[] = {&out, &in, &un};
+    cuda_launch(s, k, ceil_div(n, KERNEL_EW_THREADS), 1, KERNEL_EW_THREADS, args);
+}
+
+/* C[t][n] (ldc floats per row) = w[n][:] . x16[t][:] (+ C when beta = 1), t < n_rows.
+ * cuBLAS is column-major: row-major w[n_out][k] is the k x n_out matrix A with lda = k, x16
+ * [n_rows][k] is k x n_rows with ldb = k, and out [n_rows][ldc] is n_out x n_rows with ldc; so
+ * C = Aᵀ·B, transa = T, transb = N, m = n_out, n = n_rows. */
+static void gemm(struct wc_stream *s, float *c, int ldc, const struct wc_mat *w, uint64_t x16,
+                 int n_rows, float beta) {
+    struct cuda_stream *cs = cuda_stream(s);
+    const float alpha = 1.0f;
+    if (s->err)
+        return;
+    cublas_stream_check(s,
+                        cs->m->blas.gemm_ex(cs->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n_rows,
+                                            w->cols, &alpha, w->data, CUDA_R_16F, w->cols,
+                                            (const void *)(uintptr_t)x16, CUDA_R_16F, w->cols,
+                                            &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                                            CUBLAS_GEMM_DEFAULT_TENSOR_OP),
+                        "cublasGemmEx");
+}
+
+/* x[r][i] = act(x[r][i] + b[i]) + add[r][i] over n_rows x n (rows ld apart), in place. */
+static void epilogue(struct wc_stream *s, float *x, int ld, const float *b, const float *add, int n,
+                     int n_rows, int gelu) {
+    int flags =
+        (b ? KERNEL_EPI_BIAS : 0) | (gelu ? KERNEL_EPI_GELU : 0) | (add ? KERNEL_EPI_ADD : 0);
+    if (!flags || s->err)
+        return;
+    const struct cuda_kernel *k = cuda_kernel_get(s, CK_BIAS_ACT, n, flags, 0);
+    CUdeviceptr px = dptr(x), pb = dptr(b), padd = dptr(add);
+    unsigned uld = (unsigned)ld, urows = (unsigned)n_rows;
+    void *args[] = {&px, &uld, &pb, &padd, &urows};
+    cuda_launch(s, k, ceil_div((size_t)n_rows * (size_t)n, KERNEL_EW_THREADS), 1, KERNEL_EW_THREADS,
+                args);
+}
+
+void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
+                 const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
+                 int accumulate) {
+    if (cuda_op_begin(s) || n_rows <= 0)
+        return;
+    if (ld_out == 0)
+        ld_out = w->rows;
+    if (w->dtype != WC_F16 || ld_out < w->rows || (accumulate && act != WC_ACT_NONE)) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "cuda linear: bad arguments (dtype %d, ld_out %d < %d, accumulate %d with "
+                       "act %d)",
+                       (int)w->dtype, ld_out, w->rows, accumulate, (int)act);
+        return;
+    }
+    size_t n_in = (size_t)n_rows * (size_t)w->cols;
+    if (!fits_u32(s, "linear", n_in) || !fits_u32(s, "linear", (size_t)n_rows * (size_t)ld_out))
+        return;
+    uint64_t x16 = cuda_scratch(s, CUDA_SCRATCH_HALF, n_in * 2);
+    if (!x16)
+        return;
+    to_half(s, x16, in, n_in);
+    gemm(s, out, ld_out, w, x16, n_rows, accumulate ? 1.0f : 0.0f);
+    /* with accumulate, out = out + W·in, and the bias adds after: the same sum */
+    epilogue(s, out, ld_out, b, NULL, w->rows, n_rows, act == WC_ACT_GELU);
+}
+
+void cuda_conv1d(struct wc_stream *s, float *out, const float *in, const struct wc_mat *w,
+                 const float *b, const float *add, int c_in, int c_out, int t_in, int stride,
+                 enum wc_act act) {
+    if (cuda_op_begin(s) || t_in <= 0)
+        return;
+    if (w->dtype != WC_F16 || w->rows != c_out || w->cols != 3 * c_in || stride < 1) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "cuda conv1d: weight [%d][%d] for c_in %d, c_out %d, stride %d", w->rows,
+                       w->cols, c_in, c_out, stride);
+        return;
+    }
+    int t_out = (t_in - 1) / stride + 1;
+    size_t n_col = (size_t)t_out * (size_t)c_in * 3;
+    if (!fits_u32(s, "conv1d", n_col) || !fits_u32(s, "conv1d", (size_t)t_out * (size_t)c_out) ||
+        !fits_u32(s, "conv1d", ((size_t)t_in + 2) * (size_t)c_in))
+        return;
+    uint64_t col = cuda_scratch(s, CUDA_SCRATCH_HALF, n_col * 2);
+    if (!col)
+        return;
+    const struct cuda_kernel *k = cuda_kernel_get(s, CK_IM2COL, c_in, stride, 0);
+    CUdeviceptr pcol = col, pin = dptr(in);
+    unsigned ut_out = (unsigned)t_out;
+    void *args[] = {&pcol, &pin, &ut_out};
+    cuda_launch(s, k, ut_out, 1, KERNEL_LN_THREADS, args);
+    gemm(s, out, c_out, w, col, t_out, 0.0f);
+    epilogue(s, out, c_out, b, add, c_out, t_out, act == WC_ACT_GELU);
+}
+
+void cuda_layernorm(struct wc_stream *s, float *out, const float *in, const float *g,
+                    const float *b, int n_rows, int c) {
+    if (cuda_op_begin(s) || n_rows <= 0 || !fits_u32(s, "layernorm", (size_t)n_rows * (size_t)c))
+        return;
+    const struct cuda_kernel *k = cuda_kernel_get(s, CK_LAYERNORM, c, 0, 0);
+    CUdeviceptr po = dptr(out), pi = dptr(in), pg = dptr(g), pb = dptr(b);
+    unsigned urows = (unsigned)n_rows;
+    void *args[] = {&po, &pi, &pg, &pb, &urows};
+    cuda_launch(s, k, urows, 1, KERNEL_LN_THREADS, args);
+}
+
+void cuda_embed(struct wc_stream *s, float *out, const int32_t *tokens, int t_len,
+                const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c) {
+    if (cuda_op_begin(s) || t_len <= 0)
+        return;
+    if (tok_emb->dtype != WC_F16 || tok_emb->cols != c || pos0 < 0 ||
+        !fits_u32(s, "embed", (size_t)tok_emb->rows * (size_t)c) ||
+        !fits_u32(s, "embed", ((size_t)pos0 + (size_t)t_len) * (size_t)c)) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda embed: bad table or position");
+        return;
+    }
+    for (int t = 0; t < t_len; t++) /* an id past the table would read outside it */
+        if (tokens[t] < 0 || tokens[t] >= tok_emb->rows) {
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda embed: token %d outside [0, %d)",
+                           tokens[t], tok_emb->rows);
+            return;
+        }
+    size_t bytes = (size_t)t_len * sizeof(int32_t);
+    uint64_t dtok = cuda_scratch(s, CUDA_SCRATCH_TOKENS, bytes);
+    if (!dtok)
+        return;
+    cuda_upload(s, (void *)(uintptr_t)dtok, tokens, bytes);
+    const struct cuda_kernel *k = cuda_kernel_get(s, CK_EMBED, c, 0, 0);
+    CUdeviceptr po = dptr(out), pt = dtok, pe = dptr(tok_emb->data), pp = dptr(pos_emb);
+    unsigned upos0 = (unsigned)pos0;
+    void *args[] = {&po, &pt, &pe, &pp, &upos0};
+    cuda_launch(s, k, (unsigned)t_len, 1, KERNEL_LN_THREADS, args);
+}
+
+/* d_head = c / n_head, or 0 (stream failed) when c does not split evenly. */
+static int head_dim(struct wc_stream *s, const char *op, int c, int n_head) {
+    if (n_head > 0 && c > 0 && c % n_head == 0)
+        return c / n_head;
+    wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda %s: %d columns over %d heads", op, c, n_head);
+    return 0;
+}
+
+void cuda_attention(struct wc_stream *s, float *out, const float *q, const float *k, const float *v,
+                    int ld_kv, int t_len, int s_len, int c, int n_head, int causal_pos0) {
+    if (cuda_op_begin(s) || t_len <= 0)
+        return;
+    int d = head_dim(s, "attention", c, n_head);
+    if (!d || !fits_u32(s, "attention", (size_t)t_len * (size_t)c) ||
+        !fits_u32(s, "attention", (size_t)s_len * (size_t)ld_kv))
+        return;
+    int causal = causal_pos0 >= 0;
+    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ATTENTION, n_head, d, causal);
+    CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v);
+    unsigned uld = (unsigned)ld_kv, ut = (unsigned)t_len, us = (unsigned)s_len;
+    int pos0 = causal_pos0;
+    void *args[] = {&po, &pq, &pk, &pv, &uld, &ut, &us, &pos0};
+    cuda_launch(s, kn, ceil_div((size_t)t_len, KERNEL_ATTN_BQ), (unsigned)n_head,
+                KERNEL_ATTN_THREADS, args);
+}
+
+void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, const float *k,
+                           const float *v, const int32_t *slots, int ld_slots, int n_seq, int n_kv,
+                           int c, int n_head) {
+    if (cuda_op_begin(s) || n_seq <= 0)
+        return;
+    int d = head_dim(s, "attention_gather", c, n_head);
+    if (!d || !fits_u32(s, "attention_gather", (size_t)n_seq * (size_t)ld_slots))
+        return;
+    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_GATHER, n_head, d, 0);
+    CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v), ps = dptr(slots);
+    unsigned uld = (unsigned)ld_slots, useq = (unsigned)n_seq, ukv = (unsigned)n_kv;
+    void *args[] = {&po, &pq, &pk, &pv, &ps, &uld, &useq, &ukv};
+    cuda_launch(s, kn, useq, (unsigned)n_head, KERNEL_GATHER_THREADS, args);
+}
+
+void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k,
+                           int ld_k, int t_len, int s_len, int c, int n_head, int head) {
+    if (cuda_op_begin(s) || t_len <= 0 || s_len <= 0)
+        return;
+    int d = head_dim(s, "attention_scores", c, n_head);
+    if (!d)
+        return;
+    if (head < 0 || head >= n_head || !fits_u32(s, "attention_scores", (size_t)t_len * s_len) ||
+        !fits_u32(s, "attention_scores", (size_t)s_len * (size_t)ld_k)) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda attention_scores: head %d of %d", head,
+                       n_head);
+        return;
+    }
+    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_SCORES, n_head, d, 0);
+    CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k);
+    unsigned uld = (unsigned)ld_k, ut = (unsigned)t_len, us = (unsigned)s_len;
+    unsigned uhead = (unsigned)head;
+    void *args[] = {&po, &pq, &pk, &uld, &ut, &us, &uhead};
+    cuda_launch(s, kn, ut, ceil_div((size_t)s_len, 128), 128, args);
+}
