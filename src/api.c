@@ -13,6 +13,9 @@
 #include "decoder/decode_window.h"
 #include "frontend/audio.h"
 #include "frontend/mel.h"
+#ifdef WC_HAVE_CUDA
+#include "gpu/backend_cuda.h"
+#endif
 #include "model/alignment_heads.h"
 #include "model/languages.h"
 #include "util.h"
@@ -72,13 +75,33 @@ static struct whisperc_model_params model_params_from(const struct whisperc_mode
     return p;
 }
 
+/* AUTO: CUDA when this build has it and a usable GPU answers, else the CPU, saying why in one
+ * log line; CUDA asked for explicitly: its failure is the caller's error. */
 static int open_backend(const struct whisperc_model_params *p, struct wc_backend **be, char *err,
                         size_t err_size) {
+#ifdef WC_HAVE_CUDA
+    if (p->device == WHISPERC_DEVICE_CUDA || p->device == WHISPERC_DEVICE_AUTO) {
+        char why[512];
+        int rc = cuda_backend_new(p->gpu_index, be, why, sizeof why);
+        if (!rc) {
+            logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "CUDA device %d: %s",
+                  p->gpu_index, cuda_backend_device(*be));
+            return 0;
+        }
+        if (p->device == WHISPERC_DEVICE_CUDA) {
+            wc_errf(err, err_size, "%s", why); /* "CUDA unavailable: ..." */
+            return rc;
+        }
+        logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "%s; running on the CPU", why);
+    }
+#else
     if (p->device == WHISPERC_DEVICE_CUDA) {
-        wc_errf(err, err_size, "the CUDA backend is not available in this build of whisper-c");
+        wc_errf(err, err_size,
+                "the CUDA backend is not available in this build of whisper-c "
+                "(built without cuda.h; reconfigure with -Dcuda=enabled)");
         return WHISPERC_ERR_UNSUPPORTED;
     }
-    /* WHISPERC_DEVICE_AUTO: the CPU until the CUDA backend lands */
+#endif
     return cpu_backend_new(be, err, err_size);
 }
 

@@ -127,6 +127,25 @@ try:
     check(r.returncode == 0 and " ".join(txt.split()) == " ".join(want_greedy.split()),
           f"jfk -bs 1: txt is the greedy reference text ({txt.strip()!r})")
 
+    # --device: without a usable GPU, cuda is a clear error and auto falls back to the CPU; with
+    # one, both run on it and greedy jfk still reads as the reference
+    r = run(["transcribe", "-m", model, "--device", "cuda", "-bs", "1", "-bo", "1", "-np", "-otxt",
+             "-of", out + "-cuda", jfk])
+    if r.returncode != 0:
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        check(len(lines) == 1 and "CUDA" in lines[0] and "Sanitizer" not in r.stderr,
+              f"--device cuda without a GPU: one clear error ({r.stderr.strip()!r})")
+        check(not os.path.exists(out + "-cuda.txt"), "--device cuda without a GPU: no output file")
+    else:
+        txt = open(out + "-cuda.txt").read() if os.path.exists(out + "-cuda.txt") else ""
+        check(" ".join(txt.split()) == " ".join(want_greedy.split()),
+              f"--device cuda: greedy jfk is the reference text ({txt.strip()!r})")
+    r = run(["transcribe", "-m", model, "--device", "auto", "-t", "2", "-bs", "1", "-bo", "1",
+             "-np", "-otxt", "-of", out + "-auto", jfk])
+    txt = open(out + "-auto.txt").read() if os.path.exists(out + "-auto.txt") else ""
+    check(r.returncode == 0 and " ".join(txt.split()) == " ".join(want_greedy.split()),
+          f"--device auto: greedy jfk is the reference text ({txt.strip()!r})")
+
     # -dl: the top 5 languages (multilingual models), a clear error on English-only ones
     r = run(["transcribe", "-m", model, "-dl", jfk])
     check(r.returncode == 1 and "English-only" in r.stderr and r.stdout == "",
