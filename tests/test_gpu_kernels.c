@@ -253,12 +253,14 @@ static void test_im2col(int sm, int c_in, int stride, int t_in) {
  * a mean of many v rows, so fp32 noise stays near 1e-7 relative (atol covers outputs that cancel
  * to ~0). ld_kv > c exercises the KV cache's wider rows. */
 static void test_attention(int sm, struct wc_stream *s, int n_head, int d, int t_len, int s_len,
-                           int ld_kv, int causal_pos0) {
+                           int ld_kv, int causal_pos0, int tc) {
     int causal = causal_pos0 >= 0, c = n_head * d;
     char name[64];
-    snprintf(name, sizeof name, "attn_h%d_d%d%s", n_head, d, causal ? "_causal" : "");
+    snprintf(name, sizeof name, "attn%s_h%d_d%d%s", tc ? "_tc" : "", n_head, d,
+             causal ? "_causal" : "");
     CUmodule mod;
-    CUfunction f = load(gen_attention(sm, n_head, d, causal), name, &mod);
+    CUfunction f = load(tc ? gen_attention_tc(sm, n_head, d) : gen_attention(sm, n_head, d, causal),
+                        name, &mod);
     size_t nq = (size_t)t_len * c, nkv = (size_t)s_len * ld_kv;
     float *q = rand_vec(nq, 1.0f), *kk = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
     float *want = malloc(nq * 4), *got = malloc(nq * 4);
@@ -275,7 +277,8 @@ static void test_attention(int sm, struct wc_stream *s, int n_head, int d, int t
     char what[128];
     snprintf(what, sizeof what, "%s t=%d s=%d ld=%d pos0=%d", name, t_len, s_len, ld_kv,
              causal_pos0);
-    CHECK(check_close(what, got, want, nq, 1e-6, 1e-5));
+    /* tensor cores: q, k, v and the weights rounded to fp16 (2^-11 relative each) */
+    CHECK(check_close(what, got, want, nq, tc ? 1e-3 : 1e-6, tc ? 1e-2 : 1e-5));
     api.mem_free(dq), api.mem_free(dk), api.mem_free(dv), api.mem_free(dout);
     api.module_unload(mod);
     free(q), free(kk), free(v), free(want), free(got);
@@ -389,18 +392,25 @@ int main(void) {
     test_im2col(sm, 512, 2, 7); /* the last tap reads the zero row after `in` */
 
     /* encoder (1500 x 1500), ragged blocks, wide KV rows, one key, cross-attention */
-    test_attention(sm, s, 6, 64, 1500, 1500, 384, -1);
-    test_attention(sm, s, 20, 64, 1500, 1500, 1280, -1);
-    test_attention(sm, s, 8, 64, 37, 100, 512 + 64, -1);
-    test_attention(sm, s, 8, 64, 1, 1, 512, -1);
-    test_attention(sm, s, 8, 64, 3, 1500, 512, -1);
-    test_attention(sm, s, 8, 64, 65, 1, 512, -1);
+    test_attention(sm, s, 6, 64, 1500, 1500, 384, -1, 0);
+    test_attention(sm, s, 20, 64, 1500, 1500, 1280, -1, 0);
+    test_attention(sm, s, 8, 64, 37, 100, 512 + 64, -1, 0);
+    test_attention(sm, s, 8, 64, 1, 1, 512, -1, 0);
+    test_attention(sm, s, 8, 64, 3, 1500, 512, -1, 0);
+    test_attention(sm, s, 8, 64, 65, 1, 512, -1, 0);
     /* decoder self-attention over its cache: a prompt, two query blocks, one step */
-    test_attention(sm, s, 8, 64, 1, 1, 512, 0);
-    test_attention(sm, s, 8, 64, 5, 5, 1024, 0);
-    test_attention(sm, s, 20, 64, 70, 83, 1280, 13);
-    test_attention(sm, s, 8, 64, 1, 201, 512, 200);
-    test_attention(sm, s, 8, 64, 130, 448, 512, 318);
+    test_attention(sm, s, 8, 64, 1, 1, 512, 0, 0);
+    test_attention(sm, s, 8, 64, 5, 5, 1024, 0, 0);
+    test_attention(sm, s, 20, 64, 70, 83, 1280, 13, 0);
+    test_attention(sm, s, 8, 64, 1, 201, 512, 200, 0);
+    test_attention(sm, s, 8, 64, 130, 448, 512, 318, 0);
+    /* the tensor-core variant at the non-causal shapes (pos0 is ignored: pass -1) */
+    test_attention(sm, s, 6, 64, 1500, 1500, 384, -1, 1);
+    test_attention(sm, s, 20, 64, 1500, 1500, 1280, -1, 1);
+    test_attention(sm, s, 8, 64, 37, 100, 512 + 64, -1, 1);
+    test_attention(sm, s, 8, 64, 1, 1, 512, -1, 1);
+    test_attention(sm, s, 8, 64, 3, 1500, 512, -1, 1);
+    test_attention(sm, s, 8, 64, 65, 1, 512, -1, 1);
 
     test_attention_gather(sm, s, 8, 64, 1, 1);
     test_attention_gather(sm, s, 8, 64, 5, 3); /* fewer keys than warps */

@@ -55,6 +55,8 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_attention(sm, ha, ca / ha, 0)) |
                add(list, &n, gen_attention(sm, ht, ct / ht, 1)) |
                add(list, &n, gen_attention(sm, ht, ct / ht, 0)) |
+               add(list, &n, gen_attention_tc(sm, ha, ca / ha)) |
+               add(list, &n, gen_attention_tc(sm, ht, ct / ht)) |
                add(list, &n, gen_attention_gather(sm, ht, ct / ht)) |
                add(list, &n, gen_attention_scores(sm, ht, ct / ht));
     if (bad) {

@@ -55,6 +55,12 @@ char *gen_im2col(int sm, int c_in, int stride);
 #define KERNEL_ATTN_THREADS 128
 char *gen_attention(int sm, int n_head, int d_head, int causal);
 
+/* The non-causal attention on tensor cores (mma.sync, fp16 operands rounded in the kernel, fp32
+ * accumulate and softmax; sm >= 80): attn_tc_h<H>_d<D>, same parameters (causal_pos0 unused)
+ * and launch shape as attn_h<H>_d<D>. For the encoder and cross-attention; fp16 accuracy
+ * (relative ~1e-3), as openai-whisper's fp16 inference. d_head 16, 32, 64 or 128. */
+char *gen_attention_tc(int sm, int n_head, int d_head);
+
 /* backend.h's `attention_gather`: one query per sequence, keys/values through the slot table:
  * attn_gather_h<H>_d<D>(out, q, k, v, slots, ld_slots, n_seq, n_kv), n_kv >= 1;
  * grid (n_seq, H) x KERNEL_GATHER_THREADS. */

@@ -1,0 +1,301 @@
+/* attention_tc.c — gen_attention_tc: the non-causal `attention` (encoder self-attention,
+ * decoder cross-attention) on tensor cores, flash style, as attention.c but with Q·Kᵀ and P·V
+ * as mma.sync.m16n8k16 (fp16 operands converted in the kernel, fp32 accumulate).
+ *
+ * CTA = 64 queries of one head, 4 warps of 16 query rows each. Fragment layouts (PTX ISA, mma
+ * m16n8k16 .f16): g = lane/4, tg = lane%4; A regs {row g, row g+8} x {cols 2tg.., 2tg+8..};
+ * B regs: k rows 2tg.. and 2tg+8.., column g; C: c0,c1 row g, cols 2tg, 2tg+1; c2,c3 row g+8.
+ * - Q is loaded once as A fragments, pre-scaled by log2(e)/sqrt(d) (scores in the log2 domain).
+ * - Per tile of 64 keys the CTA stages K as fp16 [key][d + 8] and V transposed, [dim][64 + 8]:
+ *   a B fragment register is then two neighbouring halves of one shared row, and the pitch of
+ *   36 words puts the 8 groups x 4 lanes of a load on 32 different banks.
+ * - S = Q·Kᵀ comes out in C layout; two neighbouring 8-key column tiles of S, rounded to fp16,
+ *   are exactly the A fragment of P for a 16-key step of P·V (no shuffle through shared).
+ * - Row max and sum: a row lives in the 4 lanes of a group (2 shuffles).
+ * Keys past s_len are zeros in shared memory and -inf in S; query rows past t_len are computed
+ * on a clamped row and not stored. d_head a multiple of 16, at most 128.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "kernels/kernels.h"
+#include "kernels/ptx.h"
+
+#define TC_BK   64 /* keys per tile */
+#define TC_MAXD 128
+#define TC_PAD  8            /* halves of padding per shared row */
+#define NEG_BIG "0fF149F2CA" /* -1e30, see attention.c */
+#define MMA     "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+
+/* dst = {lo, hi} as f16x2 (cvt's first source goes to the upper half) */
+static void pack(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg lo, struct ptx_reg hi) {
+    ptx_ins(k, "cvt.rn.f16x2.f32 %s, %s, %s", dst.s, hi.s, lo.s);
+}
+
+/* Stages rows [j0, j0 + TC_BK) of k (fp16 [key][d + pad]) and v (fp16 transposed
+ * [dim][TC_BK + pad]), zeros for keys >= s_len. Pair e = tid + 128 r: K pair (key e / (d/2),
+ * dims 2 (e % (d/2)) + {0,1}), V pair (keys 2 (e / d) + {0,1}, dim e % d). kp/vp: global address
+ * of this thread's r = 0 element at j0; ksh/vsh: its shared address; krem/vrem: s_len - j0 - its
+ * first key; row = ld_kv * 4 bytes. */
+static void stage(struct ptx_kernel *k, struct ptx_reg kp, struct ptx_reg vp, struct ptx_reg ksh,
+                  struct ptx_reg vsh, struct ptx_reg krem, struct ptx_reg vrem, struct ptx_reg row,
+                  int d) {
+    int kstep = 128 / (d / 2), vstep = 2 * (128 / d); /* keys from pair r to r + 1 */
+    struct ptx_reg a = ptx_reg(k, PTX_B64), x0 = ptx_reg(k, PTX_F32), x1 = ptx_reg(k, PTX_F32);
+    struct ptx_reg h = ptx_reg(k, PTX_B32), p = ptx_reg(k, PTX_PRED), off = ptx_reg(k, PTX_B64);
+    for (int r = 0; r < TC_BK * d / 256; r++) {
+        ptx_ins(k, "setp.gt.s32 %s, %s, %d", p.s, krem.s, r * kstep);
+        ptx_ins(k, "mul.lo.u64 %s, %s, %d", off.s, row.s, r * kstep);
+        ptx_ins(k, "add.s64 %s, %s, %s", a.s, kp.s, off.s);
+        ptx_ins(k, "mov.f32 %s, 0f00000000", x0.s);
+        ptx_ins(k, "mov.f32 %s, 0f00000000", x1.s);
+        ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", p.s, x0.s, a.s);
+        ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+4]", p.s, x1.s, a.s);
+        pack(k, h, x0, x1);
+        ptx_ins(k, "st.shared.b32 [%s+%d], %s", ksh.s, 2 * r * kstep * (d + TC_PAD), h.s);
+    }
+    for (int r = 0; r < TC_BK * d / 256; r++) {
+        ptx_ins(k, "mul.lo.u64 %s, %s, %d", off.s, row.s, r * vstep);
+        ptx_ins(k, "add.s64 %s, %s, %s", a.s, vp.s, off.s);
+        ptx_ins(k, "mov.f32 %s, 0f00000000", x0.s);
+        ptx_ins(k, "mov.f32 %s, 0f00000000", x1.s);
+        ptx_ins(k, "setp.gt.s32 %s, %s, %d", p.s, vrem.s, r * vstep);
+        ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", p.s, x0.s, a.s);
+        ptx_ins(k, "add.s64 %s, %s, %s", a.s, a.s, row.s);
+        ptx_ins(k, "setp.gt.s32 %s, %s, %d", p.s, vrem.s, r * vstep + 1);
+        ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", p.s, x1.s, a.s);
+        pack(k, h, x0, x1);
+        ptx_ins(k, "st.shared.b32 [%s+%d], %s", vsh.s, 2 * r * vstep, h.s);
+    }
+}
+
+/* v = max (op "max") or sum ("add") over the 4 lanes of a group: they hold one query row */
+static void quad_reduce(struct ptx_kernel *k, struct ptx_reg v, const char *op) {
+    struct ptx_reg t = ptx_reg(k, PTX_F32);
+    for (int lane = 1; lane <= 2; lane *= 2) {
+        ptx_ins(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1", t.s, v.s, lane);
+        ptx_ins(k, "%s.f32 %s, %s, %s", op, v.s, v.s, t.s);
+    }
+}
+
+/* addr = base + (index * 4) for u32 index, base a 64-bit register */
+static struct ptx_reg row_addr(struct ptx_kernel *k, struct ptx_reg base, struct ptx_reg index) {
+    return ptx_addr(k, base, index, 4);
+}
+
+char *gen_attention_tc(int sm, int n_head, int d) {
+    if (sm < 80 || n_head <= 0 || d <= 0 || d % 16 || d > TC_MAXD || 256 % d)
+        return NULL;
+    int c = n_head * d, nks = d / 16, nnd = d / 8, nnt = TC_BK / 8;
+    int pk = d + TC_PAD, pv = TC_BK + TC_PAD; /* shared pitches in halves */
+    char name[64];
+    snprintf(name, sizeof name, "attn_tc_h%d_d%d", n_head, d);
+    struct ptx_kernel k;
+    ptx_begin(&k, name, sm);
+    ptx_param(&k, "u64", "p_out");
+    ptx_param(&k, "u64", "p_q");
+    ptx_param(&k, "u64", "p_k");
+    ptx_param(&k, "u64", "p_v");
+    ptx_param(&k, "u32", "p_ld_kv");
+    ptx_param(&k, "u32", "p_t_len");
+    ptx_param(&k, "u32", "p_s_len");
+    ptx_param(&k, "s32", "p_pos0"); /* unused: same parameters as attn_h<H>_d<D> */
+    ptx_raw(&k, "    .shared .align 16 .b16 s_k[%d];\n    .shared .align 16 .b16 s_vt[%d];\n",
+            TC_BK * pk, d * pv);
+
+    struct ptx_reg tid = ptx_special(&k, "%tid.x"), blk = ptx_special(&k, "%ctaid.x");
+    struct ptx_reg head = ptx_special(&k, "%ctaid.y");
+    struct ptx_reg t_len = ptx_reg(&k, PTX_B32), s_len = ptx_reg(&k, PTX_B32);
+    struct ptx_reg ld = ptx_reg(&k, PTX_B32), g = ptx_reg(&k, PTX_B32), tg = ptx_reg(&k, PTX_B32);
+    struct ptx_reg r0 = ptx_reg(&k, PTX_B32), r1 = ptx_reg(&k, PTX_B32);
+    struct ptx_reg last = ptx_reg(&k, PTX_B32), x = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "ld.param.u32 %s, [p_t_len]", t_len.s);
+    ptx_ins(&k, "ld.param.u32 %s, [p_s_len]", s_len.s);
+    ptx_ins(&k, "ld.param.u32 %s, [p_ld_kv]", ld.s);
+    ptx_ins(&k, "and.b32 %s, %s, 31", x.s, tid.s);
+    ptx_ins(&k, "shr.u32 %s, %s, 2", g.s, x.s);
+    ptx_ins(&k, "and.b32 %s, %s, 3", tg.s, x.s);
+    /* r0 = blk*64 + warp*16 + g, r1 = r0 + 8 */
+    ptx_ins(&k, "shr.u32 %s, %s, 5", x.s, tid.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", r0.s, blk.s, KERNEL_ATTN_BQ / 16, x.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 16, %s", r0.s, r0.s, g.s);
+    ptx_ins(&k, "add.u32 %s, %s, 8", r1.s, r0.s);
+    ptx_ins(&k, "sub.u32 %s, %s, 1", last.s, t_len.s);
+
+    /* Q as A fragments: qa[ks][0..3] = rows (r0, r1, r0, r1) x cols 16 ks + 2 tg + (0, 0, 8, 8) */
+    struct ptx_reg col = ptx_reg(&k, PTX_B32), qi = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", col.s, head.s, d);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 2, %s", col.s, tg.s, col.s);
+    struct ptx_reg q = ptx_ld_ptr(&k, "p_q"), qa[2];
+    for (int h = 0; h < 2; h++) {
+        ptx_ins(&k, "min.u32 %s, %s, %s", qi.s, h ? r1.s : r0.s, last.s);
+        ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", qi.s, qi.s, c, col.s);
+        qa[h] = row_addr(&k, q, qi);
+    }
+    struct ptx_reg a[TC_MAXD / 16][4], f0 = ptx_reg(&k, PTX_F32), f1 = ptx_reg(&k, PTX_F32);
+    struct ptx_reg scale = ptx_f32((float)(1.4426950408889634 / sqrt((double)d)));
+    for (int ks = 0; ks < nks; ks++)
+        for (int i = 0; i < 4; i++) {
+            int off = 4 * (16 * ks + 8 * (i / 2));
+            a[ks][i] = ptx_reg(&k, PTX_B32);
+            ptx_ins(&k, "ld.global.nc.f32 %s, [%s+%d]", f0.s, qa[i % 2].s, off);
+            ptx_ins(&k, "ld.global.nc.f32 %s, [%s+%d]", f1.s, qa[i % 2].s, off + 4);
+            ptx_ins(&k, "mul.f32 %s, %s, %s", f0.s, f0.s, scale.s);
+            ptx_ins(&k, "mul.f32 %s, %s, %s", f1.s, f1.s, scale.s);
+            pack(&k, a[ks][i], f0, f1);
+        }
+
+    /* staging addresses (stage()) and this lane's fragment rows in shared memory */
+    struct ptx_reg kkey = ptx_reg(&k, PTX_B32), vkey = ptx_reg(&k, PTX_B32);
+    struct ptx_reg kcol = ptx_reg(&k, PTX_B32), vcol = ptx_reg(&k, PTX_B32);
+    struct ptx_reg ksh = ptx_reg(&k, PTX_B32), vsh = ptx_reg(&k, PTX_B32);
+    struct ptx_reg kb = ptx_reg(&k, PTX_B32), vb = ptx_reg(&k, PTX_B32);
+    struct ptx_reg krem = ptx_reg(&k, PTX_B32), vrem = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "div.u32 %s, %s, %d", kkey.s, tid.s, d / 2); /* key of the K pair */
+    ptx_ins(&k, "and.b32 %s, %s, %d", kcol.s, tid.s, d / 2 - 1);
+    ptx_ins(&k, "shl.b32 %s, %s, 1", kcol.s, kcol.s);    /* dim of the K pair */
+    ptx_ins(&k, "div.u32 %s, %s, %d", vkey.s, tid.s, d); /* key pair of V */
+    ptx_ins(&k, "shl.b32 %s, %s, 1", vkey.s, vkey.s);    /* first key of V pair */
+    ptx_ins(&k, "rem.u32 %s, %s, %d", vcol.s, tid.s, d); /* dim of the V pair */
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", ksh.s, kkey.s, pk, kcol.s);
+    ptx_ins(&k, "mov.u32 %s, s_k", x.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 2, %s", ksh.s, ksh.s, x.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", kb.s, g.s, pk, tg.s);
+    ptx_ins(&k, "add.u32 %s, %s, %s", kb.s, kb.s, tg.s); /* g*pk + 2tg */
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 2, %s", kb.s, kb.s, x.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", vsh.s, vcol.s, pv, vkey.s);
+    ptx_ins(&k, "mov.u32 %s, s_vt", x.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 2, %s", vsh.s, vsh.s, x.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", vb.s, g.s, pv, tg.s);
+    ptx_ins(&k, "add.u32 %s, %s, %s", vb.s, vb.s, tg.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 2, %s", vb.s, vb.s, x.s);
+    ptx_ins(&k, "sub.s32 %s, %s, %s", krem.s, s_len.s, kkey.s);
+    ptx_ins(&k, "sub.s32 %s, %s, %s", vrem.s, s_len.s, vkey.s);
+    struct ptx_reg hd = ptx_reg(&k, PTX_B32), gi = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", hd.s, head.s, d);
+    ptx_ins(&k, "add.u32 %s, %s, %s", gi.s, hd.s, kcol.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", gi.s, kkey.s, ld.s, gi.s);
+    struct ptx_reg kp = row_addr(&k, ptx_ld_ptr(&k, "p_k"), gi);
+    ptx_ins(&k, "add.u32 %s, %s, %s", gi.s, hd.s, vcol.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", gi.s, vkey.s, ld.s, gi.s);
+    struct ptx_reg vp = row_addr(&k, ptx_ld_ptr(&k, "p_v"), gi);
+    struct ptx_reg row = ptx_reg(&k, PTX_B64), tstep = ptx_reg(&k, PTX_B64);
+    ptx_ins(&k, "mul.wide.u32 %s, %s, 4", row.s, ld.s);
+    ptx_ins(&k, "mul.wide.u32 %s, %s, %d", tstep.s, ld.s, 4 * TC_BK);
+
+    /* running max m, sum l (this lane's columns only; summed over the group at the end) and
+     * output o[nd] (C layout, dims nd*8 + 2tg..) for rows r0 (index 0) and r1 (index 1) */
+    struct ptx_reg m[2], l[2], o[TC_MAXD / 8][4], sc[TC_BK / 8][4];
+    for (int h = 0; h < 2; h++) {
+        m[h] = ptx_reg(&k, PTX_F32), l[h] = ptx_reg(&k, PTX_F32);
+        ptx_ins(&k, "mov.f32 %s, %s", m[h].s, NEG_BIG);
+        ptx_ins(&k, "mov.f32 %s, 0f00000000", l[h].s);
+    }
+    for (int nd = 0; nd < nnd; nd++)
+        for (int i = 0; i < 4; i++) {
+            o[nd][i] = ptx_reg(&k, PTX_F32);
+            ptx_ins(&k, "mov.f32 %s, 0f00000000", o[nd][i].s);
+        }
+    for (int nt = 0; nt < nnt; nt++)
+        for (int i = 0; i < 4; i++)
+            sc[nt][i] = ptx_reg(&k, PTX_F32);
+    struct ptx_reg j0 = ptx_reg(&k, PTX_B32), rem = ptx_reg(&k, PTX_B32);
+    struct ptx_reg p = ptx_reg(&k, PTX_PRED), b0 = ptx_reg(&k, PTX_B32), b1 = ptx_reg(&k, PTX_B32);
+    struct ptx_reg loop = ptx_label(&k), end = ptx_label(&k);
+    ptx_ins(&k, "mov.u32 %s, 0", j0.s);
+    ptx_place(&k, loop);
+    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, j0.s, s_len.s);
+    ptx_ins(&k, "@%s bra %s", p.s, end.s);
+    stage(&k, kp, vp, ksh, vsh, krem, vrem, row, d);
+    ptx_ins(&k, "bar.sync 0");
+
+    /* S = Q·Kᵀ for 8 column tiles of 8 keys; keys >= s_len to -inf */
+    ptx_ins(&k, "sub.s32 %s, %s, %s", rem.s, s_len.s, j0.s);
+    ptx_ins(&k, "mad.lo.s32 %s, %s, -2, %s", rem.s, tg.s, rem.s);
+    for (int nt = 0; nt < nnt; nt++) {
+        for (int i = 0; i < 4; i++)
+            ptx_ins(&k, "mov.f32 %s, 0f00000000", sc[nt][i].s);
+        for (int ks = 0; ks < nks; ks++) {
+            int off = 2 * (nt * 8 * pk + 16 * ks);
+            ptx_ins(&k, "ld.shared.b32 %s, [%s+%d]", b0.s, kb.s, off);
+            ptx_ins(&k, "ld.shared.b32 %s, [%s+%d]", b1.s, kb.s, off + 16);
+            ptx_ins(&k, MMA " {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
+                    sc[nt][0].s, sc[nt][1].s, sc[nt][2].s, sc[nt][3].s, a[ks][0].s, a[ks][1].s,
+                    a[ks][2].s, a[ks][3].s, b0.s, b1.s, sc[nt][0].s, sc[nt][1].s, sc[nt][2].s,
+                    sc[nt][3].s);
+        }
+        for (int i = 0; i < 4; i++) {
+            ptx_ins(&k, "setp.le.s32 %s, %s, %d", p.s, rem.s, nt * 8 + i % 2);
+            ptx_ins(&k, "@%s mov.f32 %s, 0fFF800000", p.s, sc[nt][i].s);
+        }
+    }
+    /* online softmax per row: c0, c1 belong to r0 (h = 0), c2, c3 to r1 */
+    struct ptx_reg mx = ptx_reg(&k, PTX_F32), corr = ptx_reg(&k, PTX_F32);
+    for (int h = 0; h < 2; h++) {
+        ptx_ins(&k, "mov.f32 %s, %s", mx.s, m[h].s);
+        for (int nt = 0; nt < nnt; nt++)
+            for (int i = 2 * h; i < 2 * h + 2; i++)
+                ptx_ins(&k, "max.f32 %s, %s, %s", mx.s, mx.s, sc[nt][i].s);
+        quad_reduce(&k, mx, "max");
+        ptx_ins(&k, "sub.f32 %s, %s, %s", corr.s, m[h].s, mx.s);
+        ptx_ins(&k, "ex2.approx.f32 %s, %s", corr.s, corr.s);
+        ptx_ins(&k, "mov.f32 %s, %s", m[h].s, mx.s);
+        ptx_ins(&k, "mul.f32 %s, %s, %s", l[h].s, l[h].s, corr.s);
+        for (int nd = 0; nd < nnd; nd++)
+            for (int i = 2 * h; i < 2 * h + 2; i++)
+                ptx_ins(&k, "mul.f32 %s, %s, %s", o[nd][i].s, o[nd][i].s, corr.s);
+        for (int nt = 0; nt < nnt; nt++)
+            for (int i = 2 * h; i < 2 * h + 2; i++) {
+                ptx_ins(&k, "sub.f32 %s, %s, %s", sc[nt][i].s, sc[nt][i].s, m[h].s);
+                ptx_ins(&k, "ex2.approx.f32 %s, %s", sc[nt][i].s, sc[nt][i].s);
+                ptx_ins(&k, "add.f32 %s, %s, %s", l[h].s, l[h].s, sc[nt][i].s);
+            }
+    }
+    /* O += P·V: 16 keys per step; P's A fragment is S tiles 2ks (regs 0, 1) and 2ks+1 (2, 3) */
+    struct ptx_reg pa[4];
+    for (int i = 0; i < 4; i++)
+        pa[i] = ptx_reg(&k, PTX_B32);
+    for (int ks = 0; ks < TC_BK / 16; ks++) {
+        for (int i = 0; i < 4; i++) {
+            struct ptx_reg *t = sc[2 * ks + i / 2];
+            pack(&k, pa[i], t[2 * (i % 2)], t[2 * (i % 2) + 1]);
+        }
+        for (int nd = 0; nd < nnd; nd++) {
+            int off = 2 * (nd * 8 * pv + 16 * ks);
+            ptx_ins(&k, "ld.shared.b32 %s, [%s+%d]", b0.s, vb.s, off);
+            ptx_ins(&k, "ld.shared.b32 %s, [%s+%d]", b1.s, vb.s, off + 16);
+            ptx_ins(&k, MMA " {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
+                    o[nd][0].s, o[nd][1].s, o[nd][2].s, o[nd][3].s, pa[0].s, pa[1].s, pa[2].s,
+                    pa[3].s, b0.s, b1.s, o[nd][0].s, o[nd][1].s, o[nd][2].s, o[nd][3].s);
+        }
+    }
+    ptx_ins(&k, "bar.sync 0"); /* every warp is done with the tile before it is overwritten */
+    ptx_ins(&k, "add.u32 %s, %s, %d", j0.s, j0.s, TC_BK);
+    ptx_ins(&k, "sub.s32 %s, %s, %d", krem.s, krem.s, TC_BK);
+    ptx_ins(&k, "sub.s32 %s, %s, %d", vrem.s, vrem.s, TC_BK);
+    ptx_ins(&k, "add.s64 %s, %s, %s", kp.s, kp.s, tstep.s);
+    ptx_ins(&k, "add.s64 %s, %s, %s", vp.s, vp.s, tstep.s);
+    ptx_ins(&k, "bra.uni %s", loop.s);
+    ptx_place(&k, end);
+
+    /* out[r][head*d + nd*8 + 2tg + {0,1}] = o / l, rows < t_len */
+    struct ptx_reg out = ptx_ld_ptr(&k, "p_out"), oi = ptx_reg(&k, PTX_B32);
+    for (int h = 0; h < 2; h++) { /* all lanes, before any branch */
+        quad_reduce(&k, l[h], "add");
+        ptx_ins(&k, "rcp.rn.f32 %s, %s", l[h].s, l[h].s);
+    }
+    for (int h = 0; h < 2; h++) {
+        struct ptx_reg skip = ptx_label(&k);
+        ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, h ? r1.s : r0.s, t_len.s);
+        ptx_ins(&k, "@%s bra %s", p.s, skip.s);
+        ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, h ? r1.s : r0.s, c, col.s);
+        struct ptx_reg oa = row_addr(&k, out, oi);
+        for (int nd = 0; nd < nnd; nd++)
+            for (int i = 2 * h; i < 2 * h + 2; i++) {
+                ptx_ins(&k, "mul.f32 %s, %s, %s", o[nd][i].s, o[nd][i].s, l[h].s);
+                ptx_ins(&k, "st.global.f32 [%s+%d], %s", oa.s, 4 * (nd * 8 + i % 2), o[nd][i].s);
+            }
+        ptx_place(&k, skip);
+    }
+    return ptx_end(&k);
+}
