@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "decoder/transcribe.h"
+#include "decoder/transcript_remap.h"
 #include "frontend/audio.h"
 #include "frontend/vad.h"
 
@@ -102,6 +104,62 @@ static void test_rules(void) {
     CHECK(vad_segments_from_probs(probs, N, N * h, &p, &s, &n) == 0);
     CHECK(n == 2 && s[0].end == 200 * h + 15 * h / 2 && s[1].start == s[0].end);
     free(s);
+}
+
+// ---- gathering and the time map back (src/decoder/transcript_remap.c)
+
+static int near(double a, double b) { return fabs(a - b) < 1e-9; }
+
+static void test_time_map(void) {
+    /* Spans [1 s, 2 s) and [5 s, 5.5 s) of a 6 s input, gathered with a 0.1 s gap: the
+     * gathered audio is [0, 1) speech, [1, 1.1) gap, [1.1, 1.6) speech. */
+    const struct vad_span spans[] = {{SR, 2 * SR}, {5 * SR, 5 * SR + SR / 2}};
+    float *pcm = malloc(6 * SR * sizeof *pcm);
+    for (size_t i = 0; pcm && i < 6 * SR; i++)
+        pcm[i] = (float)i;
+    float *g = NULL;
+    size_t n_g = 0;
+    CHECK(vad_gather(pcm, spans, 2, SR / 10, &g, &n_g) == 0);
+    CHECK(n_g == SR + SR / 10 + SR / 2);
+    if (g && n_g == SR + SR / 10 + SR / 2) {
+        CHECK(g[0] == (float)SR && g[SR - 1] == (float)(2 * SR - 1));
+        CHECK(g[SR] == 0.0f && g[SR + SR / 10 - 1] == 0.0f);
+        CHECK(g[SR + SR / 10] == (float)(5 * SR) && g[n_g - 1] == (float)(5 * SR + SR / 2 - 1));
+    }
+    free(g);
+    free(pcm);
+
+    struct time_map m;
+    CHECK(time_map_from_spans(&m, spans, 2, SR / 10, SR) == 0);
+    CHECK(near(time_map_start(&m, 0.0), 1.0) && near(time_map_end(&m, 0.5), 1.5));
+    /* in the gap: a start goes to the next speech, an end stays at the end of the last one */
+    CHECK(near(time_map_start(&m, 1.05), 5.0) && near(time_map_end(&m, 1.05), 2.0));
+    CHECK(near(time_map_start(&m, 1.3), 5.2) && near(time_map_end(&m, 1.6), 5.5));
+    CHECK(near(time_map_end(&m, 30.0), 5.5)); /* past the end */
+
+    /* A segment over both spans, its words and tokens; a timestamp token at the end of the
+     * first span stays there; a segment wholly in the gap becomes a point. */
+    struct wc_word words[2] = {{.t0 = 0.2, .t1 = 0.98}, {.t0 = 1.02, .t1 = 1.5}};
+    double tok_t0[3] = {0.0, 1.0, 1.1}, tok_t1[3] = {0.0, 1.0, 1.4};
+    struct wc_segment seg[2] = {
+        {.t0 = 0.0,
+         .t1 = 1.6,
+         .words = words,
+         .n_words = 2,
+         .n_tokens = 3,
+         .token_t0 = tok_t0,
+         .token_t1 = tok_t1},
+        {.t0 = 1.02, .t1 = 1.08},
+    };
+    segments_remap(seg, 2, &m);
+    CHECK(near(seg[0].t0, 1.0) && near(seg[0].t1, 5.5));
+    CHECK(near(words[0].t0, 1.2) && near(words[0].t1, 1.98));
+    CHECK(near(words[1].t0, 5.0) && near(words[1].t1, 5.4));
+    CHECK(near(tok_t0[1], 2.0) && near(tok_t1[1], 2.0));
+    CHECK(near(tok_t0[2], 5.0) && near(tok_t1[2], 5.3));
+    CHECK(near(seg[1].t0, 5.0) && near(seg[1].t1, 5.0));
+    time_map_free(&m);
+    time_map_free(&m); /* twice is harmless */
 }
 
 // ---- synthetic signals
@@ -232,6 +290,7 @@ int main(int argc, char **argv) {
     if (argc > 1)
         return print_file(argv[1]);
     test_rules();
+    test_time_map();
     test_synthetic();
     test_speech();
     if (!test_failures)

@@ -22,7 +22,7 @@
  * under threshold - 0.15, confirmed after min_silence_duration_ms; segments shorter than
  * min_speech_duration_ms are dropped; then speech_pad_ms is added to each end (gaps shorter
  * than two pads are split in the middle). Not here: max_speech_duration_s (whisper.cpp's
- * default is unlimited) and the gathering of speech for the decoder (api.c).
+ * default is unlimited).
  */
 #include "frontend/vad.h"
 
@@ -30,6 +30,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "frontend/fftw_lock.h"
 #include "libwhisperc.h"
@@ -272,4 +273,27 @@ int vad_detect(const float *pcm, size_t n_samples, const struct vad_params *p,
     }
     free(probs);
     return rc;
+}
+
+int vad_gather(const float *pcm, const struct vad_span *spans, size_t n_spans, size_t gap_samples,
+               float **out, size_t *n_out) {
+    *out = NULL;
+    *n_out = 0;
+    if (n_spans == 0)
+        return 0;
+    size_t n = (n_spans - 1) * gap_samples;
+    for (size_t i = 0; i < n_spans; i++)
+        n += spans[i].end - spans[i].start;
+    float *x = calloc(n, sizeof *x); /* zeros: the gaps */
+    if (!x)
+        return WHISPERC_ERR_NO_MEMORY;
+    size_t at = 0;
+    for (size_t i = 0; i < n_spans; i++) {
+        size_t len = spans[i].end - spans[i].start;
+        memcpy(x + at, pcm + spans[i].start, len * sizeof *x);
+        at += len + gap_samples;
+    }
+    *out = x;
+    *n_out = n;
+    return 0;
 }
