@@ -21,7 +21,7 @@
 
 #define MAX_THREADS 256
 #define VAD_MAX_MS  3600000 /* one hour: keeps ms * 16 samples far from overflow */
-#define VAD_GAP_MS  100     /* silence between gathered speech spans, as whisper.cpp's overlap */
+#define VAD_GAP_MS  1000    /* silences longer than this become this much (vad_merge_close) */
 
 const char *whisperc_version(void) { return "0.1.0"; }
 
@@ -449,8 +449,10 @@ static int vad_speech(whisperc_state *st, const struct whisperc_full_params *p, 
     struct vad_span *spans = NULL;
     size_t n_spans = 0, gap = VAD_GAP_MS * (WC_SAMPLE_RATE / 1000);
     int rc = vad_detect(pcm, (size_t)n, &vp, &spans, &n_spans, st->errmsg, sizeof st->errmsg);
-    if (!rc)
+    if (!rc) {
+        vad_merge_close(spans, &n_spans, gap);
         rc = vad_gather(pcm, spans, n_spans, gap, speech, n_speech);
+    }
     if (!rc)
         rc = time_map_from_spans(map, spans, n_spans, gap, WC_SAMPLE_RATE);
     if (rc == WHISPERC_ERR_NO_MEMORY)

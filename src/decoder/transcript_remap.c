@@ -11,7 +11,7 @@
 #include "libwhisperc.h"
 
 int time_map_from_spans(struct time_map *m, const struct vad_span *spans, size_t n_spans,
-                        size_t gap_samples, int sample_rate) {
+                        size_t gap, int sample_rate) {
     m->pieces = NULL;
     m->n = 0;
     if (n_spans == 0)
@@ -25,7 +25,7 @@ int time_map_from_spans(struct time_map *m, const struct vad_span *spans, size_t
         m->pieces[i] =
             (struct time_piece){(double)at / sample_rate, (double)(at + len) / sample_rate,
                                 (double)spans[i].start / sample_rate};
-        at += len + gap_samples;
+        at += len + gap;
     }
     m->n = n_spans;
     return 0;

@@ -1,8 +1,8 @@
 /*
  * transcript_remap.h — times of a transcript of gathered speech (VAD) back to the original file.
  *
- * With --vad the decoder sees only the speech spans, one after another with a short gap of
- * silence between them. The time map is piecewise linear: each span keeps its length and moves
+ * With --vad the decoder sees only the speech spans, one after another with a gap of silence
+ * between them (vad_gather). The time map is piecewise linear: each span keeps its length and moves
  * back to where it came from. Times in a gap (or past the last span) belong to no speech: a
  * start maps to the beginning of the next span, an end to the end of the previous one, so no
  * segment, word or token starts or ends inside the silence that VAD removed.
@@ -25,10 +25,10 @@ struct time_map {
     size_t n;
 };
 
-/* The map of spans (samples of the original, sorted, disjoint) gathered with gap_samples of
- * silence between them, at sample_rate. Returns 0 or WHISPERC_ERR_NO_MEMORY. */
+/* The map of spans (samples of the original, sorted, disjoint) gathered by vad_gather with
+ * gap samples between them, at sample_rate. Returns 0 or WHISPERC_ERR_NO_MEMORY. */
 int time_map_from_spans(struct time_map *m, const struct vad_span *spans, size_t n_spans,
-                        size_t gap_samples, int sample_rate);
+                        size_t gap, int sample_rate);
 void time_map_free(struct time_map *m); /* frees pieces; the struct itself is the caller's */
 
 /* A start or an end time of the gathered audio in the original (identity with no pieces). */

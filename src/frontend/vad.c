@@ -275,13 +275,24 @@ int vad_detect(const float *pcm, size_t n_samples, const struct vad_params *p,
     return rc;
 }
 
-int vad_gather(const float *pcm, const struct vad_span *spans, size_t n_spans, size_t gap_samples,
+void vad_merge_close(struct vad_span *spans, size_t *n_spans, size_t max_gap) {
+    size_t n = 0;
+    for (size_t i = 0; i < *n_spans; i++) {
+        if (n > 0 && spans[i].start - spans[n - 1].end < max_gap)
+            spans[n - 1].end = spans[i].end;
+        else
+            spans[n++] = spans[i];
+    }
+    *n_spans = n;
+}
+
+int vad_gather(const float *pcm, const struct vad_span *spans, size_t n_spans, size_t gap,
                float **out, size_t *n_out) {
     *out = NULL;
     *n_out = 0;
     if (n_spans == 0)
         return 0;
-    size_t n = (n_spans - 1) * gap_samples;
+    size_t n = (n_spans - 1) * gap;
     for (size_t i = 0; i < n_spans; i++)
         n += spans[i].end - spans[i].start;
     float *x = calloc(n, sizeof *x); /* zeros: the gaps */
@@ -291,7 +302,7 @@ int vad_gather(const float *pcm, const struct vad_span *spans, size_t n_spans, s
     for (size_t i = 0; i < n_spans; i++) {
         size_t len = spans[i].end - spans[i].start;
         memcpy(x + at, pcm + spans[i].start, len * sizeof *x);
-        at += len + gap_samples;
+        at += len + gap;
     }
     *out = x;
     *n_out = n;

@@ -39,10 +39,15 @@ int vad_segments_from_probs(const float *probs, size_t n_frames, size_t n_sample
 int vad_detect(const float *pcm, size_t n_samples, const struct vad_params *p,
                struct vad_span **out, size_t *n_out, char *err, size_t err_size);
 
-/* The spans of pcm one after another, gap_samples of zeros between them, into *out (malloc'd,
+/* Joins spans less than max_gap apart into one (in place; *n_spans shrinks), so that gathered
+ * speech keeps its short pauses as they were: Whisper's segmentation and punctuation depend on
+ * them. Only the longer silences are then replaced by vad_gather's gap. */
+void vad_merge_close(struct vad_span *spans, size_t *n_spans, size_t max_gap);
+
+/* The spans of pcm one after another, gap samples of zeros between them, into *out (malloc'd,
  * the caller frees; NULL when n_spans is 0) of *n_out samples. Returns 0 or
  * WHISPERC_ERR_NO_MEMORY. */
-int vad_gather(const float *pcm, const struct vad_span *spans, size_t n_spans, size_t gap_samples,
+int vad_gather(const float *pcm, const struct vad_span *spans, size_t n_spans, size_t gap,
                float **out, size_t *n_out);
 
 #endif /* WC_VAD_H */
