@@ -216,6 +216,16 @@ struct whisperc_full_params {
                                     --max-len; 1 gives one word per segment), timed by the word alignment;
                                     0 (default): off. Decoding and its prompts are unchanged. */
     bool split_on_word; /* with max_len: cut only where a word starts (else at any token) */
+
+    /* Voice activity detection (appended in 0.1: older callers get these defaults). Names and
+     * defaults as whisper.cpp's; the detector needs no model file (docs/vad.md). */
+    bool vad; /* transcribe only the speech found, its spans joined by 0.1 s of silence; every
+                 time in the results stays in the input's time base (default false) */
+    float vad_threshold;             /* p(speech) that starts speech, (0, 1]; speech ends below
+                                        vad_threshold - 0.15 (default 0.5) */
+    int vad_min_speech_duration_ms;  /* shorter speech is dropped (250) */
+    int vad_min_silence_duration_ms; /* shorter pauses do not end speech (100) */
+    int vad_speech_pad_ms;           /* added to both ends of each speech span (30) */
 };
 
 WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);
@@ -306,6 +316,8 @@ struct whisperc_timings {
     int n_decode_tokens;  /* decoder forward steps, prompt batches counted as one each */
     int n_fallbacks;      /* windows re-decoded at a higher temperature */
     double audio_seconds; /* length of the audio */
+    double vad_ms;        /* voice activity detection and gathering of the speech (params.vad) */
+    double vad_seconds;   /* length of the speech transcribed with params.vad, else 0 */
 };
 WHISPERC_API whisperc_status whisperc_state_timings(const whisperc_state *state,
                                                     struct whisperc_timings *out);

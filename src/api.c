@@ -11,8 +11,10 @@
 
 #include "api_internal.h"
 #include "decoder/decode_window.h"
+#include "decoder/transcript_remap.h"
 #include "frontend/audio.h"
 #include "frontend/mel.h"
+#include "frontend/vad.h"
 #ifdef WC_HAVE_CUDA
 #include "gpu/backend_cuda.h"
 #endif
@@ -21,6 +23,8 @@
 #include "util.h"
 
 #define MAX_THREADS 256
+#define VAD_MAX_MS  3600000 /* one hour: keeps ms * 16 samples far from overflow */
+#define VAD_GAP_MS  1000    /* silences longer than this become this much (vad_merge_close) */
 
 const char *whisperc_version(void) { return "0.1.0"; }
 
@@ -266,6 +270,11 @@ struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strat
         /*.alignment_heads =*/NULL,
         /*.max_len =*/0,
         /*.split_on_word =*/false,
+        /*.vad =*/false,
+        /*.vad_threshold =*/0.5f,
+        /*.vad_min_speech_duration_ms =*/250,
+        /*.vad_min_silence_duration_ms =*/100,
+        /*.vad_speech_pad_ms =*/30,
     };
     return p;
 }
@@ -328,6 +337,17 @@ static int check_params(whisperc_state *st, const struct whisperc_full_params *p
                         "alignment_heads '%s': not an official model of this model's shape (%s)",
                         p->alignment_heads, whisperc_model_type(st->m));
     }
+    if (p->vad && !(p->vad_threshold > 0.0f && p->vad_threshold <= 1.0f))
+        return fail(st, WHISPERC_ERR_INVALID_ARG, "vad_threshold must be in (0, 1], got %g",
+                    p->vad_threshold);
+    if (p->vad &&
+        (p->vad_min_speech_duration_ms < 0 || p->vad_min_silence_duration_ms < 0 ||
+         p->vad_speech_pad_ms < 0 || p->vad_min_speech_duration_ms > VAD_MAX_MS ||
+         p->vad_min_silence_duration_ms > VAD_MAX_MS || p->vad_speech_pad_ms > VAD_MAX_MS))
+        return fail(st, WHISPERC_ERR_INVALID_ARG,
+                    "vad durations must be 0..%d ms, got min speech %d, min silence %d, pad %d",
+                    VAD_MAX_MS, p->vad_min_speech_duration_ms, p->vad_min_silence_duration_ms,
+                    p->vad_speech_pad_ms);
     *i_lang = -1;
     bool detect = !p->language || !p->language[0] || strcmp(p->language, "auto") == 0;
     if (!detect) {
@@ -354,10 +374,15 @@ static int check_params(whisperc_state *st, const struct whisperc_full_params *p
 struct callbacks {
     whisperc_state *st;
     const struct whisperc_full_params *p;
+    const struct time_map *map; /* with VAD: gathered speech to the input's times */
 };
 
 static bool on_window(void *user, int n_new, int percent) {
     struct callbacks *cb = user;
+    /* New segments get the input's times before anyone sees them; transcribe() reads no time
+     * of an earlier window's segments back. */
+    if (n_new > 0 && cb->map)
+        segments_remap(cb->st->tr.seg + cb->st->tr.n_seg - n_new, n_new, cb->map);
     if (n_new > 0 && cb->p->new_segment_fn)
         cb->p->new_segment_fn(cb->st, n_new, cb->p->new_segment_user_data);
     if (cb->p->progress_fn)
@@ -393,8 +418,8 @@ static int detect_only(struct transcribe_ctx *t, const struct mel_spec *mel,
     return t->s->err ? t->s->err : WHISPERC_ERR_BACKEND;
 }
 
-static int run_full(whisperc_state *st, const struct whisperc_full_params *p, const float *pcm,
-                    int n, int i_lang, const struct detect_req *det) {
+static int run_pcm(whisperc_state *st, const struct whisperc_full_params *p, const float *pcm,
+                   int n, int i_lang, const struct detect_req *det, const struct time_map *map) {
     const struct whisperc_model *m = st->m;
     double t0 = wc_now_ms();
     struct mel_spec mel = {0};
@@ -403,7 +428,7 @@ static int run_full(whisperc_state *st, const struct whisperc_full_params *p, co
     st->timings.mel_ms = wc_now_ms() - t0;
     if (rc)
         return rc;
-    struct callbacks cb = {st, p};
+    struct callbacks cb = {st, p, map};
     struct transcribe_ctx t = {
         .hp = &m->file->hp,
         .vocab = &m->vocab,
@@ -435,6 +460,66 @@ static int run_full(whisperc_state *st, const struct whisperc_full_params *p, co
     if (!rc && st->tr.i_language >= 0)
         logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "language: %s (p = %.2f)",
               lang_code(st->tr.i_language), st->tr.language_prob);
+    return rc;
+}
+
+/* The speech of pcm gathered into *speech (malloc'd) and the map back to pcm's times. */
+static int vad_speech(whisperc_state *st, const struct whisperc_full_params *p, const float *pcm,
+                      int n, float **speech, size_t *n_speech, struct time_map *map) {
+    double t0 = wc_now_ms();
+    struct vad_params vp = {p->vad_threshold, p->vad_min_speech_duration_ms,
+                            p->vad_min_silence_duration_ms, p->vad_speech_pad_ms};
+    struct vad_span *spans = NULL;
+    size_t n_spans = 0, gap = VAD_GAP_MS * (WC_SAMPLE_RATE / 1000);
+    int rc = vad_detect(pcm, (size_t)n, &vp, &spans, &n_spans, st->errmsg, sizeof st->errmsg);
+    if (!rc) {
+        vad_merge_close(spans, &n_spans, gap);
+        rc = vad_gather(pcm, spans, n_spans, gap, speech, n_speech);
+    }
+    if (!rc)
+        rc = time_map_from_spans(map, spans, n_spans, gap, WC_SAMPLE_RATE);
+    if (rc == WHISPERC_ERR_NO_MEMORY)
+        fail(st, rc, "vad: out of memory for %zu speech spans", n_spans);
+    st->timings.vad_ms = wc_now_ms() - t0;
+    st->timings.vad_seconds = (double)*n_speech / WC_SAMPLE_RATE;
+    logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO,
+          "vad: %zu speech spans, %.1f s of %.1f s, in %.0f ms", n_spans, st->timings.vad_seconds,
+          (double)n / WC_SAMPLE_RATE, st->timings.vad_ms);
+    free(spans);
+    return rc;
+}
+
+/* The result of audio with no speech: no segments, empty text (as whisper.cpp with VAD). */
+static int no_speech_result(whisperc_state *st, const struct whisperc_full_params *p, int i_lang) {
+    st->tr.text = calloc(1, 1);
+    if (!st->tr.text)
+        return fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory");
+    st->tr.i_language = i_lang;
+    st->tr.language_prob = 1.0f;
+    if (p->progress_fn)
+        p->progress_fn(st, 100, p->progress_user_data);
+    return 0;
+}
+
+/* Transcription (or language detection) of pcm, through VAD when asked: the speech is
+ * transcribed and the results mapped back to pcm's times. Language detection always sees the
+ * audio as given. */
+static int run_full(whisperc_state *st, const struct whisperc_full_params *p, const float *pcm,
+                    int n, int i_lang, const struct detect_req *det) {
+    if (!p->vad || det)
+        return run_pcm(st, p, pcm, n, i_lang, det, NULL);
+    float *speech = NULL;
+    size_t n_speech = 0;
+    struct time_map map = {0};
+    int rc = vad_speech(st, p, pcm, n, &speech, &n_speech, &map);
+    if (!rc && n_speech > (size_t)INT32_MAX)
+        rc = fail(st, WHISPERC_ERR_UNSUPPORTED, "vad: %zu samples of speech is too long", n_speech);
+    if (!rc && n_speech == 0)
+        rc = no_speech_result(st, p, i_lang);
+    else if (!rc)
+        rc = run_pcm(st, p, speech, (int)n_speech, i_lang, NULL, &map);
+    free(speech);
+    time_map_free(&map);
     return rc;
 }
 

@@ -6,8 +6,8 @@
  *   run_transcribe MODEL [OPTIONS] --concat FILE...  the files' samples appended at their own
  *                                                    (common) rate, then resampled: one line
  *   OPTIONS: -t N; --beam N (beam search, beam_size = best_of = N); --no-fallback (temperature
- *   0 only); --translate; --words (word timestamps); --detect (language detection only: the
- *   top 5 per file)
+ *   0 only); --translate; --words (word timestamps); --vad (voice activity detection); --detect
+ * (language detection only: the top 5 per file)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr,
                 "usage: run_transcribe MODEL [-t N] [--beam N] [--no-fallback] [--translate] "
-                "[--words] [--detect | --concat] FILE...\n");
+                "[--words] [--vad] [--detect | --concat] FILE...\n");
         return 2;
     }
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
@@ -152,6 +152,8 @@ int main(int argc, char **argv) {
             p.translate = true;
         } else if (strcmp(argv[i], "--words") == 0) {
             p.word_timestamps = true;
+        } else if (strcmp(argv[i], "--vad") == 0) {
+            p.vad = true;
         } else if (strcmp(argv[i], "--detect") == 0) {
             do_detect = 1;
         } else if (strcmp(argv[i], "--concat") == 0) {

@@ -22,10 +22,12 @@ static double now_ms(void) {
 }
 
 static void print_run(const char *what, const struct whisperc_timings *t, double load_ms) {
-    double proc = t->audio_ms + t->mel_ms + t->encode_ms + t->decode_ms;
+    double proc = t->audio_ms + t->vad_ms + t->mel_ms + t->encode_ms + t->decode_ms;
     printf("%s\n", what);
     printf("  load     %10.1f ms\n", load_ms);
     printf("  audio    %10.1f ms   (decode + resample to 16 kHz)\n", t->audio_ms);
+    if (t->vad_ms > 0.0)
+        printf("  vad      %10.1f ms   (%.2f s of speech kept)\n", t->vad_ms, t->vad_seconds);
     printf("  mel      %10.1f ms\n", t->mel_ms);
     printf("  encoder  %10.1f ms   (%d windows, %.1f ms per window)\n", t->encode_ms, t->n_windows,
            t->n_windows ? t->encode_ms / t->n_windows : 0.0);

@@ -53,6 +53,11 @@ void cli_full_params(const struct cli_options *o, struct whisperc_full_params *f
     fp->max_context = o->max_context;
     fp->condition_on_previous_text = !o->no_context;
     fp->seed = o->seed;
+    fp->vad = o->vad;
+    fp->vad_threshold = o->vad_threshold;
+    fp->vad_min_speech_duration_ms = o->vad_min_speech_ms;
+    fp->vad_min_silence_duration_ms = o->vad_min_silence_ms;
+    fp->vad_speech_pad_ms = o->vad_pad_ms;
     if (o->no_fallback)
         fp->n_temperatures = 1;
     fp->log_fn = log_to_stderr;

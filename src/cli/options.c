@@ -58,6 +58,11 @@ void cli_usage(const char *prog) {
            "  -of,  --output-file BASE  output path without extension (one FILE only)\n"
            "  -pp,  --print-progress    print progress to stderr\n"
            "  -np,  --no-prints         print no segments to stdout\n"
+           "       --vad                transcribe only the speech; times stay the file's\n"
+           "  -vt,  --vad-threshold P   speech probability that starts speech (default 0.5)\n"
+           "  -vspd, --vad-min-speech-duration-ms N   shorter speech is dropped (default 250)\n"
+           "  -vsd, --vad-min-silence-duration-ms N   shorter pauses do not end speech (100)\n"
+           "  -vp,  --vad-speech-pad-ms N  padding on both ends of speech (default 30)\n"
            "       --device auto|cpu|cuda  compute device (default auto)\n"
            "       --gpu N              CUDA device index\n"
            "       --seed N             seed for sampling at temperature > 0\n"
@@ -79,6 +84,19 @@ static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {
         return 2;
     }
     *out = (int)v;
+    return 0;
+}
+
+static int parse_float(const char *opt, const char *s, float lo, float hi, float *out) {
+    char *end;
+    errno = 0;
+    float v = s ? strtof(s, &end) : 0.0f;
+    if (!s || errno || *end || end == s || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "whisper-c: %s needs a number in %g..%g, got '%s'\n", opt, lo, hi,
+                s ? s : "");
+        return 2;
+    }
+    *out = v;
     return 0;
 }
 
@@ -115,6 +133,14 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         *rc = parse_int(a, v, 1, 16, &o->beam_size);
     else if (is(a, "-bo", "--best-of"))
         *rc = parse_int(a, v, 1, 16, &o->best_of);
+    else if (is(a, "-vt", "--vad-threshold"))
+        *rc = parse_float(a, v, 0.0f, 1.0f, &o->vad_threshold);
+    else if (is(a, "-vspd", "--vad-min-speech-duration-ms"))
+        *rc = parse_int(a, v, 0, 3600000, &o->vad_min_speech_ms);
+    else if (is(a, "-vsd", "--vad-min-silence-duration-ms"))
+        *rc = parse_int(a, v, 0, 3600000, &o->vad_min_silence_ms);
+    else if (is(a, "-vp", "--vad-speech-pad-ms"))
+        *rc = parse_int(a, v, 0, 3600000, &o->vad_pad_ms);
     else if (is(a, "--seed", NULL)) {
         char *end;
         o->seed = v ? strtoull(v, &end, 10) : 0;
@@ -164,6 +190,8 @@ static int parse_flag(struct cli_options *o, const char *a) {
         o->no_context = true;
     else if (is(a, "--carry-initial-prompt", NULL))
         o->carry_initial_prompt = true;
+    else if (is(a, "--vad", NULL))
+        o->vad = true;
     else
         return 0;
     return 1;
@@ -177,6 +205,10 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
     o->max_context = -1;
     o->best_of = 5;
     o->device = WHISPERC_DEVICE_AUTO;
+    o->vad_threshold = 0.5f;
+    o->vad_min_speech_ms = 250;
+    o->vad_min_silence_ms = 100;
+    o->vad_pad_ms = 30;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         int rc = 0;

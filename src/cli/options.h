@@ -22,6 +22,9 @@ struct cli_options {
     bool no_context, carry_initial_prompt;
     bool translate, no_timestamps, no_fallback, print_progress, no_prints, detect_language;
     bool out_txt, out_srt, out_vtt, out_json;
+    bool vad; /* --vad and its settings, whisper.cpp's spellings and defaults */
+    float vad_threshold;
+    int vad_min_speech_ms, vad_min_silence_ms, vad_pad_ms;
     whisperc_device device;
     int gpu_index;
     unsigned long long seed;

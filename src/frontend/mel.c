@@ -23,17 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontend/fftw_lock.h"
 #include "libwhisperc.h"
 #include "util.h"
 
 #define MEL_BLOCK_FRAMES 64 /* frames per FFT/filterbank block; also the unit of thread work */
 #define MEL_PAD_CENTRE   (WC_N_FFT / 2)
-
-/* FFTW's planner (and with it plan destruction and fftwf_malloc/free, which FFTW does not promise
- * to be thread-safe either) must be called from one thread at a time; only fftwf_execute* may run
- * concurrently. This mutex is the one piece of process-wide mutable state in the library, and
- * mel.c is the library's only FFTW user: every planner call goes through it. */
-static pthread_mutex_t mel_fftw_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* What every worker reads; nothing here is written after mel_compute sets it up. */
 struct mel_job {
@@ -164,7 +159,7 @@ static void *mel_worker_run(void *arg) {
 /* Plans the FFT and allocates the workers' FFT buffers, all under the planner lock. */
 static int mel_fft_setup(struct mel_job *j, struct mel_worker *w, int n_workers) {
     int rc = 0;
-    pthread_mutex_lock(&mel_fftw_lock);
+    fftw_planner_lock(); /* FFTW planning is not thread-safe */
     for (int i = 0; i < n_workers && !rc; i++) {
         w[i].fft_in = fftwf_malloc(WC_N_FFT * sizeof(float));
         w[i].fft_out = fftwf_malloc(WC_N_FFT_BINS * sizeof(fftwf_complex));
@@ -176,12 +171,12 @@ static int mel_fft_setup(struct mel_job *j, struct mel_worker *w, int n_workers)
         j->plan = fftwf_plan_dft_r2c_1d(WC_N_FFT, w[0].fft_in, w[0].fft_out, FFTW_ESTIMATE);
     if (!rc && !j->plan)
         rc = WHISPERC_ERR_NO_MEMORY;
-    pthread_mutex_unlock(&mel_fftw_lock);
+    fftw_planner_unlock();
     return rc;
 }
 
 static void mel_fft_teardown(struct mel_job *j, struct mel_worker *w, int n_workers) {
-    pthread_mutex_lock(&mel_fftw_lock);
+    fftw_planner_lock();
     if (j->plan)
         fftwf_destroy_plan(j->plan);
     j->plan = NULL;
@@ -191,7 +186,7 @@ static void mel_fft_teardown(struct mel_job *j, struct mel_worker *w, int n_work
         if (w[i].fft_out)
             fftwf_free(w[i].fft_out);
     }
-    pthread_mutex_unlock(&mel_fftw_lock);
+    fftw_planner_unlock();
 }
 
 /* Runs the workers (worker 0 on the calling thread; if a thread cannot be started, its share runs
