@@ -17,6 +17,7 @@ import csv
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -252,6 +253,16 @@ try:
             d = check_json(os.path.join(out, "jfk.json"), True, True)
             check(all(os.path.getsize(os.path.join(out, "jfk." + e)) > 0 for e in ("csv", "tsv", "lrc")),
                   "batch: outputs not empty")
+        # past RLIMIT_FSIZE: an error naming the file, nothing left behind (SIGXFSZ ignored)
+        small = os.path.join(tmp, "small")
+        os.mkdir(small)
+        limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+        r = subprocess.run([exe, "transcribe", "-m", model, "-t", "2", "-bs", "1", "-wt", "-ojf",
+                            "-np", "-of", os.path.join(small, "o"), jfk], capture_output=True,
+                           text=True, timeout=600, preexec_fn=limit)
+        check(r.returncode == 1 and "o.json: cannot write: File too large" in r.stderr,
+              f"file-size limit: an error ({r.returncode}, {r.stderr.strip()[:200]})")
+        check(os.listdir(small) == [], "file-size limit: no file left")
         r = run(["batch", "-m", model, "-o", out, "-pc", jfk])
         check(r.returncode == 2 and "-pc" in r.stderr, "batch -pc refused")
         print("ok      -ojf, -pc, batch")
