@@ -134,10 +134,10 @@ static void close_session(struct session *s) {
 }
 
 static bool outputs_exist(const struct batch_config *c, const char *id) {
-    for (int f = 0; f < BATCH_N_FORMATS; f++) {
+    for (int f = 0; f < OUT_N_FORMATS; f++) {
         char p[8400];
         struct stat st;
-        snprintf(p, sizeof p, "%s/%s.%s", c->out_dir, id, batch_format_ext(f));
+        snprintf(p, sizeof p, "%s/%s.%s", c->out_dir, id, out_format_ext((enum out_format)f));
         if (c->formats[f] && (stat(p, &st) != 0 || !S_ISREG(st.st_mode)))
             return false;
     }

@@ -27,7 +27,6 @@
 
 #define BATCH_MAX_MANIFESTS 64
 #define BATCH_MAX_GPUS      64
-#define BATCH_N_FORMATS     4 /* enum out_format: txt, srt, vtt, json */
 
 struct batch_config {
     struct cli_options o; /* model, language, threads, … as `transcribe` */
@@ -41,7 +40,7 @@ struct batch_config {
     int shard_k, shard_n;
     int gpus[BATCH_MAX_GPUS];
     int n_gpus;
-    bool formats[BATCH_N_FORMATS];
+    bool formats[OUT_N_FORMATS]; /* by enum out_format */
     bool retry_failed, quiet, merge;
 };
 
@@ -49,7 +48,6 @@ struct batch_config {
  * (printed). */
 int batch_parse(struct batch_config *c, int argc, char **argv);
 void batch_usage(void);
-const char *batch_format_ext(int fmt); /* "txt", "srt", "vtt", "json" */
 
 // ---- results files (batch_results.c) -------------------------------------------------------
 

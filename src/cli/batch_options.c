@@ -13,10 +13,6 @@
 
 #include "batch.h"
 
-static const char *const format_ext[BATCH_N_FORMATS] = {"txt", "srt", "vtt", "json"};
-
-const char *batch_format_ext(int fmt) { return format_ext[fmt]; }
-
 void batch_usage(void) {
     printf(
         "usage: whisper-c batch [options] -o DIR INPUT...\n"
@@ -44,10 +40,13 @@ void batch_usage(void) {
         "       --merge DIR        join DIR/results.shard-*.jsonl into DIR/results.jsonl; with\n"
         "                          inputs, also report the ids no shard has\n"
         "       --retry-failed     run the items that failed before again (skipped otherwise)\n"
-        "       --formats LIST     txt,srt,vtt,json (default txt,json); or -otxt -osrt -ovtt -oj\n"
+        "       --formats LIST     txt,srt,vtt,json,csv,tsv,lrc (default txt,json); or -otxt\n"
+        "                          -osrt -ovtt -oj -ojf -ocsv -otsv -olrc\n"
         "  -q,  --quiet            no progress, no summary; errors only\n"
         "transcription options, as for `whisper-c transcribe`:\n"
         "  -m FILE  -l LANG  -tr  -t N  -bs N  -bo N  --prompt TEXT  -nt  -nf  --seed N\n"
+        "  -wt  -ml N  -sow  --alignment-heads NAME  --max-line-width N  --max-line-count N\n"
+        "  --max-words-per-line N  --highlight-words\n"
         "\n"
         "Exit status: 0 every item ok, 1 some failed (or an error), 2 usage, 130/143 interrupted\n"
         "by SIGINT/SIGTERM (resumable).\n");
@@ -103,11 +102,12 @@ static int parse_formats(struct batch_config *c, const char *s) {
     for (const char *p = s; p && *p;) {
         size_t n = strcspn(p, ",");
         int f = 0;
-        while (f < BATCH_N_FORMATS &&
-               !(strlen(format_ext[f]) == n && !strncmp(p, format_ext[f], n)))
+        while (f < OUT_N_FORMATS && !(strlen(out_format_ext((enum out_format)f)) == n &&
+                                      !strncmp(p, out_format_ext((enum out_format)f), n)))
             f++;
-        if (f == BATCH_N_FORMATS)
-            return usage_error("--formats takes txt, srt, vtt, json separated by commas, got '%s'",
+        if (f == OUT_N_FORMATS)
+            return usage_error("--formats takes txt, srt, vtt, json, csv, tsv, lrc separated by "
+                               "commas, got '%s'",
                                s);
         c->formats[f] = true;
         p += n + (p[n] == ',');
@@ -170,10 +170,13 @@ static int finish(struct batch_config *c) {
         return usage_error("no input (a file, directory, glob or --manifest FILE)%s", NULL);
     if (c->n_gpus && c->jobs)
         return usage_error("--gpus runs one worker per device; leave out --jobs%s", NULL);
-    const bool flags[BATCH_N_FORMATS] = {o->out_txt, o->out_srt, o->out_vtt, o->out_json};
+    if (o->print_colors != COLORS_NEVER)
+        return usage_error("-pc colours the segments printed by transcribe; batch prints "
+                           "none%s",
+                           NULL);
     bool any = false;
-    for (int f = 0; f < BATCH_N_FORMATS; f++)
-        any |= (c->formats[f] |= flags[f]);
+    for (int f = 0; f < OUT_N_FORMATS; f++)
+        any |= (c->formats[f] |= o->out[f]);
     if (!any)
         c->formats[OUT_TXT] = c->formats[OUT_JSON] = true;
     int cores = n_cores();

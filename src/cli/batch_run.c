@@ -83,28 +83,28 @@ static int make_parents(const char *file, size_t from) {
 }
 
 /* Writes every chosen format into staging/w<index>.<ext>, then renames them to DIR/<id>.<ext>. */
-static int write_outputs(struct worker *w, const struct batch_item *it, char *err, size_t es) {
+static int write_outputs(struct worker *w, const struct batch_item *it,
+                         const struct whisperc_full_params *fp, char *err, size_t es) {
     const struct batch_run *r = w->pool->run;
     const struct batch_config *c = r->cfg;
     char base[4096], staged[4200], final[8400];
     snprintf(base, sizeof base, "%s/w%d", r->staging, w->index);
-    int f, rc = 0;
-    for (f = 0; f < BATCH_N_FORMATS && rc == 0; f++)
-        if (c->formats[f])
-            rc = write_output(w->st, (enum out_format)f, base, err, es);
-    for (f = 0; f < BATCH_N_FORMATS && rc == 0; f++) {
+    const whisperc_model *model = r->models[w->index % r->n_models];
+    int f, rc = cli_write_outputs(&c->o, c->formats, w->st, model, fp, base, err, es);
+    for (f = 0; f < OUT_N_FORMATS && rc == 0; f++) {
         if (!c->formats[f])
             continue;
-        snprintf(staged, sizeof staged, "%s.%s", base, batch_format_ext(f));
-        if ((size_t)snprintf(final, sizeof final, "%s/%s.%s", c->out_dir, it->id,
-                             batch_format_ext(f)) >= sizeof final)
+        const char *ext = out_format_ext((enum out_format)f);
+        snprintf(staged, sizeof staged, "%s.%s", base, ext);
+        if ((size_t)snprintf(final, sizeof final, "%s/%s.%s", c->out_dir, it->id, ext) >=
+            sizeof final)
             rc = -1, snprintf(err, es, "%s/%s: path too long", c->out_dir, it->id);
         else if ((strchr(it->id, '/') && make_parents(final, strlen(c->out_dir)) != 0) ||
                  rename(staged, final) != 0)
             rc = -1, snprintf(err, es, "%.900s: cannot write: %s", final, strerror(errno));
     }
-    for (f = 0; f < BATCH_N_FORMATS && rc != 0; f++) { /* nothing staged may outlive a failure */
-        snprintf(staged, sizeof staged, "%s.%s", base, batch_format_ext(f));
+    for (f = 0; f < OUT_N_FORMATS && rc != 0; f++) { /* nothing staged may outlive a failure */
+        snprintf(staged, sizeof staged, "%s.%s", base, out_format_ext((enum out_format)f));
         unlink(staged);
     }
     return rc;
@@ -149,7 +149,7 @@ static void process(struct worker *w, const struct batch_item *it,
         const char *msg = whisperc_state_errmsg(w->st);
         snprintf(err, sizeof err, "%s", *msg ? msg : whisperc_status_str(rc));
     } else
-        write_outputs(w, it, err, sizeof err);
+        write_outputs(w, it, fp, err, sizeof err);
     struct whisperc_timings tm = {.size = sizeof tm};
     bool timed = rc == WHISPERC_OK && whisperc_state_timings(w->st, &tm) == WHISPERC_OK;
     record(w, it, err[0] == '\0', timed ? tm.audio_seconds : -1,

@@ -3,6 +3,7 @@
  * Transcription goes through libwhisperc.h only; `ptx` (ptx_cmd.c) reaches into the library's
  * kernel generators.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,24 +11,13 @@
 #include "cli.h"
 #include "libwhisperc.h"
 #include "options.h"
+#include "print.h"
 #include "writers.h"
 
 static void log_to_stderr(whisperc_log_level level, const char *msg, void *user) {
     (void)user;
     if (level <= WHISPERC_LOG_WARN)
         fprintf(stderr, "whisper-c: %s\n", msg);
-}
-
-static void print_segments(whisperc_state *st, int n_new, void *user) {
-    (void)user;
-    int n = whisperc_n_segments(st);
-    char a[32], b[32];
-    for (int i = n - n_new; i < n; i++) {
-        printf("[%s --> %s]  %s\n", format_timestamp(a, whisperc_segment_t0_ms(st, i), '.'),
-               format_timestamp(b, whisperc_segment_t1_ms(st, i), '.'),
-               whisperc_segment_text(st, i));
-    }
-    fflush(stdout);
 }
 
 static void print_progress(whisperc_state *st, int percent, void *user) {
@@ -60,6 +50,10 @@ void cli_full_params(const struct cli_options *o, struct whisperc_full_params *f
     fp->vad_speech_pad_ms = o->vad_pad_ms;
     if (o->no_fallback)
         fp->n_temperatures = 1;
+    fp->word_timestamps = o->word_timestamps;
+    fp->max_len = o->max_len;
+    fp->split_on_word = o->split_on_word;
+    fp->alignment_heads = o->alignment_heads;
     fp->log_fn = log_to_stderr;
 }
 
@@ -80,17 +74,42 @@ int cli_load_model(const struct cli_options *o, whisperc_model **model) {
     return 0;
 }
 
-static int write_outputs(const struct cli_options *o, whisperc_state *st, const char *input) {
-    const char *base = o->output_base ? o->output_base : input;
-    const bool want[] = {o->out_txt, o->out_srt, o->out_vtt, o->out_json};
-    for (int f = OUT_TXT; f <= OUT_JSON; f++) {
-        char err[512];
-        if (want[f] && write_output(st, (enum out_format)f, base, err, sizeof err) != 0) {
-            fprintf(stderr, "whisper-c: %s\n", err);
-            return 1;
-        }
+int cli_write_outputs(const struct cli_options *o, const bool *want, const whisperc_state *st,
+                      const whisperc_model *model, const struct whisperc_full_params *fp,
+                      const char *base, char *err, size_t err_size) {
+    bool any = false;
+    for (int f = 0; f < OUT_N_FORMATS; f++)
+        any |= want[f];
+    if (!any)
+        return 0;
+    const struct run_info run = {
+        .model_path = o->model ? o->model : default_model_path(),
+        .model_type = whisperc_model_type(model),
+        .backend = whisperc_model_backend(model),
+        .multilingual = whisperc_model_is_multilingual(model),
+        .n_vocab = whisperc_model_n_vocab(model),
+        .n_mels = whisperc_model_n_mels(model),
+        .params = fp,
+    };
+    const struct writer_opts wo = {
+        .max_line_width = o->max_line_width,
+        .max_line_count = o->max_line_count,
+        .max_words_per_line = o->max_words_per_line,
+        .highlight_words = o->highlight_words,
+        .json_full = o->out_json_full,
+        .run = &run,
+    };
+    struct transcript tr;
+    if (cli_transcript_from_state(&tr, st, o->word_timestamps) != 0) {
+        snprintf(err, err_size, "%s: out of memory for the outputs", base);
+        return -1;
     }
-    return 0;
+    int rc = 0;
+    for (int f = 0; f < OUT_N_FORMATS && rc == 0; f++)
+        if (want[f])
+            rc = write_output(&tr, (enum out_format)f, &wo, base, err, err_size);
+    cli_transcript_free(&tr);
+    return rc;
 }
 
 /* -dl: "FILE: de 0.915, nn 0.014, ..." and nothing else. */
@@ -151,8 +170,11 @@ static int cmd_transcribe(int argc, char **argv) {
         whisperc_model_free(model);
         return failed;
     }
-    if (!o.no_prints)
-        fp.new_segment_fn = print_segments;
+    struct print_opts po = {.out = stdout, .colors = print_use_colors(o.print_colors, stdout)};
+    if (!o.no_prints) {
+        fp.new_segment_fn = print_new_segments;
+        fp.new_segment_user_data = &po;
+    }
     if (o.print_progress)
         fp.progress_fn = print_progress;
     int failed = 0;
@@ -166,7 +188,12 @@ static int cmd_transcribe(int argc, char **argv) {
             !o.no_prints) /* as whisper.cpp: say what was detected */
             fprintf(stderr, "whisper-c: %s: auto-detected language: %s (p = %.2f)\n", o.files[i],
                     whisperc_full_language(st), whisperc_full_language_prob(st));
-        failed |= write_outputs(&o, st, o.files[i]);
+        char err[1024];
+        if (cli_write_outputs(&o, o.out, st, model, &fp, o.output_base ? o.output_base : o.files[i],
+                              err, sizeof err) != 0) {
+            fprintf(stderr, "whisper-c: %s\n", err);
+            failed = 1;
+        }
     }
     whisperc_state_free(st);
     whisperc_model_free(model);
@@ -174,6 +201,9 @@ static int cmd_transcribe(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    /* past RLIMIT_FSIZE a write fails with EFBIG, reported and cleaned up, instead of a kill
+     * that would leave a temporary file behind */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "help") == 0) {
         cli_usage("whisper-c");

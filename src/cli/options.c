@@ -25,7 +25,7 @@ const char *default_model_path(void) {
 }
 
 void cli_usage(const char *prog) {
-    printf("usage: %s transcribe [options] FILE...\n"
+    printf("usage: %s transcribe [options] FILE...  (or -f FILE, repeatable)\n"
            "       %s batch [options] -o DIR INPUT...  many files, resumable (batch --help)\n"
            "       %s bench [options] FILE\n"
            "       %s ptx --size NAME [--sm N] [--out DIR]   write the generated CUDA kernels\n"
@@ -53,9 +53,24 @@ void cli_usage(const char *prog) {
            "  -bs, --beam-size N        beam search with N beams at temperature 0 (default 5;\n"
            "                            1: greedy)\n"
            "  -bo, --best-of N          samples per temperature > 0, the best kept (default 5)\n"
+           "  -f,   --file FILE         an input file (repeatable; as well as FILE...)\n"
+           "  -wt,  --word-timestamps   word-level times (cross-attention alignment)\n"
+           "  -ml,  --max-len N         cut segments to at most N characters (1: a word each)\n"
+           "  -sow, --split-on-word     with -ml: cut only between words\n"
+           "       --alignment-heads NAME  heads for the alignment: auto (default) or a model\n"
+           "                            name (tiny.en, base, ..., large-v1, large-v3-turbo)\n"
            "  -otxt, -osrt, -ovtt       write FILE.txt / .srt / .vtt\n"
-           "  -oj,  --output-json       write FILE.json (segments, tokens, probabilities)\n"
+           "  -oj,  --output-json       write FILE.json (segments, tokens, probabilities;\n"
+           "                            words with -wt)\n"
+           "  -ojf, --output-json-full  FILE.json with model, parameters and token records\n"
+           "  -ocsv, -otsv, -olrc       write FILE.csv (start,end,\"text\" in ms) / .tsv\n"
+           "                            (start<TAB>end<TAB>text in ms) / .lrc (lyrics)\n"
            "  -of,  --output-file BASE  output path without extension (one FILE only)\n"
+           "srt/vtt with -wt (as openai-whisper):\n"
+           "       --max-line-width N   at most N characters per line\n"
+           "       --max-line-count N   at most N lines per cue (with --max-line-width)\n"
+           "       --max-words-per-line N  at most N words per cue (without --max-line-width)\n"
+           "       --highlight-words    one cue per word, the word underlined (<u>)\n"
            "  -pp,  --print-progress    print progress to stderr\n"
            "  -np,  --no-prints         print no segments to stdout\n"
            "       --vad                transcribe only the speech; times stay the file's\n"
@@ -63,6 +78,9 @@ void cli_usage(const char *prog) {
            "  -vspd, --vad-min-speech-duration-ms N   shorter speech is dropped (default 250)\n"
            "  -vsd, --vad-min-silence-duration-ms N   shorter pauses do not end speech (100)\n"
            "  -vp,  --vad-speech-pad-ms N  padding on both ends of speech (default 30)\n"
+           "  -pc,  --print-colors      colour each printed token by its probability, red\n"
+           "                            (unsure) to green, on a terminal without $NO_COLOR;\n"
+           "                            --print-colors=always also into pipes\n"
            "       --device auto|cpu|cuda  compute device (default auto)\n"
            "       --gpu N              CUDA device index\n"
            "       --seed N             seed for sampling at temperature > 0\n"
@@ -117,6 +135,21 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         o->prefix = v;
     else if (is(a, "--hotwords", NULL))
         o->hotwords = v;
+    else if (is(a, "--alignment-heads", "--alignment_heads"))
+        o->alignment_heads = v;
+    else if (is(a, "-f", "--file")) {
+        if (o->n_files == CLI_MAX_FILES)
+            *rc = 2, fprintf(stderr, "whisper-c: too many files (at most %d)\n", CLI_MAX_FILES);
+        else if (v)
+            o->files[o->n_files++] = v;
+    } else if (is(a, "-ml", "--max-len"))
+        *rc = parse_int(a, v, 0, 1 << 20, &o->max_len);
+    else if (is(a, "--max-line-width", "--max_line_width"))
+        *rc = parse_int(a, v, 1, 1 << 20, &o->max_line_width);
+    else if (is(a, "--max-line-count", "--max_line_count"))
+        *rc = parse_int(a, v, 1, 1 << 20, &o->max_line_count);
+    else if (is(a, "--max-words-per-line", "--max_words_per_line"))
+        *rc = parse_int(a, v, 1, 1 << 20, &o->max_words_per_line);
     else if (is(a, "-mc", "--max-context"))
         *rc = parse_int(a, v, 0, 1 << 20, &o->max_context);
     else if (is(a, "-of", "--output-file"))
@@ -173,13 +206,33 @@ static int parse_flag(struct cli_options *o, const char *a) {
     else if (is(a, "-nf", "--no-fallback"))
         o->no_fallback = true;
     else if (is(a, "-otxt", "--output-txt"))
-        o->out_txt = true;
+        o->out[OUT_TXT] = true;
     else if (is(a, "-osrt", "--output-srt"))
-        o->out_srt = true;
+        o->out[OUT_SRT] = true;
     else if (is(a, "-ovtt", "--output-vtt"))
-        o->out_vtt = true;
+        o->out[OUT_VTT] = true;
     else if (is(a, "-oj", "--output-json"))
-        o->out_json = true;
+        o->out[OUT_JSON] = true;
+    else if (is(a, "-ojf", "--output-json-full"))
+        o->out[OUT_JSON] = o->out_json_full = true;
+    else if (is(a, "-ocsv", "--output-csv"))
+        o->out[OUT_CSV] = true;
+    else if (is(a, "-otsv", "--output-tsv"))
+        o->out[OUT_TSV] = true;
+    else if (is(a, "-olrc", "--output-lrc"))
+        o->out[OUT_LRC] = true;
+    else if (is(a, "-wt", "--word-timestamps"))
+        o->word_timestamps = true;
+    else if (is(a, "-sow", "--split-on-word"))
+        o->split_on_word = true;
+    else if (is(a, "--highlight-words", "--highlight_words"))
+        o->highlight_words = true;
+    else if (is(a, "-pc", "--print-colors") || is(a, "--print-colors=auto", NULL))
+        o->print_colors = COLORS_AUTO;
+    else if (is(a, "--print-colors=always", NULL))
+        o->print_colors = COLORS_ALWAYS;
+    else if (is(a, "--print-colors=never", NULL))
+        o->print_colors = COLORS_NEVER;
     else if (is(a, "-pp", "--print-progress"))
         o->print_progress = true;
     else if (is(a, "-np", "--no-prints"))
@@ -195,6 +248,29 @@ static int parse_flag(struct cli_options *o, const char *a) {
     else
         return 0;
     return 1;
+}
+
+/* As openai-whisper's cli(): the subtitle options need word timestamps; combinations that
+ * are legal but do nothing say so. */
+static int check_word_options(const struct cli_options *o) {
+    const char *need = o->highlight_words      ? "--highlight-words"
+                       : o->max_line_width     ? "--max-line-width"
+                       : o->max_line_count     ? "--max-line-count"
+                       : o->max_words_per_line ? "--max-words-per-line"
+                                               : NULL;
+    if (need && !o->word_timestamps) {
+        fprintf(stderr, "whisper-c: %s needs word timestamps (-wt)\n", need);
+        return 2;
+    }
+    if (o->max_line_count && !o->max_line_width)
+        fprintf(stderr, "whisper-c: warning: --max-line-count has no effect without "
+                        "--max-line-width\n");
+    if (o->max_words_per_line && o->max_line_width && o->max_line_count)
+        fprintf(stderr, "whisper-c: warning: --max-words-per-line has no effect with "
+                        "--max-line-width and --max-line-count\n");
+    if (o->split_on_word && !o->max_len)
+        fprintf(stderr, "whisper-c: warning: -sow has no effect without -ml N\n");
+    return 0;
 }
 
 int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
@@ -243,5 +319,5 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
         fprintf(stderr, "whisper-c: -of works with one input file only\n");
         return 2;
     }
-    return 0;
+    return check_word_options(o);
 }

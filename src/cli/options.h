@@ -1,6 +1,7 @@
 /*
  * options.h — command-line options of `whisper-c transcribe` and `whisper-c bench`, with
- * whisper.cpp's spellings (-m, -l, -t, -nt, -otxt, -osrt, -ovtt, -oj, -of, -pp, …).
+ * whisper.cpp's spellings (-m, -l, -t, -nt, -otxt, -osrt, -ovtt, -oj, -of, -pp, -wt, -ml, …)
+ * and openai-whisper's subtitle options (--max-line-width, …; underscores accepted too).
  */
 #ifndef WC_CLI_OPTIONS_H
 #define WC_CLI_OPTIONS_H
@@ -8,6 +9,8 @@
 #include <stdbool.h>
 
 #include "libwhisperc.h"
+#include "print.h"
+#include "writers.h"
 
 #define CLI_MAX_FILES 4096
 
@@ -21,7 +24,16 @@ struct cli_options {
     int max_context;        /* -1: the model's limit */
     bool no_context, carry_initial_prompt;
     bool translate, no_timestamps, no_fallback, print_progress, no_prints, detect_language;
-    bool out_txt, out_srt, out_vtt, out_json;
+    bool out[OUT_N_FORMATS]; /* -otxt … -olrc, indexed by enum out_format */
+    bool out_json_full;      /* -ojf: -oj with everything */
+    /* word timestamps and segment length (whisperc_full_params) */
+    bool word_timestamps, split_on_word;
+    int max_len;                 /* 0: off */
+    const char *alignment_heads; /* NULL: auto */
+    /* srt/vtt with -wt (openai-whisper's ResultWriter options); 0: not given */
+    int max_line_width, max_line_count, max_words_per_line;
+    bool highlight_words;
+    enum print_colors print_colors; /* -pc */
     bool vad; /* --vad and its settings, whisper.cpp's spellings and defaults */
     float vad_threshold;
     int vad_min_speech_ms, vad_min_silence_ms, vad_pad_ms;

@@ -1,4 +1,7 @@
-/* writers.c — see writers.h. Formats follow openai-whisper utils.py's writers. */
+/*
+ * writers.c — see writers.h: the atomic write, and the line formats txt (openai-whisper's
+ * WriteTXT), tsv (WriteTSV), csv and lrc (whisper.cpp's cli output_csv / output_lrc).
+ */
 #include "writers.h"
 
 #include <errno.h>
@@ -8,6 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static const char *const format_ext[OUT_N_FORMATS] = {"txt", "srt", "vtt", "json",
+                                                      "csv", "tsv", "lrc"};
+
+const char *out_format_ext(enum out_format fmt) {
+    return fmt >= 0 && fmt < OUT_N_FORMATS ? format_ext[fmt] : "";
+}
+
 const char *format_timestamp(char *buf, int64_t ms, char sep) {
     if (ms < 0)
         ms = 0;
@@ -16,108 +26,98 @@ const char *format_timestamp(char *buf, int64_t ms, char sep) {
     return buf;
 }
 
-/* The segment's text without surrounding ASCII spaces (as openai's writers .strip()). */
-static void put_stripped(FILE *f, const char *s) {
-    while (*s == ' ' || *s == '\t' || *s == '\n')
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* s without surrounding whitespace (as Python's str.strip() on ASCII): start and length. */
+static const char *strip(const char *s, size_t *n) {
+    while (is_space(*s))
         s++;
-    size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n'))
-        n--;
-    fwrite(s, 1, n, f);
+    *n = strlen(s);
+    while (*n > 0 && is_space(s[*n - 1]))
+        (*n)--;
+    return s;
 }
 
-static int empty(const char *s) {
-    while (*s == ' ' || *s == '\t' || *s == '\n')
-        s++;
-    return *s == '\0';
+/* The stripped text on one line: tabs and line breaks become spaces (tsv, lrc). */
+static void put_one_line(FILE *f, const char *s) {
+    size_t n;
+    s = strip(s, &n);
+    for (size_t i = 0; i < n; i++)
+        fputc(s[i] == '\t' || s[i] == '\n' || s[i] == '\r' ? ' ' : s[i], f);
 }
 
-static void write_txt(FILE *f, const whisperc_state *st) {
-    for (int i = 0; i < whisperc_n_segments(st); i++) {
-        const char *t = whisperc_segment_text(st, i);
-        if (empty(t))
+static void write_txt(FILE *f, const struct transcript *tr) {
+    for (int i = 0; i < tr->n_segments; i++) {
+        size_t n;
+        const char *t = strip(tr->segments[i].text, &n);
+        if (n == 0)
             continue;
-        put_stripped(f, t);
+        fwrite(t, 1, n, f);
         fputc('\n', f);
     }
 }
 
-static void write_cues(FILE *f, const whisperc_state *st, int srt) {
-    char a[32], b[32];
-    int n = 0;
-    if (!srt)
-        fputs("WEBVTT\n\n", f);
-    for (int i = 0; i < whisperc_n_segments(st); i++) {
-        const char *t = whisperc_segment_text(st, i);
-        if (empty(t))
-            continue;
-        if (srt)
-            fprintf(f, "%d\n", ++n);
-        char sep = srt ? ',' : '.';
-        fprintf(f, "%s --> %s\n", format_timestamp(a, whisperc_segment_t0_ms(st, i), sep),
-                format_timestamp(b, whisperc_segment_t1_ms(st, i), sep));
-        put_stripped(f, t);
-        fputs("\n\n", f);
+/* RFC 4180: the text quoted, quotes doubled, so any csv reader gets it back. */
+static void write_csv(FILE *f, const struct transcript *tr) {
+    fputs("start,end,text\n", f);
+    for (int i = 0; i < tr->n_segments; i++) {
+        const struct tr_segment *s = &tr->segments[i];
+        size_t n;
+        const char *t = strip(s->text, &n);
+        fprintf(f, "%" PRId64 ",%" PRId64 ",\"", s->t0_ms, s->t1_ms);
+        for (size_t k = 0; k < n; k++) {
+            if (t[k] == '"')
+                fputc('"', f);
+            fputc(t[k], f);
+        }
+        fputs("\"\n", f);
     }
 }
 
-static void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", f);
-        else if (*p == '\t')
-            fputs("\\t", f);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f); /* the library gives valid UTF-8 */
+static void write_tsv(FILE *f, const struct transcript *tr) {
+    fputs("start\tend\ttext\n", f);
+    for (int i = 0; i < tr->n_segments; i++) {
+        fprintf(f, "%" PRId64 "\t%" PRId64 "\t", tr->segments[i].t0_ms, tr->segments[i].t1_ms);
+        put_one_line(f, tr->segments[i].text);
+        fputc('\n', f);
     }
-    fputc('"', f);
 }
 
-static void write_segment_json(FILE *f, const whisperc_state *st, int i) {
-    fprintf(f, "    {\"id\": %d, \"start\": %.3f, \"end\": %.3f, \"text\": ", i,
-            whisperc_segment_t0_ms(st, i) / 1000.0, whisperc_segment_t1_ms(st, i) / 1000.0);
-    json_string(f, whisperc_segment_text(st, i));
-    fputs(", \"tokens\": [", f);
-    int n = whisperc_segment_n_tokens(st, i);
-    for (int j = 0; j < n; j++)
-        fprintf(f, "%s%d", j ? ", " : "", whisperc_segment_token_id(st, i, j));
-    fputs("], \"token_probs\": [", f);
-    for (int j = 0; j < n; j++)
-        fprintf(f, "%s%.4f", j ? ", " : "", whisperc_segment_token_p(st, i, j));
-    fprintf(f,
-            "], \"temperature\": %.1f, \"avg_logprob\": %.6f, \"compression_ratio\": %.6f, "
-            "\"no_speech_prob\": %.6f}",
-            whisperc_segment_temperature(st, i), whisperc_segment_avg_logprob(st, i),
-            whisperc_segment_compression_ratio(st, i), whisperc_segment_no_speech_prob(st, i));
-}
-
-static void write_json(FILE *f, const whisperc_state *st) {
-    struct whisperc_timings tm = {.size = sizeof tm};
-    whisperc_state_timings(st, &tm);
-    fputs("{\n  \"text\": ", f);
-    json_string(f, whisperc_full_text(st) ? whisperc_full_text(st) : "");
-    fputs(",\n  \"language\": ", f);
-    json_string(f, whisperc_full_language(st) ? whisperc_full_language(st) : "");
-    fprintf(f, ",\n  \"language_probability\": %.6f,\n  \"duration\": %.3f,\n  \"segments\": [\n",
-            whisperc_full_language_prob(st), tm.audio_seconds);
-    for (int i = 0; i < whisperc_n_segments(st); i++) {
-        write_segment_json(f, st, i);
-        fputs(i + 1 < whisperc_n_segments(st) ? ",\n" : "\n", f);
+/* [mm:ss.xx]text, minutes uncapped and hundredths truncated, as whisper.cpp. */
+static void write_lrc(FILE *f, const struct transcript *tr) {
+    fputs("[by:whisper-c]\n", f);
+    for (int i = 0; i < tr->n_segments; i++) {
+        int64_t ms = tr->segments[i].t0_ms < 0 ? 0 : tr->segments[i].t0_ms;
+        fprintf(f, "[%02" PRId64 ":%02d.%02d]", ms / 60000, (int)(ms / 1000 % 60),
+                (int)(ms % 1000 / 10));
+        put_one_line(f, tr->segments[i].text);
+        fputc('\n', f);
     }
-    fputs("  ]\n}\n", f);
 }
 
-int write_output(const whisperc_state *st, enum out_format fmt, const char *base, char *err,
-                 size_t err_size) {
-    static const char *const ext[] = {".txt", ".srt", ".vtt", ".json"};
+int write_format(FILE *f, const struct transcript *tr, enum out_format fmt,
+                 const struct writer_opts *wo) {
+    const struct writer_opts none = {0};
+    if (!wo)
+        wo = &none;
+    switch (fmt) {
+    case OUT_SRT: return write_subtitles(f, tr, true, wo);
+    case OUT_VTT: return write_subtitles(f, tr, false, wo);
+    case OUT_JSON: return write_json(f, tr, wo);
+    case OUT_TXT: write_txt(f, tr); break;
+    case OUT_CSV: write_csv(f, tr); break;
+    case OUT_TSV: write_tsv(f, tr); break;
+    case OUT_LRC: write_lrc(f, tr); break;
+    case OUT_N_FORMATS: break;
+    }
+    return 0;
+}
+
+int write_output(const struct transcript *tr, enum out_format fmt, const struct writer_opts *wo,
+                 const char *base, char *err, size_t err_size) {
     char path[4096], tmp[4096 + 16];
-    if ((size_t)snprintf(path, sizeof path, "%s%s", base, ext[fmt]) >= sizeof path) {
-        snprintf(err, err_size, "%s%s: path too long", base, ext[fmt]);
+    if ((size_t)snprintf(path, sizeof path, "%s.%s", base, out_format_ext(fmt)) >= sizeof path) {
+        snprintf(err, err_size, "%.900s.%s: path too long", base, out_format_ext(fmt));
         return -1;
     }
     snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
@@ -136,21 +136,21 @@ int write_output(const whisperc_state *st, enum out_format fmt, const char *base
         }
         return -1;
     }
-    switch (fmt) {
-    case OUT_TXT: write_txt(f, st); break;
-    case OUT_SRT: write_cues(f, st, 1); break;
-    case OUT_VTT: write_cues(f, st, 0); break;
-    case OUT_JSON: write_json(f, st); break;
-    }
-    /* a full disk shows up at the latest in fflush/fsync/fclose */
-    int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    int saved = errno;
+    errno = 0;
+    int oom = write_format(f, tr, fmt, wo) != 0;
+    /* a full disk (or RLIMIT_FSIZE: SIGXFSZ is ignored, so EFBIG) shows up at the latest in
+     * fflush/fsync/fclose */
+    int bad = oom || ferror(f), saved = oom ? ENOMEM : errno;
+    if (!bad && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+        bad = 1, saved = errno;
     if (fclose(f) != 0 && !bad) {
         bad = 1;
         saved = errno;
     }
     if (bad || rename(tmp, path) != 0) {
-        snprintf(err, err_size, "%s: cannot write: %s", path, strerror(bad ? saved : errno));
+        if (!bad)
+            saved = errno;
+        snprintf(err, err_size, "%s: cannot write: %s", path, strerror(saved ? saved : EIO));
         unlink(tmp);
         return -1;
     }

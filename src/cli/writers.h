@@ -1,23 +1,59 @@
 /*
- * writers.h — transcript output files (txt, srt, vtt, json), written atomically: into a
- * temporary file beside the target, then renamed over it, so a reader never sees a partial
- * file and a failure leaves any previous file untouched.
+ * writers.h — transcript output files, written atomically: into a temporary file beside the
+ * target, then renamed over it, so a reader never sees a partial file and a failure leaves any
+ * previous file untouched.
+ *
+ *   writers.c       the atomic write; txt, csv, tsv, lrc; timestamps
+ *   writers_subs.c  srt and vtt (with words: openai-whisper's subtitle options)
+ *   writers_json.c  json (openai-whisper's result) and json-full (everything)
  */
 #ifndef WC_CLI_WRITERS_H
 #define WC_CLI_WRITERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "libwhisperc.h"
+#include "transcript.h"
 
-enum out_format { OUT_TXT, OUT_SRT, OUT_VTT, OUT_JSON };
+/* Append only: `whisper-c batch` indexes its format table with these. */
+enum out_format { OUT_TXT, OUT_SRT, OUT_VTT, OUT_JSON, OUT_CSV, OUT_TSV, OUT_LRC, OUT_N_FORMATS };
 
-/* Writes base + ".txt" etc. Returns 0, or -1 with a one-line message in err. */
-int write_output(const whisperc_state *st, enum out_format fmt, const char *base, char *err,
-                 size_t err_size);
+/* What -ojf records besides the results. */
+struct run_info {
+    const char *model_path, *model_type, *backend;
+    bool multilingual;
+    int n_vocab, n_mels;
+    const struct whisperc_full_params *params;
+};
 
-/* "hh:mm:ss.mmm" (sep '.') or "hh:mm:ss,mmm" (sep ','); buf of at least 32 bytes. */
+struct writer_opts {
+    /* srt/vtt with words, as openai-whisper's ResultWriter options (utils.py
+     * SubtitlesWriter.iterate_result); 0 = not given */
+    int max_line_width, max_line_count, max_words_per_line;
+    bool highlight_words;
+    bool json_full;             /* OUT_JSON writes everything (whisper.cpp -ojf) */
+    const struct run_info *run; /* json_full: may be NULL */
+};
+
+/* "txt", "srt", …: the file extension without its dot. */
+const char *out_format_ext(enum out_format fmt);
+
+/* Writes base + "." + ext. Returns 0, or -1 with a one-line message in err. */
+int write_output(const struct transcript *tr, enum out_format fmt, const struct writer_opts *wo,
+                 const char *base, char *err, size_t err_size);
+
+/* The format to f (writers_*.c); wo may be NULL (defaults). Returns 0, or -1 when out of
+ * memory; write errors show in ferror(f). */
+int write_format(FILE *f, const struct transcript *tr, enum out_format fmt,
+                 const struct writer_opts *wo);
+int write_subtitles(FILE *f, const struct transcript *tr, bool srt, const struct writer_opts *wo);
+int write_json(FILE *f, const struct transcript *tr, const struct writer_opts *wo);
+
+/* "hh:mm:ss.mmm" (sep '.') or "hh:mm:ss,mmm" (sep ','), hours widening past 99; negative ms
+ * count as 0; buf of at least 32 bytes. */
 const char *format_timestamp(char *buf, int64_t ms, char sep);
 
 #endif /* WC_CLI_WRITERS_H */

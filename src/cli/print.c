@@ -1,0 +1,88 @@
+/* print.c — see print.h. */
+#include "print.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "writers.h"
+
+/* xterm 256-colour palette: red, through orange and yellow, to green. */
+static const int palette[PRINT_N_COLORS] = {196, 202, 208, 214, 220, 226, 190, 154, 118, 82};
+
+bool print_use_colors(enum print_colors mode, FILE *out) {
+    if (mode == COLORS_ALWAYS)
+        return true;
+    const char *no_color = getenv("NO_COLOR"); /* no-color.org */
+    return mode == COLORS_AUTO && isatty(fileno(out)) && !(no_color && *no_color);
+}
+
+int print_color_index(float p) {
+    float x = p * p * p * PRINT_N_COLORS;
+    if (!(x > 0)) /* NaN too */
+        return 0;
+    return x >= PRINT_N_COLORS - 1 ? PRINT_N_COLORS - 1 : (int)x;
+}
+
+/* Bytes of buf[0..n) that end on a character boundary; a UTF-8 character split across tokens
+ * waits for its rest, so that no colour code lands inside it. Invalid bytes count as one. */
+static size_t complete_prefix(const unsigned char *buf, size_t n) {
+    size_t pos = 0;
+    while (pos < n) {
+        unsigned char c = buf[pos];
+        size_t len = c >= 0xF0 && c < 0xF8 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        if (len > 1 && c >= 0xF8)
+            len = 1;
+        if (pos + len > n)
+            break;
+        pos += len;
+    }
+    return pos;
+}
+
+static void print_colored(FILE *out, const whisperc_state *st, int i) {
+    int ts_begin = whisperc_token_timestamp_begin(st);
+    unsigned char pending[4];
+    size_t n_pending = 0;
+    for (int j = 0; j < whisperc_segment_n_tokens(st, i); j++) {
+        int id = whisperc_segment_token_id(st, i, j);
+        const char *t = whisperc_token_text(st, id);
+        if (id >= ts_begin || !t)
+            continue;
+        size_t n = strlen(t);
+        unsigned char *buf = malloc(n_pending + n + 1);
+        if (!buf)
+            continue;
+        memcpy(buf, pending, n_pending);
+        memcpy(buf + n_pending, t, n);
+        n += n_pending;
+        size_t k = complete_prefix(buf, n);
+        if (n - k > sizeof pending) /* an invalid run: show it as it is */
+            k = n;
+        if (k > 0)
+            fprintf(out, "\033[38;5;%dm%.*s\033[0m",
+                    palette[print_color_index(whisperc_segment_token_p(st, i, j))], (int)k,
+                    (const char *)buf);
+        n_pending = n - k;
+        memcpy(pending, buf + k, n_pending);
+        free(buf);
+    }
+    fwrite(pending, 1, n_pending, out);
+}
+
+void print_new_segments(whisperc_state *st, int n_new, void *user_data) {
+    const struct print_opts *po = user_data;
+    FILE *out = po->out ? po->out : stdout;
+    int n = whisperc_n_segments(st);
+    char a[32], b[32];
+    for (int i = n - n_new; i < n; i++) {
+        fprintf(out, "[%s --> %s]  ", format_timestamp(a, whisperc_segment_t0_ms(st, i), '.'),
+                format_timestamp(b, whisperc_segment_t1_ms(st, i), '.'));
+        if (po->colors)
+            print_colored(out, st, i);
+        else
+            fputs(whisperc_segment_text(st, i), out);
+        fputc('\n', out);
+    }
+    fflush(out);
+}

@@ -1,0 +1,183 @@
+/*
+ * writers_json.c — FILE.json. -oj: openai-whisper's transcribe() result (text, language,
+ * segments with id, start, end, text, tokens (ids), temperature, avg_logprob,
+ * compression_ratio, no_speech_prob, and words [{word, start, end, probability}] with word
+ * timestamps), plus token_probs. -ojf (json_full) adds the model and the decoding parameters,
+ * and its tokens are records {id, text, p, t0, t1} (as whisper.cpp's -ojf). Times in seconds; null
+ * where there is none (a token time without alignment) or a number JSON cannot hold (a disabled
+ * threshold, -inf). Strings go through batch_json.c's quoting (valid UTF-8 out for any input).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "batch_json.h"
+#include "writers.h"
+
+static void num(struct sbuf *b, const char *fmt, double v) {
+    if (isfinite(v))
+        sbuf_printf(b, fmt, v);
+    else
+        sbuf_adds(b, "null");
+}
+
+static void seconds(struct sbuf *b, int64_t ms) {
+    if (ms < 0)
+        sbuf_adds(b, "null");
+    else
+        sbuf_printf(b, "%.3f", (double)ms / 1000.0);
+}
+
+static void key_string(struct sbuf *b, const char *key, const char *v) {
+    sbuf_printf(b, "\"%s\": ", key);
+    if (v)
+        json_add_string(b, v);
+    else
+        sbuf_adds(b, "null");
+}
+
+static void words(struct sbuf *b, const struct tr_segment *s) {
+    sbuf_adds(b, ", \"words\": [");
+    for (int j = 0; j < s->n_words; j++) {
+        const struct tr_word *w = &s->words[j];
+        sbuf_adds(b, j ? ", {" : "{");
+        key_string(b, "word", w->text);
+        sbuf_adds(b, ", \"start\": ");
+        seconds(b, w->t0_ms);
+        sbuf_adds(b, ", \"end\": ");
+        seconds(b, w->t1_ms);
+        sbuf_adds(b, ", \"probability\": ");
+        num(b, "%.6f", w->p);
+        sbuf_adds(b, "}");
+    }
+    sbuf_adds(b, "]");
+}
+
+static void token_records(struct sbuf *b, const struct tr_segment *s) {
+    sbuf_adds(b, ", \"tokens\": [");
+    for (int j = 0; j < s->n_tokens; j++) {
+        const struct tr_token *t = &s->tokens[j];
+        sbuf_printf(b, "%s{\"id\": %d, ", j ? ",\n       " : "\n       ", t->id);
+        key_string(b, "text", t->text);
+        sbuf_adds(b, ", \"p\": ");
+        num(b, "%.6f", t->p);
+        sbuf_adds(b, ", \"t0\": ");
+        seconds(b, t->t0_ms);
+        sbuf_adds(b, ", \"t1\": ");
+        seconds(b, t->t1_ms);
+        sbuf_adds(b, "}");
+    }
+    sbuf_adds(b, "]");
+}
+
+static void segment(struct sbuf *b, const struct transcript *tr, int i, bool full) {
+    const struct tr_segment *s = &tr->segments[i];
+    sbuf_printf(b, "    {\"id\": %d, \"start\": ", i);
+    seconds(b, s->t0_ms);
+    sbuf_adds(b, ", \"end\": ");
+    seconds(b, s->t1_ms);
+    sbuf_adds(b, ", ");
+    key_string(b, "text", s->text);
+    if (full) {
+        token_records(b, s);
+    } else {
+        sbuf_adds(b, ", \"tokens\": [");
+        for (int j = 0; j < s->n_tokens; j++)
+            sbuf_printf(b, "%s%d", j ? ", " : "", s->tokens[j].id);
+        sbuf_adds(b, "], \"token_probs\": [");
+        for (int j = 0; j < s->n_tokens; j++) {
+            sbuf_adds(b, j ? ", " : "");
+            num(b, "%.4f", s->tokens[j].p);
+        }
+        sbuf_adds(b, "]");
+    }
+    sbuf_adds(b, ", \"temperature\": ");
+    num(b, "%.1f", s->temperature);
+    sbuf_adds(b, ", \"avg_logprob\": ");
+    num(b, "%.6f", s->avg_logprob);
+    sbuf_adds(b, ", \"compression_ratio\": ");
+    num(b, "%.6f", s->compression_ratio);
+    sbuf_adds(b, ", \"no_speech_prob\": ");
+    num(b, "%.6f", s->no_speech_prob);
+    if (tr->has_words)
+        words(b, s);
+    sbuf_adds(b, "}");
+}
+
+static void model_info(struct sbuf *b, const struct run_info *ri) {
+    sbuf_adds(b, "  \"model\": {");
+    key_string(b, "path", ri->model_path);
+    sbuf_adds(b, ", ");
+    key_string(b, "type", ri->model_type);
+    sbuf_printf(b, ", \"multilingual\": %s, \"n_vocab\": %d, \"n_mels\": %d, ",
+                ri->multilingual ? "true" : "false", ri->n_vocab, ri->n_mels);
+    key_string(b, "backend", ri->backend);
+    sbuf_adds(b, "},\n");
+}
+
+static void params(struct sbuf *b, const struct whisperc_full_params *p) {
+    sbuf_printf(b, "  \"params\": {\"strategy\": \"%s\", \"beam_size\": %d, \"best_of\": %d, ",
+                p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? "beam_search" : "greedy",
+                p->beam_size, p->best_of);
+    sbuf_printf(b, "\"n_threads\": %d, \"seed\": %llu, ", p->n_threads,
+                (unsigned long long)p->seed);
+    key_string(b, "language", p->language);
+    sbuf_printf(b, ", \"translate\": %s, \"no_timestamps\": %s, \"temperatures\": [",
+                p->translate ? "true" : "false", p->no_timestamps ? "true" : "false");
+    for (int i = 0; i < p->n_temperatures && i < WHISPERC_MAX_TEMPERATURES; i++) {
+        sbuf_adds(b, i ? ", " : "");
+        num(b, "%.2f", p->temperatures[i]);
+    }
+    sbuf_adds(b, "], \"compression_ratio_threshold\": ");
+    num(b, "%.3f", p->compression_ratio_threshold);
+    sbuf_adds(b, ", \"logprob_threshold\": ");
+    num(b, "%.3f", p->logprob_threshold);
+    sbuf_adds(b, ", \"no_speech_threshold\": ");
+    num(b, "%.3f", p->no_speech_threshold);
+    sbuf_printf(b, ", \"condition_on_previous_text\": %s, ",
+                p->condition_on_previous_text ? "true" : "false");
+    key_string(b, "initial_prompt", p->initial_prompt);
+    sbuf_adds(b, ", ");
+    key_string(b, "prefix", p->prefix);
+    sbuf_adds(b, ", ");
+    key_string(b, "hotwords", p->hotwords);
+    sbuf_printf(b, ", \"max_context\": %d, \"word_timestamps\": %s, ", p->max_context,
+                p->word_timestamps ? "true" : "false");
+    key_string(b, "alignment_heads", p->alignment_heads ? p->alignment_heads : "auto");
+    sbuf_printf(b, ", \"max_len\": %d, \"split_on_word\": %s},\n", p->max_len,
+                p->split_on_word ? "true" : "false");
+}
+
+int write_json(FILE *f, const struct transcript *tr, const struct writer_opts *wo) {
+    struct sbuf b = {0};
+    const bool full = wo->json_full;
+    sbuf_adds(&b, "{\n");
+    if (full && wo->run) {
+        model_info(&b, wo->run);
+        if (wo->run->params)
+            params(&b, wo->run->params);
+    }
+    sbuf_adds(&b, "  ");
+    key_string(&b, "text", tr->text);
+    sbuf_adds(&b, ",\n  ");
+    key_string(&b, "language", tr->language);
+    sbuf_adds(&b, ",\n  \"language_probability\": ");
+    num(&b, "%.6f", tr->language_prob);
+    sbuf_adds(&b, ",\n  \"duration\": ");
+    num(&b, "%.3f", tr->duration_s);
+    sbuf_adds(&b, ",\n  \"segments\": [\n");
+    for (int i = 0; i < tr->n_segments; i++) {
+        segment(&b, tr, i, full);
+        sbuf_adds(&b, i + 1 < tr->n_segments ? ",\n" : "\n");
+    }
+    sbuf_adds(&b, "  ]\n}\n");
+    if (b.oom) {
+        sbuf_free(&b);
+        errno = ENOMEM;
+        return -1;
+    }
+    fwrite(b.p, 1, b.n, f);
+    sbuf_free(&b);
+    return 0;
+}

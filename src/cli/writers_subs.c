@@ -1,0 +1,203 @@
+/*
+ * writers_subs.c — srt and vtt. Without words, one cue per segment with text. With words, the
+ * cues follow openai-whisper's SubtitlesWriter.iterate_result (utils.py), same semantics:
+ *
+ * - a cue holds one segment (words taken max_words_per_line at a time, each chunk its own cue),
+ *   unless both max_line_width and max_line_count are given: then words flow across segments
+ *   into lines of at most max_line_width characters, at most max_line_count lines per cue, and a
+ *   pause of more than 3 s between word starts begins a new cue;
+ * - a cue runs from its first word's start to its last word's end; a line's first word loses
+ *   its surrounding spaces;
+ * - highlight_words: one cue per word, that word in <u></u>, gaps between words filled with the
+ *   plain text.
+ * Lengths count characters (code points), as Python's len().
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "writers.h"
+
+struct cue_word {
+    const struct tr_word *w;
+    const char *s; /* the text as shown: a slice of w->text */
+    size_t n;
+    bool nl; /* begins a new line of the cue */
+};
+
+struct cue {
+    struct cue_word *v;
+    int n, cap;
+};
+
+struct cue_writer {
+    FILE *f;
+    bool srt, highlight;
+    int n_cues; /* written so far (srt numbers) */
+};
+
+static size_t n_chars(const char *s, size_t n) {
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* A cue's text with "-->" shown as "->" (it would end the timing line's grammar). */
+static void put_text(FILE *f, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (i + 3 <= n && memcmp(s + i, "-->", 3) == 0)
+            fputs("->", f), i += 2;
+        else
+            fputc(s[i], f);
+    }
+}
+
+static void put_cue_head(struct cue_writer *cw, int64_t t0_ms, int64_t t1_ms) {
+    char a[32], b[32];
+    char sep = cw->srt ? ',' : '.';
+    if (cw->srt)
+        fprintf(cw->f, "%d\n", ++cw->n_cues);
+    fprintf(cw->f, "%s --> %s\n", format_timestamp(a, t0_ms, sep), format_timestamp(b, t1_ms, sep));
+}
+
+/* The cue's words; `underline` (-1: none) wrapped in <u></u> after its leading spaces. */
+static void put_words(FILE *f, const struct cue *c, int underline) {
+    for (int i = 0; i < c->n; i++) {
+        const struct cue_word *w = &c->v[i];
+        if (w->nl)
+            fputc('\n', f);
+        size_t lead = 0;
+        while (i == underline && lead < w->n && is_space(w->s[lead]))
+            lead++;
+        put_text(f, w->s, lead);
+        if (i == underline)
+            fputs("<u>", f);
+        put_text(f, w->s + lead, w->n - lead);
+        if (i == underline)
+            fputs("</u>", f);
+    }
+    fputs("\n\n", f);
+}
+
+static int64_t clamp0(int64_t ms) { return ms < 0 ? 0 : ms; }
+
+static void emit(struct cue_writer *cw, const struct cue *c) {
+    if (c->n == 0)
+        return;
+    int64_t t0 = clamp0(c->v[0].w->t0_ms), t1 = clamp0(c->v[c->n - 1].w->t1_ms);
+    if (!cw->highlight) {
+        put_cue_head(cw, t0, t1);
+        put_words(cw->f, c, -1);
+        return;
+    }
+    int64_t last = t0;
+    for (int i = 0; i < c->n; i++) {
+        int64_t w0 = clamp0(c->v[i].w->t0_ms), w1 = clamp0(c->v[i].w->t1_ms);
+        if (last != w0) { /* the gap before this word, unhighlighted */
+            put_cue_head(cw, last, w0);
+            put_words(cw->f, c, -1);
+        }
+        put_cue_head(cw, w0, w1);
+        put_words(cw->f, c, i);
+        last = w1;
+    }
+}
+
+static int push(struct cue *c, struct cue_word w) {
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 32;
+        struct cue_word *v = realloc(c->v, (size_t)cap * sizeof *v);
+        if (!v)
+            return -1;
+        c->v = v;
+        c->cap = cap;
+    }
+    c->v[c->n++] = w;
+    return 0;
+}
+
+/* The first word's start (get_start in utils.py), else the first segment's. */
+static int64_t first_start(const struct transcript *tr) {
+    for (int i = 0; i < tr->n_segments; i++)
+        if (tr->segments[i].n_words > 0)
+            return tr->segments[i].words[0].t0_ms;
+    return tr->n_segments ? tr->segments[0].t0_ms : 0;
+}
+
+static int word_cues(struct cue_writer *cw, const struct transcript *tr,
+                     const struct writer_opts *wo) {
+    const bool preserve = wo->max_line_count <= 0 || wo->max_line_width <= 0;
+    const size_t width = wo->max_line_width > 0 ? (size_t)wo->max_line_width : 1000;
+    const int per_line = wo->max_words_per_line > 0 ? wo->max_words_per_line : 1000;
+    struct cue c = {0};
+    size_t line_len = 0;
+    int line_count = 1;
+    int64_t last = first_start(tr);
+    for (int s = 0; s < tr->n_segments; s++) {
+        const struct tr_segment *seg = &tr->segments[s];
+        for (int chunk = 0; chunk < seg->n_words; chunk += per_line) {
+            int n = seg->n_words - chunk < per_line ? seg->n_words - chunk : per_line;
+            for (int i = 0; i < n; i++) {
+                const struct tr_word *w = &seg->words[chunk + i];
+                struct cue_word x = {.w = w, .s = w->text, .n = strlen(w->text)};
+                size_t len = n_chars(x.s, x.n);
+                bool long_pause = !preserve && w->t0_ms - last > 3000;
+                bool has_room = line_len + len <= width;
+                bool seg_break = i == 0 && c.n > 0 && preserve;
+                if (line_len > 0 && has_room && !long_pause && !seg_break) {
+                    line_len += len; /* the line goes on */
+                } else {
+                    while (x.n > 0 && is_space(*x.s))
+                        x.s++, x.n--;
+                    while (x.n > 0 && is_space(x.s[x.n - 1]))
+                        x.n--;
+                    if ((c.n > 0 && wo->max_line_count > 0 &&
+                         (long_pause || line_count >= wo->max_line_count)) ||
+                        seg_break) { /* a new cue */
+                        emit(cw, &c);
+                        c.n = 0;
+                        line_count = 1;
+                    } else if (line_len > 0) { /* a new line in this cue */
+                        line_count++;
+                        x.nl = true;
+                    }
+                    line_len = n_chars(x.s, x.n);
+                }
+                if (push(&c, x) != 0) {
+                    free(c.v);
+                    errno = ENOMEM;
+                    return -1;
+                }
+                last = w->t0_ms;
+            }
+        }
+    }
+    emit(cw, &c);
+    free(c.v);
+    return 0;
+}
+
+int write_subtitles(FILE *f, const struct transcript *tr, bool srt, const struct writer_opts *wo) {
+    struct cue_writer cw = {.f = f, .srt = srt, .highlight = wo->highlight_words};
+    if (!srt)
+        fputs("WEBVTT\n\n", f);
+    if (tr->has_words)
+        return word_cues(&cw, tr, wo);
+    for (int i = 0; i < tr->n_segments; i++) {
+        const char *t = tr->segments[i].text;
+        while (is_space(*t))
+            t++;
+        size_t n = strlen(t);
+        while (n > 0 && is_space(t[n - 1]))
+            n--;
+        if (n == 0)
+            continue; /* an empty cue would end the cue list early */
+        put_cue_head(&cw, tr->segments[i].t0_ms, tr->segments[i].t1_ms);
+        put_text(f, t, n);
+        fputs("\n\n", f);
+    }
+    return 0;
+}
