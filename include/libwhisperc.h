@@ -106,6 +106,12 @@ struct whisperc_model_params {
     int gpu_index;          /* CUDA device ordinal, default 0 */
     whisperc_log_fn log_fn; /* default NULL: silent */
     void *log_user_data;
+
+    /* Memory budget (appended in 0.1): a model, or an audio file in whisperc_full_file, that
+     * would need more is refused with WHISPERC_ERR_NO_MEMORY and the numbers, before anything
+     * is allocated. 0 (default): what the system has available now (MemAvailable, or the
+     * cgroup's limit if lower); > 0: this many bytes; < 0: no check. */
+    int64_t max_memory_bytes;
 };
 
 WHISPERC_API struct whisperc_model_params whisperc_model_default_params(void);
@@ -216,6 +222,10 @@ struct whisperc_full_params {
                                     --max-len; 1 gives one word per segment), timed by the word alignment;
                                     0 (default): off. Decoding and its prompts are unchanged. */
     bool split_on_word; /* with max_len: cut only where a word starts (else at any token) */
+
+    /* Longest audio accepted, in seconds (appended in 0.1); longer input is refused with
+     * WHISPERC_ERR_UNSUPPORTED before it is decoded. 0 (default): no limit. */
+    double max_audio_s;
 };
 
 WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);

@@ -3,6 +3,7 @@
  * Transcription goes through libwhisperc.h only; `ptx` (ptx_cmd.c) reaches into the library's
  * kernel generators.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,17 @@
 #include "libwhisperc.h"
 #include "options.h"
 #include "writers.h"
+
+/* SIGINT/SIGTERM during `transcribe`: the run is aborted at the next window and no output of
+ * the current file is written, so a file on disk is always a whole one. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+static bool stop_requested(void *user) {
+    (void)user;
+    return stop_signal != 0;
+}
 
 static void log_to_stderr(whisperc_log_level level, const char *msg, void *user) {
     (void)user;
@@ -53,6 +65,7 @@ void cli_full_params(const struct cli_options *o, struct whisperc_full_params *f
     fp->max_context = o->max_context;
     fp->condition_on_previous_text = !o->no_context;
     fp->seed = o->seed;
+    fp->max_audio_s = o->max_duration_s;
     if (o->no_fallback)
         fp->n_temperatures = 1;
     fp->log_fn = log_to_stderr;
@@ -63,6 +76,7 @@ int cli_load_model(const struct cli_options *o, whisperc_model **model) {
     mp.device = o->device;
     mp.gpu_index = o->gpu_index;
     mp.log_fn = log_to_stderr;
+    mp.max_memory_bytes = o->max_memory_bytes;
     char err[512];
     const char *path = o->model ? o->model : default_model_path();
     if (whisperc_model_load(path, &mp, model, err, sizeof err) != WHISPERC_OK) {
@@ -150,9 +164,20 @@ static int cmd_transcribe(int argc, char **argv) {
         fp.new_segment_fn = print_segments;
     if (o.print_progress)
         fp.progress_fn = print_progress;
+    fp.abort_fn = stop_requested;
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     int failed = 0;
-    for (int i = 0; i < o.n_files; i++) {
-        if (whisperc_full_file(st, &fp, o.files[i]) != WHISPERC_OK) {
+    for (int i = 0; i < o.n_files && !stop_signal; i++) {
+        whisperc_status rc = whisperc_full_file(st, &fp, o.files[i]);
+        if (stop_signal) {
+            fprintf(stderr, "whisper-c: %s: stopped by %s; no output written for it\n", o.files[i],
+                    stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+            break;
+        }
+        if (rc != WHISPERC_OK) {
             fprintf(stderr, "whisper-c: %s\n", whisperc_state_errmsg(st));
             failed = 1;
             continue;
@@ -165,10 +190,13 @@ static int cmd_transcribe(int argc, char **argv) {
     }
     whisperc_state_free(st);
     whisperc_model_free(model);
-    return failed;
+    return stop_signal ? 128 + stop_signal : failed;
 }
 
 int main(int argc, char **argv) {
+    /* Past a file-size limit (ulimit -f) a write fails with EFBIG and the old output file is
+     * kept, instead of the process dying half-way through a temporary file. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "help") == 0) {
         cli_usage("whisper-c");

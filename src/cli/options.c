@@ -61,6 +61,9 @@ void cli_usage(const char *prog) {
            "       --device auto|cpu|cuda  compute device (default auto)\n"
            "       --gpu N              CUDA device index\n"
            "       --seed N             seed for sampling at temperature > 0\n"
+           "       --max-duration S     refuse audio longer than S seconds (default: no limit)\n"
+           "       --max-memory MIB|off refuse a model or audio needing more memory (default:\n"
+           "                            what the system or the cgroup has available)\n"
            "bench options:\n"
            "       --runs N             repeat N times and report the fastest (default 1)\n"
            "       --compare-whisper-cpp PATH  also run whisper.cpp's whisper-cli at PATH\n"
@@ -79,6 +82,20 @@ static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {
         return 2;
     }
     *out = (int)v;
+    return 0;
+}
+
+/* A finite number of seconds in (0, 1e9]. */
+static int parse_seconds(const char *opt, const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || errno || end == s || *end || !(v > 0 && v <= 1e9)) {
+        fprintf(stderr, "whisper-c: %s needs a number of seconds in (0, 1e9], got '%s'\n", opt,
+                s ? s : "");
+        return 2;
+    }
+    *out = v;
     return 0;
 }
 
@@ -115,7 +132,15 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         *rc = parse_int(a, v, 1, 16, &o->beam_size);
     else if (is(a, "-bo", "--best-of"))
         *rc = parse_int(a, v, 1, 16, &o->best_of);
-    else if (is(a, "--seed", NULL)) {
+    else if (is(a, "--max-duration", NULL))
+        *rc = parse_seconds(a, v, &o->max_duration_s);
+    else if (is(a, "--max-memory", NULL)) {
+        int mib = 0;
+        if (v && strcmp(v, "off") == 0)
+            o->max_memory_bytes = -1;
+        else if (!(*rc = parse_int(a, v, 1, 1 << 30, &mib)))
+            o->max_memory_bytes = (int64_t)mib << 20;
+    } else if (is(a, "--seed", NULL)) {
         char *end;
         o->seed = v ? strtoull(v, &end, 10) : 0;
         if (!v || *end)
