@@ -461,6 +461,10 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     for (int i = 0; i < n_samples; i++)
         if (!isfinite(pcm16k[i]))
             return fail(st, WHISPERC_ERR_AUDIO_FORMAT, "sample %d is not a finite number", i);
+        else if (fabsf(pcm16k[i]) > WC_MAX_ABS_SAMPLE)
+            return fail(st, WHISPERC_ERR_AUDIO_FORMAT,
+                        "sample %d is %g, outside +-%g (not normalised to [-1, 1])", i,
+                        (double)pcm16k[i], (double)WC_MAX_ABS_SAMPLE);
     if (p.max_audio_s > 0 && n_samples > p.max_audio_s * WC_SAMPLE_RATE)
         return fail(st, WHISPERC_ERR_UNSUPPORTED,
                     "%.1f s of audio, longer than the limit of %g s (max_audio_s)",

@@ -299,6 +299,14 @@ static int src_read(struct audio_src *s, float *mono, size_t *n, char *err, size
                     s->n_read + i, (double)(s->n_read + i) / s->info.samplerate);
             return WHISPERC_ERR_AUDIO_FORMAT;
         }
+        if (fabsf(v) > WC_MAX_ABS_SAMPLE) {
+            wc_errf(err, err_size,
+                    "%s: sample %zu (%.3f s) is %g, outside +-%g (corrupt or not normalised to "
+                    "[-1, 1])",
+                    s->path, s->n_read + i, (double)(s->n_read + i) / s->info.samplerate, (double)v,
+                    (double)WC_MAX_ABS_SAMPLE);
+            return WHISPERC_ERR_AUDIO_FORMAT;
+        }
         mono[i] = v;
     }
     s->n_read += *n;

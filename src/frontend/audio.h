@@ -11,7 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WC_SAMPLE_RATE 16000
+#define WC_SAMPLE_RATE    16000
+/* Largest |sample| accepted: 80 dB above full scale. Beyond it a float file is corrupt or not
+ * normalised, and its power spectrum would overflow float to inf in the log-Mel. */
+#define WC_MAX_ABS_SAMPLE 1e4f
 
 /* Reads `path`. On success returns 0, *out (malloc'd; caller frees) holds *n_samples samples.
  * On failure returns WHISPERC_ERR_IO (missing/unreadable), WHISPERC_ERR_AUDIO_FORMAT (not audio,
