@@ -106,6 +106,12 @@ struct whisperc_model_params {
     int gpu_index;          /* CUDA device ordinal, default 0 */
     whisperc_log_fn log_fn; /* default NULL: silent */
     void *log_user_data;
+
+    /* Memory budget (appended in 0.1): a model, or an audio file in whisperc_full_file, that
+     * would need more is refused with WHISPERC_ERR_NO_MEMORY and the numbers, before anything
+     * is allocated. 0 (default): what the system has available now (MemAvailable, or the
+     * cgroup's limit if lower); > 0: this many bytes; < 0: no check. */
+    int64_t max_memory_bytes;
 };
 
 WHISPERC_API struct whisperc_model_params whisperc_model_default_params(void);
@@ -219,13 +225,16 @@ struct whisperc_full_params {
 
     /* Voice activity detection (appended in 0.1: older callers get these defaults). Names and
      * defaults as whisper.cpp's; the detector needs no model file (docs/vad.md). */
-    bool vad; /* transcribe only the speech found, its spans joined by 0.1 s of silence; every
+    bool vad; /* transcribe only the speech found, pauses over 1 s shortened to 1 s; every
                  time in the results stays in the input's time base (default false) */
     float vad_threshold;             /* p(speech) that starts speech, (0, 1]; speech ends below
                                         vad_threshold - 0.15 (default 0.5) */
     int vad_min_speech_duration_ms;  /* shorter speech is dropped (250) */
     int vad_min_silence_duration_ms; /* shorter pauses do not end speech (100) */
     int vad_speech_pad_ms;           /* added to both ends of each speech span (30) */
+    /* Longest audio accepted, in seconds (appended in 0.1); longer input is refused with
+     * WHISPERC_ERR_UNSUPPORTED before it is decoded. 0 (default): no limit. */
+    double max_audio_s;
 };
 
 WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);

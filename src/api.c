@@ -18,6 +18,7 @@
 #ifdef WC_HAVE_CUDA
 #include "gpu/backend_cuda.h"
 #endif
+#include "mem_limit.h"
 #include "model/alignment_heads.h"
 #include "model/languages.h"
 #include "util.h"
@@ -66,6 +67,7 @@ struct whisperc_model_params whisperc_model_default_params(void) {
         /*.gpu_index =*/0,
         /*.log_fn =*/NULL,
         /*.log_user_data =*/NULL,
+        /*.max_memory_bytes =*/0,
     };
     return p;
 }
@@ -109,6 +111,18 @@ static int open_backend(const struct whisperc_model_params *p, struct wc_backend
     return cpu_backend_new(be, err, err_size);
 }
 
+/* What weights_upload will allocate: matrices are copied as stored, vectors and convolution
+ * kernels are widened to f32 (the CPU backend; the CUDA one keeps less in host memory). */
+static uint64_t model_memory_bytes(const struct wc_model_file *f) {
+    uint64_t n = 0;
+    for (int i = 0; i < f->n_tensors; i++) {
+        const struct wc_tensor_view *t = &f->tensors[i];
+        bool mat = t->n_dims == 2 && t->shape[1] > 1;
+        n += t->n_bytes * (t->dtype == WC_F16 && !mat ? 2 : 1);
+    }
+    return n;
+}
+
 whisperc_status whisperc_model_load(const char *path, const struct whisperc_model_params *params,
                                     whisperc_model **out, char *errbuf, size_t errbuf_size) {
     if (out)
@@ -134,6 +148,10 @@ whisperc_status whisperc_model_load(const char *path, const struct whisperc_mode
             wc_errf(errbuf, errbuf_size, "%s: out of memory", path);
         }
     }
+    if (!rc && mem_check(model_memory_bytes(m->file), mem_budget(p.max_memory_bytes),
+                         p.max_memory_bytes, path, errbuf, errbuf_size))
+        rc = WHISPERC_ERR_NO_MEMORY;
+    m->max_memory_bytes = p.max_memory_bytes;
     if (!rc)
         rc = open_backend(&p, &m->be, errbuf, errbuf_size);
     if (!rc)
@@ -275,6 +293,7 @@ struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strat
         /*.vad_min_speech_duration_ms =*/250,
         /*.vad_min_silence_duration_ms =*/100,
         /*.vad_speech_pad_ms =*/30,
+        /*.max_audio_s =*/0.0,
     };
     return p;
 }
@@ -550,6 +569,14 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     for (int i = 0; i < n_samples; i++)
         if (!isfinite(pcm16k[i]))
             return fail(st, WHISPERC_ERR_AUDIO_FORMAT, "sample %d is not a finite number", i);
+        else if (fabsf(pcm16k[i]) > WC_MAX_ABS_SAMPLE)
+            return fail(st, WHISPERC_ERR_AUDIO_FORMAT,
+                        "sample %d is %g, outside +-%g (not normalised to [-1, 1])", i,
+                        (double)pcm16k[i], (double)WC_MAX_ABS_SAMPLE);
+    if (p.max_audio_s > 0 && n_samples > p.max_audio_s * WC_SAMPLE_RATE)
+        return fail(st, WHISPERC_ERR_UNSUPPORTED,
+                    "%.1f s of audio, longer than the limit of %g s (max_audio_s)",
+                    n_samples / (double)WC_SAMPLE_RATE, p.max_audio_s);
     int i_lang = -1;
     int rc = check_params(st, &p, &i_lang);
     if (!rc && det && !st->m->vocab.multilingual)
@@ -616,9 +643,25 @@ whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_ful
     if (!path)
         return fail(st, WHISPERC_ERR_INVALID_ARG, "path is NULL");
     double t0 = wc_now_ms();
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    if (params && params->size >= sizeof(size_t))
+        memcpy(&p, params, params->size < sizeof p ? params->size : sizeof p);
+    /* Per 16 kHz sample: the float itself, its log-Mel column share (n_mels floats per 160
+     * samples) and room for the STFT's scratch. */
+    struct audio_limits lim = {
+        .max_s = p.max_audio_s,
+        .max_bytes = mem_budget(st->m->max_memory_bytes),
+        .bytes_per_sample = 8.0,
+    };
     float *pcm = NULL;
-    int n = 0;
-    int rc = whisperc_load_audio(path, &pcm, &n, st->errmsg, sizeof st->errmsg);
+    size_t n_load = 0;
+    int rc = audio_load_limited(path, &lim, &pcm, &n_load, st->errmsg, sizeof st->errmsg);
+    if (!rc && n_load > (size_t)INT32_MAX) { /* ~37 hours at 16 kHz */
+        rc = fail(st, WHISPERC_ERR_UNSUPPORTED, "%s: too long (%.0f hours)", path,
+                  n_load / 16000.0 / 3600.0);
+        free(pcm);
+    }
+    int n = (int)n_load;
     if (rc) {
         transcript_free(&st->tr);
         st->has_result = false;

@@ -21,6 +21,7 @@ struct whisperc_model {
     struct wc_weights w;
     int32_t *non_speech; /* tokenizer.non_speech_tokens */
     int n_non_speech;
+    int64_t max_memory_bytes; /* whisperc_model_params.max_memory_bytes */
 };
 
 struct whisperc_state {

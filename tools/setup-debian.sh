@@ -10,4 +10,5 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential pkg-config meson ninja-build python3 python3-numpy python3-pip \
-    libsndfile1-dev libsoxr-dev libfftw3-dev libopenblas-dev libpcre2-dev zlib1g-dev
+    libsndfile1-dev libsoxr-dev libfftw3-dev libopenblas-dev libpcre2-dev zlib1g-dev \
+    clang

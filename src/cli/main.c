@@ -14,6 +14,17 @@
 #include "print.h"
 #include "writers.h"
 
+/* SIGINT/SIGTERM during `transcribe`: the run is aborted at the next window and no output of
+ * the current file is written, so a file on disk is always a whole one. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+static bool stop_requested(void *user) {
+    (void)user;
+    return stop_signal != 0;
+}
+
 static void log_to_stderr(whisperc_log_level level, const char *msg, void *user) {
     (void)user;
     if (level <= WHISPERC_LOG_WARN)
@@ -48,6 +59,7 @@ void cli_full_params(const struct cli_options *o, struct whisperc_full_params *f
     fp->vad_min_speech_duration_ms = o->vad_min_speech_ms;
     fp->vad_min_silence_duration_ms = o->vad_min_silence_ms;
     fp->vad_speech_pad_ms = o->vad_pad_ms;
+    fp->max_audio_s = o->max_duration_s;
     if (o->no_fallback)
         fp->n_temperatures = 1;
     fp->word_timestamps = o->word_timestamps;
@@ -62,6 +74,7 @@ int cli_load_model(const struct cli_options *o, whisperc_model **model) {
     mp.device = o->device;
     mp.gpu_index = o->gpu_index;
     mp.log_fn = log_to_stderr;
+    mp.max_memory_bytes = o->max_memory_bytes;
     char err[512];
     const char *path = o->model ? o->model : default_model_path();
     if (whisperc_model_load(path, &mp, model, err, sizeof err) != WHISPERC_OK) {
@@ -177,9 +190,20 @@ static int cmd_transcribe(int argc, char **argv) {
     }
     if (o.print_progress)
         fp.progress_fn = print_progress;
+    fp.abort_fn = stop_requested;
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     int failed = 0;
-    for (int i = 0; i < o.n_files; i++) {
-        if (whisperc_full_file(st, &fp, o.files[i]) != WHISPERC_OK) {
+    for (int i = 0; i < o.n_files && !stop_signal; i++) {
+        whisperc_status rc = whisperc_full_file(st, &fp, o.files[i]);
+        if (stop_signal) {
+            fprintf(stderr, "whisper-c: %s: stopped by %s; no output written for it\n", o.files[i],
+                    stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+            break;
+        }
+        if (rc != WHISPERC_OK) {
             fprintf(stderr, "whisper-c: %s\n", whisperc_state_errmsg(st));
             failed = 1;
             continue;
@@ -197,7 +221,7 @@ static int cmd_transcribe(int argc, char **argv) {
     }
     whisperc_state_free(st);
     whisperc_model_free(model);
-    return failed;
+    return stop_signal ? 128 + stop_signal : failed;
 }
 
 int main(int argc, char **argv) {

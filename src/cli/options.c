@@ -84,6 +84,9 @@ void cli_usage(const char *prog) {
            "       --device auto|cpu|cuda  compute device (default auto)\n"
            "       --gpu N              CUDA device index\n"
            "       --seed N             seed for sampling at temperature > 0\n"
+           "       --max-duration S     refuse audio longer than S seconds (default: no limit)\n"
+           "       --max-memory MIB|off refuse a model or audio needing more memory (default:\n"
+           "                            what the system or the cgroup has available)\n"
            "bench options:\n"
            "       --runs N             repeat N times and report the fastest (default 1)\n"
            "       --compare-whisper-cpp PATH  also run whisper.cpp's whisper-cli at PATH\n"
@@ -111,6 +114,20 @@ static int parse_float(const char *opt, const char *s, float lo, float hi, float
     float v = s ? strtof(s, &end) : 0.0f;
     if (!s || errno || *end || end == s || !(v >= lo && v <= hi)) {
         fprintf(stderr, "whisper-c: %s needs a number in %g..%g, got '%s'\n", opt, lo, hi,
+                s ? s : "");
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A finite number of seconds in (0, 1e9]. */
+static int parse_seconds(const char *opt, const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || errno || end == s || *end || !(v > 0 && v <= 1e9)) {
+        fprintf(stderr, "whisper-c: %s needs a number of seconds in (0, 1e9], got '%s'\n", opt,
                 s ? s : "");
         return 2;
     }
@@ -174,7 +191,15 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         *rc = parse_int(a, v, 0, 3600000, &o->vad_min_silence_ms);
     else if (is(a, "-vp", "--vad-speech-pad-ms"))
         *rc = parse_int(a, v, 0, 3600000, &o->vad_pad_ms);
-    else if (is(a, "--seed", NULL)) {
+    else if (is(a, "--max-duration", NULL))
+        *rc = parse_seconds(a, v, &o->max_duration_s);
+    else if (is(a, "--max-memory", NULL)) {
+        int mib = 0;
+        if (v && strcmp(v, "off") == 0)
+            o->max_memory_bytes = -1;
+        else if (!(*rc = parse_int(a, v, 1, 1 << 30, &mib)))
+            o->max_memory_bytes = (int64_t)mib << 20;
+    } else if (is(a, "--seed", NULL)) {
         char *end;
         o->seed = v ? strtoull(v, &end, 10) : 0;
         if (!v || *end)

@@ -7,6 +7,7 @@
 #define WC_CLI_OPTIONS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "libwhisperc.h"
 #include "print.h"
@@ -40,6 +41,8 @@ struct cli_options {
     whisperc_device device;
     int gpu_index;
     unsigned long long seed;
+    double max_duration_s;    /* --max-duration: longest audio accepted; 0: no limit */
+    int64_t max_memory_bytes; /* --max-memory: 0 auto (available memory), -1 off */
     /* bench */
     const char *whisper_cpp; /* --compare-whisper-cpp PATH */
     int runs;

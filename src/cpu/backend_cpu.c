@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/simd_x86.h"
 #include "libwhisperc.h"
 #include "util.h"
 
@@ -248,8 +249,8 @@ int cpu_backend_new(struct wc_backend **out, char *err, size_t err_size) {
     }
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    m->pub.has_avx2_f16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                           __builtin_cpu_supports("f16c");
+    m->pub.has_avx2_f16c =
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && wc_cpu_has_f16c();
 #endif
     openblas_set_num_threads(1);
     be->ops = &cpu_ops;

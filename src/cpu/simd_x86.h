@@ -7,7 +7,16 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define WC_HAVE_X86_DISPATCH 1
+#include <cpuid.h>
 #include <immintrin.h>
+
+/* F16C from CPUID leaf 1 (ECX bit 29): clang before 15 has no "f16c" for
+ * __builtin_cpu_supports. AVX2 and FMA still come from __builtin_cpu_supports, which also checks
+ * that the OS saves the YMM registers. */
+static inline int wc_cpu_has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
 
 /* Sum of the 8 lanes. */
 __attribute__((target("avx2,fma"))) static inline float hsum256(__m256 v) {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "libwhisperc.h"
+#include "mem_limit.h"
 #include "util.h"
 
 #define AUDIO_CHUNK_SAMPLES (1 << 16) /* interleaved samples read per sf_readf_float call */
@@ -172,6 +173,7 @@ struct audio_src {
     float *chunk; /* [chunk_frames][info.channels] interleaved */
     sf_count_t chunk_frames;
     size_t n_read; /* mono samples delivered so far */
+    double max_s;  /* 0: no limit */
 };
 
 static void src_close(struct audio_src *s) {
@@ -182,12 +184,40 @@ static void src_close(struct audio_src *s) {
     free(s->chunk);
 }
 
+static int too_long(const struct audio_src *s, double seconds, char *err, size_t err_size) {
+    wc_errf(err, err_size,
+            "%s: %s%.1f s of audio, longer than the limit of %g s (max_audio_s, "
+            "--max-duration)",
+            s->path, seconds > s->max_s ? "" : "over ", seconds, s->max_s);
+    return WHISPERC_ERR_UNSUPPORTED;
+}
+
+/* Duration and memory from the header's frame count, before anything is decoded. */
+static int check_limits(struct audio_src *s, const struct audio_limits *lim, char *err,
+                        size_t err_size) {
+    s->max_s = lim->max_s > 0 ? lim->max_s : 0;
+    double seconds = (double)s->info.frames / s->info.samplerate;
+    if (s->max_s > 0 && seconds > s->max_s)
+        return too_long(s, seconds, err, err_size);
+    double n16k = seconds * WC_SAMPLE_RATE + 1.0;
+    double need = n16k * (lim->bytes_per_sample > 0 ? lim->bytes_per_sample : sizeof(float));
+    char what[4200];
+    snprintf(what, sizeof what, "%s: %.1f s of audio", s->path, seconds);
+    if (lim->max_bytes != UINT64_MAX && mem_check(need >= 1.8e19 ? UINT64_MAX : (uint64_t)need,
+                                                  lim->max_bytes, 0, what, err, err_size))
+        return WHISPERC_ERR_NO_MEMORY;
+    return 0;
+}
+
 /* Opens with open() first so that a missing or unreadable file is told apart (with strerror) from
  * one that libsndfile cannot decode; libsndfile's own open error would only say "System error". */
-static int src_open(struct audio_src *s, const char *path, char *err, size_t err_size) {
+static int src_open(struct audio_src *s, const char *path, const struct audio_limits *lim,
+                    char *err, size_t err_size) {
     memset(s, 0, sizeof *s);
     s->path = path;
-    s->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever. Only regular
+     * files are read: a FIFO, socket or device (/dev/zero) may never end. */
+    s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (s->fd < 0 || fstat(s->fd, &st) != 0) {
         wc_errf(err, err_size, "%s: %s", path, strerror(errno));
@@ -197,6 +227,18 @@ static int src_open(struct audio_src *s, const char *path, char *err, size_t err
         wc_errf(err, err_size, "%s: %s", path, strerror(EISDIR));
         return WHISPERC_ERR_IO;
     }
+    if (!S_ISREG(st.st_mode)) {
+        wc_errf(err, err_size, "%s: not a regular file (%s); audio is read from files only", path,
+                S_ISFIFO(st.st_mode)   ? "a FIFO"
+                : S_ISCHR(st.st_mode)  ? "a character device"
+                : S_ISBLK(st.st_mode)  ? "a block device"
+                : S_ISSOCK(st.st_mode) ? "a socket"
+                                       : "a special file");
+        return WHISPERC_ERR_IO;
+    }
+    int fl = fcntl(s->fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(s->fd, F_SETFL, fl & ~O_NONBLOCK);
     if (S_ISREG(st.st_mode) && st.st_size == 0) {
         wc_errf(err, err_size, "%s: empty file (0 bytes), not an audio file", path);
         return WHISPERC_ERR_AUDIO_FORMAT;
@@ -216,6 +258,11 @@ static int src_open(struct audio_src *s, const char *path, char *err, size_t err
     if (s->info.frames == 0) {
         wc_errf(err, err_size, "%s: no audio samples (0 frames)", path);
         return WHISPERC_ERR_AUDIO_FORMAT;
+    }
+    if (lim) {
+        rc = check_limits(s, lim, err, err_size);
+        if (rc)
+            return rc;
     }
     s->chunk_frames = AUDIO_CHUNK_SAMPLES / s->info.channels;
     if (s->chunk_frames < 1)
@@ -252,15 +299,25 @@ static int src_read(struct audio_src *s, float *mono, size_t *n, char *err, size
                     s->n_read + i, (double)(s->n_read + i) / s->info.samplerate);
             return WHISPERC_ERR_AUDIO_FORMAT;
         }
+        if (fabsf(v) > WC_MAX_ABS_SAMPLE) {
+            wc_errf(err, err_size,
+                    "%s: sample %zu (%.3f s) is %g, outside +-%g (corrupt or not normalised to "
+                    "[-1, 1])",
+                    s->path, s->n_read + i, (double)(s->n_read + i) / s->info.samplerate, (double)v,
+                    (double)WC_MAX_ABS_SAMPLE);
+            return WHISPERC_ERR_AUDIO_FORMAT;
+        }
         mono[i] = v;
     }
     s->n_read += *n;
+    if (s->max_s > 0 && (double)s->n_read > s->max_s * s->info.samplerate)
+        return too_long(s, s->max_s, err, err_size);
     return 0;
 }
 
 /* Decodes `path` to mono; resample != 0: to 16 kHz, chunk by chunk. */
-static int audio_decode(const char *path, int resample, float **out, size_t *n_samples, int *rate,
-                        char *err, size_t err_size) {
+static int audio_decode(const char *path, int resample, const struct audio_limits *lim, float **out,
+                        size_t *n_samples, int *rate, char *err, size_t err_size) {
     struct audio_src src;
     struct resampler rs = {0};
     struct fvec v = {0};
@@ -268,7 +325,7 @@ static int audio_decode(const char *path, int resample, float **out, size_t *n_s
     int native = 1;
     *out = NULL;
     *n_samples = 0;
-    int rc = src_open(&src, path, err, err_size);
+    int rc = src_open(&src, path, lim, err, err_size);
     if (rc)
         goto done;
     native = !resample || src.info.samplerate == WC_SAMPLE_RATE;
@@ -323,9 +380,14 @@ done:
 
 int audio_read(const char *path, float **out, size_t *n_samples, int *rate, char *err,
                size_t err_size) {
-    return audio_decode(path, 0, out, n_samples, rate, err, err_size);
+    return audio_decode(path, 0, NULL, out, n_samples, rate, err, err_size);
 }
 
 int audio_load(const char *path, float **out, size_t *n_samples, char *err, size_t err_size) {
-    return audio_decode(path, 1, out, n_samples, NULL, err, err_size);
+    return audio_decode(path, 1, NULL, out, n_samples, NULL, err, err_size);
+}
+
+int audio_load_limited(const char *path, const struct audio_limits *lim, float **out,
+                       size_t *n_samples, char *err, size_t err_size) {
+    return audio_decode(path, 1, lim, out, n_samples, NULL, err, err_size);
 }

@@ -9,14 +9,31 @@
 #define WC_AUDIO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-#define WC_SAMPLE_RATE 16000
+#define WC_SAMPLE_RATE    16000
+/* Largest |sample| accepted: 80 dB above full scale. Beyond it a float file is corrupt or not
+ * normalised, and its power spectrum would overflow float to inf in the log-Mel. */
+#define WC_MAX_ABS_SAMPLE 1e4f
 
 /* Reads `path`. On success returns 0, *out (malloc'd; caller frees) holds *n_samples samples.
  * On failure returns WHISPERC_ERR_IO (missing/unreadable), WHISPERC_ERR_AUDIO_FORMAT (not audio,
  * unsupported encoding, empty, NaN/Inf samples) or WHISPERC_ERR_NO_MEMORY, with one line naming
  * the file and the problem in err. */
 int audio_load(const char *path, float **out, size_t *n_samples, char *err, size_t err_size);
+
+/* Limits checked from the file's header before decoding, and again while decoding (a header
+ * may understate the length). */
+struct audio_limits {
+    double max_s;            /* longest audio accepted, seconds; 0: no limit */
+    uint64_t max_bytes;      /* memory budget for the result; UINT64_MAX: none */
+    double bytes_per_sample; /* what each 16 kHz output sample will cost the caller in all */
+};
+
+/* audio_load with limits (NULL: none). Too long: WHISPERC_ERR_UNSUPPORTED; over the memory
+ * budget: WHISPERC_ERR_NO_MEMORY; either with the numbers in err. */
+int audio_load_limited(const char *path, const struct audio_limits *lim, float **out,
+                       size_t *n_samples, char *err, size_t err_size);
 
 /* Reads `path` as mono float at its own sample rate (*rate), no resampling. Errors as above. */
 int audio_read(const char *path, float **out, size_t *n_samples, int *rate, char *err,

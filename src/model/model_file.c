@@ -526,7 +526,8 @@ int model_file_open(const char *path, struct wc_model_file **out, char *err, siz
     f->path = path_copy;
 
     int rc = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO with no writer must not block the open; it is refused below. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         wc_errf(err, err_size, "%s: cannot open: %s", path, strerror(errno));
         rc = WHISPERC_ERR_IO;

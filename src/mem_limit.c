@@ -1,0 +1,82 @@
+/* mem_limit.c — see mem_limit.h. */
+#include "mem_limit.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+/* The first unsigned number in a small file ("max" or a missing file: -1). */
+static int read_u64(const char *path, uint64_t *v) {
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    int ok = fscanf(f, "%" SCNu64, v) == 1;
+    fclose(f);
+    return ok ? 0 : -1;
+}
+
+static int meminfo_available(uint64_t *bytes) {
+    FILE *f = fopen("/proc/meminfo", "re");
+    if (!f)
+        return -1;
+    char line[256];
+    int found = -1;
+    while (fgets(line, sizeof line, f)) {
+        uint64_t kb;
+        if (sscanf(line, "MemAvailable: %" SCNu64 " kB", &kb) == 1) {
+            *bytes = kb * 1024;
+            found = 0;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* Limit minus usage of the cgroup this process sees at /sys/fs/cgroup (a container's own
+ * namespace root). An unlimited cgroup reports "max" (v2) or a value near INT64_MAX (v1). */
+static int cgroup_available(uint64_t *bytes) {
+    uint64_t limit, usage;
+    if (read_u64("/sys/fs/cgroup/memory.max", &limit) == 0 &&
+        read_u64("/sys/fs/cgroup/memory.current", &usage) == 0) {
+    } else if (read_u64("/sys/fs/cgroup/memory/memory.limit_in_bytes", &limit) == 0 &&
+               read_u64("/sys/fs/cgroup/memory/memory.usage_in_bytes", &usage) == 0) {
+    } else {
+        return -1;
+    }
+    if (limit >= (UINT64_C(1) << 60))
+        return -1;
+    *bytes = usage < limit ? limit - usage : 0;
+    return 0;
+}
+
+int mem_available(uint64_t *bytes) {
+    uint64_t a, c;
+    int have_a = meminfo_available(&a) == 0, have_c = cgroup_available(&c) == 0;
+    if (!have_a && !have_c)
+        return -1;
+    *bytes = have_a && have_c ? (a < c ? a : c) : have_a ? a : c;
+    return 0;
+}
+
+uint64_t mem_budget(int64_t max_memory_bytes) {
+    if (max_memory_bytes > 0)
+        return (uint64_t)max_memory_bytes;
+    uint64_t b;
+    if (max_memory_bytes == 0 && mem_available(&b) == 0)
+        return b;
+    return UINT64_MAX;
+}
+
+int mem_check(uint64_t need, uint64_t budget, int64_t max_memory_bytes, const char *what, char *err,
+              size_t err_size) {
+    if (need <= budget)
+        return 0;
+    wc_errf(err, err_size,
+            "%s needs about %" PRIu64 " MiB, but only %" PRIu64 " MiB of memory is available (%s)",
+            what, need >> 20, budget >> 20,
+            max_memory_bytes > 0 ? "max_memory_bytes" : "MemAvailable or the cgroup limit");
+    return -1;
+}

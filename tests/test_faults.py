@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""test_faults.py — `whisper-c transcribe` under a full disk and signals.
+
+usage: test_faults.py WHISPER_C SHARED_DIR
+
+  - a file-size limit (ulimit -f, set in the child) makes writing the outputs fail with one
+    "File too large" line and a non-zero exit; the previous output files are intact and no
+    temporary file is left
+  - SIGTERM and SIGINT while a 33 s file is being transcribed (after its first window) end the
+    run with 143 / 130 and one line saying so; no output file and no temporary file exist
+Exits 77 (skip) when the shared model or audio is missing.
+"""
+import os
+import resource
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import wave
+
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    print(("ok      " if cond else "NOT OK  ") + what, flush=True)
+    if not cond:
+        failures += 1
+    return cond
+
+
+exe, shared = os.path.abspath(sys.argv[1]), os.environ.get("WHISPERC_SHARED") or sys.argv[2]
+model = os.path.join(shared, "models", "ggml-tiny.en.bin")
+jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
+if not (os.path.exists(model) and os.path.exists(jfk)):
+    print(f"SKIP: {model} or {jfk} missing (set WHISPERC_SHARED)")
+    sys.exit(77)
+
+
+def files(d):
+    return sorted(os.listdir(d))
+
+
+def no_sanitizer_report(err, what):
+    check("Sanitizer" not in err and "runtime error" not in err, f"{what}: no sanitizer report")
+
+
+def file_size_limit(tmp):
+    out = os.path.join(tmp, "out")
+    args = [exe, "transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-otxt", "-oj", "-of",
+            out, jfk]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0 and files(tmp) == ["out.json", "out.txt"],
+          f"first run writes out.txt and out.json ({r.returncode}, {files(tmp)})")
+    before = {f: open(os.path.join(tmp, f), "rb").read() for f in files(tmp)}
+    limit = 64  # bytes: less than either output
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE,
+                                                             (limit, limit)))
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    check(r.returncode not in (0, -signal.SIGXFSZ) and r.returncode > 0,
+          f"ulimit -f: non-zero exit, not killed by SIGXFSZ ({r.returncode})")
+    check(len(lines) == 1 and "File too large" in lines[0] and "out.txt" in lines[0],
+          f"ulimit -f: one line naming the file and the error ({lines})")
+    after = {f: open(os.path.join(tmp, f), "rb").read() for f in files(tmp)}
+    check(after == before, f"ulimit -f: the previous outputs are intact, no temporary file "
+          f"({files(tmp)})")
+    no_sanitizer_report(r.stderr, "ulimit -f")
+
+
+def long_wav(path, repeats):
+    """jfk.wav repeated: several 30 s windows."""
+    with wave.open(jfk) as w:
+        params, frames = w.getparams(), w.readframes(w.getnframes())
+    with wave.open(path, "wb") as w:
+        w.setparams(params)
+        w.writeframes(frames * repeats)
+
+
+def stopped_by(tmp, sig, code, name):
+    audio = os.path.join(tmp, "long.wav")
+    long_wav(audio, 3)
+    out = os.path.join(tmp, "out")
+    p = subprocess.Popen([exe, "transcribe", "-m", model, "-t", "2", "-bs", "1", "-otxt", "-osrt",
+                          "-oj", "-of", out, audio], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    first = p.stdout.readline()  # the first window's segments are out: mid-run
+    p.send_signal(sig)
+    stdout, err = p.communicate(timeout=300)
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(first.startswith("[00:00:00.000") and p.returncode == code,
+          f"{name} mid-run: exit {code} ({p.returncode})")
+    check(len(lines) == 1 and f"stopped by {name}" in lines[0] and "long.wav" in lines[0],
+          f"{name}: one line saying so ({lines})")
+    check(files(tmp) == ["long.wav"], f"{name}: no output and no temporary file ({files(tmp)})")
+    no_sanitizer_report(err, name)
+    os.unlink(audio)
+
+
+for test in (file_size_limit,
+             lambda t: stopped_by(t, signal.SIGTERM, 143, "SIGTERM"),
+             lambda t: stopped_by(t, signal.SIGINT, 130, "SIGINT")):
+    tmp = tempfile.mkdtemp(prefix="wc_faults_")
+    try:
+        test(tmp)
+    finally:
+        shutil.rmtree(tmp)
+print(f"{failures} failure(s)")
+sys.exit(1 if failures else 0)

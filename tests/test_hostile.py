@@ -1,0 +1,350 @@
+#!/usr/bin/env python3
+"""test_hostile.py — whisper-c against hostile model files, audio files and arguments.
+
+usage: test_hostile.py WHISPER_C SHARED_DIR [B_SANITIZE] [--update-doc]
+
+Every input is made at run time in a temporary folder. Each case must exit with the status it
+expects (non-zero for a refusal, 0 where the input is valid), print one stderr line that names
+the problem, trip no sanitizer and end within 10 s (60 s in a sanitizer build, B_SANITIZE not
+"none"). docs/reliability.md holds the table of what
+the user is told; the test fails when the table is out of date (--update-doc rewrites it).
+Exits 77 (skip) when the shared model or header-only test model is missing.
+"""
+import math
+import os
+import re
+import shutil
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+sanitized = len(sys.argv) > 3 and sys.argv[3] not in ("", "none", "--update-doc")
+TIMEOUT_S = 60 if sanitized else 10
+DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "reliability.md")
+BEGIN, END = "<!-- hostile-table:begin -->", "<!-- hostile-table:end -->"
+
+exe = os.path.abspath(sys.argv[1])
+shared = os.environ.get("WHISPERC_SHARED") or sys.argv[2]
+update_doc = "--update-doc" in sys.argv[3:]
+model = os.path.join(shared, "models", "ggml-tiny.en.bin")
+header_only = os.path.join(shared, "reference", "for-tests-ggml-tiny.en.bin")
+jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
+for p in (model, header_only, jfk):
+    if not os.path.exists(p):
+        print(f"SKIP: {p} missing (set WHISPERC_SHARED)")
+        sys.exit(77)
+
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    print(("ok      " if cond else "NOT OK  ") + what)
+    if not cond:
+        failures += 1
+
+
+# ---- hostile files -------------------------------------------------------------------------
+
+HP = ["n_vocab", "n_audio_ctx", "n_audio_state", "n_audio_head", "n_audio_layer", "n_text_ctx",
+      "n_text_state", "n_text_head", "n_text_layer", "n_mels", "ftype"]
+
+
+def ggml_layout(b):
+    """Offsets in a ggml file: (mel filters, vocabulary, end of vocabulary)."""
+    o_mel = 48
+    n_mel, n_fft = struct.unpack_from("<ii", b, o_mel)
+    o_vocab = o_mel + 8 + n_mel * n_fft * 4
+    n, = struct.unpack_from("<i", b, o_vocab)
+    o = o_vocab + 4
+    for _ in range(n):
+        ln, = struct.unpack_from("<I", b, o)
+        o += 4 + ln
+    return o_mel, o_vocab, o
+
+
+HDR = open(header_only, "rb").read()
+O_MEL, O_VOCAB, O_TENSORS = ggml_layout(HDR)
+
+
+def with_hparam(name, value):
+    b = bytearray(HDR)
+    struct.pack_into("<i", b, 4 + 4 * HP.index(name), value)
+    return bytes(b)
+
+
+def tensor(name, ne, ttype=0, n_dims=None, name_len=None, data=None):
+    """One ggml tensor record: n_dims, name length, type, ne[] (ggml order), name, data."""
+    nb = name.encode() if isinstance(name, str) else name
+    h = struct.pack("<iii", len(ne) if n_dims is None else n_dims,
+                    len(nb) if name_len is None else name_len, ttype)
+    h += b"".join(struct.pack("<i", d) for d in ne) + nb
+    if data is None:
+        data = b"\0" * (4 * max(1, math.prod(max(d, 0) for d in ne)))
+    return h + data
+
+
+def wav(rate, channels, frames, fmt="s16", value=0.0, bad=None):
+    """A RIFF WAVE file: PCM s16, or IEEE float ("f32") with `bad` written at frame 10."""
+    if fmt == "s16":
+        bits, tag = 16, 1
+        data = struct.pack("<h", int(value * 32767)) * (frames * channels)
+    else:
+        bits, tag = 32, 3
+        vals = [value] * (frames * channels)
+        if bad is not None and frames > 10:
+            vals[10 * channels] = bad
+        data = struct.pack(f"<{len(vals)}f", *vals)
+    ba = channels * bits // 8
+    fmt_chunk = struct.pack("<HHIIHH", tag, channels, rate, rate * ba, ba, bits)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt_chunk)) + fmt_chunk
+    body += b"data" + struct.pack("<I", len(data)) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+# ---- the cases -------------------------------------------------------------------------------
+# (id, what the input is, setup -> argv, expected exit: 0 or "fail", words the message must hold)
+
+def T(*args):
+    return ["transcribe", "-np", "-t", "2", *args]
+
+
+def cases(tmp):
+    def f(name, content, mode=None):
+        p = os.path.join(tmp, name)
+        with open(p, "wb") as fh:
+            fh.write(content)
+        if mode is not None:
+            os.chmod(p, mode)
+        return p
+
+    fifo = os.path.join(tmp, "fifo.wav")
+    os.mkfifo(fifo)
+    subdir = os.path.join(tmp, "dir.wav")
+    os.mkdir(subdir)
+    with open(model, "rb") as fh:
+        real5m = fh.read(5 << 20)
+    ln_bias = tensor("encoder.ln_post.bias", [384])
+    c = []
+    add = lambda *a: c.append(a)
+
+    # model files
+    add("model-missing", "model file does not exist",
+        T("-m", os.path.join(tmp, "nope.bin"), jfk), "fail", ["nope.bin", "No such file"])
+    add("model-dir", "model path is a directory", T("-m", subdir, jfk), "fail",
+        ["not a regular file"])
+    add("model-fifo", "model path is a FIFO with no writer", T("-m", fifo, jfk), "fail",
+        ["not a regular file"])
+    add("model-devzero", "model is /dev/zero", T("-m", "/dev/zero", jfk), "fail",
+        ["not a regular file"])
+    add("model-empty", "model file of 0 bytes", T("-m", f("empty.bin", b""), jfk), "fail",
+        ["empty"])
+    add("model-3bytes", "model file of 3 bytes", T("-m", f("3.bin", b"ggm"), jfk), "fail",
+        ["not a ggml model file"])
+    add("model-magic", "wrong magic number", T("-m", f("magic.bin", b"GGUF" + HDR[4:]), jfk),
+        "fail", ["magic"])
+    for off in (6, 47, 52, 1000, O_VOCAB + 2, O_VOCAB + 200000, O_TENSORS - 1):
+        add(f"model-trunc-{off}", f"header-only model cut at byte {off}",
+            T("-m", f(f"trunc{off}.bin", HDR[:off]), jfk), "fail", ["truncated"])
+    add("model-trunc-data", "real model cut at 5 MiB (inside tensor data)",
+        T("-m", f("trunc5m.bin", real5m), jfk), "fail", ["runs past the end of the file"])
+    for name, val, words in (
+            ("n_vocab", 2**31 - 1, ["n_vocab is 2147483647"]),
+            ("n_vocab", -1, ["n_vocab is -1"]),
+            ("n_audio_state", -384, ["n_audio_state is -384"]),
+            ("n_audio_head", 0, ["n_audio_head is 0"]),
+            ("n_audio_head", 7, ["does not divide"]),
+            ("n_text_state", 768, ["differs from n_text_state 768"]),
+            ("n_audio_layer", 1 << 30, ["n_audio_layer is 1073741824"]),
+            ("n_text_ctx", -2**31, ["n_text_ctx is -2147483648"]),
+            ("n_audio_ctx", 3000, ["n_audio_ctx is 3000"]),
+            ("n_mels", 81, ["n_mels is 81"]),
+            ("ftype", 8, ["quantized", "q5_0"]),
+            ("ftype", -1, ["ftype is -1"])):
+        add(f"hparam-{name}-{val}", f"hparams: {name} = {val}",
+            T("-m", f(f"hp-{name}-{val}.bin", with_hparam(name, val)), jfk), "fail", words)
+    b = bytearray(HDR)
+    struct.pack_into("<i", b, O_MEL + 4, 200)
+    add("mel-shape", "mel filter header says 80x200", T("-m", f("mel.bin", bytes(b)), jfk),
+        "fail", ["mel filters are 80x200"])
+    b = bytearray(HDR)
+    struct.pack_into("<f", b, O_MEL + 8 + 4 * 1234, float("nan"))
+    add("mel-nan", "NaN in the mel filters", T("-m", f("melnan.bin", bytes(b)), jfk), "fail",
+        ["not finite"])
+    b = bytearray(HDR)
+    struct.pack_into("<i", b, O_VOCAB, 2**31 - 1)
+    add("vocab-huge", "vocabulary count 2^31-1 (larger than the file)",
+        T("-m", f("vocabn.bin", bytes(b)), jfk), "fail", ["vocabulary has 2147483647 tokens"])
+    b = bytearray(HDR)
+    struct.pack_into("<I", b, O_VOCAB + 4, 0xFFFFFFFF)
+    add("vocab-token-len", "first token's length 2^32-1",
+        T("-m", f("vocablen.bin", bytes(b)), jfk), "fail", ["has length 4294967295"])
+    add("tensors-none", "header only, no tensors", T("-m", header_only, jfk), "fail",
+        ["encoder.conv1.weight missing"])
+    add("tensor-name-huge", "tensor name length 2^31-1",
+        T("-m", f("tname.bin", HDR + tensor("x", [384], name_len=2**31 - 1)), jfk), "fail",
+        ["bad header", "name length 2147483647"])
+    add("tensor-ndims-neg", "tensor n_dims -1",
+        T("-m", f("tndims.bin", HDR + tensor("encoder.ln_post.bias", [384], n_dims=-1)), jfk),
+        "fail", ["bad header", "n_dims -1"])
+    add("tensor-dim-neg", "tensor dimension -384",
+        T("-m", f("tdim.bin", HDR + tensor("encoder.ln_post.bias", [-384], data=b"")), jfk),
+        "fail", ["expected [384] f32, found [-384]"])
+    add("tensor-unknown", "tensor with an unknown name",
+        T("-m", f("tunk.bin", HDR + tensor("encoder.evil", [384])), jfk), "fail",
+        ["unknown tensor encoder.evil"])
+    add("tensor-quant", "tensor of type q4_0",
+        T("-m", f("tq.bin", HDR + tensor("encoder.ln_post.bias", [384], ttype=2)), jfk), "fail",
+        ["type q4_0"])
+    add("tensor-type-bad", "tensor type 1000",
+        T("-m", f("ttype.bin", HDR + tensor("encoder.ln_post.bias", [384], ttype=1000)), jfk),
+        "fail", ["invalid type 1000"])
+    add("tensor-past-eof", "tensor data past the end of the file",
+        T("-m", f("teof.bin", HDR + tensor("encoder.ln_post.bias", [384], data=b"\0" * 100)),
+          jfk), "fail", ["runs past the end of the file"])
+    add("tensor-duplicate", "the same tensor twice (overlapping names)",
+        T("-m", f("tdup.bin", HDR + ln_bias + ln_bias), jfk), "fail", ["duplicate tensor"])
+    add("tensor-trailing", "5 stray bytes after the last tensor",
+        T("-m", f("ttrail.bin", HDR + ln_bias + b"\1" * 5), jfk), "fail", ["trailing bytes"])
+    add("model-memory", "model needs more than --max-memory 10 (MiB)",
+        T("-m", model, "--max-memory", "10", jfk), "fail", ["needs about 74 MiB", "10 MiB"])
+
+    # audio files
+    add("audio-missing", "audio file does not exist",
+        T("-m", model, os.path.join(tmp, "no.wav")), "fail", ["no.wav", "No such file"])
+    add("audio-dir", "audio path is a directory", T("-m", model, subdir), "fail",
+        ["Is a directory"])
+    add("audio-fifo", "audio path is a FIFO with no writer", T("-m", model, fifo), "fail",
+        ["not a regular file (a FIFO)"])
+    add("audio-devzero", "audio is /dev/zero", T("-m", model, "/dev/zero"), "fail",
+        ["a character device"])
+    add("audio-unreadable", "audio file with mode 000",
+        T("-m", model, f("secret.wav", wav(16000, 1, 16000), 0)), "fail",
+        ["Permission denied"])
+    add("audio-empty", "audio file of 0 bytes", T("-m", model, f("empty.wav", b"")), "fail",
+        ["empty file"])
+    add("audio-text", "a text file named .wav",
+        T("-m", model, f("notes.wav", b"not audio at all\n" * 50)), "fail",
+        ["not an audio format"])
+    add("audio-header-cut", "WAV cut inside its header (20 bytes)",
+        T("-m", model, f("cut.wav", open(jfk, "rb").read(20))), "fail", ["not an audio format"])
+    add("audio-0-frames", "WAV with 0 frames", T("-m", model, f("zero.wav", wav(16000, 1, 0))),
+        "fail", ["0 frames"])
+    add("audio-nan", "float WAV with a NaN sample",
+        T("-m", model, f("nan.wav", wav(16000, 1, 1600, "f32", bad=float("nan")))), "fail",
+        ["NaN or infinite"])
+    add("audio-inf", "float WAV with +Inf",
+        T("-m", model, f("inf.wav", wav(16000, 1, 1600, "f32", bad=float("inf")))), "fail",
+        ["NaN or infinite"])
+    add("audio-huge-sample", "float WAV with a sample of 1e30",
+        T("-m", model, f("huge.wav", wav(16000, 1, 1600, "f32", bad=1e30))), "fail",
+        ["outside +-10000"])
+    add("audio-385khz", "WAV at 385 kHz", T("-m", model, f("385k.wav", wav(385000, 1, 100))),
+        "fail", ["385000 Hz is outside 1..384000"])
+    add("audio-too-long", "11 s of audio with --max-duration 5",
+        T("-m", model, "--max-duration", "5", jfk), "fail", ["longer than the limit of 5 s"])
+    add("audio-memory", "1 hour of 1 Hz audio with --max-memory 100 (MiB)",
+        T("-m", model, "--max-memory", "100", f("hour.wav", wav(1, 1, 3600))), "fail",
+        ["3600.0 s of audio needs about", "100 MiB"])
+    add("audio-1hz", "WAV at 1 Hz, 3 samples (valid: 3 s of silence)",
+        T("-m", model, f("1hz.wav", wav(1, 1, 3))), 0, [])
+    add("audio-384khz", "WAV at 384 kHz, 0.25 s (valid)",
+        T("-m", model, f("384k.wav", wav(384000, 1, 96000))), 0, [])
+    add("audio-8ch", "WAV with 8 channels, 1 s (valid)",
+        T("-m", model, f("8ch.wav", wav(16000, 8, 16000))), 0, [])
+    add("audio-data-cut", "WAV whose data chunk is cut short (valid: what is there)",
+        T("-m", model, f("short.wav", open(jfk, "rb").read(30000))), 0, [])
+
+    # arguments
+    add("arg-bs-17", "-bs 17", T("-m", model, "-bs", "17", jfk), "fail", ["-bs", "1..16"])
+    add("arg-t-huge", "-t 100000", T("-m", model, "-t", "100000", jfk), "fail", ["1..256"])
+    add("arg-t-neg", "-t -1", T("-m", model, "-t", "-1", jfk), "fail", ["1..256"])
+    add("arg-t-text", "-t abc", T("-m", model, "-t", "abc", jfk), "fail", ["'abc'"])
+    add("arg-bo-0", "-bo 0", T("-m", model, "-bo", "0", jfk), "fail", ["-bo", "1..16"])
+    add("arg-maxdur-nan", "--max-duration nan", T("-m", model, "--max-duration", "nan", jfk),
+        "fail", ["--max-duration", "'nan'"])
+    add("arg-maxdur-neg", "--max-duration -5", T("-m", model, "--max-duration", "-5", jfk),
+        "fail", ["--max-duration", "'-5'"])
+    add("arg-maxmem-0", "--max-memory 0", T("-m", model, "--max-memory", "0", jfk), "fail",
+        ["--max-memory"])
+    add("arg-m-novalue", "-m with no value", ["transcribe", jfk, "-m"], "fail",
+        ["-m needs a value"])
+    add("arg-lang", "-l xx", T("-m", model, "-l", "xx", jfk), "fail", ["unknown language 'xx'"])
+    add("arg-unknown", "an unknown option", T("--frobnicate", jfk), "fail",
+        ["unknown option '--frobnicate'"])
+    add("arg-of-2", "-of with two inputs", T("-m", model, "-of", "x", jfk, jfk), "fail",
+        ["-of works with one input file only"])
+    add("arg-no-input", "no input file", T("-m", model), "fail", ["no input file"])
+    add("arg-prompt-utf8", "--prompt with invalid UTF-8 bytes (valid)",
+        T("-m", model, "-bs", "1", "--prompt", os.fsdecode(b"\xff\xfe\xc3 caf\xc3"), jfk), 0, [])
+    return c
+
+
+# ---- running --------------------------------------------------------------------------------
+
+def run_case(tmp, case):
+    cid, what, argv, want, words = case
+    # root reads a mode-000 file anyway: that case runs as nobody
+    drop = (lambda: os.setuid(65534)) if os.geteuid() == 0 and cid == "audio-unreadable" else None
+    t0 = time.time()
+    try:
+        r = subprocess.run([exe] + argv, capture_output=True, timeout=TIMEOUT_S, cwd=tmp,
+                           preexec_fn=drop)
+    except subprocess.TimeoutExpired:
+        check(False, f"{cid}: finishes within {TIMEOUT_S} s")
+        return None
+    dt = time.time() - t0
+    err = r.stderr.decode("utf-8", "replace")
+    lines = [l for l in err.splitlines() if l.strip()]
+    sanitizer = "Sanitizer" in err or "runtime error" in err
+    ok_rc = r.returncode == 0 if want == 0 else r.returncode not in (0, None) and r.returncode > 0
+    msg = lines[0] if lines else ""
+    good = ok_rc and not sanitizer
+    if want != 0:
+        good = good and len(lines) == 1 and msg.startswith("whisper-c: ") and all(
+            w in msg for w in words)
+    check(good, f"{cid}: exit {r.returncode}, {dt:.1f} s, {msg[:150]!r}"
+          + ("" if not sanitizer else " SANITIZER REPORT")
+          + ("" if want == 0 or len(lines) == 1 else f" ({len(lines)} lines)"))
+    if not good and err:
+        print("        stderr: " + err.strip()[-800:].replace("\n", "\n        "))
+    shown = msg if want != 0 else "(transcribed; exit 0)"
+    shown = shown.replace(tmp, "<tmp>").replace(shared, "<shared>")
+    return f"| `{cid}` | {what} | {r.returncode} | {shown.replace('|', '¦')} |"
+
+
+def doc_rows(text):
+    m = re.search(re.escape(BEGIN) + r"\n(.*?)" + re.escape(END), text, re.S)
+    return m.group(1) if m else None
+
+
+tmp = tempfile.mkdtemp(prefix="wc_hostile_")
+try:
+    all_cases = cases(tmp)
+    rows = ["| case | input | exit | what the user is told (stderr) |", "|---|---|---|---|"]
+    for case in all_cases:
+        row = run_case(tmp, case)
+        rows.append(row if row else f"| `{case[0]}` | {case[1]} | timeout | |")
+    check(len(all_cases) >= 40, f"{len(all_cases)} hostile inputs (at least 40)")
+finally:
+    for root, dirs, files in os.walk(tmp):
+        for n in files:
+            p = os.path.join(root, n)
+            if not os.path.islink(p) and stat.S_ISREG(os.lstat(p).st_mode):
+                os.chmod(p, 0o600)
+    shutil.rmtree(tmp)
+
+table = "\n".join(rows) + "\n"
+doc = open(DOC).read() if os.path.exists(DOC) else ""
+old = doc_rows(doc)
+if update_doc and old is not None:
+    open(DOC, "w").write(doc.replace(BEGIN + "\n" + old + END, BEGIN + "\n" + table + END))
+    print(f"updated {DOC}")
+else:
+    check(old == table, "docs/reliability.md's table matches (tests/test_hostile.py "
+          "build/whisper-c ../shared --update-doc rewrites it)")
+print(f"{failures} failure(s)")
+sys.exit(1 if failures else 0)
