@@ -154,8 +154,15 @@ whisperc_status whisperc_model_load(const char *path, const struct whisperc_mode
     m->max_memory_bytes = p.max_memory_bytes;
     if (!rc)
         rc = open_backend(&p, &m->be, errbuf, errbuf_size);
-    if (!rc)
+    if (!rc) {
         rc = weights_upload(&m->w, m->be, m->file, errbuf, errbuf_size);
+#ifdef WC_HAVE_CUDA
+        const char *why = cuda_backend_errmsg(m->be); /* the reason, kept by the backend */
+        size_t n = errbuf && errbuf_size ? strlen(errbuf) : 0;
+        if (rc && why[0] && n + 3 < errbuf_size)
+            snprintf(errbuf + n, errbuf_size - n, ": %s", why);
+#endif
+    }
     if (rc) {
         whisperc_model_free(m);
         return rc;

@@ -173,6 +173,12 @@ const char *cuda_backend_device(const struct wc_backend *be) {
     return ((const struct cuda_model *)be->impl)->device_desc;
 }
 
+const char *cuda_backend_errmsg(const struct wc_backend *be) {
+    if (!be || be->ops != &cuda_ops)
+        return "";
+    return ((const struct cuda_model *)be->impl)->errmsg;
+}
+
 /* Driver, device, context, cuBLAS; fills err and returns a WHISPERC_ERR_* code on failure. */
 static int open_device(struct cuda_model *m, int gpu_index, char *err, size_t err_size) {
     char why[512];

@@ -17,4 +17,8 @@ int cuda_backend_new(int gpu_index, struct wc_backend **out, char *err, size_t e
 /* "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)" for a CUDA backend, "" for any other. */
 const char *cuda_backend_device(const struct wc_backend *be);
 
+/* Why the last upload_* call on a CUDA backend failed ("cuda: no device memory for ..."), ""
+ * when none did or for any other backend (backend.h's upload calls return only a code). */
+const char *cuda_backend_errmsg(const struct wc_backend *be);
+
 #endif /* WC_BACKEND_CUDA_H */

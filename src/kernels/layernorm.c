@@ -6,7 +6,8 @@
 #include "kernels/kernels.h"
 #include "kernels/ptx.h"
 
-#define LN_WARPS (KERNEL_LN_THREADS / 32)
+#define LN_WARPS   (KERNEL_LN_THREADS / 32)
+#define LN_MAX_PER 64 /* values per thread held in registers: C <= 64 * 128 = 8192 */
 
 /* v = block-wide sum of v (every thread gets it); slots: shared f32[LN_WARPS] at `smem`. */
 static void block_sum(struct ptx_kernel *k, struct ptx_reg v, const char *smem, struct ptx_reg warp,
@@ -26,7 +27,7 @@ static void block_sum(struct ptx_kernel *k, struct ptx_reg v, const char *smem, 
 }
 
 char *gen_layernorm(int sm, int c) {
-    if (c <= 0 || c % KERNEL_LN_THREADS)
+    if (c <= 0 || c % KERNEL_LN_THREADS || c / KERNEL_LN_THREADS > LN_MAX_PER)
         return NULL;
     int per = c / KERNEL_LN_THREADS;
     char name[64];
@@ -57,7 +58,7 @@ char *gen_layernorm(int sm, int c) {
     struct ptx_reg src = ptx_addr(&k, in, idx, 4), dst = ptx_addr(&k, out, idx, 4);
     struct ptx_reg gp = ptx_addr(&k, g, tid, 4), bp = ptx_addr(&k, b, tid, 4);
 
-    struct ptx_reg x[64];
+    struct ptx_reg x[LN_MAX_PER];
     struct ptx_reg sum = ptx_reg(&k, PTX_F32), sq = ptx_reg(&k, PTX_F32);
     ptx_ins(&k, "mov.f32 %s, 0f00000000", sum.s);
     for (int i = 0; i < per; i++) {
