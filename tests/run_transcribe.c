@@ -5,10 +5,13 @@
  *   run_transcribe MODEL [OPTIONS] FILE...           one line per file
  *   run_transcribe MODEL [OPTIONS] --concat FILE...  the files' samples appended at their own
  *                                                    (common) rate, then resampled: one line
+ *   run_transcribe --write-wav OUT FILE...           that concatenation written to OUT (16 kHz
+ *                                                    float WAV, exact samples) for CLI tests
  *   OPTIONS: -t N; --beam N (beam search, beam_size = best_of = N); --no-fallback (temperature
  *   0 only); --translate; --words (word timestamps); --vad (voice activity detection); --detect
  * (language detection only: the top 5 per file)
  */
+#include <sndfile.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +132,23 @@ static int print_detect(whisperc_state *st, const struct whisperc_full_params *p
     return 0;
 }
 
+/* The 16 kHz concatenation as a float WAV: the CLI then reads exactly these samples. */
+static int write_wav(const char *path, char **files, int n) {
+    int n16;
+    float *pcm = concat(files, n, &n16);
+    SF_INFO info = {.samplerate = 16000, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_FLOAT};
+    SNDFILE *f = sf_open(path, SFM_WRITE, &info);
+    sf_count_t w = f ? sf_writef_float(f, pcm, n16) : 0;
+    int rc = f && sf_close(f) == 0 && w == n16 ? 0 : 1;
+    if (rc)
+        fprintf(stderr, "%s: cannot write: %s\n", path, sf_strerror(NULL));
+    free(pcm);
+    return rc;
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 4 && strcmp(argv[1], "--write-wav") == 0)
+        return write_wav(argv[2], argv + 3, argc - 3);
     if (argc < 3) {
         fprintf(stderr,
                 "usage: run_transcribe MODEL [-t N] [--beam N] [--no-fallback] [--translate] "

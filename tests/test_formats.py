@@ -6,11 +6,12 @@ segment, word texts joined = segment text), csv through Python's csv module, tsv
 grammar; every format agrees with the json's segments. Also -f, -pc and `batch` with the new
 formats.
 
-usage: test_formats.py WHISPER_C SHARED_DIR jfk|long
+usage: test_formats.py WHISPER_C SHARED_DIR jfk
+       test_formats.py WHISPER_C SHARED_DIR long RUN_TRANSCRIBE
 
-jfk: the 11 s jfk.wav (about 75 s on 2 shared cores: suite cli). long: the librivox clips and
-jfk three times over (107 s of audio, four 30-second windows) as one wav (about 4 min: suite
-slow). Exits 77 (skip) when the shared model or audio is
+jfk: the 11 s jfk.wav (about 75 s on 2 shared cores: suite cli). long: the long-form file of the
+golden tests, the 186 ljspeech-dev clips as one 20-minute recording (written by run_transcribe
+--write-wav), greedy, twice (suite slow). Exits 77 (skip) when the shared model or audio is
 missing.
 """
 import csv
@@ -22,7 +23,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import wave
 
 failures = 0
 
@@ -198,8 +198,8 @@ def one_case(tmp, audio, opts, tag):
 exe, shared, what = sys.argv[1], os.environ.get("WHISPERC_SHARED") or sys.argv[2], sys.argv[3]
 model = os.path.join(shared, "models", "ggml-tiny.en.bin")
 jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
-librivox = os.path.join(shared, "audio", "librivox")
-need = [model, jfk] + ([librivox] if what == "long" else [])
+ljspeech = os.path.join(shared, "audio", "ljspeech-dev", "wavs")
+need = [model, jfk] + ([ljspeech] if what == "long" else [])
 missing = [p for p in need if not os.path.exists(p)]
 if missing:
     print(f"SKIP: {missing} missing (set WHISPERC_SHARED)")
@@ -212,15 +212,14 @@ tmp = tempfile.mkdtemp(prefix="wc_test_formats_")
 try:
     if what == "long":
         audio = os.path.join(tmp, "long.wav")
-        clips = sorted(os.path.join(librivox, f) for f in os.listdir(librivox) if f.endswith(".wav"))
-        with wave.open(audio, "wb") as out:
-            out.setnchannels(1), out.setsampwidth(2), out.setframerate(16000)
-            for _ in range(3):
-                for c in clips + [jfk]:
-                    with wave.open(c) as w:
-                        out.writeframes(w.readframes(w.getnframes()))
-        variants = [[], ["-wt"], ["-wt", "-ml", "40", "-sow"],
-                    ["-wt", "--max-line-width", "42", "--max-line-count", "2"]]
+        clips = sorted(os.path.join(ljspeech, f) for f in os.listdir(ljspeech) if f.endswith(".flac"))
+        r = subprocess.run([sys.argv[4], "--write-wav", audio, *clips], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"NOT OK  run_transcribe --write-wav: {r.stderr.strip()}")
+            sys.exit(1)
+        variants = [["-bs", "1", "-wt"],
+                    ["-bs", "1", "-wt", "-ml", "40", "-sow", "--max-line-width", "42",
+                     "--max-line-count", "2"]]
     else:
         audio = jfk
     for k, opts in enumerate(variants):
