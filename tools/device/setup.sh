@@ -59,6 +59,10 @@ export LD_LIBRARY_PATH="$LIB:$LIB/openblas-pthread:$P/lib/$ARCH$CUDA_LIB\${LD_LI
 export LIBRARY_PATH="$LIB:$LIB/openblas-pthread\${LIBRARY_PATH:+:\$LIBRARY_PATH}"
 export CPATH="$P/usr/include:$P/usr/include/$ARCH\${CPATH:+:\$CPATH}"
 ENV
+if [ -d .device/shared ]; then # tools/device/stage.sh unpack: the tests' ../shared
+    echo "export WHISPERC_SHARED=\"$ROOT/.device/shared\"" >>.device/env.sh
+    set -- "-Dshared_dir=$ROOT/.device/shared" "$@"
+fi
 unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
 # shellcheck disable=SC1091
 . .device/env.sh
@@ -73,7 +77,7 @@ for pc in sndfile soxr fftw3f openblas zlib libpcre2-8; do
 done
 
 # ---- build ----
-if [ -d "$BUILD" ]; then
+if [ -d "$BUILD/meson-info" ]; then
     meson setup --reconfigure "$BUILD" -Dcuda=enabled -Dwerror=false "$@"
 else
     meson setup "$BUILD" -Dcuda=enabled -Dwerror=false "$@"
