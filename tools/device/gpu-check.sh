@@ -111,7 +111,9 @@ stage_compare() {
     compare_jfk base || rc=1
     # The CPU's golden checks, unchanged, on the GPU (criteria in tests/check_transcripts.py).
     for t in devset_tiny.en words_tiny.en devset_base longform_tiny.en; do
-        if WHISPERC_TEST_DEVICE=cuda meson test -C "$B" --no-rebuild --print-errorlogs -t 2 "$t"; then
+        # 130 s each keeps the stage inside one 10-minute call; the CPU takes far longer
+        if WHISPERC_TEST_DEVICE=cuda timeout 130 meson test -C "$B" --no-rebuild \
+            --print-errorlogs "$t"; then
             say "golden on cuda: $t ok"
         else
             say "golden on cuda: $t FAIL"
@@ -142,14 +144,18 @@ PY
 }
 
 stage_bench() {
-    local rc=0 m f dev
+    local rc=0 m f dev runs
     make_long_wav || return 1
     for m in tiny.en base; do
         for f in "$S/audio/jfk/jfk.wav" .device/long.wav; do
             for dev in cuda cpu; do
                 [ "$dev" = cpu ] && [ "$f" = .device/long.wav ] && [ "$m" = base ] && continue
-                "$B/whisper-c" bench --device "$dev" -m "$S/models/ggml-$m.bin" --runs 3 \
-                    -bs 5 -bo 5 "$f" >"$OUT/bench.tmp" 2>&1 || rc=1
+                runs=3
+                [ "$f" = .device/long.wav ] && runs=1
+                # the CPU on every core (its default stops at 8 threads); 75 s at most each,
+                # so that the stage fits in one call
+                timeout 75 "$B/whisper-c" bench --device "$dev" -m "$S/models/ggml-$m.bin" \
+                    --runs "$runs" -bs 5 -bo 5 -t "$(nproc)" "$f" >"$OUT/bench.tmp" 2>&1 || rc=1
                 cat "$OUT/bench.tmp"
                 say "bench $m $(basename "$f") $dev: $(grep -E '^  (encoder|decoder|total)' \
                     "$OUT/bench.tmp" | tr -s ' ' | tr '\n' ';')"
@@ -166,7 +172,7 @@ stage_random() {
         python3 tools/make-random-model "$size" "/tmp/ggml-$size-random.bin" --seed 1 \
             --vocab-from "$S/models/ggml-base.bin" || { rc=1; continue; }
         for bs in 1 5; do
-            "$B/whisper-c" bench --synthetic --device cuda -m "/tmp/ggml-$size-random.bin" \
+            timeout 100 "$B/whisper-c" bench --synthetic --device cuda -m "/tmp/ggml-$size-random.bin" \
                 --tokens 100 -bs "$bs" --runs 3 >"$OUT/bench.tmp" 2>&1 || rc=1
             cat "$OUT/bench.tmp"
             say "synthetic $size -bs $bs: $(grep -E '^  (warm-up|encoder|decoder|window)' \
@@ -183,7 +189,7 @@ stage_sanitize() {
         say "sanitize: no compute-sanitizer"
         return 0
     fi
-    compute-sanitizer --tool memcheck --leak-check full --error-exitcode 99 \
+    timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 99 \
         "$B/whisper-c" transcribe --device cuda -m "$S/models/ggml-tiny.en.bin" \
         "$S/audio/jfk/jfk.wav"
     local rc=$?

@@ -31,7 +31,11 @@ if [ ! -f "$STAMP" ] || [ -n "$(find .device/debs -name '*.deb' -newer "$STAMP")
     rm -rf "$P"
     mkdir -p "$P"
     for f in .device/debs/*.deb; do
-        dpkg-deb -x "$f" "$P"
+        if command -v dpkg-deb >/dev/null; then
+            dpkg-deb -x "$f" "$P"
+        else # not a Debian-based image: a .deb is an ar archive holding data.tar.xz
+            ar p "$f" "$(ar t "$f" | grep '^data\.tar')" | tar -xJf - -C "$P"
+        fi
     done
     # Static archives (76 MiB) are never linked: the build uses the shared libraries.
     find "$P" -name '*.a' -delete
