@@ -9,7 +9,8 @@
  *                                                    float WAV, exact samples) for CLI tests
  *   OPTIONS: -t N; --beam N (beam search, beam_size = best_of = N); --no-fallback (temperature
  *   0 only); --translate; --words (word timestamps); --vad (voice activity detection); --detect
- * (language detection only: the top 5 per file)
+ *   (language detection only: the top 5 per file); --device cpu|cuda|auto (default cpu, or
+ *   $WHISPERC_TEST_DEVICE: the same checks on the GPU, tools/device/gpu-check.sh)
  */
 #include <sndfile.h>
 #include <stdio.h>
@@ -146,19 +147,38 @@ static int write_wav(const char *path, char **files, int n) {
     return rc;
 }
 
+/* "cpu", "cuda", "auto" -> device; -1 if none of them. */
+static int parse_device(const char *s) {
+    if (strcmp(s, "cpu") == 0)
+        return WHISPERC_DEVICE_CPU;
+    if (strcmp(s, "cuda") == 0)
+        return WHISPERC_DEVICE_CUDA;
+    if (strcmp(s, "auto") == 0)
+        return WHISPERC_DEVICE_AUTO;
+    return -1;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 4 && strcmp(argv[1], "--write-wav") == 0)
         return write_wav(argv[2], argv + 3, argc - 3);
     if (argc < 3) {
         fprintf(stderr,
                 "usage: run_transcribe MODEL [-t N] [--beam N] [--no-fallback] [--translate] "
-                "[--words] [--vad] [--detect | --concat] FILE...\n");
+                "[--words] [--vad] [--device cpu|cuda|auto] [--detect | --concat] FILE...\n");
         return 2;
     }
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    struct whisperc_model_params mp = whisperc_model_default_params();
+    /* The CPU unless asked: the golden checks are the CPU reference's; "auto" would make the
+     * result depend on the machine. */
+    const char *device = getenv("WHISPERC_TEST_DEVICE");
+    if (!device || !device[0])
+        device = "cpu";
     int i = 2, do_concat = 0, do_detect = 0;
     for (; i < argc && argv[i][0] == '-'; i++) {
-        if (i + 1 < argc && strcmp(argv[i], "-t") == 0) {
+        if (i + 1 < argc && strcmp(argv[i], "--device") == 0) {
+            device = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "-t") == 0) {
             p.n_threads = atoi(argv[++i]);
         } else if (i + 1 < argc && strcmp(argv[i], "--beam") == 0) { /* beam_size = best_of */
             int n_threads = p.n_threads;
@@ -182,10 +202,14 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    if (parse_device(device) < 0) {
+        fprintf(stderr, "run_transcribe: device %s: expected cpu, cuda or auto\n", device);
+        return 2;
+    }
+    mp.device = (whisperc_device)parse_device(device);
     whisperc_model *m;
     whisperc_state *st;
     char err[512];
-    struct whisperc_model_params mp = whisperc_model_default_params();
     if (whisperc_model_load(argv[1], &mp, &m, err, sizeof err) || whisperc_state_new(m, &st)) {
         fprintf(stderr, "%s\n", err);
         return 1;

@@ -5,7 +5,9 @@
  *   2. logits(SOT sequence | jfk.encoder.npy) vs jfk.logits_sot.npy rel L2 <= 1e-4
  *   3. transcribe(jfk.wav): tokens, text and language identical to dev.jsonl
  *   4. transcribe(jfk.flac, 44.1 kHz stereo 24-bit): the same text
- * usage: test_golden tiny.en|base
+ * usage: test_golden tiny.en|base [cpu|cuda]
+ * cuda (suite gpu): the same stages on the GPU with fp16-sized bounds for 1 and 2 (below);
+ * exit 77 where CUDA is unavailable.
  */
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +17,18 @@
 #include "api_internal.h"
 #include "common.h"
 #include "jsonl.h"
+
+/* Bounds of stages 1 and 2 (relative L2, max abs of the encoder output). The CPU computes in
+ * fp32 throughout, as the reference on CPU: only summation order differs. The CUDA backend
+ * keeps weights and GEMM inputs in fp16 (fp32 accumulation): each matrix product rounds its
+ * inputs to 11 significant bits (~5e-4 relative) and this compounds over the layers; these
+ * bounds were set before any GPU run, and the run records the actual errors. */
+struct bounds {
+    double enc_rel, enc_abs, logits_rel;
+};
+static const struct bounds cpu_bounds = {1e-4, 1e-2, 1e-4};
+static const struct bounds cuda_bounds = {2e-2, 5e-1, 2e-2};
+static const struct bounds *tol = &cpu_bounds;
 
 static char path_buf[1024];
 static const char *golden(const char *model, const char *file) {
@@ -40,10 +54,9 @@ static void check_encoder(whisperc_state *st, const char *name) {
     CHECK(wc_stream_sync(st->s) == 0);
     CHECK(want.n == n);
     double rel = rel_l2(got, want.data, n), mx = max_abs_diff(got, want.data, n);
-    /* fp32 throughout, as the reference on CPU: only summation order differs */
-    int ok = rel <= 1e-4 && mx <= 1e-2;
-    printf("encoder: %s (rel L2 %.3g <= 1e-4, max abs %.3g <= 1e-2)\n", ok ? "OK" : "NOT OK", rel,
-           mx);
+    int ok = rel <= tol->enc_rel && mx <= tol->enc_abs;
+    printf("encoder: %s (rel L2 %.3g <= %g, max abs %.3g <= %g)\n", ok ? "OK" : "NOT OK", rel,
+           tol->enc_rel, mx, tol->enc_abs);
     if (!ok)
         test_failures++;
     free(got);
@@ -74,9 +87,10 @@ static void check_logits(whisperc_state *st, const char *name) {
     CHECK(decoder_forward(&st->dec, st->s, sot, n_sot, &row, 1, got) == 0);
     CHECK(want.n == (size_t)n_vocab);
     double rel = rel_l2(got, want.data, (size_t)n_vocab);
-    int ok = rel <= 1e-4;
-    printf("logits after SOT (%d tokens): %s (rel L2 %.3g <= 1e-4, max abs %.3g)\n", n_sot,
-           ok ? "OK" : "NOT OK", rel, max_abs_diff(got, want.data, (size_t)n_vocab));
+    int ok = rel <= tol->logits_rel;
+    printf("logits after SOT (%d tokens): %s (rel L2 %.3g <= %g, max abs %.3g)\n", n_sot,
+           ok ? "OK" : "NOT OK", rel, tol->logits_rel,
+           max_abs_diff(got, want.data, (size_t)n_vocab));
     if (!ok)
         test_failures++;
     free(got);
@@ -135,10 +149,23 @@ int main(int argc, char **argv) {
     char err[512];
     struct whisperc_model_params mp = whisperc_model_default_params();
     mp.device = WHISPERC_DEVICE_CPU;
-    if (whisperc_model_load(model_path, &mp, &m, err, sizeof err) != WHISPERC_OK) {
+    if (argc > 2 && strcmp(argv[2], "cuda") == 0) {
+        mp.device = WHISPERC_DEVICE_CUDA;
+        tol = &cuda_bounds;
+    } else if (argc > 2 && strcmp(argv[2], "cpu") != 0) {
+        fprintf(stderr, "usage: test_golden tiny.en|base [cpu|cuda]\n");
+        return 2;
+    }
+    whisperc_status rc = whisperc_model_load(model_path, &mp, &m, err, sizeof err);
+    if (rc == WHISPERC_ERR_UNSUPPORTED && mp.device == WHISPERC_DEVICE_CUDA) {
+        printf("SKIP: %s\n", err);
+        return TEST_SKIP;
+    }
+    if (rc != WHISPERC_OK) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
+    printf("%s backend\n", whisperc_model_backend(m));
     if (whisperc_state_new(m, &st) != WHISPERC_OK) {
         fprintf(stderr, "cannot create state\n");
         return 1;

@@ -1,7 +1,9 @@
 /*
  * bench.c — `whisper-c bench`: where the time goes (load, audio, mel, encoder, decoder per
  * token), the real-time factor, and optionally whisper.cpp's whisper-cli side by side on the
- * same 16 kHz audio, model and thread count.
+ * same 16 kHz audio, model and thread count. `--synthetic` times a fixed amount of work instead
+ * (api_bench.h): one random window and N decoder steps, for any model size and backend.
+ * Times are wall clock; GPU work is synced at every stage boundary (no CUDA events).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api_bench.h"
 #include "cli.h"
 
 static double now_ms(void) {
@@ -139,6 +142,72 @@ static double compare_whisper_cpp(const struct cli_options *o, const whisperc_mo
     return total - load;
 }
 
+/* ---- --synthetic ---- */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts v[0..n) and prints "min (median)". */
+static void print_stage(const char *name, double *v, int n, const char *note) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    printf("  %-9s %10.2f ms  (median %.2f)%s\n", name, v[0], v[n / 2], note);
+}
+
+static int bench_synthetic(const struct cli_options *o, whisperc_model *m, double load_ms) {
+    whisperc_state *st = NULL;
+    int n_seq = o->beam_size, runs = o->runs, rc = whisperc_state_new(m, &st);
+    double *t = calloc((size_t)runs * 5, sizeof *t); /* [stage][run] */
+    struct wc_bench_times w = {0};
+    if (!rc && !t)
+        rc = WHISPERC_ERR_NO_MEMORY;
+    double t0 = now_ms();
+    if (!rc) /* warm-up: the first window pays for kernel loading and allocator growth */
+        rc = wc_bench_window(st, o->n_threads, o->n_tokens, n_seq, 1, &w);
+    double warm_ms = now_ms() - t0;
+    for (int r = 0; !rc && r < runs; r++) {
+        rc = wc_bench_window(st, o->n_threads, o->n_tokens, n_seq, 2 + (uint64_t)r, &w);
+        t[0 * runs + r] = w.encode_ms;
+        t[1 * runs + r] = w.cross_ms;
+        t[2 * runs + r] = w.prompt_ms;
+        t[3 * runs + r] = w.steps_ms;
+        t[4 * runs + r] = w.encode_ms + w.cross_ms + w.prompt_ms + w.steps_ms;
+    }
+    if (rc) {
+        fprintf(stderr, "whisper-c: %s\n",
+                st && whisperc_state_errmsg(st)[0] ? whisperc_state_errmsg(st)
+                                                   : whisperc_status_str(rc));
+    } else {
+        char per[96], prompt[64];
+        char threads[32] = "default threads";
+        if (o->n_threads > 0)
+            snprintf(threads, sizeof threads, "%d threads", o->n_threads);
+        printf("whisper-c %s bench --synthetic (%s, %s backend: %s, %s)\n", whisperc_version(),
+               whisperc_model_type(m), whisperc_model_backend(m), wc_bench_device(m), threads);
+        printf("one 30 s window of random log-Mel, %d decoder steps x %d sequence(s), best of %d "
+               "run(s)\n(wall clock, the stream synced at each stage boundary)\n",
+               w.n_steps, n_seq, runs);
+        printf("  %-9s %10.1f ms\n", "load", load_ms);
+        printf("  %-9s %10.1f ms  (one window first, not counted: kernel loads, allocations)\n",
+               "warm-up", warm_ms);
+        snprintf(prompt, sizeof prompt, "  (%d tokens)", w.n_prompt);
+        print_stage("encoder", t, runs, "");
+        print_stage("cross K/V", t + runs, runs, "");
+        print_stage("prompt", t + 2 * runs, runs, prompt);
+        qsort(t + 3 * runs, (size_t)runs, sizeof *t, cmp_double);
+        snprintf(per, sizeof per, "  (%.3f ms per step)",
+                 w.n_steps ? t[3 * runs] / w.n_steps : 0.0);
+        print_stage("decoder", t + 3 * runs, runs, per);
+        print_stage("window", t + 4 * runs, runs, "");
+    }
+    free(t);
+    whisperc_state_free(st);
+    return rc ? 1 : 0;
+}
+
+/* ---- a file ---- */
+
 int cmd_bench(int argc, char **argv) {
     struct cli_options o;
     int rc = cli_parse(&o, argc, argv, true);
@@ -150,6 +219,11 @@ int cmd_bench(int argc, char **argv) {
     if (cli_load_model(&o, &m))
         return 1;
     double load_ms = now_ms() - t0;
+    if (o.synthetic) {
+        rc = bench_synthetic(&o, m, load_ms);
+        whisperc_model_free(m);
+        return rc;
+    }
     struct whisperc_full_params fp;
     cli_full_params(&o, &fp);
     char err[512];
@@ -163,6 +237,14 @@ int cmd_bench(int argc, char **argv) {
     }
     double audio_ms = now_ms() - t0;
     rc = whisperc_state_new(m, &st);
+    /* On a GPU the first run loads kernels and grows the arenas: not what the runs measure. */
+    bool warm_up = strcmp(whisperc_model_backend(m), "cpu") != 0;
+    double warm_ms = 0;
+    if (!rc && warm_up) {
+        t0 = now_ms();
+        rc = whisperc_full(st, &fp, pcm, n);
+        warm_ms = now_ms() - t0;
+    }
     struct whisperc_timings best = {.size = sizeof best}, t = {.size = sizeof t};
     for (int r = 0; !rc && r < o.runs; r++) {
         rc = whisperc_full(st, &fp, pcm, n);
@@ -179,6 +261,10 @@ int cmd_bench(int argc, char **argv) {
                  whisperc_version(), whisperc_model_type(m), whisperc_model_backend(m),
                  fp.n_threads, o.beam_size, o.best_of, o.files[0]);
         print_run(what, &best, load_ms);
+        printf("  device   %s\n", wc_bench_device(m));
+        if (warm_up)
+            printf("  warm-up  %10.1f ms   (one run before the timed ones, not counted)\n",
+                   warm_ms);
         if (o.whisper_cpp) {
             double ours = best.mel_ms + best.encode_ms + best.decode_ms;
             double theirs = compare_whisper_cpp(&o, m, pcm, n, fp.n_threads);

@@ -27,7 +27,7 @@ const char *default_model_path(void) {
 void cli_usage(const char *prog) {
     printf("usage: %s transcribe [options] FILE...  (or -f FILE, repeatable)\n"
            "       %s batch [options] -o DIR INPUT...  many files, resumable (batch --help)\n"
-           "       %s bench [options] FILE\n"
+           "       %s bench [options] FILE | --synthetic\n"
            "       %s ptx --size NAME [--sm N] [--out DIR]   write the generated CUDA kernels\n"
            "       %s --version | --help\n"
            "\n"
@@ -89,6 +89,12 @@ void cli_usage(const char *prog) {
            "                            what the system or the cgroup has available)\n"
            "bench options:\n"
            "       --runs N             repeat N times and report the fastest (default 1)\n"
+           "       --synthetic          no FILE: time one 30 s window of seeded random log-Mel\n"
+           "                            through the encoder, the SOT prompt and --tokens decoder\n"
+           "                            steps of -bs sequences (argmax, never stopping early),\n"
+           "                            after one warm-up window; any model size, e.g. from\n"
+           "                            tools/make-random-model large-v3\n"
+           "       --tokens N           decoder steps per window with --synthetic (default 100)\n"
            "       --compare-whisper-cpp PATH  also run whisper.cpp's whisper-cli at PATH\n"
            "                            on the same audio, model and threads\n"
            "  -h,  --help, --version\n",
@@ -179,6 +185,8 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         *rc = parse_int(a, v, 0, 64, &o->gpu_index);
     else if (is(a, "--runs", NULL))
         *rc = parse_int(a, v, 1, 1000, &o->runs);
+    else if (is(a, "--tokens", NULL))
+        *rc = parse_int(a, v, 0, 448, &o->n_tokens);
     else if (is(a, "-bs", "--beam-size"))
         *rc = parse_int(a, v, 1, 16, &o->beam_size);
     else if (is(a, "-bo", "--best-of"))
@@ -230,6 +238,8 @@ static int parse_flag(struct cli_options *o, const char *a) {
         o->no_timestamps = true;
     else if (is(a, "-nf", "--no-fallback"))
         o->no_fallback = true;
+    else if (is(a, "--synthetic", NULL))
+        o->synthetic = true;
     else if (is(a, "-otxt", "--output-txt"))
         o->out[OUT_TXT] = true;
     else if (is(a, "-osrt", "--output-srt"))
@@ -302,6 +312,7 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
     memset(o, 0, sizeof *o);
     o->language = "auto";
     o->runs = 1;
+    o->n_tokens = 100;
     o->beam_size = 5;
     o->max_context = -1;
     o->best_of = 5;
@@ -331,6 +342,17 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
             return 2;
         }
         o->files[o->n_files++] = a;
+    }
+    if (!bench && o->synthetic) {
+        fprintf(stderr, "whisper-c: --synthetic is a bench option\n");
+        return 2;
+    }
+    if (bench && o->synthetic) {
+        if (o->n_files) {
+            fprintf(stderr, "whisper-c: bench --synthetic takes no file\n");
+            return 2;
+        }
+        return 0;
     }
     if (o->n_files == 0) {
         fprintf(stderr, "whisper-c: no input file (see whisper-c --help)\n");

@@ -46,6 +46,8 @@ struct cli_options {
     /* bench */
     const char *whisper_cpp; /* --compare-whisper-cpp PATH */
     int runs;
+    bool synthetic; /* --synthetic: one random 30 s window, no FILE */
+    int n_tokens;   /* --tokens N: decoder steps per window with --synthetic (default 100) */
     const char *files[CLI_MAX_FILES];
     int n_files;
 };

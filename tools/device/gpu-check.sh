@@ -1,0 +1,215 @@
+#!/bin/bash
+# gpu-check.sh — the GPU checks, run on the lent machine (docs/gpu-validation.md, "How to run
+# the GPU checks", gives the device-tool calls). Each STAGE logs to $OUT/gpu-check-STAGE.log and
+# adds its lines to $OUT/summary.txt; a failing stage does not stop the next.
+#
+#   tools/device/gpu-check.sh STAGE...      ($OUT unset: .device/out)
+#
+# stages, in the order of a first session:
+#   unpack    tools/device/stage.sh unpack (the carried parts -> .device/debs, .device/shared)
+#   build     tools/device/setup.sh build-device (prefix from the debs, meson, ninja)
+#   info      GPU, driver, CUDA toolkit, where libcuda and libcublas are found, tools present
+#   test      meson test --suite gpu; each failing test again with WHISPERC_CUDA_SYNC=1
+#   compare   jfk: whisper-c --device cuda vs cpu (tiny.en, base); the golden dev set, words
+#             and long form with run_transcribe on cuda (WHISPERC_TEST_DEVICE=cuda)
+#   bench     whisper-c bench on jfk and a 10-minute file, cuda and cpu
+#   random    tools/make-random-model large-v3 and large-v3-turbo, bench --synthetic on cuda
+#   sanitize  compute-sanitizer memcheck of one jfk transcription (tiny.en) on cuda
+# shellcheck disable=SC2317  # the stage_* functions are called by name, below
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+OUT=${OUT:-.device/out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+B=build-device
+S=.device/shared
+SUMMARY="$OUT/summary.txt"
+
+say() { echo "$*" | tee -a "$SUMMARY"; }
+
+# The unpacked prefix and CUDA's libraries; cuBLAS from pip's nvidia-cublas if the toolkit's
+# lib64 lacks it (our backend dlopens libcublas.so.13, .12 or .11).
+load_env() {
+    # shellcheck disable=SC1091
+    [ -f .device/env.sh ] && . .device/env.sh
+    if ! ldconfig -p | grep -q 'libcublas\.so\.1[123]' &&
+        ! ls /usr/local/cuda/lib64/libcublas.so.1[123] >/dev/null 2>&1; then
+        local d
+        d=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null)
+        [ -n "$d" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
+    fi
+    export WHISPERC_SHARED="$PWD/$S"
+}
+
+stage_unpack() { tools/device/stage.sh unpack; }
+
+stage_build() {
+    tools/device/setup.sh "$B" &&
+        say "build: $(grep -m1 'CUDA backend' "$B/meson-logs/meson-log.txt" || echo 'CUDA backend ?')"
+}
+
+stage_info() {
+    nvidia-smi
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm \
+        --format=csv,noheader | sed 's/^/gpu: /' | tee -a "$SUMMARY"
+    uname -a
+    head -2 /etc/os-release
+    gcc --version | head -1
+    echo "meson $(meson --version), ninja $(ninja --version), $(python3 --version)"
+    ls -d /usr/local/cuda* 2>&1
+    command -v nvcc && nvcc --version | tail -2
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    ldconfig -p | grep -E 'libcuda\.so|libcublas(Lt)?\.so' || echo "ldconfig: no libcuda/libcublas"
+    find /usr/local/cuda/lib64/ -name 'libcublas*' 2>&1 | head
+    say "cuda: $("$B/whisper-c" transcribe --device cuda -m "$S/models/ggml-tiny.en.bin" \
+        -nt --no-prints "$S/audio/jfk/jfk.wav" 2>&1 | tr '\n' ' ' | cut -c1-300)"
+    for t in compute-sanitizer ncu cuobjdump; do
+        say "tool $t: $(command -v "$t" || echo missing)"
+    done
+}
+
+stage_test() {
+    local rc=0 t
+    meson test -C "$B" --suite gpu --print-errorlogs --num-processes 1 || rc=$?
+    grep -E '^(Ok|Fail|Skipped|Timeout):' "$B/meson-logs/testlog.txt" | tr -s ' ' |
+        tr '\n' ' ' | sed 's/^/gpu suite: /;s/$/\n/' | tee -a "$SUMMARY"
+    if [ "$rc" -ne 0 ]; then
+        for t in $(meson test -C "$B" --no-rebuild --suite gpu --list 2>/dev/null |
+            grep ' / ' | sed 's/.* \/ //'); do
+            if ! meson test -C "$B" --no-rebuild "$t" >/dev/null 2>&1; then
+                say "gpu suite: $t failed; again with WHISPERC_CUDA_SYNC=1 (log below)"
+                WHISPERC_CUDA_SYNC=1 meson test -C "$B" --no-rebuild --print-errorlogs "$t"
+            fi
+        done
+    fi
+    return "$rc"
+}
+
+# One JSON line per file from run_transcribe; prints "same" or the two texts.
+compare_jfk() {
+    local model=$1 cpu cuda
+    cpu=$("$B/tests/run_transcribe" "$S/models/ggml-$model.bin" --device cpu "$S/audio/jfk/jfk.wav")
+    if ! cuda=$("$B/tests/run_transcribe" "$S/models/ggml-$model.bin" --device cuda \
+        "$S/audio/jfk/jfk.wav" 2>&1); then
+        say "jfk $model cuda: FAILED: $cuda"
+        return 1
+    fi
+    python3 - "$model" "$cpu" "$cuda" <<'PY' | tee -a "$SUMMARY"
+import json, sys
+model, a, b = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+tok = lambda r: [t for s in r["segments"] for t in s["tokens"]]
+same = tok(a) == tok(b)
+print("jfk %s cuda vs cpu: %s (cpu %.2f s, cuda %.2f s)" % (model, "tokens identical" if same else "DIFFER", a["seconds"], b["seconds"]))
+if not same:
+    print("  cpu:  " + a["text"] + "\n  cuda: " + b["text"])
+PY
+}
+
+stage_compare() {
+    local rc=0 t
+    compare_jfk tiny.en || rc=1
+    compare_jfk base || rc=1
+    # The CPU's golden checks, unchanged, on the GPU (criteria in tests/check_transcripts.py).
+    for t in devset_tiny.en words_tiny.en devset_base longform_tiny.en; do
+        # 130 s each keeps the stage inside one 10-minute call; the CPU takes far longer
+        if WHISPERC_TEST_DEVICE=cuda timeout 130 meson test -C "$B" --no-rebuild \
+            --print-errorlogs "$t"; then
+            say "golden on cuda: $t ok"
+        else
+            say "golden on cuda: $t FAIL"
+            rc=1
+        fi
+        grep -E "tokens identical|WER|seconds|segments" "$B/meson-logs/testlog.txt" | head -8 |
+            sed 's/^/    /' | tee -a "$SUMMARY"
+    done
+    return "$rc"
+}
+
+# A 10-minute 16 kHz WAV from the dev set's 16 kHz WAVs (python's wave module: no libraries).
+make_long_wav() {
+    python3 - "$S/audio" .device/long.wav <<'PY'
+import glob, sys, wave
+src = [sys.argv[1] + "/jfk/jfk.wav"] + sorted(glob.glob(sys.argv[1] + "/librivox/*.wav"))
+frames = [wave.open(f).readframes(10**9) for f in src]
+gap = b"\0\0" * 8000  # 0.5 s
+out = wave.open(sys.argv[2], "wb")
+out.setnchannels(1); out.setsampwidth(2); out.setframerate(16000)
+n = 0
+while n < 600 * 16000:
+    for f in frames:
+        out.writeframes(f + gap); n += len(f + gap) // 2
+out.close()
+print("%s: %.1f s" % (sys.argv[2], n / 16000))
+PY
+}
+
+stage_bench() {
+    local rc=0 m f dev runs
+    make_long_wav || return 1
+    for m in tiny.en base; do
+        for f in "$S/audio/jfk/jfk.wav" .device/long.wav; do
+            for dev in cuda cpu; do
+                [ "$dev" = cpu ] && [ "$f" = .device/long.wav ] && [ "$m" = base ] && continue
+                runs=3
+                [ "$f" = .device/long.wav ] && runs=1
+                # the CPU on every core (its default stops at 8 threads); 75 s at most each,
+                # so that the stage fits in one call
+                timeout 75 "$B/whisper-c" bench --device "$dev" -m "$S/models/ggml-$m.bin" \
+                    --runs "$runs" -bs 5 -bo 5 -t "$(nproc)" "$f" >"$OUT/bench.tmp" 2>&1 || rc=1
+                cat "$OUT/bench.tmp"
+                say "bench $m $(basename "$f") $dev: $(grep -E '^  (encoder|decoder|total)' \
+                    "$OUT/bench.tmp" | tr -s ' ' | tr '\n' ';')"
+            done
+        done
+    done
+    rm -f "$OUT/bench.tmp"
+    return "$rc"
+}
+
+stage_random() {
+    local rc=0 size bs
+    for size in large-v3 large-v3-turbo; do
+        python3 tools/make-random-model "$size" "/tmp/ggml-$size-random.bin" --seed 1 \
+            --vocab-from "$S/models/ggml-base.bin" || { rc=1; continue; }
+        for bs in 1 5; do
+            timeout 100 "$B/whisper-c" bench --synthetic --device cuda -m "/tmp/ggml-$size-random.bin" \
+                --tokens 100 -bs "$bs" --runs 3 >"$OUT/bench.tmp" 2>&1 || rc=1
+            cat "$OUT/bench.tmp"
+            say "synthetic $size -bs $bs: $(grep -E '^  (warm-up|encoder|decoder|window)' \
+                "$OUT/bench.tmp" | tr -s ' ' | tr '\n' ';')"
+        done
+        rm -f "/tmp/ggml-$size-random.bin"
+    done
+    rm -f "$OUT/bench.tmp"
+    return "$rc"
+}
+
+stage_sanitize() {
+    if ! command -v compute-sanitizer >/dev/null; then
+        say "sanitize: no compute-sanitizer"
+        return 0
+    fi
+    timeout 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 99 \
+        "$B/whisper-c" transcribe --device cuda -m "$S/models/ggml-tiny.en.bin" \
+        "$S/audio/jfk/jfk.wav"
+    local rc=$?
+    say "sanitize: compute-sanitizer memcheck jfk tiny.en exit $rc"
+    return "$rc"
+}
+
+[ $# -gt 0 ] || { sed -n '2,21p' "$0"; exit 2; }
+load_env
+status=0
+for stage in "$@"; do
+    if ! declare -F "stage_$stage" >/dev/null; then
+        echo "gpu-check.sh: unknown stage $stage" >&2
+        exit 2
+    fi
+    t0=$(date +%s)
+    "stage_$stage" >"$OUT/gpu-check-$stage.log" 2>&1
+    rc=$?
+    [ "$stage" = build ] && load_env # the env file is new after the build
+    say "== $stage: $([ $rc -eq 0 ] && echo ok || echo "FAILED ($rc)") in $(($(date +%s) - t0)) s"
+    [ $rc -eq 0 ] || status=1
+done
+exit $status
