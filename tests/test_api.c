@@ -276,6 +276,35 @@ static void test_context(whisperc_state *st, const float *pcm, int n) {
     free(a);
 }
 
+/* max_memory_bytes covers the model and a state (tiny.en: 74 MiB of weights, a state 59 MiB
+ * with room for one sequence, 81 MiB for five): refused before anything is allocated. */
+static void test_budget(const char *model_path, const float *pcm, int n) {
+    char err[256] = "";
+    whisperc_model *m = NULL;
+    whisperc_state *st = (whisperc_state *)1;
+    CHECK(whisperc_state_new_v2(NULL, &st, err, sizeof err) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(st == NULL && err[0] != '\0');
+    struct whisperc_model_params mp = whisperc_model_default_params();
+    mp.device = WHISPERC_DEVICE_CPU;
+    mp.max_memory_bytes = 100 << 20;
+    CHECK(whisperc_model_load(model_path, &mp, &m, err, sizeof err) == WHISPERC_OK);
+    st = (whisperc_state *)1;
+    CHECK(whisperc_state_new_v2(m, &st, err, sizeof err) == WHISPERC_ERR_NO_MEMORY && !st);
+    CHECK(strstr(err, "decoding state for 1 sequence needs about 133 MiB") != NULL);
+    CHECK(whisperc_state_new(m, &st) == WHISPERC_ERR_NO_MEMORY && !st);
+    whisperc_model_free(m);
+
+    mp.max_memory_bytes = 140 << 20;
+    CHECK(whisperc_model_load(model_path, &mp, &m, err, sizeof err) == WHISPERC_OK);
+    CHECK(whisperc_state_new_v2(m, &st, err, sizeof err) == WHISPERC_OK && st);
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_BEAM_SEARCH);
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_NO_MEMORY);
+    CHECK(strstr(whisperc_state_errmsg(st), "for 5 sequences needs about 155 MiB") != NULL);
+    check_empty_results(st);
+    whisperc_state_free(st);
+    whisperc_model_free(m);
+}
+
 /* Word timestamps and max_len on jfk (golden words.jsonl is checked by the words_* tests). */
 static void test_words(whisperc_state *st, const float *pcm, int n, const char *want) {
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
@@ -357,6 +386,7 @@ int main(void) {
     CHECK(whisperc_load_audio(shared_path_or_skip("audio/jfk/jfk.wav"), &pcm, &n, err,
                               sizeof err) == WHISPERC_OK);
     test_bad_params(st, pcm, n);
+    test_budget(model_path, pcm, n);
 
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);

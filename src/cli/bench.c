@@ -162,7 +162,9 @@ int cmd_bench(int argc, char **argv) {
         return 1;
     }
     double audio_ms = now_ms() - t0;
-    rc = whisperc_state_new(m, &st);
+    rc = whisperc_state_new_v2(m, &st, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "whisper-c: %s\n", err);
     struct whisperc_timings best = {.size = sizeof best}, t = {.size = sizeof t};
     for (int r = 0; !rc && r < o.runs; r++) {
         rc = whisperc_full(st, &fp, pcm, n);
@@ -171,7 +173,7 @@ int cmd_bench(int argc, char **argv) {
         if (r == 0 || t.total_ms < best.total_ms)
             best = t;
     }
-    if (rc) {
+    if (rc && st) {
         fprintf(stderr, "whisper-c: %s\n", whisperc_state_errmsg(st));
     } else {
         char what[512];
