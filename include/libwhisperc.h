@@ -135,7 +135,14 @@ WHISPERC_API const char *whisperc_model_backend(const whisperc_model *model);
 /* ---------------------------------------------------------------------------------------- */
 /* State                                                                                     */
 
+/* A decoding state for one thread at a time. Its activations and caches (tens of MiB for tiny,
+ * about a GiB for large) are checked against the model's max_memory_bytes first: the model and
+ * one state must fit an explicit budget; with the default, the state must fit what is available
+ * now. Refused with WHISPERC_ERR_NO_MEMORY and, with _v2, the numbers in errbuf. */
 WHISPERC_API whisperc_status whisperc_state_new(const whisperc_model *model, whisperc_state **out);
+WHISPERC_API whisperc_status whisperc_state_new_v2(const whisperc_model *model,
+                                                   whisperc_state **out, char *errbuf,
+                                                   size_t errbuf_size);
 WHISPERC_API void whisperc_state_free(whisperc_state *state); /* NULL is a no-op */
 /* Detail of the last error on this state ("" if none); never NULL. */
 WHISPERC_API const char *whisperc_state_errmsg(const whisperc_state *state);

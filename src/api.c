@@ -2,6 +2,7 @@
  * api.c — the public entry points of libwhisperc: model, state, transcription
  * (include/libwhisperc.h). Result accessors live in api_results.c.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -202,14 +203,57 @@ static int default_threads(void) {
     return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }
 
+/* What a state with room for n_group sequences allocates: encoder and decoder activations and
+ * caches, and the encoder output. */
+static uint64_t state_memory_bytes(const struct wc_hparams *hp, int n_group) {
+    return encoder_memory_bytes(hp) + decoder_memory_bytes(hp, n_group) +
+           (uint64_t)hp->n_audio_ctx * hp->n_audio_state * sizeof(float);
+}
+
+/* 0 if a state growing from room for n_group_now sequences (0: a new state) to n_group fits the
+ * model's budget: an explicit budget holds the model and the whole state; the default one
+ * (available memory, which already counts the model and the state so far) the growth. Host
+ * memory only: a CUDA state's activations live on the GPU, where its arena checks them. */
+static int state_budget_check(const struct whisperc_model *m, int n_group, int n_group_now,
+                              char *err, size_t err_size) {
+    if (strcmp(m->be->ops->name, "cpu") != 0 || m->max_memory_bytes < 0)
+        return 0;
+    const struct wc_hparams *hp = &m->file->hp;
+    uint64_t need = state_memory_bytes(hp, n_group), model = model_memory_bytes(m->file);
+    if (m->max_memory_bytes > 0)
+        need += model;
+    else if (n_group_now > 0)
+        need -= state_memory_bytes(hp, n_group_now);
+    char what[160];
+    if (m->max_memory_bytes > 0)
+        snprintf(what, sizeof what, "the model (%" PRIu64 " MiB) with a decoding state for %d %s",
+                 model >> 20, n_group, n_group == 1 ? "sequence" : "sequences");
+    else
+        snprintf(what, sizeof what, "a decoding state for %d %s", n_group,
+                 n_group == 1 ? "sequence" : "sequences");
+    return mem_check(need, mem_budget(m->max_memory_bytes), m->max_memory_bytes, what, err,
+                     err_size);
+}
+
 whisperc_status whisperc_state_new(const whisperc_model *m, whisperc_state **out) {
+    return whisperc_state_new_v2(m, out, NULL, 0);
+}
+
+whisperc_status whisperc_state_new_v2(const whisperc_model *m, whisperc_state **out, char *errbuf,
+                                      size_t errbuf_size) {
     if (out)
         *out = NULL;
-    if (!m || !out)
+    if (!m || !out) {
+        wc_errf(errbuf, errbuf_size, "whisperc_state_new: model and out must not be NULL");
         return WHISPERC_ERR_INVALID_ARG;
-    struct whisperc_state *st = calloc(1, sizeof *st);
-    if (!st)
+    }
+    if (state_budget_check(m, 1, 0, errbuf, errbuf_size))
         return WHISPERC_ERR_NO_MEMORY;
+    struct whisperc_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        wc_errf(errbuf, errbuf_size, "out of memory for a decoding state");
+        return WHISPERC_ERR_NO_MEMORY;
+    }
     st->m = m;
     st->n_threads = default_threads();
     const struct wc_hparams *hp = &m->file->hp;
@@ -224,6 +268,8 @@ whisperc_status whisperc_state_new(const whisperc_model *m, whisperc_state **out
     if (!rc)
         rc = decoder_init(&st->dec, st->s, hp, &m->w);
     if (rc) {
+        wc_errf(errbuf, errbuf_size, "cannot create a decoding state: %s",
+                st->s && st->s->errmsg[0] ? st->s->errmsg : whisperc_status_str(rc));
         whisperc_state_free(st);
         return rc;
     }
@@ -591,6 +637,12 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
                   "this model is English-only; it has no language detection");
     if (!rc && det && det->n_probs > 0 && !det->probs)
         rc = fail(st, WHISPERC_ERR_INVALID_ARG, "probs is NULL but n_probs is %d", det->n_probs);
+    /* beams at T = 0 and best_of samples at T > 0 share the decoder's caches (transcribe.c) */
+    int n_group = p.strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p.beam_size : 1;
+    n_group = p.best_of > n_group ? p.best_of : n_group;
+    if (!rc && !det && n_group > st->dec.n_group_max &&
+        state_budget_check(st->m, n_group, st->dec.n_group_max, st->errmsg, sizeof st->errmsg))
+        rc = WHISPERC_ERR_NO_MEMORY;
     if (!rc && p.n_threads != st->n_threads) {
         rc = st->s->be->ops->stream_set_threads(st->s, p.n_threads);
         if (rc)
@@ -659,6 +711,7 @@ whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_ful
         .max_s = p.max_audio_s,
         .max_bytes = mem_budget(st->m->max_memory_bytes),
         .bytes_per_sample = 8.0,
+        .max_memory_bytes = st->m->max_memory_bytes,
     };
     float *pcm = NULL;
     size_t n_load = 0;

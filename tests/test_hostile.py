@@ -211,6 +211,12 @@ def cases(tmp):
         T("-m", f("ttrail.bin", HDR + ln_bias + b"\1" * 5), jfk), "fail", ["trailing bytes"])
     add("model-memory", "model needs more than --max-memory 10 (MiB)",
         T("-m", model, "--max-memory", "10", jfk), "fail", ["needs about 74 MiB", "10 MiB"])
+    add("state-memory", "model fits, model + decoding state do not: --max-memory 100 (MiB)",
+        T("-m", model, "--max-memory", "100", jfk), "fail",
+        ["with a decoding state for 1 sequence needs about 133 MiB", "100 MiB"])
+    add("beam-memory", "state fits, its 5 beams do not: --max-memory 140 (MiB), -bs 5",
+        T("-m", model, "--max-memory", "140", "-bs", "5", jfk), "fail",
+        ["decoding state for 5 sequences needs about 155 MiB", "140 MiB"])
 
     # audio files
     add("audio-missing", "audio file does not exist",
@@ -246,9 +252,9 @@ def cases(tmp):
         "fail", ["385000 Hz is outside 1..384000"])
     add("audio-too-long", "11 s of audio with --max-duration 5",
         T("-m", model, "--max-duration", "5", jfk), "fail", ["longer than the limit of 5 s"])
-    add("audio-memory", "1 hour of 1 Hz audio with --max-memory 100 (MiB)",
-        T("-m", model, "--max-memory", "100", f("hour.wav", wav(1, 1, 3600))), "fail",
-        ["3600.0 s of audio needs about", "100 MiB"])
+    add("audio-memory", "1 hour of 1 Hz audio with --max-memory 200 (MiB)",
+        T("-m", model, "--max-memory", "200", f("hour.wav", wav(1, 1, 3600))), "fail",
+        ["3600.0 s of audio needs about", "200 MiB", "(max_memory_bytes)"])
     add("audio-1hz", "WAV at 1 Hz, 3 samples (valid: 3 s of silence)",
         T("-m", model, f("1hz.wav", wav(1, 1, 3))), 0, [])
     add("audio-384khz", "WAV at 384 kHz, 0.25 s (valid)",

@@ -241,9 +241,10 @@ static int start_workers(struct pool *p) {
         w->pool = p;
         w->index = i;
         atomic_init(&w->percent, 0);
-        if (whisperc_state_new(r->models[i % r->n_models], &w->st) != WHISPERC_OK) {
-            snprintf(r->fatal, sizeof r->fatal, "cannot create decoding state %d (out of memory?)",
-                     i + 1);
+        char err[400];
+        if (whisperc_state_new_v2(r->models[i % r->n_models], &w->st, err, sizeof err) !=
+            WHISPERC_OK) {
+            snprintf(r->fatal, sizeof r->fatal, "decoding state %d: %s", i + 1, err);
             return -1;
         }
     }

@@ -236,7 +236,9 @@ int cmd_bench(int argc, char **argv) {
         return 1;
     }
     double audio_ms = now_ms() - t0;
-    rc = whisperc_state_new(m, &st);
+    rc = whisperc_state_new_v2(m, &st, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "whisper-c: %s\n", err);
     /* On a GPU the first run loads kernels and grows the arenas: not what the runs measure. */
     bool warm_up = strcmp(whisperc_model_backend(m), "cpu") != 0;
     double warm_ms = 0;
@@ -253,7 +255,7 @@ int cmd_bench(int argc, char **argv) {
         if (r == 0 || t.total_ms < best.total_ms)
             best = t;
     }
-    if (rc) {
+    if (rc && st) {
         fprintf(stderr, "whisper-c: %s\n", whisperc_state_errmsg(st));
     } else {
         char what[512];

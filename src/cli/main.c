@@ -170,8 +170,9 @@ static int cmd_transcribe(int argc, char **argv) {
     whisperc_state *st = NULL;
     if (cli_load_model(&o, &model))
         return 1;
-    if (whisperc_state_new(model, &st) != WHISPERC_OK) {
-        fprintf(stderr, "whisper-c: cannot create a decoding state (out of memory?)\n");
+    char err[512];
+    if (whisperc_state_new_v2(model, &st, err, sizeof err) != WHISPERC_OK) {
+        fprintf(stderr, "whisper-c: %s\n", err);
         whisperc_model_free(model);
         return 1;
     }

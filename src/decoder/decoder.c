@@ -37,6 +37,17 @@ static void release_all(struct decoder *d, struct wc_stream *s) {
     d->n_group_max = 0;
 }
 
+uint64_t decoder_memory_bytes(const struct wc_hparams *hp, int n_group) {
+    uint64_t L = (uint64_t)hp->n_text_layer, c = (uint64_t)hp->n_text_state;
+    uint64_t n_ctx = (uint64_t)hp->n_text_ctx, n_audio = (uint64_t)hp->n_audio_ctx;
+    uint64_t g = (uint64_t)n_group, rows = n_ctx > g ? n_ctx : g, n_logits = g > 2 ? g : 2;
+    /* as alloc_group below: k/v caches; xk, xv; x h q att; mlp; logits; 3 slot tables */
+    return (2 * L * n_ctx * g * c + 2 * L * n_audio * c + 4 * rows * c + rows * 4 * c +
+            n_logits * (uint64_t)hp->n_vocab) *
+               sizeof(float) +
+           3 * g * n_ctx * sizeof(int32_t);
+}
+
 /* Everything sized by the group: caches, scratch, logits, slot tables. */
 static int alloc_group(struct decoder *d, struct wc_stream *s, int g) {
     const struct wc_backend_ops *op = s->be->ops;

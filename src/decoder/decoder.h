@@ -42,6 +42,9 @@ int decoder_init(struct decoder *d, struct wc_stream *s, const struct wc_hparams
                  const struct wc_weights *w);
 void decoder_free(struct decoder *d, struct wc_stream *s);
 
+/* Bytes decoder_init (n_group 1) or decoder_reserve(n_group) allocates, for the memory budget. */
+uint64_t decoder_memory_bytes(const struct wc_hparams *hp, int n_group);
+
 /* Room for n_group sequences (reallocates the caches when it grows; the cache is emptied). */
 int decoder_reserve(struct decoder *d, struct wc_stream *s, int n_group);
 

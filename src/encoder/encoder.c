@@ -9,6 +9,13 @@
 
 #include "libwhisperc.h"
 
+uint64_t encoder_memory_bytes(const struct wc_hparams *hp) {
+    uint64_t n_ctx = (uint64_t)hp->n_audio_ctx, c = (uint64_t)hp->n_audio_state;
+    uint64_t n_in = 2 * n_ctx, mels = (uint64_t)hp->n_mels;
+    /* mel, conv1; x h q k v att; mlp; mel_host: as encoder_init below */
+    return ((n_in + 2) * (mels + c) + 6 * n_ctx * c + 4 * n_ctx * c + n_in * mels) * sizeof(float);
+}
+
 int encoder_init(struct encoder *e, struct wc_stream *s, const struct wc_hparams *hp,
                  const struct wc_weights *w) {
     const struct wc_backend_ops *op = s->be->ops;
@@ -68,8 +75,8 @@ static void encoder_block(struct encoder *e, struct wc_stream *s, const struct w
     op->linear(s, e->x, 0, e->mlp, &b->mlp2, b->mlp2_b, n, WC_ACT_NONE, 1);
 }
 
-void encoder_forward(struct encoder *e, struct wc_stream *s, const float *mel_window,
-                     int n_frames, float *out) {
+void encoder_forward(struct encoder *e, struct wc_stream *s, const float *mel_window, int n_frames,
+                     float *out) {
     const struct wc_backend_ops *op = s->be->ops;
     const struct wc_hparams *hp = e->hp;
     int n_mels = hp->n_mels, n_in = 2 * hp->n_audio_ctx, c = hp->n_audio_state;
@@ -81,8 +88,8 @@ void encoder_forward(struct encoder *e, struct wc_stream *s, const float *mel_wi
             e->mel_host[(size_t)t * n_mels + m] = mel_window[(size_t)m * n_frames + t];
     op->upload(s, e->mel + n_mels, e->mel_host, (size_t)n_in * n_mels * sizeof(float));
 
-    op->conv1d(s, e->conv1 + c, e->mel + n_mels, &e->w->conv1, e->w->conv1_b, NULL, n_mels, c,
-               n_in, 1, WC_ACT_GELU);
+    op->conv1d(s, e->conv1 + c, e->mel + n_mels, &e->w->conv1, e->w->conv1_b, NULL, n_mels, c, n_in,
+               1, WC_ACT_GELU);
     op->conv1d(s, e->x, e->conv1 + c, &e->w->conv2, e->w->conv2_b, e->w->enc_pos, c, c, n_in, 2,
                WC_ACT_GELU);
     for (int i = 0; i < hp->n_audio_layer; i++)

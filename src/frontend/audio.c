@@ -203,8 +203,9 @@ static int check_limits(struct audio_src *s, const struct audio_limits *lim, cha
     double need = n16k * (lim->bytes_per_sample > 0 ? lim->bytes_per_sample : sizeof(float));
     char what[4200];
     snprintf(what, sizeof what, "%s: %.1f s of audio", s->path, seconds);
-    if (lim->max_bytes != UINT64_MAX && mem_check(need >= 1.8e19 ? UINT64_MAX : (uint64_t)need,
-                                                  lim->max_bytes, 0, what, err, err_size))
+    if (lim->max_bytes != UINT64_MAX &&
+        mem_check(need >= 1.8e19 ? UINT64_MAX : (uint64_t)need, lim->max_bytes,
+                  lim->max_memory_bytes, what, err, err_size))
         return WHISPERC_ERR_NO_MEMORY;
     return 0;
 }

@@ -25,9 +25,10 @@ int audio_load(const char *path, float **out, size_t *n_samples, char *err, size
 /* Limits checked from the file's header before decoding, and again while decoding (a header
  * may understate the length). */
 struct audio_limits {
-    double max_s;            /* longest audio accepted, seconds; 0: no limit */
-    uint64_t max_bytes;      /* memory budget for the result; UINT64_MAX: none */
-    double bytes_per_sample; /* what each 16 kHz output sample will cost the caller in all */
+    double max_s;             /* longest audio accepted, seconds; 0: no limit */
+    uint64_t max_bytes;       /* memory budget for the result; UINT64_MAX: none */
+    double bytes_per_sample;  /* what each 16 kHz output sample will cost the caller in all */
+    int64_t max_memory_bytes; /* where max_bytes came from, for the message (mem_budget) */
 };
 
 /* audio_load with limits (NULL: none). Too long: WHISPERC_ERR_UNSUPPORTED; over the memory

@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""test_batch_jobs.py — `whisper-c batch -j 2 -t 2` on six short clips: two workers, each with
+its own state and a CPU pool of two threads, share one model. Every item ok with a text, and no
+sanitizer report: .ci/run runs it in the ThreadSanitizer build, where it is the race test of
+the batch tool (work queue, results file, progress) and of the CPU pool.
+
+usage: test_batch_jobs.py WHISPER_C SHARED_DIR
+Exits 77 (skip) when the shared model or audio is missing.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+exe, shared = sys.argv[1], os.environ.get("WHISPERC_SHARED") or sys.argv[2]
+model = os.path.join(shared, "models", "ggml-tiny.en.bin")
+clips = [os.path.join(shared, "audio", "ljspeech-dev", "wavs", f"LJ001-{i:04d}.flac")
+         for i in (2, 8, 11, 13, 20, 37)]
+if not all(os.path.exists(p) for p in [model, *clips]):
+    print("shared model or audio missing: skipped")
+    sys.exit(77)
+
+with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "out")
+    r = subprocess.run([exe, "batch", "-m", model, "-j", "2", "-t", "2", "-bs", "1", "-o", out,
+                        *clips], capture_output=True, text=True, timeout=900)
+    lines = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))] \
+        if os.path.exists(os.path.join(out, "results.jsonl")) else []
+    ok = [l for l in lines if l["status"] == "ok" and os.path.exists(
+        os.path.join(out, l["id"] + ".txt")) and open(os.path.join(out, l["id"] + ".txt")).read().strip()]
+    report = "Sanitizer" in r.stderr or "runtime error" in r.stderr
+    print(f"batch -j 2 -t 2: exit {r.returncode}, {len(ok)}/{len(clips)} items ok with a text, "
+          f"{'a' if report else 'no'} sanitizer report")
+    if r.returncode != 0 or len(ok) != len(clips) or len(lines) != len(clips) or report:
+        print(r.stderr[-8000:])
+        sys.exit(1)
