@@ -46,6 +46,7 @@ struct cli_options {
     /* bench */
     const char *whisper_cpp; /* --compare-whisper-cpp PATH */
     int runs;
+    int batch_size; /* --batch-size: files one by one vs whisperc_full_batch; 0: not given */
     const char *files[CLI_MAX_FILES];
     int n_files;
 };
