@@ -242,6 +242,9 @@ struct whisperc_full_params {
     /* Longest audio accepted, in seconds (appended in 0.1); longer input is refused with
      * WHISPERC_ERR_UNSUPPORTED before it is decoded. 0 (default): no limit. */
     double max_audio_s;
+    /* whisperc_full_batch (appended in 0.1): how many inputs' windows are decoded together,
+     * 1..64 (default 8). */
+    int batch_size;
 };
 
 WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);
@@ -254,6 +257,26 @@ WHISPERC_API whisperc_status whisperc_full(whisperc_state *state,
 WHISPERC_API whisperc_status whisperc_full_file(whisperc_state *state,
                                                 const struct whisperc_full_params *params,
                                                 const char *path);
+
+/* Transcribes n_inputs inputs (pcm16k[i]: n_samples[i] samples, as whisperc_full) in one state,
+ * each input's result exactly what whisperc_full gives it alone. Up to params->batch_size
+ * inputs are in flight: the next 30 s window of each is decoded in one batch, so the decoder
+ * reads its weights once per token step for all of them (the gain on a CPU; on a GPU, fewer
+ * launches). Each input's windows stay in order; an input that ends makes room for the next.
+ * Batched: greedy decoding from temperature 0 with fallback (a window that falls back is
+ * re-decoded alone). Beam search, word timestamps, max_len and vad run the inputs one by one.
+ * Callbacks: only abort_fn is called. The first failing input ends the call (the message names
+ * it) and no results are kept. Results: input 0's are selected; whisperc_batch_select() picks
+ * another input for the result accessors, which read the selected input's transcript. */
+WHISPERC_API whisperc_status whisperc_full_batch(whisperc_state *state,
+                                                 const struct whisperc_full_params *params,
+                                                 const float *const *pcm16k, const int *n_samples,
+                                                 int n_inputs);
+/* Inputs of the last successful whisperc_full_batch (0 after any other whisperc_full*). */
+WHISPERC_API int whisperc_batch_n_inputs(const whisperc_state *state);
+/* Makes input i_input's results the ones the result accessors read (strings of the previously
+ * selected input stay valid until the next whisperc_full* or whisperc_state_free). */
+WHISPERC_API whisperc_status whisperc_batch_select(whisperc_state *state, int i_input);
 
 /* Language identification only, as openai-whisper's detect_language() within transcribe():
  * the first 30 s are encoded and the decoder's next-token distribution after

@@ -280,8 +280,10 @@ whisperc_status whisperc_state_new_v2(const whisperc_model *m, whisperc_state **
 void whisperc_state_free(whisperc_state *st) {
     if (!st)
         return;
+    api_batch_clear(st);
     transcript_free(&st->tr);
     if (st->s) {
+        decoder_batch_free(&st->db, st->s);
         encoder_free(&st->enc, st->s);
         decoder_free(&st->dec, st->s);
         if (st->audio_features)
@@ -347,13 +349,12 @@ struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strat
         /*.vad_min_silence_duration_ms =*/100,
         /*.vad_speech_pad_ms =*/30,
         /*.max_audio_s =*/0.0,
+        /*.batch_size =*/8,
     };
     return p;
 }
 
-static int fail(whisperc_state *st, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(whisperc_state *st, int rc, const char *fmt, ...) {
+int api_fail(whisperc_state *st, int rc, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(st->errmsg, sizeof st->errmsg, fmt, ap);
@@ -362,84 +363,85 @@ static int fail(whisperc_state *st, int rc, const char *fmt, ...) {
 }
 
 /* Checks the params; on success *i_lang is the language index (-1: detect or English-only). */
-static int check_params(whisperc_state *st, const struct whisperc_full_params *p, int *i_lang) {
+int api_check_params(whisperc_state *st, const struct whisperc_full_params *p, int *i_lang) {
     const struct wc_vocab *v = &st->m->vocab;
     if (p->strategy != WHISPERC_SAMPLING_GREEDY && p->strategy != WHISPERC_SAMPLING_BEAM_SEARCH)
-        return fail(st, WHISPERC_ERR_INVALID_ARG, "unknown strategy %d", (int)p->strategy);
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "unknown strategy %d", (int)p->strategy);
     if (p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH &&
         (p->beam_size < 1 || p->beam_size > WC_MAX_GROUP))
-        return fail(st, WHISPERC_ERR_INVALID_ARG, "beam_size must be 1..%d, got %d", WC_MAX_GROUP,
-                    p->beam_size);
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "beam_size must be 1..%d, got %d",
+                        WC_MAX_GROUP, p->beam_size);
     if (p->best_of < 1 || p->best_of > WC_MAX_GROUP)
-        return fail(st, WHISPERC_ERR_INVALID_ARG, "best_of must be 1..%d, got %d", WC_MAX_GROUP,
-                    p->best_of);
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "best_of must be 1..%d, got %d", WC_MAX_GROUP,
+                        p->best_of);
     if (p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH &&
         !(p->patience > 0.0f && p->beam_size * p->patience >= 0.5f &&
           p->beam_size * p->patience <= 1000.0f))
-        return fail(st, WHISPERC_ERR_INVALID_ARG,
-                    "patience must be > 0 and beam_size * patience in [0.5, 1000], got %g",
-                    p->patience);
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG,
+                        "patience must be > 0 and beam_size * patience in [0.5, 1000], got %g",
+                        p->patience);
     if (!(p->length_penalty < 0.0f || (p->length_penalty >= 0.0f && p->length_penalty <= 1.0f)))
-        return fail(st, WHISPERC_ERR_INVALID_ARG,
-                    "length_penalty must be < 0 (off) or in [0, 1], got %g", p->length_penalty);
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG,
+                        "length_penalty must be < 0 (off) or in [0, 1], got %g", p->length_penalty);
     if (p->n_threads < 1 || p->n_threads > MAX_THREADS)
-        return fail(st, WHISPERC_ERR_INVALID_ARG, "n_threads must be 1..%d, got %d", MAX_THREADS,
-                    p->n_threads);
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "n_threads must be 1..%d, got %d",
+                        MAX_THREADS, p->n_threads);
     if (p->n_temperatures < 1 || p->n_temperatures > WHISPERC_MAX_TEMPERATURES)
-        return fail(st, WHISPERC_ERR_INVALID_ARG, "n_temperatures must be 1..%d, got %d",
-                    WHISPERC_MAX_TEMPERATURES, p->n_temperatures);
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "n_temperatures must be 1..%d, got %d",
+                        WHISPERC_MAX_TEMPERATURES, p->n_temperatures);
     for (int i = 0; i < p->n_temperatures; i++)
         if (!(p->temperatures[i] >= 0.0f && p->temperatures[i] <= 100.0f))
-            return fail(st, WHISPERC_ERR_INVALID_ARG, "temperature %g is out of range [0, 100]",
-                        p->temperatures[i]);
+            return api_fail(st, WHISPERC_ERR_INVALID_ARG, "temperature %g is out of range [0, 100]",
+                            p->temperatures[i]);
     if (p->sample_len < 0 || p->sample_len > st->m->file->hp.n_text_ctx / 2)
-        return fail(st, WHISPERC_ERR_INVALID_ARG, "sample_len must be 0..%d, got %d",
-                    st->m->file->hp.n_text_ctx / 2, p->sample_len);
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "sample_len must be 0..%d, got %d",
+                        st->m->file->hp.n_text_ctx / 2, p->sample_len);
     if (p->max_context < -1)
-        return fail(st, WHISPERC_ERR_INVALID_ARG, "max_context must be >= -1, got %d",
-                    p->max_context);
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "max_context must be >= -1, got %d",
+                        p->max_context);
     if (p->max_len < 0)
-        return fail(st, WHISPERC_ERR_INVALID_ARG, "max_len must be >= 0, got %d", p->max_len);
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "max_len must be >= 0, got %d", p->max_len);
     if (p->word_timestamps || p->max_len > 0) {
         struct wc_align_head *heads = NULL;
         int n = alignment_heads(&st->m->file->hp, p->alignment_heads, &heads);
         free(heads);
         if (n == -1)
-            return fail(st, WHISPERC_ERR_INVALID_ARG,
-                        "alignment_heads '%s': not an official model of this model's shape (%s)",
-                        p->alignment_heads, whisperc_model_type(st->m));
+            return api_fail(
+                st, WHISPERC_ERR_INVALID_ARG,
+                "alignment_heads '%s': not an official model of this model's shape (%s)",
+                p->alignment_heads, whisperc_model_type(st->m));
     }
     if (p->vad && !(p->vad_threshold > 0.0f && p->vad_threshold <= 1.0f))
-        return fail(st, WHISPERC_ERR_INVALID_ARG, "vad_threshold must be in (0, 1], got %g",
-                    p->vad_threshold);
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "vad_threshold must be in (0, 1], got %g",
+                        p->vad_threshold);
     if (p->vad &&
         (p->vad_min_speech_duration_ms < 0 || p->vad_min_silence_duration_ms < 0 ||
          p->vad_speech_pad_ms < 0 || p->vad_min_speech_duration_ms > VAD_MAX_MS ||
          p->vad_min_silence_duration_ms > VAD_MAX_MS || p->vad_speech_pad_ms > VAD_MAX_MS))
-        return fail(st, WHISPERC_ERR_INVALID_ARG,
-                    "vad durations must be 0..%d ms, got min speech %d, min silence %d, pad %d",
-                    VAD_MAX_MS, p->vad_min_speech_duration_ms, p->vad_min_silence_duration_ms,
-                    p->vad_speech_pad_ms);
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG,
+                        "vad durations must be 0..%d ms, got min speech %d, min silence %d, pad %d",
+                        VAD_MAX_MS, p->vad_min_speech_duration_ms, p->vad_min_silence_duration_ms,
+                        p->vad_speech_pad_ms);
     *i_lang = -1;
     bool detect = !p->language || !p->language[0] || strcmp(p->language, "auto") == 0;
     if (!detect) {
         *i_lang = lang_index(p->language);
         if (*i_lang < 0)
-            return fail(st, WHISPERC_ERR_INVALID_ARG, "unknown language '%s'", p->language);
+            return api_fail(st, WHISPERC_ERR_INVALID_ARG, "unknown language '%s'", p->language);
         if (!v->multilingual && *i_lang != 0)
-            return fail(st, WHISPERC_ERR_UNSUPPORTED,
-                        "this model is English-only; it cannot transcribe '%s' (use a "
-                        "multilingual model)",
-                        p->language);
+            return api_fail(st, WHISPERC_ERR_UNSUPPORTED,
+                            "this model is English-only; it cannot transcribe '%s' (use a "
+                            "multilingual model)",
+                            p->language);
         if (v->multilingual && *i_lang >= v->n_languages)
-            return fail(st, WHISPERC_ERR_UNSUPPORTED, "this model does not know language '%s'",
-                        p->language);
+            return api_fail(st, WHISPERC_ERR_UNSUPPORTED, "this model does not know language '%s'",
+                            p->language);
         if (!v->multilingual)
             *i_lang = -1;
     }
     if (!v->multilingual && p->translate)
-        return fail(st, WHISPERC_ERR_UNSUPPORTED,
-                    "this model is English-only; it cannot translate");
+        return api_fail(st, WHISPERC_ERR_UNSUPPORTED,
+                        "this model is English-only; it cannot translate");
     return 0;
 }
 
@@ -551,7 +553,7 @@ static int vad_speech(whisperc_state *st, const struct whisperc_full_params *p, 
     if (!rc)
         rc = time_map_from_spans(map, spans, n_spans, gap, WC_SAMPLE_RATE);
     if (rc == WHISPERC_ERR_NO_MEMORY)
-        fail(st, rc, "vad: out of memory for %zu speech spans", n_spans);
+        api_fail(st, rc, "vad: out of memory for %zu speech spans", n_spans);
     st->timings.vad_ms = wc_now_ms() - t0;
     st->timings.vad_seconds = (double)*n_speech / WC_SAMPLE_RATE;
     logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO,
@@ -565,7 +567,7 @@ static int vad_speech(whisperc_state *st, const struct whisperc_full_params *p, 
 static int no_speech_result(whisperc_state *st, const struct whisperc_full_params *p, int i_lang) {
     st->tr.text = calloc(1, 1);
     if (!st->tr.text)
-        return fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory");
+        return api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory");
     st->tr.i_language = i_lang;
     st->tr.language_prob = 1.0f;
     if (p->progress_fn)
@@ -585,7 +587,8 @@ static int run_full(whisperc_state *st, const struct whisperc_full_params *p, co
     struct time_map map = {0};
     int rc = vad_speech(st, p, pcm, n, &speech, &n_speech, &map);
     if (!rc && n_speech > (size_t)INT32_MAX)
-        rc = fail(st, WHISPERC_ERR_UNSUPPORTED, "vad: %zu samples of speech is too long", n_speech);
+        rc = api_fail(st, WHISPERC_ERR_UNSUPPORTED, "vad: %zu samples of speech is too long",
+                      n_speech);
     if (!rc && n_speech == 0)
         rc = no_speech_result(st, p, i_lang);
     else if (!rc)
@@ -593,6 +596,42 @@ static int run_full(whisperc_state *st, const struct whisperc_full_params *p, co
     free(speech);
     time_map_free(&map);
     return rc;
+}
+
+struct whisperc_full_params api_params_from(const struct whisperc_full_params *in) {
+    /* Defaults for the fields an older caller's struct does not have, then its own. */
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    memcpy(&p, in, in->size < sizeof p ? in->size : sizeof p);
+    return p;
+}
+
+int api_check_samples(whisperc_state *st, const struct whisperc_full_params *p, const float *pcm16k,
+                      int n_samples) {
+    if (!pcm16k || n_samples <= 0)
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "no audio samples (n_samples = %d)",
+                        n_samples);
+    for (int i = 0; i < n_samples; i++)
+        if (!isfinite(pcm16k[i]))
+            return api_fail(st, WHISPERC_ERR_AUDIO_FORMAT, "sample %d is not a finite number", i);
+        else if (fabsf(pcm16k[i]) > WC_MAX_ABS_SAMPLE)
+            return api_fail(st, WHISPERC_ERR_AUDIO_FORMAT,
+                            "sample %d is %g, outside +-%g (not normalised to [-1, 1])", i,
+                            (double)pcm16k[i], (double)WC_MAX_ABS_SAMPLE);
+    if (p->max_audio_s > 0 && n_samples > p->max_audio_s * WC_SAMPLE_RATE)
+        return api_fail(st, WHISPERC_ERR_UNSUPPORTED,
+                        "%.1f s of audio, longer than the limit of %g s (max_audio_s)",
+                        n_samples / (double)WC_SAMPLE_RATE, p->max_audio_s);
+    return 0;
+}
+
+int api_set_threads(whisperc_state *st, int n_threads) {
+    if (n_threads == st->n_threads)
+        return 0;
+    int rc = st->s->be->ops->stream_set_threads(st->s, n_threads);
+    if (rc)
+        return api_fail(st, rc, "cannot start %d threads", n_threads);
+    st->n_threads = n_threads;
+    return 0;
 }
 
 /* whisperc_full, or language detection only when det is not NULL. */
@@ -611,45 +650,28 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     st->timings.size = sizeof st->timings;
     st->timings.audio_ms = audio_ms;
     if (!params || params->size < sizeof(size_t))
-        return fail(st, WHISPERC_ERR_INVALID_ARG,
-                    "params must come from "
-                    "whisperc_full_default_params()");
-    /* Defaults for the fields an older caller's struct does not have, then its own. */
-    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
-    memcpy(&p, params, params->size < sizeof p ? params->size : sizeof p);
-    if (!pcm16k || n_samples <= 0)
-        return fail(st, WHISPERC_ERR_INVALID_ARG, "no audio samples (n_samples = %d)", n_samples);
-    for (int i = 0; i < n_samples; i++)
-        if (!isfinite(pcm16k[i]))
-            return fail(st, WHISPERC_ERR_AUDIO_FORMAT, "sample %d is not a finite number", i);
-        else if (fabsf(pcm16k[i]) > WC_MAX_ABS_SAMPLE)
-            return fail(st, WHISPERC_ERR_AUDIO_FORMAT,
-                        "sample %d is %g, outside +-%g (not normalised to [-1, 1])", i,
-                        (double)pcm16k[i], (double)WC_MAX_ABS_SAMPLE);
-    if (p.max_audio_s > 0 && n_samples > p.max_audio_s * WC_SAMPLE_RATE)
-        return fail(st, WHISPERC_ERR_UNSUPPORTED,
-                    "%.1f s of audio, longer than the limit of %g s (max_audio_s)",
-                    n_samples / (double)WC_SAMPLE_RATE, p.max_audio_s);
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG,
+                        "params must come from "
+                        "whisperc_full_default_params()");
+    struct whisperc_full_params p = api_params_from(params);
     int i_lang = -1;
-    int rc = check_params(st, &p, &i_lang);
+    int rc = api_check_samples(st, &p, pcm16k, n_samples);
+    if (!rc)
+        rc = api_check_params(st, &p, &i_lang);
     if (!rc && det && !st->m->vocab.multilingual)
-        rc = fail(st, WHISPERC_ERR_UNSUPPORTED,
-                  "this model is English-only; it has no language detection");
+        rc = api_fail(st, WHISPERC_ERR_UNSUPPORTED,
+                      "this model is English-only; it has no language detection");
     if (!rc && det && det->n_probs > 0 && !det->probs)
-        rc = fail(st, WHISPERC_ERR_INVALID_ARG, "probs is NULL but n_probs is %d", det->n_probs);
+        rc =
+            api_fail(st, WHISPERC_ERR_INVALID_ARG, "probs is NULL but n_probs is %d", det->n_probs);
     /* beams at T = 0 and best_of samples at T > 0 share the decoder's caches (transcribe.c) */
     int n_group = p.strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p.beam_size : 1;
     n_group = p.best_of > n_group ? p.best_of : n_group;
     if (!rc && !det && n_group > st->dec.n_group_max &&
         state_budget_check(st->m, n_group, st->dec.n_group_max, st->errmsg, sizeof st->errmsg))
         rc = WHISPERC_ERR_NO_MEMORY;
-    if (!rc && p.n_threads != st->n_threads) {
-        rc = st->s->be->ops->stream_set_threads(st->s, p.n_threads);
-        if (rc)
-            fail(st, rc, "cannot start %d threads", p.n_threads);
-        else
-            st->n_threads = p.n_threads;
-    }
+    if (!rc)
+        rc = api_set_threads(st, p.n_threads);
     if (!rc)
         rc = run_full(st, &p, pcm16k, n_samples, i_lang, det);
     st->timings.audio_seconds = n_samples / (double)WC_SAMPLE_RATE;
@@ -660,8 +682,14 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     return rc;
 }
 
+whisperc_status api_full(whisperc_state *st, const struct whisperc_full_params *params,
+                         const float *pcm16k, int n_samples) {
+    return full_or_detect(st, params, pcm16k, n_samples, NULL);
+}
+
 whisperc_status whisperc_full(whisperc_state *st, const struct whisperc_full_params *params,
                               const float *pcm16k, int n_samples) {
+    api_batch_clear(st);
     return full_or_detect(st, params, pcm16k, n_samples, NULL);
 }
 
@@ -670,6 +698,7 @@ whisperc_status whisperc_detect_language(whisperc_state *st,
                                          const float *pcm16k, int n_samples, float *probs,
                                          int n_probs, int *i_lang) {
     struct detect_req det = {probs, n_probs < 0 ? 0 : n_probs, i_lang};
+    api_batch_clear(st);
     return full_or_detect(st, params, pcm16k, n_samples, &det);
 }
 
@@ -700,7 +729,7 @@ whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_ful
     if (!st)
         return WHISPERC_ERR_INVALID_ARG;
     if (!path)
-        return fail(st, WHISPERC_ERR_INVALID_ARG, "path is NULL");
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "path is NULL");
     double t0 = wc_now_ms();
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     if (params && params->size >= sizeof(size_t))
@@ -717,12 +746,13 @@ whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_ful
     size_t n_load = 0;
     int rc = audio_load_limited(path, &lim, &pcm, &n_load, st->errmsg, sizeof st->errmsg);
     if (!rc && n_load > (size_t)INT32_MAX) { /* ~37 hours at 16 kHz */
-        rc = fail(st, WHISPERC_ERR_UNSUPPORTED, "%s: too long (%.0f hours)", path,
-                  n_load / 16000.0 / 3600.0);
+        rc = api_fail(st, WHISPERC_ERR_UNSUPPORTED, "%s: too long (%.0f hours)", path,
+                      n_load / 16000.0 / 3600.0);
         free(pcm);
     }
     int n = (int)n_load;
     if (rc) {
+        api_batch_clear(st);
         transcript_free(&st->tr);
         st->has_result = false;
         return rc;

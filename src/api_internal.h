@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "decoder/decoder.h"
+#include "decoder/decoder_batch.h"
 #include "decoder/transcribe.h"
 #include "encoder/encoder.h"
 #include "libwhisperc.h"
@@ -30,12 +31,36 @@ struct whisperc_state {
     int n_threads;
     struct encoder enc;
     struct decoder dec;
-    float *audio_features; /* backend [n_audio_ctx][n_audio_state] */
+    struct decoder_batch db; /* whisperc_full_batch's lanes, made on first use (db.n_lanes 0) */
+    float *audio_features;   /* backend [n_audio_ctx][n_audio_state] */
     struct wc_transcript tr;
     bool has_result;
     struct whisperc_timings timings;
     double pending_audio_ms; /* decode time of whisperc_full_file, for the next timings */
     char errmsg[512];
+    /* whisperc_full_batch: every input's transcript; the selected one, i_batch, is moved out
+     * into tr (its entry is left empty) so that the result accessors read it */
+    struct wc_transcript *batch_tr; /* [n_batch], owned */
+    int n_batch, i_batch;
 };
+
+/* ---- shared by api.c and api_batch.c ---- */
+
+/* Records the message in st->errmsg; returns rc. */
+int api_fail(whisperc_state *st, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Defaults, then the fields of a caller's params (in->size of them: any header version). */
+struct whisperc_full_params api_params_from(const struct whisperc_full_params *in);
+/* 0, or api_fail for audio whisperc_full refuses (no samples, not finite, too loud, too long). */
+int api_check_samples(whisperc_state *st, const struct whisperc_full_params *p, const float *pcm16k,
+                      int n_samples);
+/* 0, or api_fail for bad params; *i_lang: the language index (-1: detect or English-only). */
+int api_check_params(whisperc_state *st, const struct whisperc_full_params *p, int *i_lang);
+int api_set_threads(whisperc_state *st, int n_threads);
+/* whisperc_full without touching the batch results. */
+whisperc_status api_full(whisperc_state *st, const struct whisperc_full_params *params,
+                         const float *pcm16k, int n_samples);
+/* Frees the batch results (api_batch.c); the selected one in tr stays for the caller. */
+void api_batch_clear(whisperc_state *st);
 
 #endif /* WC_API_INTERNAL_H */

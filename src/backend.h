@@ -41,6 +41,10 @@ struct wc_stream;
 
 struct wc_backend_ops {
     const char *name; /* "cpu", "cuda" */
+    /* linear over up to this many rows gives each output row the same bits as a call with that
+     * row alone (>= 1). Decoding several sequences in one call is then exactly decoding each
+     * by itself; callers with more rows split them into calls of at most this many. */
+    int linear_exact_rows;
 
     /* ---- model level (weights) ---- */
     void (*backend_free)(struct wc_backend *be);

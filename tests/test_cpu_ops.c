@@ -100,6 +100,28 @@ static void test_linear(struct wc_backend *be, struct wc_stream *s, int n_rows, 
     free(w), free(in), free(b), free(out), free(ref);
 }
 
+/* Up to ops->linear_exact_rows rows, each output row has the bits it has when computed alone
+ * (batched decoding relies on it to match one file at a time exactly). */
+static void test_linear_rows_exact(struct wc_backend *be, struct wc_stream *s, int n_rows,
+                                   int n_out, int k, enum wc_dtype dtype) {
+    struct wc_mat m;
+    float *w;
+    make_mat(be, &m, n_out, k, dtype, &w);
+    float *in = rand_vec((size_t)n_rows * k, 1.0f);
+    float *b = rand_vec((size_t)n_out, 0.5f);
+    float *all = nan_vec((size_t)n_rows * n_out), *one = nan_vec((size_t)n_rows * n_out);
+    s->be->ops->linear(s, all, 0, in, &m, b, n_rows, WC_ACT_GELU, 0);
+    for (int t = 0; t < n_rows; t++)
+        s->be->ops->linear(s, one + (size_t)t * n_out, 0, in + (size_t)t * k, &m, b, 1, WC_ACT_GELU,
+                           0);
+    CHECK(wc_stream_sync(s) == 0);
+    char name[128];
+    snprintf(name, sizeof name, "linear rows=%d out=%d k=%d %s: rows as alone", n_rows, n_out, k,
+             dtype == WC_F16 ? "f16" : "f32");
+    CHECK(check_close(name, all, one, (size_t)n_rows * n_out, 0.0, 0.0));
+    free(w), free(in), free(b), free(all), free(one);
+}
+
 static void test_conv(struct wc_backend *be, struct wc_stream *s, int c_in, int c_out, int t_in,
                       int stride, int with_add) {
     struct wc_mat m;
@@ -317,6 +339,10 @@ int main(void) {
             test_linear(be, s, 9, 96, 64, dts[di], WC_ACT_GELU, 0, 1, 0);
             test_linear(be, s, 40, 130, 96, dts[di], WC_ACT_NONE, 1, 1, 3);
             test_linear(be, s, 100, 256, 64, dts[di], WC_ACT_NONE, 0, 0, 0);
+            for (int n = 2; n <= be->ops->linear_exact_rows; n += 3)
+                test_linear_rows_exact(be, s, n, 150, 392, dts[di]);
+            if ((be->ops->linear_exact_rows - 2) % 3) /* the largest, if the loop missed it */
+                test_linear_rows_exact(be, s, be->ops->linear_exact_rows, 150, 392, dts[di]);
         }
         test_conv(be, s, 80, 64, 30, 1, 0);
         test_conv(be, s, 64, 48, 30, 2, 1);

@@ -206,6 +206,70 @@ static int bench_synthetic(const struct cli_options *o, whisperc_model *m, doubl
     return rc ? 1 : 0;
 }
 
+/* --batch-size: every file alone (timings summed), then all through whisperc_full_batch; the
+ * fastest of o->runs each. The transcripts are the same (tests/test_batch.c checks it). */
+static int bench_batch(const struct cli_options *o, whisperc_model *m,
+                       struct whisperc_full_params *fp) {
+    float **pcm = calloc((size_t)o->n_files, sizeof *pcm);
+    int *n = calloc((size_t)o->n_files, sizeof *n), rc = pcm && n ? 0 : 1;
+    char err[512];
+    for (int i = 0; !rc && i < o->n_files; i++)
+        if (whisperc_load_audio(o->files[i], &pcm[i], &n[i], err, sizeof err) != WHISPERC_OK) {
+            fprintf(stderr, "whisper-c: %s\n", err);
+            rc = 1;
+        }
+    whisperc_state *st = NULL;
+    if (!rc)
+        rc = whisperc_state_new(m, &st);
+    struct whisperc_timings best[2], t = {.size = sizeof t};
+    for (int mode = 0; !rc && mode < 2; mode++)
+        for (int r = 0; !rc && r < o->runs; r++) {
+            struct whisperc_timings sum = {.size = sizeof sum};
+            if (mode == 1) {
+                fp->batch_size = o->batch_size;
+                rc = whisperc_full_batch(st, fp, (const float *const *)pcm, n, o->n_files);
+                whisperc_state_timings(st, &sum);
+            }
+            for (int i = 0; mode == 0 && !rc && i < o->n_files; i++) {
+                rc = whisperc_full(st, fp, pcm[i], n[i]);
+                whisperc_state_timings(st, &t);
+                sum.mel_ms += t.mel_ms;
+                sum.encode_ms += t.encode_ms;
+                sum.decode_ms += t.decode_ms;
+                sum.n_windows += t.n_windows;
+                sum.n_decode_tokens += t.n_decode_tokens;
+                sum.n_fallbacks += t.n_fallbacks;
+                sum.audio_seconds += t.audio_seconds;
+            }
+            double total = sum.mel_ms + sum.encode_ms + sum.decode_ms;
+            if (r == 0 || total < best[mode].mel_ms + best[mode].encode_ms + best[mode].decode_ms)
+                best[mode] = sum;
+        }
+    if (rc) {
+        fprintf(stderr, "whisper-c: %s\n", st ? whisperc_state_errmsg(st) : "out of memory");
+    } else {
+        char what[256];
+        snprintf(what, sizeof what,
+                 "whisper-c %s (%s, %s backend, %d threads), %d files one by one",
+                 whisperc_version(), whisperc_model_type(m), whisperc_model_backend(m),
+                 fp->n_threads, o->n_files);
+        print_run(what, &best[0], 0.0);
+        snprintf(what, sizeof what, "the same files, whisperc_full_batch with batch size %d",
+                 o->batch_size);
+        print_run(what, &best[1], 0.0);
+        double alone = best[0].mel_ms + best[0].encode_ms + best[0].decode_ms;
+        double batch = best[1].mel_ms + best[1].encode_ms + best[1].decode_ms;
+        printf("speed-up: %.2fx overall, %.2fx in the decoder\n", alone / batch,
+               best[0].decode_ms / best[1].decode_ms);
+    }
+    for (int i = 0; pcm && i < o->n_files; i++)
+        free(pcm[i]);
+    free(pcm);
+    free(n);
+    whisperc_state_free(st);
+    return rc ? 1 : 0;
+}
+
 /* ---- a file ---- */
 
 int cmd_bench(int argc, char **argv) {
@@ -226,6 +290,11 @@ int cmd_bench(int argc, char **argv) {
     }
     struct whisperc_full_params fp;
     cli_full_params(&o, &fp);
+    if (o.batch_size) {
+        rc = bench_batch(&o, m, &fp);
+        whisperc_model_free(m);
+        return rc;
+    }
     char err[512];
     float *pcm = NULL;
     int n = 0;

@@ -97,6 +97,8 @@ void cli_usage(const char *prog) {
            "       --tokens N           decoder steps per window with --synthetic (default 100)\n"
            "       --compare-whisper-cpp PATH  also run whisper.cpp's whisper-cli at PATH\n"
            "                            on the same audio, model and threads\n"
+           "       --batch-size N       time the files one by one, then N at a time in one\n"
+           "                            state (whisperc_full_batch; greedy: use -bs 1)\n"
            "  -h,  --help, --version\n",
            prog, prog, prog, prog, prog);
 }
@@ -187,6 +189,8 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         *rc = parse_int(a, v, 1, 1000, &o->runs);
     else if (is(a, "--tokens", NULL))
         *rc = parse_int(a, v, 0, 448, &o->n_tokens);
+    else if (is(a, "--batch-size", NULL))
+        *rc = parse_int(a, v, 1, 64, &o->batch_size);
     else if (is(a, "-bs", "--beam-size"))
         *rc = parse_int(a, v, 1, 16, &o->beam_size);
     else if (is(a, "-bo", "--best-of"))
@@ -358,8 +362,8 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
         fprintf(stderr, "whisper-c: no input file (see whisper-c --help)\n");
         return 2;
     }
-    if (bench && o->n_files != 1) {
-        fprintf(stderr, "whisper-c: bench takes exactly one file\n");
+    if (bench && o->n_files != 1 && !o->batch_size) {
+        fprintf(stderr, "whisper-c: bench takes exactly one file (several with --batch-size)\n");
         return 2;
     }
     if (o->output_base && o->n_files > 1) {

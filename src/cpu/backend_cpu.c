@@ -215,6 +215,7 @@ static int cpu_sync(struct wc_stream *s) { return s->err; }
 
 static const struct wc_backend_ops cpu_ops = {
     .name = "cpu",
+    .linear_exact_rows = CPU_GEMV_MAX_ROWS,
     .backend_free = cpu_backend_free,
     .upload_mat = cpu_upload_mat,
     .upload_conv = cpu_upload_conv,

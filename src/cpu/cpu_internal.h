@@ -15,6 +15,10 @@
 #include "backend.h"
 #include "cpu/pool.h"
 
+/* Up to this many input rows, linear takes the matrix-vector path, where each row is summed
+ * alone in a fixed order (so it is also the backend's linear_exact_rows); more take sgemm. */
+#define CPU_GEMV_MAX_ROWS 8
+
 /* Per-model: which kernels this CPU runs. */
 struct cpu_backend {
     int has_avx2_f16c; /* AVX2 + FMA + F16C: vector f16 -> f32 dot products */

@@ -17,7 +17,6 @@
 #include "libwhisperc.h"
 #include "util.h"
 
-#define GEMV_MAX_ROWS  8  /* up to this many input rows take the matrix-vector path */
 #define GEMV_TASK_COLS 64 /* output columns per matrix-vector task */
 
 void cpu_gelu_inplace(float *x, size_t n) { vm_gelu(x, n); }
@@ -99,30 +98,6 @@ static void gemm_task(void *ctx, int task, int thread) {
 }
 
 #ifdef WC_HAVE_X86_DISPATCH
-/* dots[t] = x[t] · w for up to 4 rows of x (k a multiple of 8) */
-__attribute__((target("avx2,fma,f16c"))) static void
-dot4_f16(const uint16_t *w, const float *x, int ldx, int n_x, int k, float *dots) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    const float *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
-    for (int i = 0; i < k; i += 8) {
-        __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i)));
-        a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + i), a0);
-        if (n_x > 1)
-            a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x1 + i), a1);
-        if (n_x > 2)
-            a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x2 + i), a2);
-        if (n_x > 3)
-            a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x3 + i), a3);
-    }
-    dots[0] = hsum256(a0);
-    if (n_x > 1)
-        dots[1] = hsum256(a1);
-    if (n_x > 2)
-        dots[2] = hsum256(a2);
-    if (n_x > 3)
-        dots[3] = hsum256(a3);
-}
-
 /* Single-row f16 dot with two accumulators: the decoder's common case. */
 __attribute__((target("avx2,fma,f16c"))) static float dot1_f16(const uint16_t *w, const float *x,
                                                                int k) {
@@ -138,6 +113,33 @@ __attribute__((target("avx2,fma,f16c"))) static float dot1_f16(const uint16_t *w
         a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))),
                              _mm256_loadu_ps(x + i), a0);
     return hsum256(_mm256_add_ps(a0, a1));
+}
+
+/* dots[t] = x[t] · w for up to 4 rows of x (k a multiple of 8), each row summed in exactly
+ * dot1_f16's order: a row's result must not depend on how many rows share the call, so that
+ * decoding sequences together (beams, batched files) gives each the bits it gets alone. */
+__attribute__((target("avx2,fma,f16c"))) static void
+dot4_f16(const uint16_t *w, const float *x, int ldx, int n_x, int k, float *dots) {
+    __m256 a[4][2];
+    for (int r = 0; r < 4; r++)
+        a[r][0] = a[r][1] = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= k; i += 16) {
+        __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i)));
+        __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 8)));
+        for (int r = 0; r < n_x; r++) {
+            const float *xr = x + (size_t)r * ldx + i;
+            a[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xr), a[r][0]);
+            a[r][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xr + 8), a[r][1]);
+        }
+    }
+    for (; i < k; i += 8) {
+        __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i)));
+        for (int r = 0; r < n_x; r++)
+            a[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + (size_t)r * ldx + i), a[r][0]);
+    }
+    for (int r = 0; r < n_x; r++)
+        dots[r] = hsum256(_mm256_add_ps(a[r][0], a[r][1]));
 }
 #endif
 
@@ -180,7 +182,7 @@ static void gemv_task(void *ctx, int task, int thread) {
     int n1 = n0 + GEMV_TASK_COLS < j->n_out ? n0 + GEMV_TASK_COLS : j->n_out;
     float *scratch = cpu_stream(j->s)->scratch[thread].p;
     for (int n = n0; n < n1; n++) {
-        float dots[GEMV_MAX_ROWS];
+        float dots[CPU_GEMV_MAX_ROWS];
         row_dots(j, n, scratch, dots);
         for (int t = 0; t < j->n_rows; t++) {
             float *o = j->out + (size_t)t * j->ld_out + n;
@@ -209,7 +211,7 @@ void cpu_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
         .accumulate = accumulate,
         .fast = cpu_backend(s)->has_avx2_f16c,
     };
-    if (n_rows <= GEMV_MAX_ROWS) {
+    if (n_rows <= CPU_GEMV_MAX_ROWS) {
         if (w->dtype == WC_F16 && cpu_scratch_reserve(s, (size_t)w->cols))
             return;
         pool_run(cs->pool, gemv_task, &j, (w->rows + GEMV_TASK_COLS - 1) / GEMV_TASK_COLS);

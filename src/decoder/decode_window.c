@@ -30,7 +30,7 @@ double compression_ratio(const char *text) {
     return r;
 }
 
-static double logsumexp_all(const float *x, int n) {
+double decode_logsumexp(const float *x, int n) {
     float m = -INFINITY;
     for (int i = 0; i < n; i++)
         m = x[i] > m ? x[i] : m;
@@ -40,7 +40,7 @@ static double logsumexp_all(const float *x, int n) {
     return m + log(s);
 }
 
-static int argmax(const float *x, int n) {
+int decode_argmax(const float *x, int n) {
     int best = 0; /* first maximum, as torch.argmax */
     for (int i = 1; i < n; i++)
         if (x[i] > x[best])
@@ -50,7 +50,7 @@ static int argmax(const float *x, int n) {
 
 /* Categorical(logits / T).sample() */
 static int sample(const float *x, int n, float temperature, struct wc_rng *rng) {
-    float m = x[argmax(x, n)];
+    float m = x[decode_argmax(x, n)];
     double total = 0;
     for (int i = 0; i < n; i++)
         total += exp(((double)x[i] - m) / temperature);
@@ -77,7 +77,7 @@ static int append_tokens(int32_t *out, int n_out, const int32_t *src, int n) {
 /* [sot_prev [+ hotwords] + prompt[-(n_ctx/2 - 1):]] + sot_sequence [+ prefix], as
  * DecodingTask._get_initial_tokens (hotwords as faster-whisper's get_prompt); returns the
  * length, *sot_index set. */
-static int initial_tokens(const struct decode_opts *o, int n_text_ctx, int sample_len,
+int decode_initial_tokens(const struct decode_opts *o, int n_text_ctx, int sample_len,
                           const struct wc_vocab *v, int32_t *out, int *sot_index) {
     int n = 0, half = n_text_ctx / 2;
     int keep = o->prompt ? o->n_prompt : 0;
@@ -150,9 +150,9 @@ static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_
             struct hyp *h = &hs->h[rows[k]];
             float *row = logits + (size_t)k * n_vocab;
             logit_filters_apply(o->filters, row, h->tok, h->n);
-            int next = o->temperature == 0.0f ? argmax(row, n_vocab)
+            int next = o->temperature == 0.0f ? decode_argmax(row, n_vocab)
                                               : sample(row, n_vocab, o->temperature, o->rng);
-            float lp = (float)(row[next] - logsumexp_all(row, n_vocab));
+            float lp = (float)(row[next] - decode_logsumexp(row, n_vocab));
             h->sum += lp;
             if (next == v->eot) {
                 h->done = true;
@@ -191,7 +191,7 @@ int decode_window(struct decoder *d, struct wc_stream *s, const struct wc_vocab 
         free(seq);
         return WHISPERC_ERR_NO_MEMORY;
     }
-    int sot_index, n_initial = initial_tokens(o, n_ctx, o->sample_len, v, seq, &sot_index);
+    int sot_index, n_initial = decode_initial_tokens(o, n_ctx, o->sample_len, v, seq, &sot_index);
     if (n_initial + 1 > n_ctx) {
         free(seq);
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
@@ -210,7 +210,7 @@ int decode_window(struct decoder *d, struct wc_stream *s, const struct wc_vocab 
     if (rc)
         return rc;
     const float *at_sot = logits + (size_t)(n_rows - 1) * n_vocab;
-    r->no_speech_prob = exp(at_sot[v->no_speech] - logsumexp_all(at_sot, n_vocab));
+    r->no_speech_prob = exp(at_sot[v->no_speech] - decode_logsumexp(at_sot, n_vocab));
 
     if (o->temperature == 0.0f && o->beam_size > 0) {
         rc = beam_search(d, s, v, o, logits, n_initial, r);

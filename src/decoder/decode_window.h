@@ -70,6 +70,14 @@ int beam_search(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v
                 const struct decode_opts *o, float *logits, int sample_begin,
                 struct decode_result *r);
 
+/* Shared with decode_batch.c, which must decode exactly as decode_window does. */
+/* The prompt, as DecodingTask._get_initial_tokens: out needs 2 * n_text_ctx + 8 tokens;
+ * returns the length, *sot_index set. */
+int decode_initial_tokens(const struct decode_opts *o, int n_text_ctx, int sample_len,
+                          const struct wc_vocab *v, int32_t *out, int *sot_index);
+int decode_argmax(const float *x, int n);       /* the first maximum, as torch.argmax */
+double decode_logsumexp(const float *x, int n); /* log(sum(exp(x))) in double */
+
 /* r's text, avg_logprob and compression ratio from its tokens and sum_logprob. */
 int decode_result_finish(const struct wc_vocab *v, struct decode_result *r);
 

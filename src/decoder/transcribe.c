@@ -128,42 +128,48 @@ static bool needs_fallback(const struct whisperc_full_params *p, const struct de
     return fallback;
 }
 
-/* decode_with_fallback(): the first temperature whose result passes, else the last one. */
-static int decode_with_fallback(struct run *r, const int32_t *prompt, int n_prompt,
+/* DecodingOptions for temperatures[i_temp]. */
+static struct decode_opts window_opts(struct run *r, const int32_t *prompt, int n_prompt,
+                                      int i_temp) {
+    const struct whisperc_full_params *p = r->t->p;
+    return (struct decode_opts){
+        .temperature = p->temperatures[i_temp],
+        .sample_len = p->sample_len > 0 ? p->sample_len : r->t->hp->n_text_ctx / 2,
+        .prompt = prompt,
+        .n_prompt = n_prompt,
+        .sot_sequence = r->sot_seq,
+        .n_sot_sequence = r->n_sot_seq,
+        .filters = &r->lf,
+        .rng = &r->rng,
+        /* as transcribe(): beam search at T = 0 only, best_of at T > 0 only */
+        .beam_size = p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p->beam_size : 0,
+        .best_of = p->best_of,
+        .patience = p->patience,
+        .length_penalty = p->length_penalty,
+        .prefix = r->prefix,
+        .n_prefix = r->n_prefix,
+        .hotwords = r->hotwords,
+        .n_hotwords = r->n_hotwords,
+        .max_context = p->max_context,
+    };
+}
+
+/* decode_with_fallback(): the first temperature from i_first whose result passes, else the
+ * last one. With i_first > 0, res holds the result at temperatures[i_first - 1]. */
+static int decode_with_fallback(struct run *r, const int32_t *prompt, int n_prompt, int i_first,
                                 struct decode_result *res) {
     struct transcribe_ctx *t = r->t;
-    const struct whisperc_full_params *p = t->p;
-    int sample_len = p->sample_len > 0 ? p->sample_len : t->hp->n_text_ctx / 2;
     double t0 = wc_now_ms();
     int rc = 0;
-    for (int i = 0; i < p->n_temperatures; i++) {
+    for (int i = i_first; i < t->p->n_temperatures; i++) {
         if (i > 0) {
             decode_result_free(res);
             t->n_fallbacks++;
         }
-        struct decode_opts o = {
-            .temperature = p->temperatures[i],
-            .sample_len = sample_len,
-            .prompt = prompt,
-            .n_prompt = n_prompt,
-            .sot_sequence = r->sot_seq,
-            .n_sot_sequence = r->n_sot_seq,
-            .filters = &r->lf,
-            .rng = &r->rng,
-            /* as transcribe(): beam search at T = 0 only, best_of at T > 0 only */
-            .beam_size = p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p->beam_size : 0,
-            .best_of = p->best_of,
-            .patience = p->patience,
-            .length_penalty = p->length_penalty,
-            .prefix = r->prefix,
-            .n_prefix = r->n_prefix,
-            .hotwords = r->hotwords,
-            .n_hotwords = r->n_hotwords,
-            .max_context = p->max_context,
-        };
+        struct decode_opts o = window_opts(r, prompt, n_prompt, i);
         rc = decode_window(t->dec, t->s, t->vocab, &o, r->logits, res);
         t->n_decode_steps += res->n_steps;
-        if (rc || !needs_fallback(p, res))
+        if (rc || !needs_fallback(t->p, res))
             break;
     }
     t->decode_ms += wc_now_ms() - t0;
@@ -445,79 +451,163 @@ static int time_words(struct run *r, struct wc_transcript *out, int first, int s
     return 0;
 }
 
-/* One 30 s window: encode, decode with fallback, skip silence or cut segments; advances *seek. */
-static int window_step(struct run *r, struct wc_transcript *out, int *seek, int content_frames,
-                       int *prompt_reset_since) {
+/* ---- one file's transcribe() loop as a state machine (transcribe_job_*) ---- */
+
+struct transcribe_job {
+    struct run r;
+    struct wc_transcript *out;
+    int content_frames, seek, prompt_reset_since, n_initial_prompt;
+    /* the current window */
+    int segment_size;
+    const int32_t *prompt; /* into out->all_tokens or r.prompt_buf */
+    int n_prompt;
+};
+
+int transcribe_job_start(struct transcribe_ctx *t, const struct mel_spec *mel,
+                         struct wc_transcript *out, char *err, size_t err_size,
+                         struct transcribe_job **job) {
+    memset(out, 0, sizeof *out);
+    struct transcribe_job *j = calloc(1, sizeof *j);
+    *job = j;
+    if (!j) {
+        wc_errf(err, err_size, "out of memory");
+        return WHISPERC_ERR_NO_MEMORY;
+    }
+    j->r = (struct run){.t = t, .mel = mel, .err = err, .err_size = err_size};
+    j->out = out;
+    j->content_frames = mel->n_frames - WC_CHUNK_FRAMES;
+    int rc = setup(&j->r, out);
+    if (!rc)
+        rc = choose_language(&j->r, out);
+    j->n_initial_prompt = out->n_all;
+    if (rc == WHISPERC_ERR_NO_MEMORY)
+        wc_errf(err, err_size, "out of memory");
+    return rc;
+}
+
+bool transcribe_job_done(const struct transcribe_job *j) { return j->seek >= j->content_frames; }
+
+/* The next window's size and prompt. */
+static void job_window(struct transcribe_job *j) {
+    int left = j->content_frames - j->seek;
+    j->segment_size = left < WC_CHUNK_FRAMES ? left : WC_CHUNK_FRAMES;
+    j->prompt = j->out->all_tokens + j->prompt_reset_since;
+    j->n_prompt = j->out->n_all - j->prompt_reset_since;
+    if (j->r.t->p->carry_initial_prompt)
+        j->n_prompt = carried_prompt(&j->r, j->out, j->prompt_reset_since, &j->prompt);
+}
+
+void transcribe_job_window(struct transcribe_job *j, float *mel_window, struct decode_opts *o) {
+    job_window(j);
+    const struct mel_spec *mel = j->r.mel;
+    for (int m = 0; m < mel->n_mels; m++) {
+        float *dst = mel_window + (size_t)m * WC_CHUNK_FRAMES;
+        memcpy(dst, mel->data + (size_t)m * mel->n_frames + j->seek,
+               (size_t)j->segment_size * sizeof *dst);
+        memset(dst + j->segment_size, 0, (size_t)(WC_CHUNK_FRAMES - j->segment_size) * sizeof *dst);
+    }
+    *o = window_opts(&j->r, j->prompt, j->n_prompt, 0);
+}
+
+/* The window's final decoding in: skip silence or cut segments, advance the seek, report. */
+static int job_window_end(struct transcribe_job *j, struct decode_result *d) {
+    struct run *r = &j->r;
     struct transcribe_ctx *t = r->t;
     const struct whisperc_full_params *p = t->p;
-    int segment_size =
-        content_frames - *seek < WC_CHUNK_FRAMES ? content_frames - *seek : WC_CHUNK_FRAMES;
-    int rc = encode_window(r, *seek, segment_size);
+    struct wc_transcript *out = j->out;
+    int n_before = out->n_seg, rc = 0;
+    /* no voice activity: skip the window unless the text is probable enough */
+    bool skip = d->no_speech_prob > p->no_speech_threshold;
+    if (isfinite(p->logprob_threshold) && d->avg_logprob > p->logprob_threshold)
+        skip = false;
+    if (skip) {
+        j->seek += j->segment_size;
+    } else {
+        bool single_ending = false;
+        int seek0 = j->seek;
+        rc = split_segments(r, out, d, j->seek, j->segment_size, &j->seek, &single_ending);
+        if (!rc && r->align_words)
+            rc = time_words(r, out, n_before, seek0, j->segment_size, single_ending, &j->seek);
+    }
+    if (!rc)
+        rc = finish_segments(out, n_before);
+    if (!rc && p->max_len > 0 && r->align_words)
+        rc = wrap_segments(out, n_before, p->max_len, p->split_on_word, t->vocab);
+    if (!rc && !skip && (!p->condition_on_previous_text || d->temperature > 0.5f))
+        j->prompt_reset_since = out->n_all; /* no prompt after a high temperature */
+    decode_result_free(d);
+    int done = j->seek < j->content_frames ? j->seek : j->content_frames;
+    if (!rc && t->on_window &&
+        t->on_window(t->user, out->n_seg - n_before, (int)(100.0 * done / j->content_frames))) {
+        rc = WHISPERC_ERR_ABORTED;
+        wc_errf(r->err, r->err_size, "aborted by the caller");
+    }
+    if (rc == WHISPERC_ERR_NO_MEMORY)
+        wc_errf(r->err, r->err_size, "out of memory");
+    return rc;
+}
+
+int transcribe_job_decoded(struct transcribe_job *j, struct decode_result *d) {
+    struct run *r = &j->r;
+    int rc = 0;
+    if (needs_fallback(r->t->p, d) && r->t->p->n_temperatures > 1) {
+        /* the rest of the fallback runs this window alone, on the state's own decoder */
+        rc = encode_window(r, j->seek, j->segment_size);
+        if (rc)
+            wc_errf(r->err, r->err_size, "encoder: %s", r->t->s->errmsg);
+        else
+            rc = decode_with_fallback(r, j->prompt, j->n_prompt, 1, d);
+    }
     if (rc) {
-        wc_errf(r->err, r->err_size, "encoder: %s", t->s->errmsg);
+        decode_result_free(d);
+        return rc;
+    }
+    return job_window_end(j, d);
+}
+
+/* One window alone: encode, decode with fallback, then as every window ends. */
+static int job_step(struct transcribe_job *j) {
+    struct run *r = &j->r;
+    job_window(j);
+    int rc = encode_window(r, j->seek, j->segment_size);
+    if (rc) {
+        wc_errf(r->err, r->err_size, "encoder: %s", r->t->s->errmsg);
         return rc;
     }
     struct decode_result d;
-    const int32_t *prompt = out->all_tokens + *prompt_reset_since;
-    int n_prompt = out->n_all - *prompt_reset_since;
-    if (p->carry_initial_prompt)
-        n_prompt = carried_prompt(r, out, *prompt_reset_since, &prompt);
-    rc = decode_with_fallback(r, prompt, n_prompt, &d);
+    rc = decode_with_fallback(r, j->prompt, j->n_prompt, 0, &d);
     if (rc) {
         decode_result_free(&d);
         return rc;
     }
-    /* no voice activity: skip the window unless the text is probable enough */
-    bool skip = d.no_speech_prob > p->no_speech_threshold;
-    if (isfinite(p->logprob_threshold) && d.avg_logprob > p->logprob_threshold)
-        skip = false;
-    int first = out->n_seg;
-    if (skip) {
-        *seek += segment_size;
-    } else {
-        bool single_ending = false;
-        int seek0 = *seek;
-        rc = split_segments(r, out, &d, *seek, segment_size, seek, &single_ending);
-        if (!rc && r->align_words)
-            rc = time_words(r, out, first, seek0, segment_size, single_ending, seek);
-    }
-    if (!rc)
-        rc = finish_segments(out, first);
-    if (!rc && p->max_len > 0 && r->align_words)
-        rc = wrap_segments(out, first, p->max_len, p->split_on_word, t->vocab);
-    if (!rc && !skip && (!p->condition_on_previous_text || d.temperature > 0.5f))
-        *prompt_reset_since = out->n_all; /* no prompt after a high temperature */
-    decode_result_free(&d);
-    return rc;
+    return job_window_end(j, &d);
+}
+
+int transcribe_job_end(struct transcribe_job *j) {
+    struct wc_transcript *out = j->out;
+    out->text = vocab_decode(j->r.t->vocab, out->all_tokens + j->n_initial_prompt,
+                             out->n_all - j->n_initial_prompt);
+    if (out->text)
+        return 0;
+    wc_errf(j->r.err, j->r.err_size, "out of memory");
+    return WHISPERC_ERR_NO_MEMORY;
+}
+
+void transcribe_job_free(struct transcribe_job *j) {
+    if (!j)
+        return;
+    run_free(&j->r);
+    free(j);
 }
 
 int transcribe(struct transcribe_ctx *t, const struct mel_spec *mel, struct wc_transcript *out,
                char *err, size_t err_size) {
-    struct run r = {.t = t, .mel = mel, .err = err, .err_size = err_size};
-    memset(out, 0, sizeof *out);
-    int content_frames = mel->n_frames - WC_CHUNK_FRAMES;
-    int rc = setup(&r, out);
+    struct transcribe_job *j = NULL;
+    int rc = transcribe_job_start(t, mel, out, err, err_size, &j);
+    while (!rc && !transcribe_job_done(j))
+        rc = job_step(j);
     if (!rc)
-        rc = choose_language(&r, out);
-    int n_initial_prompt = out->n_all, prompt_reset_since = 0, seek = 0;
-    while (!rc && seek < content_frames) {
-        int n_before = out->n_seg;
-        rc = window_step(&r, out, &seek, content_frames, &prompt_reset_since);
-        int done = seek < content_frames ? seek : content_frames;
-        if (!rc && t->on_window &&
-            t->on_window(t->user, out->n_seg - n_before, (int)(100.0 * done / content_frames))) {
-            rc = WHISPERC_ERR_ABORTED;
-            wc_errf(err, err_size, "aborted by the caller");
-        }
-    }
-    if (!rc) {
-        out->text = vocab_decode(t->vocab, out->all_tokens + n_initial_prompt,
-                                 out->n_all - n_initial_prompt);
-        if (!out->text)
-            rc = WHISPERC_ERR_NO_MEMORY;
-    }
-    if (rc == WHISPERC_ERR_NO_MEMORY)
-        wc_errf(err, err_size, "out of memory");
-    run_free(&r);
+        rc = transcribe_job_end(j);
+    transcribe_job_free(j);
     return rc;
 }

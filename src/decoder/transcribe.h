@@ -77,6 +77,32 @@ struct transcribe_ctx {
 int transcribe(struct transcribe_ctx *t, const struct mel_spec *mel, struct wc_transcript *out,
                char *err, size_t err_size);
 
+/* ---- the same, one window at a time, for transcribe_batch.c ----
+ * transcribe() is: transcribe_job_start; while not transcribe_job_done: transcribe_job_window,
+ * decode the window at temperatures[0], transcribe_job_decoded; then transcribe_job_end. The
+ * job keeps pointers to t, mel and out until transcribe_job_free. */
+struct transcribe_job;
+struct decode_opts;
+struct decode_result;
+
+/* Setup and the language (detected on t's own encoder and decoder if not given). *job is set
+ * (free it with transcribe_job_free even on error). Returns 0 or a WHISPERC_ERR_* code, err
+ * filled. */
+int transcribe_job_start(struct transcribe_ctx *t, const struct mel_spec *mel,
+                         struct wc_transcript *out, char *err, size_t err_size,
+                         struct transcribe_job **job);
+bool transcribe_job_done(const struct transcribe_job *j);
+/* The next window: its log-Mel, zero-padded, into mel_window [n_mels][3000] and its decoding
+ * options at temperatures[0] into *o (pointing into the job: valid until the next call). */
+void transcribe_job_window(struct transcribe_job *j, float *mel_window, struct decode_opts *o);
+/* The window's decoding with those options, consumed (freed). If it needs a temperature
+ * fallback, the window is encoded again and re-decoded alone on t's decoder; then its segments
+ * are cut and the seek advanced. Returns 0 or a WHISPERC_ERR_* code, err filled. */
+int transcribe_job_decoded(struct transcribe_job *j, struct decode_result *d);
+/* The transcript's text, once done. */
+int transcribe_job_end(struct transcribe_job *j);
+void transcribe_job_free(struct transcribe_job *j); /* NULL is a no-op */
+
 /* Language identification on the first 30 s of the log-Mel, as transcribe() does it: the
  * window is encoded (left in t->audio_features and the decoder's cross-attention) and
  * probs[n_languages] filled. logits: host scratch of 2 * n_vocab floats. Returns the most

@@ -145,6 +145,8 @@ static void cuda_backend_free(struct wc_backend *be) {
 
 static const struct wc_backend_ops cuda_ops = {
     .name = "cuda",
+    /* cuBLAS may choose another algorithm (another summation order) for another n_rows */
+    .linear_exact_rows = 1,
     .backend_free = cuda_backend_free,
     .upload_mat = cuda_upload_mat,
     .upload_conv = cuda_upload_conv,

@@ -1,0 +1,179 @@
+/*
+ * api_batch.c — whisperc_full_batch and the selection of its per-input results
+ * (include/libwhisperc.h). The batching itself is src/decoder/transcribe_batch.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_internal.h"
+#include "decoder/transcribe_batch.h"
+#include "frontend/audio.h"
+#include "frontend/mel.h"
+#include "util.h"
+
+#define MAX_BATCH 64
+
+void api_batch_clear(whisperc_state *st) {
+    if (!st)
+        return;
+    for (int i = 0; i < st->n_batch; i++)
+        transcript_free(&st->batch_tr[i]);
+    free(st->batch_tr);
+    st->batch_tr = NULL;
+    st->n_batch = st->i_batch = 0;
+}
+
+static void swap_transcripts(struct wc_transcript *a, struct wc_transcript *b) {
+    struct wc_transcript tmp = *a;
+    *a = *b;
+    *b = tmp;
+}
+
+int whisperc_batch_n_inputs(const whisperc_state *st) { return st ? st->n_batch : 0; }
+
+whisperc_status whisperc_batch_select(whisperc_state *st, int i_input) {
+    if (!st || i_input < 0 || i_input >= st->n_batch)
+        return WHISPERC_ERR_INVALID_ARG;
+    swap_transcripts(&st->tr, &st->batch_tr[st->i_batch]); /* the selected one back */
+    swap_transcripts(&st->tr, &st->batch_tr[i_input]);
+    st->i_batch = i_input;
+    return WHISPERC_OK;
+}
+
+/* Sums one whisperc_full's timings into the batch's. */
+static void add_timings(struct whisperc_timings *sum, const struct whisperc_timings *t) {
+    sum->mel_ms += t->mel_ms;
+    sum->encode_ms += t->encode_ms;
+    sum->decode_ms += t->decode_ms;
+    sum->n_windows += t->n_windows;
+    sum->n_decode_tokens += t->n_decode_tokens;
+    sum->n_fallbacks += t->n_fallbacks;
+    sum->audio_seconds += t->audio_seconds;
+    sum->vad_ms += t->vad_ms;
+    sum->vad_seconds += t->vad_seconds;
+}
+
+/* What whisperc_full_batch cannot batch: each input alone, its transcript moved out. */
+static int one_by_one(whisperc_state *st, const struct whisperc_full_params *params,
+                      const float *const *pcm, const int *n_samples, int n) {
+    struct whisperc_timings sum = {0};
+    for (int i = 0; i < n; i++) {
+        int rc = api_full(st, params, pcm[i], n_samples[i]);
+        if (rc) {
+            size_t len = strlen(st->errmsg);
+            char msg[sizeof st->errmsg];
+            memcpy(msg, st->errmsg, len + 1);
+            return api_fail(st, rc, "input %d: %s", i, msg);
+        }
+        add_timings(&sum, &st->timings);
+        st->batch_tr[i] = st->tr;
+        memset(&st->tr, 0, sizeof st->tr);
+    }
+    st->timings = sum;
+    return 0;
+}
+
+/* The batched path: every input's log-Mel, then transcribe_batch over the state's lanes. */
+static int batched(whisperc_state *st, const struct whisperc_full_params *p,
+                   const float *const *pcm, const int *n_samples, int n, int i_lang) {
+    const struct whisperc_model *m = st->m;
+    const struct wc_hparams *hp = &m->file->hp;
+    int rc = 0;
+    if (st->db.n_lanes != p->batch_size) {
+        decoder_batch_free(&st->db, st->s);
+        rc = decoder_batch_init(&st->db, st->s, hp, &m->w, p->batch_size);
+        if (rc)
+            return api_fail(st, rc, "batch of %d: %s", p->batch_size, st->s->errmsg);
+    }
+    struct mel_spec *mels = calloc((size_t)n, sizeof *mels);
+    if (!mels)
+        return api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory for %d inputs", n);
+    double t0 = wc_now_ms();
+    for (int i = 0; i < n && !rc; i++) {
+        char err[256];
+        rc = mel_compute(&mels[i], pcm[i], (size_t)n_samples[i], WC_CHUNK_SAMPLES,
+                         m->file->mel_filters, hp->n_mels, p->n_threads, err, sizeof err);
+        if (rc)
+            api_fail(st, rc, "input %d: %s", i, err);
+    }
+    st->timings.mel_ms = wc_now_ms() - t0;
+    struct transcribe_ctx t = {
+        .hp = hp,
+        .vocab = &m->vocab,
+        .s = st->s,
+        .enc = &st->enc,
+        .dec = &st->dec,
+        .audio_features = st->audio_features,
+        .p = p,
+        .non_speech = m->non_speech,
+        .n_non_speech = m->n_non_speech,
+        .i_language = i_lang,
+    };
+    if (!rc)
+        rc = transcribe_batch(&t, &st->db, mels, n, st->batch_tr, st->errmsg, sizeof st->errmsg);
+    for (int i = 0; i < n; i++)
+        mel_free(&mels[i]);
+    free(mels);
+    st->timings.encode_ms = t.encode_ms;
+    st->timings.decode_ms = t.decode_ms;
+    st->timings.n_windows = t.n_windows;
+    st->timings.n_decode_tokens = t.n_decode_steps;
+    st->timings.n_fallbacks = t.n_fallbacks;
+    for (int i = 0; i < n; i++)
+        st->timings.audio_seconds += n_samples[i] / (double)WC_SAMPLE_RATE;
+    return rc;
+}
+
+whisperc_status whisperc_full_batch(whisperc_state *st, const struct whisperc_full_params *params,
+                                    const float *const *pcm16k, const int *n_samples,
+                                    int n_inputs) {
+    if (!st)
+        return WHISPERC_ERR_INVALID_ARG;
+    double t0 = wc_now_ms();
+    api_batch_clear(st);
+    transcript_free(&st->tr);
+    st->has_result = false;
+    st->errmsg[0] = '\0';
+    st->pending_audio_ms = 0;
+    memset(&st->timings, 0, sizeof st->timings);
+    st->timings.size = sizeof st->timings;
+    if (!params || params->size < sizeof(size_t))
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG,
+                        "params must come from whisperc_full_default_params()");
+    if (!pcm16k || !n_samples || n_inputs < 1)
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "no inputs (n_inputs = %d)", n_inputs);
+    struct whisperc_full_params p = api_params_from(params);
+    if (p.batch_size < 1 || p.batch_size > MAX_BATCH)
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "batch_size must be 1..%d, got %d", MAX_BATCH,
+                        p.batch_size);
+    int i_lang = -1, rc = api_check_params(st, &p, &i_lang);
+    for (int i = 0; i < n_inputs && !rc; i++)
+        if ((rc = api_check_samples(st, &p, pcm16k[i], n_samples[i]))) {
+            char msg[sizeof st->errmsg];
+            memcpy(msg, st->errmsg, sizeof msg);
+            api_fail(st, rc, "input %d: %s", i, msg);
+        }
+    if (!rc)
+        rc = api_set_threads(st, p.n_threads);
+    st->batch_tr = rc ? NULL : calloc((size_t)n_inputs, sizeof *st->batch_tr);
+    if (!rc && !st->batch_tr)
+        rc = api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory for %d inputs", n_inputs);
+    if (!rc) {
+        st->n_batch = n_inputs;
+        if (transcribe_batch_supported(&p) && !p.vad)
+            rc = batched(st, &p, pcm16k, n_samples, n_inputs, i_lang);
+        else
+            rc = one_by_one(st, &p, pcm16k, n_samples, n_inputs);
+    }
+    st->timings.total_ms = wc_now_ms() - t0;
+    if (rc) {
+        api_batch_clear(st);
+        transcript_free(&st->tr);
+        return rc;
+    }
+    /* input 0 selected: its transcript moves into tr, its entry left empty */
+    st->tr = st->batch_tr[0];
+    memset(&st->batch_tr[0], 0, sizeof st->batch_tr[0]);
+    st->has_result = true;
+    return WHISPERC_OK;
+}

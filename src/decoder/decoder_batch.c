@@ -1,0 +1,236 @@
+/*
+ * decoder_batch.c — see decoder_batch.h. The same ops as decoder.c's decoder_block, on a slot
+ * pool with one row of the slot table, one position and one cross-attention K/V per lane.
+ */
+#include "decoder/decoder_batch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "libwhisperc.h"
+
+static void release_all(struct decoder_batch *db, struct wc_stream *s) {
+    float **bufs[] = {&db->k_cache, &db->v_cache, &db->xk,  &db->xv,  &db->x,
+                      &db->h,       &db->q,       &db->att, &db->mlp, &db->logits};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        if (*bufs[i])
+            s->be->ops->release(s, *bufs[i]);
+        *bufs[i] = NULL;
+    }
+    if (db->slots)
+        s->be->ops->release(s, db->slots);
+    db->slots = NULL;
+    free(db->slots_host);
+    free(db->n_past);
+    db->slots_host = NULL;
+    db->n_past = NULL;
+    db->n_lanes = 0;
+}
+
+int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const struct wc_hparams *hp,
+                       const struct wc_weights *w, int n_lanes) {
+    const struct wc_backend_ops *op = s->be->ops;
+    memset(db, 0, sizeof *db);
+    db->hp = hp;
+    db->w = w;
+    size_t L = (size_t)hp->n_text_layer, c = (size_t)hp->n_text_state, f = sizeof(float);
+    size_t n_ctx = (size_t)hp->n_text_ctx, n_audio = (size_t)hp->n_audio_ctx, B = (size_t)n_lanes;
+    size_t rows = n_ctx > B ? n_ctx : B, n_logits = B > 2 ? B : 2;
+    db->n_slots = (int)(B * n_ctx);
+    db->k_cache = op->alloc(s, L * B * n_ctx * c * f);
+    db->v_cache = op->alloc(s, L * B * n_ctx * c * f);
+    db->xk = op->alloc(s, B * L * n_audio * c * f);
+    db->xv = op->alloc(s, B * L * n_audio * c * f);
+    db->x = op->alloc(s, rows * c * f);
+    db->h = op->alloc(s, rows * c * f);
+    db->q = op->alloc(s, rows * c * f);
+    db->att = op->alloc(s, rows * c * f);
+    db->mlp = op->alloc(s, rows * 4 * c * f);
+    db->logits = op->alloc(s, n_logits * (size_t)hp->n_vocab * f);
+    db->slots = op->alloc(s, B * n_ctx * sizeof(int32_t));
+    db->slots_host = calloc(B * n_ctx, sizeof(int32_t));
+    db->n_past = calloc(B, sizeof(int));
+    if (!s->err && (!db->slots_host || !db->n_past))
+        wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "decoder: out of memory for %d lanes", n_lanes);
+    if (s->err) {
+        release_all(db, s);
+        return s->err;
+    }
+    db->n_lanes = n_lanes;
+    return 0;
+}
+
+void decoder_batch_free(struct decoder_batch *db, struct wc_stream *s) { release_all(db, s); }
+
+void decoder_batch_reset(struct decoder_batch *db) {
+    db->n_used = 0;
+    for (int i = 0; i < db->n_lanes; i++)
+        db->n_past[i] = 0;
+}
+
+static float *lane_xk(struct decoder_batch *db, int lane, int layer) {
+    size_t layer_n = (size_t)db->hp->n_audio_ctx * db->hp->n_text_state;
+    return db->xk + ((size_t)lane * db->hp->n_text_layer + layer) * layer_n;
+}
+
+static float *lane_xv(struct decoder_batch *db, int lane, int layer) {
+    size_t layer_n = (size_t)db->hp->n_audio_ctx * db->hp->n_text_state;
+    return db->xv + ((size_t)lane * db->hp->n_text_layer + layer) * layer_n;
+}
+
+void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int lane,
+                             const float *audio_features) {
+    const struct wc_backend_ops *op = s->be->ops;
+    int n_audio = db->hp->n_audio_ctx;
+    for (int l = 0; l < db->hp->n_text_layer; l++) {
+        const struct wc_attn_w *a = &db->w->dec[l].cross;
+        op->linear(s, lane_xk(db, lane, l), 0, audio_features, &a->k, NULL, n_audio, WC_ACT_NONE,
+                   0);
+        op->linear(s, lane_xv(db, lane, l), 0, audio_features, &a->v, a->v_b, n_audio, WC_ACT_NONE,
+                   0);
+    }
+}
+
+/* What one decoder_block call runs on: n rows of db->x that are either one lane's prompt
+ * (lanes == NULL: rows at positions 0..n-1 of lane `lane`, in slots base..base+n-1) or one
+ * token for each of lanes[0..n) (in slots base..base+n-1, lane k at position n_past[lane k]). */
+struct block_rows {
+    int n, base;
+    int lane;
+    const int *lanes;
+};
+
+/* linear over n rows; a step splits them so that each row gets its lone-row bits */
+static void linear_rows(struct wc_stream *s, const struct block_rows *br, float *out,
+                        const float *in, const struct wc_mat *w, const float *b, enum wc_act act,
+                        int accumulate) {
+    int chunk = br->lanes ? s->be->ops->linear_exact_rows : br->n;
+    for (int r = 0; r < br->n; r += chunk) {
+        int m = br->n - r < chunk ? br->n - r : chunk;
+        s->be->ops->linear(s, out + (size_t)r * w->rows, 0, in + (size_t)r * w->cols, w, b, m, act,
+                           accumulate);
+    }
+}
+
+static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
+                          const struct block_rows *br) {
+    const struct wc_backend_ops *op = s->be->ops;
+    const struct wc_block_w *b = &db->w->dec[l];
+    const struct wc_hparams *hp = db->hp;
+    int c = hp->n_text_state, n_head = hp->n_text_head, n = br->n, n_ctx = hp->n_text_ctx;
+    float *kc = db->k_cache + (size_t)l * db->n_slots * c;
+    float *vc = db->v_cache + (size_t)l * db->n_slots * c;
+
+    /* self-attention: the new keys and values fill the block of slots from base */
+    op->layernorm(s, db->h, db->x, b->attn_ln_g, b->attn_ln_b, n, c);
+    linear_rows(s, br, db->q, db->h, &b->attn.q, b->attn.q_b, WC_ACT_NONE, 0);
+    linear_rows(s, br, kc + (size_t)br->base * c, db->h, &b->attn.k, NULL, WC_ACT_NONE, 0);
+    linear_rows(s, br, vc + (size_t)br->base * c, db->h, &b->attn.v, b->attn.v_b, WC_ACT_NONE, 0);
+    if (!br->lanes) {
+        op->attention(s, db->att, db->q, kc + (size_t)br->base * c, vc + (size_t)br->base * c, c, n,
+                      n, c, n_head, 0);
+    } else {
+        for (int k = 0; k < n; k++) {
+            int lane = br->lanes[k];
+            op->attention_gather(s, db->att + (size_t)k * c, db->q + (size_t)k * c, kc, vc,
+                                 db->slots + (size_t)lane * n_ctx, n_ctx, 1, db->n_past[lane] + 1,
+                                 c, n_head);
+        }
+    }
+    linear_rows(s, br, db->x, db->att, &b->attn.o, b->attn.o_b, WC_ACT_NONE, 1);
+
+    /* cross-attention, each row over its own lane's audio */
+    op->layernorm(s, db->h, db->x, b->cross_ln_g, b->cross_ln_b, n, c);
+    linear_rows(s, br, db->q, db->h, &b->cross.q, b->cross.q_b, WC_ACT_NONE, 0);
+    if (!br->lanes) {
+        op->attention(s, db->att, db->q, lane_xk(db, br->lane, l), lane_xv(db, br->lane, l), c, n,
+                      hp->n_audio_ctx, c, n_head, -1);
+    } else {
+        for (int k = 0; k < n; k++)
+            op->attention(s, db->att + (size_t)k * c, db->q + (size_t)k * c,
+                          lane_xk(db, br->lanes[k], l), lane_xv(db, br->lanes[k], l), c, 1,
+                          hp->n_audio_ctx, c, n_head, -1);
+    }
+    linear_rows(s, br, db->x, db->att, &b->cross.o, b->cross.o_b, WC_ACT_NONE, 1);
+
+    op->layernorm(s, db->h, db->x, b->mlp_ln_g, b->mlp_ln_b, n, c);
+    linear_rows(s, br, db->mlp, db->h, &b->mlp0, b->mlp0_b, WC_ACT_GELU, 0);
+    linear_rows(s, br, db->x, db->mlp, &b->mlp2, b->mlp2_b, WC_ACT_NONE, 1);
+}
+
+/* Final norm and the output projection of n rows of db->x (at rows[], or 0..n). */
+static int logits_out(struct decoder_batch *db, struct wc_stream *s, const struct block_rows *br,
+                      const int *rows, int n, float *logits_host) {
+    const struct wc_backend_ops *op = s->be->ops;
+    int c = db->hp->n_text_state, n_vocab = db->hp->n_vocab;
+    if (rows) {
+        for (int i = 0; i < n; i++)
+            op->layernorm(s, db->h + (size_t)i * c, db->x + (size_t)rows[i] * c, db->w->dec_ln_g,
+                          db->w->dec_ln_b, 1, c);
+    } else {
+        op->layernorm(s, db->h, db->x, db->w->dec_ln_g, db->w->dec_ln_b, n, c);
+    }
+    struct block_rows out_rows = *br;
+    out_rows.n = n;
+    linear_rows(s, &out_rows, db->logits, db->h, &db->w->tok_emb, NULL, WC_ACT_NONE, 0);
+    if (n > 0)
+        op->download(s, logits_host, db->logits, (size_t)n * n_vocab * sizeof(float));
+    return wc_stream_sync(s);
+}
+
+int decoder_batch_prefill(struct decoder_batch *db, struct wc_stream *s, int lane,
+                          const int32_t *tokens, int n, const int *rows, int n_rows,
+                          float *logits_host) {
+    int c = db->hp->n_text_state, n_ctx = db->hp->n_text_ctx;
+    if (s->err)
+        return s->err;
+    if (lane < 0 || lane >= db->n_lanes || db->n_past[lane] != 0 || n < 1 || n > n_ctx ||
+        db->n_used + n > db->n_slots || n_rows < 0 || n_rows > 2) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "decoder: cannot start lane %d of %d with %d tokens (%d of %d slots used)",
+                       lane, db->n_lanes, n, db->n_used, db->n_slots);
+        return s->err;
+    }
+    struct block_rows br = {.n = n, .base = db->n_used, .lane = lane};
+    s->be->ops->embed(s, db->x, tokens, n, &db->w->tok_emb, db->w->dec_pos, 0, c);
+    for (int l = 0; l < db->hp->n_text_layer; l++)
+        decoder_block(db, s, l, &br);
+    for (int p = 0; p < n; p++)
+        db->slots_host[(size_t)lane * n_ctx + p] = br.base + p;
+    db->n_used += n;
+    db->n_past[lane] = n;
+    return logits_out(db, s, &br, rows, n_rows, logits_host);
+}
+
+int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int *lanes,
+                       const int32_t *tokens, int n, float *logits_host) {
+    const struct wc_backend_ops *op = s->be->ops;
+    int c = db->hp->n_text_state, n_ctx = db->hp->n_text_ctx;
+    if (s->err)
+        return s->err;
+    if (n < 1 || n > db->n_lanes || db->n_used + n > db->n_slots) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "decoder: %d lanes of %d stepped with %d of %d slots used", n, db->n_lanes,
+                       db->n_used, db->n_slots);
+        return s->err;
+    }
+    for (int k = 0; k < n; k++) {
+        int lane = lanes[k], pos = lane >= 0 && lane < db->n_lanes ? db->n_past[lane] : -1;
+        if (pos < 1 || pos >= n_ctx) {
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                           "decoder: lane %d at position %d cannot step (context %d)", lane, pos,
+                           n_ctx);
+            return s->err;
+        }
+        op->embed(s, db->x + (size_t)k * c, tokens + k, 1, &db->w->tok_emb, db->w->dec_pos, pos, c);
+        db->slots_host[(size_t)lane * n_ctx + pos] = db->n_used + k;
+    }
+    op->upload(s, db->slots, db->slots_host, (size_t)db->n_lanes * n_ctx * sizeof(int32_t));
+    struct block_rows br = {.n = n, .base = db->n_used, .lanes = lanes};
+    for (int l = 0; l < db->hp->n_text_layer; l++)
+        decoder_block(db, s, l, &br);
+    db->n_used += n;
+    for (int k = 0; k < n; k++)
+        db->n_past[lanes[k]]++;
+    return logits_out(db, s, &br, NULL, n, logits_host);
+}

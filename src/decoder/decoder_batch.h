@@ -1,0 +1,72 @@
+/*
+ * decoder_batch.h — the text decoder over independent sequences ("lanes"), one 30 s window
+ * each (of different files, or of different places in one), stepped together so that every
+ * weight matrix is read once per step for all of them instead of once per sequence.
+ *
+ * Unlike struct decoder's group (beams over one window sharing a prompt), each lane has its
+ * own cross-attention K/V, its own prompt and its own position. The cache is a pool of slots
+ * (rows of K and V) handed out in order: a lane's prompt takes a block of adjacent slots and
+ * every step gives each stepped lane the next slot, so each linear op writes its new keys and
+ * values as one contiguous block; a lane reads its history through its row of the slot table.
+ * Room: n_lanes * n_text_ctx slots, enough for every lane to fill its context once between
+ * decoder_batch_reset calls.
+ *
+ * Exactness: a lane's arithmetic is the single-sequence decoder's (decoder.c), op for op on
+ * the same rows, so a lane's logits have the bits struct decoder gives the same window alone:
+ * linear ops are split into calls of at most the backend's linear_exact_rows rows, and
+ * attention runs per lane.
+ *
+ * Usage per batch: decoder_batch_reset(); for each lane decoder_batch_set_audio() and
+ * decoder_batch_prefill(); then decoder_batch_step() for the lanes still decoding.
+ */
+#ifndef WC_DECODER_BATCH_H
+#define WC_DECODER_BATCH_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "model/model_file.h"
+#include "model/weights.h"
+
+struct decoder_batch {
+    const struct wc_hparams *hp;
+    const struct wc_weights *w;
+    int n_lanes; /* lanes the buffers have room for */
+    int n_slots; /* cache rows: n_lanes * n_text_ctx */
+    int n_used;  /* cache rows handed out since decoder_batch_reset */
+    int *n_past; /* [n_lanes] positions of each lane in the cache, owned */
+    /* backend memory, owned */
+    float *k_cache, *v_cache; /* [n_text_layer][n_slots][s] */
+    float *xk, *xv;           /* [n_lanes][n_text_layer][n_audio_ctx][s] cross-attention K/V */
+    float *x, *h, *q, *att;   /* [max(n_text_ctx, n_lanes)][s] */
+    float *mlp;               /* [max(n_text_ctx, n_lanes)][4s] */
+    float *logits;            /* [max(2, n_lanes)][n_vocab] */
+    int32_t *slots;           /* [n_lanes][n_text_ctx] cache slot of (lane, position) */
+    int32_t *slots_host;      /* host copy of slots, owned */
+};
+
+/* Buffers for n_lanes lanes. Returns 0 or the stream's error (nothing left allocated). */
+int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const struct wc_hparams *hp,
+                       const struct wc_weights *w, int n_lanes);
+void decoder_batch_free(struct decoder_batch *db, struct wc_stream *s);
+
+/* Empties every lane and the slot pool. */
+void decoder_batch_reset(struct decoder_batch *db);
+
+/* Lane `lane`'s cross-attention K/V from an encoder output [n_audio_ctx][s]. */
+void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int lane,
+                             const float *audio_features);
+
+/* Runs tokens[0..n) at positions 0.. of an empty lane, as decoder_forward; for each of the
+ * n_rows (<= 2) row indices in rows[], writes that token's logits to logits_host + i*n_vocab.
+ * Returns the stream's error (0 = ok). */
+int decoder_batch_prefill(struct decoder_batch *db, struct wc_stream *s, int lane,
+                          const int32_t *tokens, int n, const int *rows, int n_rows,
+                          float *logits_host);
+
+/* One token for each of the n lanes in lanes[] (distinct), each at its own next position;
+ * writes their logits to logits_host [n][n_vocab]. */
+int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int *lanes,
+                       const int32_t *tokens, int n, float *logits_host);
+
+#endif /* WC_DECODER_BATCH_H */

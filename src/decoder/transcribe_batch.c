@@ -1,0 +1,146 @@
+/*
+ * transcribe_batch.c — see transcribe_batch.h. One loop: fill the free lanes with inputs not
+ * started yet, encode each lane's next window into its lane, decode the batch, hand each
+ * result back to its input's job (which cuts segments, or falls back alone), retire the
+ * inputs that are done.
+ */
+#include "decoder/transcribe_batch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "decoder/decode_batch.h"
+#include "decoder/decode_window.h"
+#include "decoder/decoder_batch.h"
+#include "encoder/encoder.h"
+#include "frontend/mel.h"
+#include "model/model_file.h"
+#include "model/vocab.h"
+#include "util.h"
+
+bool transcribe_batch_supported(const struct whisperc_full_params *p) {
+    return p->strategy == WHISPERC_SAMPLING_GREEDY && p->n_temperatures >= 1 &&
+           p->temperatures[0] == 0.0f && !p->word_timestamps && p->max_len == 0;
+}
+
+struct lane {
+    struct transcribe_job *job;
+    int i_input;
+};
+
+struct batch_run {
+    struct transcribe_ctx *t;
+    struct decoder_batch *db;
+    struct lane *lanes; /* [db->n_lanes]; lanes[0..n_busy) hold a job */
+    int n_busy;
+    float *window;             /* host [n_mels][3000] */
+    float *logits;             /* host [max(2, n_lanes)][n_vocab] */
+    struct decode_opts *opts;  /* [n_lanes] */
+    struct decode_result *res; /* [n_lanes] */
+};
+
+/* Starts inputs until every lane has one or none are left; inputs with no audio end at once. */
+static int fill_lanes(struct batch_run *b, const struct mel_spec *mels, int n, int *next,
+                      struct wc_transcript *outs, char *err, size_t err_size) {
+    while (b->n_busy < b->db->n_lanes && *next < n) {
+        int i = (*next)++;
+        struct transcribe_job *j = NULL;
+        int rc = transcribe_job_start(b->t, &mels[i], &outs[i], err, err_size, &j);
+        if (!rc && transcribe_job_done(j))
+            rc = transcribe_job_end(j);
+        if (rc || transcribe_job_done(j)) {
+            transcribe_job_free(j);
+            if (rc)
+                return rc;
+            continue;
+        }
+        b->lanes[b->n_busy++] = (struct lane){j, i};
+    }
+    return 0;
+}
+
+/* Each busy lane's next window through the encoder into the lane's cross-attention. */
+static int encode_lanes(struct batch_run *b) {
+    struct transcribe_ctx *t = b->t;
+    double t0 = wc_now_ms();
+    for (int k = 0; k < b->n_busy; k++) {
+        transcribe_job_window(b->lanes[k].job, b->window, &b->opts[k]);
+        encoder_forward(t->enc, t->s, b->window, WC_CHUNK_FRAMES, t->audio_features);
+        decoder_batch_set_audio(b->db, t->s, k, t->audio_features);
+        t->n_windows++;
+    }
+    int rc = wc_stream_sync(t->s);
+    t->encode_ms += wc_now_ms() - t0;
+    return rc;
+}
+
+/* Hands each lane's result to its job; lanes whose input is done are retired (compacted). */
+static int finish_lanes(struct batch_run *b) {
+    int rc = 0, n_keep = 0;
+    for (int k = 0; k < b->n_busy; k++) {
+        struct lane ln = b->lanes[k];
+        if (!rc)
+            rc = transcribe_job_decoded(ln.job, &b->res[k]);
+        else
+            decode_result_free(&b->res[k]);
+        if (!rc && transcribe_job_done(ln.job)) {
+            rc = transcribe_job_end(ln.job);
+            transcribe_job_free(ln.job);
+            continue;
+        }
+        b->lanes[n_keep++] = ln;
+    }
+    b->n_busy = n_keep;
+    return rc;
+}
+
+int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
+                     const struct mel_spec *mels, int n, struct wc_transcript *outs, char *err,
+                     size_t err_size) {
+    int B = db->n_lanes, n_vocab = t->vocab->n_vocab, next = 0, rc = 0;
+    struct batch_run b = {
+        .t = t,
+        .db = db,
+        .lanes = calloc((size_t)B, sizeof *b.lanes),
+        .window = malloc((size_t)t->hp->n_mels * WC_CHUNK_FRAMES * sizeof(float)),
+        .logits = malloc((size_t)(B > 2 ? B : 2) * n_vocab * sizeof(float)),
+        .opts = calloc((size_t)B, sizeof *b.opts),
+        .res = calloc((size_t)B, sizeof *b.res),
+    };
+    for (int i = 0; i < n; i++)
+        memset(&outs[i], 0, sizeof outs[i]);
+    if (!b.lanes || !b.window || !b.logits || !b.opts || !b.res) {
+        wc_errf(err, err_size, "out of memory for a batch of %d", B);
+        rc = WHISPERC_ERR_NO_MEMORY;
+    }
+    while (!rc) {
+        rc = fill_lanes(&b, mels, n, &next, outs, err, err_size);
+        if (rc || b.n_busy == 0)
+            break;
+        rc = encode_lanes(&b);
+        if (rc) {
+            wc_errf(err, err_size, "encoder: %s", t->s->errmsg);
+            break;
+        }
+        double t0 = wc_now_ms();
+        rc = decode_batch_greedy(db, t->s, t->vocab, b.opts, b.n_busy, b.logits, b.res);
+        t->decode_ms += wc_now_ms() - t0;
+        for (int k = 0; k < b.n_busy; k++)
+            t->n_decode_steps += b.res[k].n_steps;
+        if (rc) {
+            wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
+            for (int k = 0; k < b.n_busy; k++)
+                decode_result_free(&b.res[k]);
+            break;
+        }
+        rc = finish_lanes(&b); /* each window's end calls t->on_window, which may abort */
+    }
+    for (int k = 0; k < b.n_busy; k++)
+        transcribe_job_free(b.lanes[k].job);
+    if (rc)
+        for (int i = 0; i < n; i++)
+            transcript_free(&outs[i]);
+    free(b.lanes), free(b.window), free(b.logits), free(b.opts), free(b.res);
+    return rc;
+}

@@ -1,0 +1,35 @@
+/*
+ * transcribe_batch.h — transcribe() over many inputs at once: each input's windows stay in
+ * order (a window's seek and prompt come from the one before), and the next window of up to
+ * n_lanes inputs is decoded as one batch (decode_batch_greedy), so the decoder reads its
+ * weights once per step for all of them. An input that ends frees its lane for the next input.
+ *
+ * Every transcript is exactly transcribe()'s for that input alone: the batch decodes at
+ * temperatures[0] = 0 greedily as decode_window does, and a window that needs a fallback is
+ * re-decoded alone at the next temperatures on the state's own decoder.
+ *
+ * Not batched (the caller runs transcribe() per input instead): beam search, a first
+ * temperature above 0, word timestamps and max_len (their alignment needs the window on the
+ * state's own decoder).
+ */
+#ifndef WC_TRANSCRIBE_BATCH_H
+#define WC_TRANSCRIBE_BATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "decoder/transcribe.h"
+
+struct decoder_batch;
+
+/* Whether transcribe_batch can run these params. */
+bool transcribe_batch_supported(const struct whisperc_full_params *p);
+
+/* mels[i] as transcribe() wants it, into outs[i] (i < n). t's encoder and decoder serve
+ * language detection and fallbacks; db's lanes the batches. Returns 0 or the first error,
+ * with err filled (naming the input); then every outs[i] is freed. */
+int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
+                     const struct mel_spec *mels, int n, struct wc_transcript *outs, char *err,
+                     size_t err_size);
+
+#endif /* WC_TRANSCRIBE_BATCH_H */

@@ -1,0 +1,216 @@
+/*
+ * test_batch.c — whisperc_full_batch against whisperc_full, input by input: the same segments
+ * (text, times, tokens, decoding details) and text, bit for bit, on LJSpeech dev clips of
+ * different lengths plus one long input of many windows, with tiny.en, at batch sizes 4 and 8;
+ * then with a logprob threshold that sends windows to the temperature fallback (decoded alone
+ * inside the batched run). Skips (77) without ../shared.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "libwhisperc.h"
+
+#define N_CLIPS  13 /* LJ001-0001 … 0013, one input each */
+#define N_LONG   18 /* LJ001-0014 … 0031 joined: one input of several windows */
+#define N_INPUTS (N_CLIPS + 1)
+
+struct seg {
+    char *text;
+    int64_t t0, t1;
+    float temperature, avg_logprob, no_speech_prob, compression_ratio;
+    int n_tokens;
+    int *tokens;
+};
+
+struct result {
+    char *text;
+    struct seg *seg;
+    int n_seg;
+};
+
+static char *dup_str(const char *s) {
+    char *d = malloc(strlen(s) + 1);
+    strcpy(d, s);
+    return d;
+}
+
+/* The selected result of st. */
+static void take_result(whisperc_state *st, struct result *r) {
+    r->text = dup_str(whisperc_full_text(st));
+    r->n_seg = whisperc_n_segments(st);
+    r->seg = calloc((size_t)r->n_seg + 1, sizeof *r->seg);
+    for (int i = 0; i < r->n_seg; i++) {
+        struct seg *s = &r->seg[i];
+        s->text = dup_str(whisperc_segment_text(st, i));
+        s->t0 = whisperc_segment_t0_ms(st, i);
+        s->t1 = whisperc_segment_t1_ms(st, i);
+        s->temperature = whisperc_segment_temperature(st, i);
+        s->avg_logprob = whisperc_segment_avg_logprob(st, i);
+        s->no_speech_prob = whisperc_segment_no_speech_prob(st, i);
+        s->compression_ratio = whisperc_segment_compression_ratio(st, i);
+        s->n_tokens = whisperc_segment_n_tokens(st, i);
+        s->tokens = malloc(((size_t)s->n_tokens + 1) * sizeof *s->tokens);
+        for (int k = 0; k < s->n_tokens; k++)
+            s->tokens[k] = whisperc_segment_token_id(st, i, k);
+    }
+}
+
+static void result_free(struct result *r) {
+    for (int i = 0; i < r->n_seg; i++) {
+        free(r->seg[i].text);
+        free(r->seg[i].tokens);
+    }
+    free(r->seg);
+    free(r->text);
+    memset(r, 0, sizeof *r);
+}
+
+/* 1 when a and b are the same, else prints the first difference. */
+static int same_result(const char *what, int i, const struct result *a, const struct result *b) {
+    if (strcmp(a->text, b->text) || a->n_seg != b->n_seg) {
+        fprintf(stderr,
+                "%s input %d: text or segments differ:\n  alone: (%d) %s\n  batch: (%d) %s\n", what,
+                i, a->n_seg, a->text, b->n_seg, b->text);
+        return 0;
+    }
+    for (int k = 0; k < a->n_seg; k++) {
+        const struct seg *x = &a->seg[k], *y = &b->seg[k];
+        int same = !strcmp(x->text, y->text) && x->t0 == y->t0 && x->t1 == y->t1 &&
+                   x->temperature == y->temperature && x->avg_logprob == y->avg_logprob &&
+                   x->no_speech_prob == y->no_speech_prob &&
+                   x->compression_ratio == y->compression_ratio && x->n_tokens == y->n_tokens &&
+                   !memcmp(x->tokens, y->tokens, (size_t)x->n_tokens * sizeof *x->tokens);
+        if (!same) {
+            fprintf(stderr,
+                    "%s input %d segment %d differs: alone [%lld %lld] T=%g lp=%.9g '%s', batch "
+                    "[%lld %lld] T=%g lp=%.9g '%s'\n",
+                    what, i, k, (long long)x->t0, (long long)x->t1, x->temperature, x->avg_logprob,
+                    x->text, (long long)y->t0, (long long)y->t1, y->temperature, y->avg_logprob,
+                    y->text);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static float *load(const char *rel, int *n) {
+    float *pcm = NULL;
+    char err[256];
+    if (whisperc_load_audio(shared_path_or_skip(rel), &pcm, n, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        exit(1);
+    }
+    return pcm;
+}
+
+/* Every input alone, then batched at each size; returns the fallbacks the batched runs made. */
+static int compare(whisperc_state *st, struct whisperc_full_params *fp, const float *const *pcm,
+                   const int *n, const int *sizes, int n_sizes, const char *what) {
+    struct result alone[N_INPUTS];
+    for (int i = 0; i < N_INPUTS; i++) {
+        CHECK(whisperc_full(st, fp, pcm[i], n[i]) == WHISPERC_OK);
+        take_result(st, &alone[i]);
+    }
+    int n_fallbacks = 0;
+    for (int b = 0; b < n_sizes; b++) {
+        fp->batch_size = sizes[b];
+        int rc = whisperc_full_batch(st, fp, pcm, n, N_INPUTS);
+        CHECK(rc == WHISPERC_OK);
+        if (rc) {
+            fprintf(stderr, "%s\n", whisperc_state_errmsg(st));
+            continue;
+        }
+        CHECK(whisperc_batch_n_inputs(st) == N_INPUTS);
+        struct whisperc_timings tm = {.size = sizeof tm};
+        CHECK(whisperc_state_timings(st, &tm) == WHISPERC_OK);
+        n_fallbacks += tm.n_fallbacks;
+        int ok = 1;
+        /* selected in a scrambled order, so that selecting back and forth is covered too */
+        for (int s = 0; s < N_INPUTS; s++) {
+            int i = (s * 5 + 3) % N_INPUTS;
+            CHECK(whisperc_batch_select(st, i) == WHISPERC_OK);
+            struct result r;
+            take_result(st, &r);
+            ok &= same_result(what, i, &alone[i], &r);
+            result_free(&r);
+        }
+        printf("%s, batch_size %d: %d inputs %s (%d windows, %d fallbacks, decode %.0f ms)\n", what,
+               sizes[b], N_INPUTS, ok ? "identical" : "DIFFER", tm.n_windows, tm.n_fallbacks,
+               tm.decode_ms);
+        CHECK(ok);
+        CHECK(whisperc_batch_select(st, N_INPUTS) == WHISPERC_ERR_INVALID_ARG);
+        CHECK(whisperc_batch_select(st, -1) == WHISPERC_ERR_INVALID_ARG);
+    }
+    for (int i = 0; i < N_INPUTS; i++)
+        result_free(&alone[i]);
+    return n_fallbacks;
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    char *model_path = dup_str(shared_path_or_skip("models/ggml-tiny.en.bin")); /* static */
+    float *pcm[N_INPUTS];
+    int n[N_INPUTS];
+    char rel[128];
+    for (int i = 0; i < N_CLIPS; i++) {
+        snprintf(rel, sizeof rel, "audio/ljspeech-dev/wavs/LJ001-%04d.flac", i + 1);
+        pcm[i] = load(rel, &n[i]);
+    }
+    pcm[N_CLIPS] = NULL;
+    n[N_CLIPS] = 0;
+    for (int i = 0; i < N_LONG; i++) {
+        snprintf(rel, sizeof rel, "audio/ljspeech-dev/wavs/LJ001-%04d.flac", N_CLIPS + 1 + i);
+        int m;
+        float *p = load(rel, &m);
+        pcm[N_CLIPS] = realloc(pcm[N_CLIPS], ((size_t)n[N_CLIPS] + m) * sizeof(float));
+        memcpy(pcm[N_CLIPS] + n[N_CLIPS], p, (size_t)m * sizeof(float));
+        n[N_CLIPS] += m;
+        free(p);
+    }
+    printf("long input: %.1f s\n", n[N_CLIPS] / 16000.0);
+
+    whisperc_model *model = NULL;
+    struct whisperc_model_params mp = whisperc_model_default_params();
+    mp.device = WHISPERC_DEVICE_CPU;
+    char err[256];
+    whisperc_state *st = NULL;
+    if (whisperc_model_load(model_path, &mp, &model, err, sizeof err) ||
+        whisperc_state_new(model, &st)) {
+        fprintf(stderr, "%s: cannot load: %s\n", model_path, err);
+        return 1;
+    }
+    free(model_path);
+    struct whisperc_full_params fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    fp.language = "en";
+    const float *const *in = (const float *const *)pcm;
+
+    const int sizes[] = {4, 8};
+    compare(st, &fp, in, n, sizes, 2, "defaults");
+    /* a threshold most windows miss: fallbacks (sampling at T > 0) inside the batched run;
+     * two temperatures keep it quick (4 lanes for 14 inputs: lanes are reused) */
+    fp.logprob_threshold = -0.15f;
+    fp.n_temperatures = 2;
+    fp.temperatures[1] = 0.4f;
+    CHECK(compare(st, &fp, in, n, sizes, 1, "logprob_threshold -0.15, T 0 and 0.4") > 0);
+
+    /* bad calls: no inputs, a bad batch size, a bad input named */
+    fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    CHECK(whisperc_full_batch(st, &fp, in, n, 0) == WHISPERC_ERR_INVALID_ARG);
+    fp.batch_size = 0;
+    CHECK(whisperc_full_batch(st, &fp, in, n, 2) == WHISPERC_ERR_INVALID_ARG);
+    fp.batch_size = 4;
+    int bad_n[2] = {n[0], 0};
+    CHECK(whisperc_full_batch(st, &fp, in, bad_n, 2) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(strstr(whisperc_state_errmsg(st), "input 1") != NULL);
+    CHECK(whisperc_batch_n_inputs(st) == 0);
+    CHECK(whisperc_n_segments(st) == 0);
+
+    whisperc_state_free(st);
+    whisperc_model_free(model);
+    for (int i = 0; i < N_INPUTS; i++)
+        free(pcm[i]);
+    return TEST_RESULT();
+}
