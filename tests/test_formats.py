@@ -11,7 +11,7 @@ usage: test_formats.py WHISPER_C SHARED_DIR jfk
 
 jfk: the 11 s jfk.wav (about 75 s on 2 shared cores: suite cli). long: the long-form file of the
 golden tests, the 186 ljspeech-dev clips as one 20-minute recording (written by run_transcribe
---write-wav), greedy, twice (suite slow). Exits 77 (skip) when the shared model or audio is
+--write-wav), greedy with words, -ml/-sow and the line options (suite slow). Exits 77 (skip) when the shared model or audio is
 missing.
 """
 import csv
@@ -220,8 +220,7 @@ try:
         if r.returncode != 0:
             print(f"NOT OK  run_transcribe --write-wav: {r.stderr.strip()}")
             sys.exit(1)
-        variants = [["-bs", "1", "-wt"],
-                    ["-bs", "1", "-wt", "-ml", "40", "-sow", "--max-line-width", "42",
+        variants = [["-bs", "1", "-wt", "-ml", "40", "-sow", "--max-line-width", "42",
                      "--max-line-count", "2"]]
     else:
         audio = jfk
