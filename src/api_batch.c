@@ -53,12 +53,16 @@ static void add_timings(struct whisperc_timings *sum, const struct whisperc_timi
     sum->vad_seconds += t->vad_seconds;
 }
 
-/* What whisperc_full_batch cannot batch: each input alone, its transcript moved out. */
+/* What whisperc_full_batch cannot batch: each input alone, its transcript moved out. Only
+ * the abort callback is kept, as on the batched path. */
 static int one_by_one(whisperc_state *st, const struct whisperc_full_params *params,
                       const float *const *pcm, const int *n_samples, int n) {
     struct whisperc_timings sum = {0};
+    struct whisperc_full_params p = *params;
+    p.new_segment_fn = NULL;
+    p.progress_fn = NULL;
     for (int i = 0; i < n; i++) {
-        int rc = api_full(st, params, pcm[i], n_samples[i]);
+        int rc = api_full(st, &p, pcm[i], n_samples[i]);
         if (rc) {
             size_t len = strlen(st->errmsg);
             char msg[sizeof st->errmsg];
@@ -71,6 +75,13 @@ static int one_by_one(whisperc_state *st, const struct whisperc_full_params *par
     }
     st->timings = sum;
     return 0;
+}
+
+/* After each window of any input: the abort callback. */
+static bool on_window(void *user, int n_new, int percent) {
+    const struct whisperc_full_params *p = user;
+    (void)n_new, (void)percent;
+    return p->abort_fn && p->abort_fn(p->abort_user_data);
 }
 
 /* The batched path: every input's log-Mel, then transcribe_batch over the state's lanes. */
@@ -108,6 +119,8 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
         .non_speech = m->non_speech,
         .n_non_speech = m->n_non_speech,
         .i_language = i_lang,
+        .on_window = on_window,
+        .user = (void *)p,
     };
     if (!rc)
         rc = transcribe_batch(&t, &st->db, mels, n, st->batch_tr, st->errmsg, sizeof st->errmsg);

@@ -3,7 +3,8 @@
  * (text, times, tokens, decoding details) and text, bit for bit, on LJSpeech dev clips of
  * different lengths plus one long input of many windows, with tiny.en, at batch sizes 4 and 8;
  * then with a logprob threshold that sends windows to the temperature fallback (decoded alone
- * inside the batched run). Skips (77) without ../shared.
+ * inside the batched run), and an abort. Skips (77) without ../shared. `test_batch quick`: 5 clips
+ * and a shorter long input, batch size 3 (for sanitizer builds).
  */
 #include <math.h>
 #include <stdio.h>
@@ -13,9 +14,10 @@
 #include "common.h"
 #include "libwhisperc.h"
 
-#define N_CLIPS  13 /* LJ001-0001 … 0013, one input each */
-#define N_LONG   18 /* LJ001-0014 … 0031 joined: one input of several windows */
-#define N_INPUTS (N_CLIPS + 1)
+#define MAX_CLIPS 13 /* LJ001-0001 … 0013, one input each */
+#define MAX_LONG  18 /* the next 18 clips joined: one input of several windows */
+
+static int N_CLIPS = MAX_CLIPS, N_LONG = MAX_LONG, N_INPUTS = MAX_CLIPS + 1;
 
 struct seg {
     char *text;
@@ -96,6 +98,11 @@ static int same_result(const char *what, int i, const struct result *a, const st
     return 1;
 }
 
+static bool abort_now(void *user) {
+    (*(int *)user)++;
+    return true;
+}
+
 static float *load(const char *rel, int *n) {
     float *pcm = NULL;
     char err[256];
@@ -109,7 +116,7 @@ static float *load(const char *rel, int *n) {
 /* Every input alone, then batched at each size; returns the fallbacks the batched runs made. */
 static int compare(whisperc_state *st, struct whisperc_full_params *fp, const float *const *pcm,
                    const int *n, const int *sizes, int n_sizes, const char *what) {
-    struct result alone[N_INPUTS];
+    struct result alone[MAX_CLIPS + 1];
     for (int i = 0; i < N_INPUTS; i++) {
         CHECK(whisperc_full(st, fp, pcm[i], n[i]) == WHISPERC_OK);
         take_result(st, &alone[i]);
@@ -149,11 +156,17 @@ static int compare(whisperc_state *st, struct whisperc_full_params *fp, const fl
     return n_fallbacks;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    bool quick = argc > 1 && !strcmp(argv[1], "quick");
+    if (quick) {
+        N_CLIPS = 5;
+        N_LONG = 6;
+        N_INPUTS = N_CLIPS + 1;
+    }
     char *model_path = dup_str(shared_path_or_skip("models/ggml-tiny.en.bin")); /* static */
-    float *pcm[N_INPUTS];
-    int n[N_INPUTS];
+    float *pcm[MAX_CLIPS + 1];
+    int n[MAX_CLIPS + 1];
     char rel[128];
     for (int i = 0; i < N_CLIPS; i++) {
         snprintf(rel, sizeof rel, "audio/ljspeech-dev/wavs/LJ001-%04d.flac", i + 1);
@@ -187,14 +200,15 @@ int main(void) {
     fp.language = "en";
     const float *const *in = (const float *const *)pcm;
 
-    const int sizes[] = {4, 8};
-    compare(st, &fp, in, n, sizes, 2, "defaults");
+    const int sizes[] = {4, 8}, quick_size[] = {3};
+    compare(st, &fp, in, n, quick ? quick_size : sizes, quick ? 1 : 2, "defaults");
     /* a threshold most windows miss: fallbacks (sampling at T > 0) inside the batched run;
      * two temperatures keep it quick (4 lanes for 14 inputs: lanes are reused) */
     fp.logprob_threshold = -0.15f;
     fp.n_temperatures = 2;
     fp.temperatures[1] = 0.4f;
-    CHECK(compare(st, &fp, in, n, sizes, 1, "logprob_threshold -0.15, T 0 and 0.4") > 0);
+    CHECK(compare(st, &fp, in, n, quick ? quick_size : sizes, 1,
+                  "logprob_threshold -0.15, T 0 and 0.4") > 0);
 
     /* bad calls: no inputs, a bad batch size, a bad input named */
     fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
@@ -207,6 +221,13 @@ int main(void) {
     CHECK(strstr(whisperc_state_errmsg(st), "input 1") != NULL);
     CHECK(whisperc_batch_n_inputs(st) == 0);
     CHECK(whisperc_n_segments(st) == 0);
+    /* the abort callback ends the batched run after a window, with no results */
+    int n_calls = 0;
+    fp.abort_fn = abort_now;
+    fp.abort_user_data = &n_calls;
+    CHECK(whisperc_full_batch(st, &fp, in, n, 3) == WHISPERC_ERR_ABORTED);
+    CHECK(n_calls == 1);
+    CHECK(whisperc_batch_n_inputs(st) == 0);
 
     whisperc_state_free(st);
     whisperc_model_free(model);
