@@ -12,3 +12,8 @@ $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential pkg-config meson ninja-build python3 python3-numpy python3-pip \
     libsndfile1-dev libsoxr-dev libfftw3-dev libopenblas-dev libpcre2-dev zlib1g-dev \
     clang
+# The python3 that comes first on PATH runs the tools and the tests; when it is not Debian's
+# (pyenv, a virtualenv), python3-numpy is not visible to it: install numpy there from PyPI.
+if ! python3 -c 'import numpy' 2>/dev/null; then
+    python3 -m pip install -q numpy
+fi
