@@ -503,20 +503,7 @@ static int run_pcm(whisperc_state *st, const struct whisperc_full_params *p, con
     if (rc)
         return rc;
     struct callbacks cb = {st, p, map};
-    struct transcribe_ctx t = {
-        .hp = &m->file->hp,
-        .vocab = &m->vocab,
-        .s = st->s,
-        .enc = &st->enc,
-        .dec = &st->dec,
-        .audio_features = st->audio_features,
-        .p = p,
-        .non_speech = m->non_speech,
-        .n_non_speech = m->n_non_speech,
-        .i_language = i_lang,
-        .on_window = on_window,
-        .user = &cb,
-    };
+    struct transcribe_ctx t = api_transcribe_ctx(st, p, i_lang, on_window, &cb);
     if (det) {
         rc = detect_only(&t, &mel, det);
         if (rc)
@@ -622,6 +609,26 @@ int api_check_samples(whisperc_state *st, const struct whisperc_full_params *p, 
                         "%.1f s of audio, longer than the limit of %g s (max_audio_s)",
                         n_samples / (double)WC_SAMPLE_RATE, p->max_audio_s);
     return 0;
+}
+
+struct transcribe_ctx api_transcribe_ctx(whisperc_state *st, const struct whisperc_full_params *p,
+                                         int i_lang, bool (*on_window)(void *, int, int),
+                                         void *user) {
+    const struct whisperc_model *m = st->m;
+    return (struct transcribe_ctx){
+        .hp = &m->file->hp,
+        .vocab = &m->vocab,
+        .s = st->s,
+        .enc = &st->enc,
+        .dec = &st->dec,
+        .audio_features = st->audio_features,
+        .p = p,
+        .non_speech = m->non_speech,
+        .n_non_speech = m->n_non_speech,
+        .i_language = i_lang,
+        .on_window = on_window,
+        .user = user,
+    };
 }
 
 int api_set_threads(whisperc_state *st, int n_threads) {

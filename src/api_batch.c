@@ -108,20 +108,7 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
             api_fail(st, rc, "input %d: %s", i, err);
     }
     st->timings.mel_ms = wc_now_ms() - t0;
-    struct transcribe_ctx t = {
-        .hp = hp,
-        .vocab = &m->vocab,
-        .s = st->s,
-        .enc = &st->enc,
-        .dec = &st->dec,
-        .audio_features = st->audio_features,
-        .p = p,
-        .non_speech = m->non_speech,
-        .n_non_speech = m->n_non_speech,
-        .i_language = i_lang,
-        .on_window = on_window,
-        .user = (void *)p,
-    };
+    struct transcribe_ctx t = api_transcribe_ctx(st, p, i_lang, on_window, (void *)p);
     if (!rc)
         rc = transcribe_batch(&t, &st->db, mels, n, st->batch_tr, st->errmsg, sizeof st->errmsg);
     for (int i = 0; i < n; i++)

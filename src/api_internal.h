@@ -57,6 +57,10 @@ int api_check_samples(whisperc_state *st, const struct whisperc_full_params *p, 
 /* 0, or api_fail for bad params; *i_lang: the language index (-1: detect or English-only). */
 int api_check_params(whisperc_state *st, const struct whisperc_full_params *p, int *i_lang);
 int api_set_threads(whisperc_state *st, int n_threads);
+/* The transcription context of st's model, encoder and decoder for params p. */
+struct transcribe_ctx api_transcribe_ctx(whisperc_state *st, const struct whisperc_full_params *p,
+                                         int i_lang, bool (*on_window)(void *, int, int),
+                                         void *user);
 /* whisperc_full without touching the batch results. */
 whisperc_status api_full(whisperc_state *st, const struct whisperc_full_params *params,
                          const float *pcm16k, int n_samples);
