@@ -105,11 +105,21 @@ struct wc_backend_ops {
     /* Decoder self-attention for one new query per sequence, keys and values gathered through
      * a slot table, so that beams share their common prefix and reorder without copying:
      *   out[g][h] = softmax_j(q[g][h] . k[r][h] / sqrt(d)) . v[r][h],  r = slots[g*ld_slots + j]
-     * for g < n_seq, j < n_kv. q, out: [n_seq][c]; k, v: rows of c floats; slots: backend
-     * memory (int32 row indices). */
+     * for g < n_seq, j < n_kv(g). q, out: [n_seq][c]; k, v: rows of c floats; slots: backend
+     * memory (int32 row indices). n_kv(g) = n_kv_seq[g] (backend memory, 1 <= n_kv_seq[g] <=
+     * n_kv: sequences of different lengths in one call), or n_kv for all when n_kv_seq is NULL. */
     void (*attention_gather)(struct wc_stream *s, float *out, const float *q, const float *k,
-                             const float *v, const int32_t *slots, int ld_slots, int n_seq,
-                             int n_kv, int c, int n_head);
+                             const float *v, const int32_t *slots, int ld_slots,
+                             const int32_t *n_kv_seq, int n_seq, int n_kv, int c, int n_head);
+
+    /* Cross-attention of one query row per lane, each over its own lane's keys and values:
+     *   out[g][h] = softmax_j(q[g][h] . K_g[j][h] / sqrt(d)) . V_g[j][h],  j < s_len, g < n_rows
+     * K_g = k + lane_of_row[g] * lane_stride (floats; likewise V_g), rows ld_kv floats apart;
+     * q, out: [n_rows][c]; lane_of_row: backend memory. Row g has the bits `attention` gives
+     * it alone (t_len 1, no mask) on the same backend. */
+    void (*attention_rows)(struct wc_stream *s, float *out, const float *q, const float *k,
+                           const float *v, int ld_kv, size_t lane_stride,
+                           const int32_t *lane_of_row, int n_rows, int s_len, int c, int n_head);
 
     /* The attention logits of one head before the softmax, for word alignment:
      *   out[t][j] = q[t][head] . k[j][head] / sqrt(d),  t < t_len, j < s_len
@@ -117,9 +127,11 @@ struct wc_backend_ops {
     void (*attention_scores)(struct wc_stream *s, float *out, const float *q, const float *k,
                              int ld_k, int t_len, int s_len, int c, int n_head, int head);
 
-    /* out[t][:] = tok_emb[tokens[t]][:] + pos_emb[pos0 + t][:]; tokens in host memory. */
-    void (*embed)(struct wc_stream *s, float *out, const int32_t *tokens, int t_len,
-                  const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
+    /* out[t][:] = tok_emb[tokens[t]][:] + pos_emb[p(t)][:], t < t_len, p(t) = positions[t]
+     * (each row its own position: sequences of a batch step) or pos0 + t when positions is
+     * NULL; tokens and positions in host memory. */
+    void (*embed)(struct wc_stream *s, float *out, const int32_t *tokens, const int32_t *positions,
+                  int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
 };
 
 struct wc_backend {

@@ -229,27 +229,81 @@ static void test_attention(struct wc_stream *s, int t_len, int s_len, int c, int
     free(q), free(k), free(v), free(out), free(ref);
 }
 
-/* n_seq queries over n_kv cache rows picked at random (with repeats) from n_slots. */
+/* n_seq queries over n_kv cache rows picked at random (with repeats) from n_slots; with
+ * per_seq, sequence g sees its own count of keys (1..n_kv), and must get the bits a call for
+ * g alone with that count gives (what the batched decoder relies on). */
 static void test_attention_gather(struct wc_stream *s, int n_seq, int n_kv, int n_slots, int c,
-                                  int n_head) {
+                                  int n_head, int per_seq) {
     int d = c / n_head, ld_slots = n_kv + 3;
     float *q = rand_vec((size_t)n_seq * c, 1.0f);
     float *k = rand_vec((size_t)n_slots * c, 1.0f), *v = rand_vec((size_t)n_slots * c, 1.0f);
     float *out = nan_vec((size_t)n_seq * c), *ref = malloc((size_t)n_seq * c * sizeof(float));
     int32_t *slots = malloc((size_t)n_seq * ld_slots * sizeof *slots);
+    int32_t *counts = malloc((size_t)n_seq * sizeof *counts);
     for (size_t i = 0; i < (size_t)n_seq * ld_slots; i++)
         slots[i] = (int32_t)((test_rng_uniform(&rng) + 1.0f) * 0.5f * (n_slots - 1) + 0.5f);
+    for (int g = 0; g < n_seq; g++)
+        counts[g] =
+            per_seq ? 1 + (int)((test_rng_uniform(&rng) + 1.0f) * 0.5f * (n_kv - 1) + 0.5f) : n_kv;
+    if (per_seq)
+        counts[n_seq - 1] = n_kv;
     for (int h = 0; h < n_head; h++)
         for (int g = 0; g < n_seq; g++)
             naive_head(ref + (size_t)g * c + h * d, q + (size_t)g * c + h * d, k + h * d, v + h * d,
-                       slots + (size_t)g * ld_slots, c, n_kv, d);
-    s->be->ops->attention_gather(s, out, q, k, v, slots, ld_slots, n_seq, n_kv, c, n_head);
+                       slots + (size_t)g * ld_slots, c, counts[g], d);
+    s->be->ops->attention_gather(s, out, q, k, v, slots, ld_slots, per_seq ? counts : NULL, n_seq,
+                                 n_kv, c, n_head);
     CHECK(wc_stream_sync(s) == 0);
-    char name[96];
-    snprintf(name, sizeof name, "attention_gather seqs=%d kv=%d slots=%d c=%d heads=%d", n_seq,
-             n_kv, n_slots, c, n_head);
+    char name[128];
+    snprintf(name, sizeof name, "attention_gather seqs=%d kv=%d%s slots=%d c=%d heads=%d", n_seq,
+             n_kv, per_seq ? " (per sequence)" : "", n_slots, c, n_head);
     CHECK(check_close(name, out, ref, (size_t)n_seq * c, 1e-5, 1e-4));
-    free(q), free(k), free(v), free(out), free(ref), free(slots);
+    for (int g = 0; per_seq && g < n_seq; g++) {
+        float *alone = nan_vec((size_t)c);
+        s->be->ops->attention_gather(s, alone, q + (size_t)g * c, k, v,
+                                     slots + (size_t)g * ld_slots, ld_slots, NULL, 1, counts[g], c,
+                                     n_head);
+        CHECK(wc_stream_sync(s) == 0);
+        CHECK(memcmp(alone, out + (size_t)g * c, (size_t)c * sizeof(float)) == 0);
+        free(alone);
+    }
+    free(q), free(k), free(v), free(out), free(ref), free(slots), free(counts);
+}
+
+/* Cross-attention of n_rows rows over n_lanes lanes' own K/V (rows ld_kv apart, lanes
+ * lane_stride apart): row g must have exactly the bits `attention` gives it alone. */
+static void test_attention_rows(struct wc_stream *s, int n_rows, int n_lanes, int s_len, int c,
+                                int n_head, int ld_extra) {
+    int ld = c + ld_extra, d = c / n_head;
+    size_t lane_stride = (size_t)s_len * ld + 17;
+    float *q = rand_vec((size_t)n_rows * c, 1.0f);
+    float *k = rand_vec(lane_stride * n_lanes, 1.0f), *v = rand_vec(lane_stride * n_lanes, 1.0f);
+    float *out = nan_vec((size_t)n_rows * c), *ref = malloc((size_t)n_rows * c * sizeof(float));
+    int32_t *lane_of = malloc((size_t)n_rows * sizeof *lane_of);
+    for (int g = 0; g < n_rows; g++)
+        lane_of[g] = (g * 5 + 3) % n_lanes;
+    for (int h = 0; h < n_head; h++)
+        for (int g = 0; g < n_rows; g++) {
+            size_t base = (size_t)lane_of[g] * lane_stride + (size_t)h * d;
+            naive_head(ref + (size_t)g * c + h * d, q + (size_t)g * c + h * d, k + base, v + base,
+                       NULL, ld, s_len, d);
+        }
+    s->be->ops->attention_rows(s, out, q, k, v, ld, lane_stride, lane_of, n_rows, s_len, c, n_head);
+    CHECK(wc_stream_sync(s) == 0);
+    char name[128];
+    snprintf(name, sizeof name, "attention_rows rows=%d lanes=%d s=%d c=%d heads=%d ld+%d", n_rows,
+             n_lanes, s_len, c, n_head, ld_extra);
+    CHECK(check_close(name, out, ref, (size_t)n_rows * c, 1e-5, 1e-4));
+    for (int g = 0; g < n_rows; g++) {
+        float *alone = nan_vec((size_t)c);
+        size_t base = (size_t)lane_of[g] * lane_stride;
+        s->be->ops->attention(s, alone, q + (size_t)g * c, k + base, v + base, ld, 1, s_len, c,
+                              n_head, -1);
+        CHECK(wc_stream_sync(s) == 0);
+        CHECK(memcmp(alone, out + (size_t)g * c, (size_t)c * sizeof(float)) == 0);
+        free(alone);
+    }
+    free(q), free(k), free(v), free(out), free(ref), free(lane_of);
 }
 
 /* One head's pre-softmax logits, keys ld_k floats apart (word alignment). */
@@ -274,20 +328,25 @@ static void test_attention_scores(struct wc_stream *s, int t_len, int s_len, int
     free(q), free(k), free(out), free(ref);
 }
 
+/* Rows at pos0 + t, then rows at their own positions (a batched decoder step). */
 static void test_embed(struct wc_backend *be, struct wc_stream *s) {
     int n_vocab = 300, c = 64, n_ctx = 20, pos0 = 5;
     struct wc_mat m;
     float *emb;
     make_mat(be, &m, n_vocab, c, WC_F16, &emb);
     float *pos = rand_vec((size_t)n_ctx * c, 1.0f);
-    int32_t tokens[3] = {0, 299, 17};
+    int32_t tokens[3] = {0, 299, 17}, positions[3] = {19, 0, 7};
     float *out = nan_vec(3 * (size_t)c), ref[3 * 64];
-    for (int t = 0; t < 3; t++)
-        for (int i = 0; i < c; i++)
-            ref[t * c + i] = emb[(size_t)tokens[t] * c + i] + pos[(size_t)(pos0 + t) * c + i];
-    s->be->ops->embed(s, out, tokens, 3, &m, pos, pos0, c);
-    CHECK(wc_stream_sync(s) == 0);
-    CHECK(check_close("embed", out, ref, 3 * (size_t)c, 0, 0));
+    for (int with_pos = 0; with_pos < 2; with_pos++) {
+        for (int t = 0; t < 3; t++) {
+            int p = with_pos ? positions[t] : pos0 + t;
+            for (int i = 0; i < c; i++)
+                ref[t * c + i] = emb[(size_t)tokens[t] * c + i] + pos[(size_t)p * c + i];
+        }
+        s->be->ops->embed(s, out, tokens, with_pos ? positions : NULL, 3, &m, pos, pos0, c);
+        CHECK(wc_stream_sync(s) == 0);
+        CHECK(check_close(with_pos ? "embed (positions)" : "embed", out, ref, 3 * (size_t)c, 0, 0));
+    }
     free(emb), free(pos), free(out);
 }
 
@@ -353,9 +412,14 @@ int main(void) {
         test_attention(s, 1, 9, 64, 1, 192, 8);
         test_attention(s, 5, 12, 128, 2, 384, 7);
         test_attention(s, 40, 40, 64, 2, 64, 0);
-        test_attention_gather(s, 1, 1, 1, 64, 1);
-        test_attention_gather(s, 5, 37, 200, 128, 2);
-        test_attention_gather(s, 3, 300, 1500, 384, 6);
+        test_attention_gather(s, 1, 1, 1, 64, 1, 0);
+        test_attention_gather(s, 5, 37, 200, 128, 2, 0);
+        test_attention_gather(s, 3, 300, 1500, 384, 6, 0);
+        test_attention_gather(s, 8, 40, 300, 384, 6, 1);
+        test_attention_gather(s, 1, 1, 1, 64, 1, 1);
+        test_attention_rows(s, 1, 1, 1, 64, 1, 0);
+        test_attention_rows(s, 8, 3, 150, 384, 6, 0);
+        test_attention_rows(s, 5, 5, 37, 128, 2, 64);
         test_attention_scores(s, 1, 1, 64, 1, 0, 0);
         test_attention_scores(s, 37, 1500, 384, 6, 5, 0);
         test_attention_scores(s, 230, 300, 512, 8, 3, 17);

@@ -188,26 +188,31 @@ static void test_layernorm(struct pair *p, int rows, int c) {
     free(x), free(want), free(got), free(got2);
 }
 
-static void test_embed(struct pair *p, int c, int t_len, int pos0) {
+/* with_pos: each row its own position (a batched step), else pos0 + t */
+static void test_embed(struct pair *p, int c, int t_len, int pos0, int with_pos) {
     char name[64];
-    snprintf(name, sizeof name, "embed c %d, %d tokens at %d", c, t_len, pos0);
+    snprintf(name, sizeof name, "embed c %d, %d tokens at %d%s", c, t_len, pos0,
+             with_pos ? " (positions)" : "");
     int n_vocab = 3000, n_ctx = 448;
     struct wc_mat ec, eg;
     make_mat(p, &ec, &eg, n_vocab, c, WC_F16);
     float *pc, *pg;
     make_vec(p, &pc, &pg, (size_t)n_ctx * c, 0.5f);
-    int32_t *tok = malloc((size_t)t_len * 4);
-    for (int t = 0; t < t_len; t++)
+    int32_t *tok = malloc((size_t)t_len * 4), *pos = malloc((size_t)t_len * 4);
+    for (int t = 0; t < t_len; t++) {
         tok[t] = (t * 977 + 13) % n_vocab;
+        pos[t] = (t * 131 + 7) % n_ctx;
+    }
     tok[0] = n_vocab - 1;
+    pos[t_len - 1] = n_ctx - 1;
     size_t n = (size_t)t_len * c;
     float *want = malloc(n * 4);
     void *dout = gpu_poisoned(p, n);
-    p->cpu->ops->embed(p->cs, want, tok, t_len, &ec, pc, pos0, c);
-    p->gpu->ops->embed(p->gs, dout, tok, t_len, &eg, pg, pos0, c);
+    p->cpu->ops->embed(p->cs, want, tok, with_pos ? pos : NULL, t_len, &ec, pc, pos0, c);
+    p->gpu->ops->embed(p->gs, dout, tok, with_pos ? pos : NULL, t_len, &eg, pg, pos0, c);
     float *got = gpu_fetch(p, dout, n);
     CHECK(got && check_close(name, got, want, n, 1e-6, 1e-6));
-    free(tok), free(want), free(got);
+    free(tok), free(pos), free(want), free(got);
 }
 
 static void test_attention(struct pair *p, int t_len, int s_len, int c, int n_head, int ld_kv,
@@ -229,26 +234,84 @@ static void test_attention(struct pair *p, int t_len, int s_len, int c, int n_he
     free(q), free(k), free(v), free(want), free(got);
 }
 
-static void test_gather(struct pair *p, int n_seq, int n_kv, int c, int n_head) {
+/* per_seq: sequence g sees its own number of keys (g-th of a batch step's lanes) */
+static void test_gather(struct pair *p, int n_seq, int n_kv, int c, int n_head, int per_seq) {
     char name[128];
-    snprintf(name, sizeof name, "attention_gather seqs %d kv %d c %d h %d", n_seq, n_kv, c, n_head);
+    snprintf(name, sizeof name, "attention_gather seqs %d kv %d c %d h %d%s", n_seq, n_kv, c,
+             n_head, per_seq ? " per sequence" : "");
     int ld_slots = n_kv + 5, n_rows = n_seq * ld_slots;
     size_t nq = (size_t)n_seq * c, nkv = (size_t)n_rows * c;
     float *q = rand_vec(nq, 1.0f), *k = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
-    int32_t *slots = malloc((size_t)n_rows * 4);
+    int32_t *slots = malloc((size_t)n_rows * 4), *counts = malloc((size_t)n_seq * 4);
     for (int i = 0; i < n_rows; i++)
         slots[i] = (i * 7919 + 3) % n_rows;
+    for (int g = 0; g < n_seq; g++)
+        counts[g] = per_seq ? n_kv - (g * 37) % n_kv : n_kv;
     float *want = malloc(nq * 4);
     void *dq = gpu_copy(p, q, nq * 4), *dk = gpu_copy(p, k, nkv * 4), *dv = gpu_copy(p, v, nkv * 4);
     void *ds = gpu_copy(p, slots, (size_t)n_rows * 4), *dout = gpu_poisoned(p, nq);
-    p->cpu->ops->attention_gather(p->cs, want, q, k, v, slots, ld_slots, n_seq, n_kv, c, n_head);
-    p->gpu->ops->attention_gather(p->gs, dout, dq, dk, dv, ds, ld_slots, n_seq, n_kv, c, n_head);
+    void *dc = gpu_copy(p, counts, (size_t)n_seq * 4);
+    p->cpu->ops->attention_gather(p->cs, want, q, k, v, slots, ld_slots, per_seq ? counts : NULL,
+                                  n_seq, n_kv, c, n_head);
+    p->gpu->ops->attention_gather(p->gs, dout, dq, dk, dv, ds, ld_slots, per_seq ? dc : NULL, n_seq,
+                                  n_kv, c, n_head);
     float *got = gpu_fetch(p, dout, nq);
     CHECK(got && check_close(name, got, want, nq, 1e-5, 1e-4));
-    void *rel[] = {dq, dk, dv, ds};
+    void *rel[] = {dq, dk, dv, ds, dc};
+    for (int i = 0; i < 5; i++)
+        p->gs->be->ops->release(p->gs, rel[i]);
+    free(q), free(k), free(v), free(slots), free(counts), free(want), free(got);
+}
+
+/* n_rows queries over n_lanes lanes' K/V of s_len rows (c floats apart), as a decoder step's
+ * cross-attention over each lane's audio */
+static void test_rows(struct pair *p, int n_rows, int n_lanes, int s_len, int c, int n_head) {
+    char name[128];
+    snprintf(name, sizeof name, "attention_rows rows %d lanes %d s %d c %d h %d", n_rows, n_lanes,
+             s_len, c, n_head);
+    size_t stride = (size_t)s_len * c, nq = (size_t)n_rows * c, nkv = stride * n_lanes;
+    float *q = rand_vec(nq, 1.0f), *k = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
+    int32_t *lane_of = malloc((size_t)n_rows * 4);
+    for (int g = 0; g < n_rows; g++)
+        lane_of[g] = (g * 3 + 1) % n_lanes;
+    float *want = malloc(nq * 4);
+    void *dq = gpu_copy(p, q, nq * 4), *dk = gpu_copy(p, k, nkv * 4), *dv = gpu_copy(p, v, nkv * 4);
+    void *dl = gpu_copy(p, lane_of, (size_t)n_rows * 4), *dout = gpu_poisoned(p, nq);
+    p->cpu->ops->attention_rows(p->cs, want, q, k, v, c, stride, lane_of, n_rows, s_len, c, n_head);
+    p->gpu->ops->attention_rows(p->gs, dout, dq, dk, dv, c, stride, dl, n_rows, s_len, c, n_head);
+    float *got = gpu_fetch(p, dout, nq);
+    CHECK(got && check_close(name, got, want, nq, 1e-5, 1e-4));
+    void *rel[] = {dq, dk, dv, dl};
     for (int i = 0; i < 4; i++)
         p->gs->be->ops->release(p->gs, rel[i]);
-    free(q), free(k), free(v), free(slots), free(want), free(got);
+    free(q), free(k), free(v), free(lane_of), free(want), free(got);
+}
+
+/* linear over linear_exact_rows rows, then each row alone: the same bits (the batched decoder's
+ * exactness on this backend). */
+static void test_linear_rows_exact(struct pair *p, int n_out, int k, enum wc_act act, int acc) {
+    int n_rows = p->gpu->ops->linear_exact_rows;
+    char name[128];
+    snprintf(name, sizeof name, "cuda linear: %d rows = each alone (out %d in %d%s%s)", n_rows,
+             n_out, k, act ? " gelu" : "", acc ? " accumulate" : "");
+    struct wc_mat mc, mg;
+    make_mat(p, &mc, &mg, n_out, k, WC_F16);
+    float *bc, *bg;
+    make_vec(p, &bc, &bg, (size_t)n_out, 0.5f);
+    size_t n_in = (size_t)n_rows * k, n_o = (size_t)n_rows * n_out;
+    float *in = rand_vec(n_in, 1.0f), *start = rand_vec(n_o, 1.0f);
+    void *din = gpu_copy(p, in, n_in * 4), *d_all = gpu_copy(p, start, n_o * 4);
+    void *d_one = gpu_copy(p, start, n_o * 4);
+    p->gpu->ops->linear(p->gs, d_all, 0, din, &mg, bg, n_rows, act, acc);
+    for (int r = 0; r < n_rows; r++)
+        p->gpu->ops->linear(p->gs, (float *)d_one + (size_t)r * n_out, 0,
+                            (float *)din + (size_t)r * k, &mg, bg, 1, act, acc);
+    float *all = gpu_fetch(p, d_all, n_o), *one = gpu_fetch(p, d_one, n_o);
+    int same = all && one && memcmp(all, one, n_o * 4) == 0;
+    printf("%s: %s\n", name, same ? "OK" : "NOT OK");
+    CHECK(same);
+    p->gs->be->ops->release(p->gs, din);
+    free(in), free(start), free(all), free(one);
 }
 
 static void test_scores(struct pair *p, int t_len, int s_len, int c, int n_head, int head) {
@@ -387,13 +450,22 @@ int main(void) {
         int c = widths[i];
         test_layernorm(&p, 37, c);
         test_layernorm(&p, 1, c);
-        test_embed(&p, c, 1, 0);
-        test_embed(&p, c, 9, 200);
+        test_embed(&p, c, 1, 0, 0);
+        test_embed(&p, c, 9, 200, 0);
+        test_embed(&p, c, 8, 0, 1);
         test_linear(&p, 1, c, c, WC_F16, 1, WC_ACT_NONE, 0, 0);
         test_linear(&p, 33, 4 * c, c, WC_F16, 1, WC_ACT_GELU, 0, 0);
         test_linear(&p, 33, c, 4 * c, WC_F16, 1, WC_ACT_NONE, 1, 0);
         test_linear(&p, 5, c, c, WC_F32, 0, WC_ACT_NONE, 0, c); /* into a KV cache row */
         test_linear(&p, 3, c, c, WC_F16, 1, WC_ACT_NONE, 0, 7);
+        /* decoder steps: gemv_f16 up to 8 rows, cuBLAS from 9 */
+        test_linear(&p, 8, 4 * c, c, WC_F16, 1, WC_ACT_GELU, 0, 0);
+        test_linear(&p, 8, c, 4 * c, WC_F16, 1, WC_ACT_NONE, 1, 0);
+        test_linear(&p, 2, c, c, WC_F16, 0, WC_ACT_NONE, 0, c); /* into a KV cache row */
+        test_linear(&p, 9, c, c, WC_F16, 1, WC_ACT_NONE, 1, 0);
+        test_linear_rows_exact(&p, c, c, WC_ACT_NONE, 0);
+        test_linear_rows_exact(&p, 4 * c, c, WC_ACT_GELU, 0);
+        test_linear_rows_exact(&p, c, 4 * c, WC_ACT_NONE, 1);
         test_conv1d(&p, 80, c, 61, 1, 0);
         test_conv1d(&p, c, c, 61, 2, 1);
         int h = c / 64;
@@ -401,13 +473,18 @@ int main(void) {
         test_attention(&p, 70, 70, c, h, 2 * c, 0); /* causal prefix, strided cache */
         test_attention(&p, 3, 10, c, h, c, 7);      /* causal, after a cached prefix */
         test_attention(&p, 4, 1500, c, h, c, -1);   /* cross-attention */
-        test_gather(&p, 1, 1, c, h);
-        test_gather(&p, 5, 33, c, h);
+        test_gather(&p, 1, 1, c, h, 0);
+        test_gather(&p, 5, 33, c, h, 0);
+        for (int n_seq = 1; n_seq <= 8; n_seq++) /* B = 1..8 lanes, different key counts */
+            test_gather(&p, n_seq, 40, c, h, 1);
+        for (int n_rows = 1; n_rows <= 8; n_rows++)
+            test_rows(&p, n_rows, n_rows > 3 ? n_rows - 2 : n_rows, 1500, c, h);
         test_scores(&p, 4, 1500, c, h, h - 1);
         test_scores(&p, 1, 130, c, h, 0);
     }
     test_linear(&p, 2, 51865, 384, WC_F16, 0, WC_ACT_NONE, 0, 0); /* logits */
-    test_conv1d(&p, 128, 384, 3000, 1, 0);                        /* large-v3's mel input */
+    test_linear(&p, 8, 51865, 384, WC_F16, 0, WC_ACT_NONE, 0, 0);
+    test_conv1d(&p, 128, 384, 3000, 1, 0); /* large-v3's mel input */
 
     p.gpu->ops->stream_free(p.gs);
     p.cpu->ops->stream_free(p.cs);

@@ -147,7 +147,7 @@ static void test_embed(int sm, struct wc_backend *be, struct wc_stream *s, int c
     snprintf(name, sizeof name, "embed_c%d", c);
     CUmodule mod;
     CUfunction f = load(gen_embed(sm, c), name, &mod);
-    int n_vocab = 1000, n_ctx = 64, t_len = 7, pos0 = 11;
+    int n_vocab = 1000, n_ctx = 64, t_len = 7, pos0 = 0; /* positions given */
     float *e = rand_vec((size_t)n_vocab * c, 0.5f), *pos = rand_vec((size_t)n_ctx * c, 0.5f);
     uint16_t *eh = malloc((size_t)n_vocab * c * 2);
     for (size_t i = 0; i < (size_t)n_vocab * c; i++) { /* f16 bits of small normal values */
@@ -158,20 +158,21 @@ static void test_embed(int sm, struct wc_backend *be, struct wc_stream *s, int c
                         : (uint16_t)(((bits >> 16) & 0x8000u) | ((uint32_t)ex << 10) |
                                      ((bits >> 13) & 0x3ffu));
     }
-    int32_t tokens[7] = {0, 999, 5, 5, 123, 42, 777};
+    int32_t tokens[7] = {0, 999, 5, 5, 123, 42, 777}, positions[7] = {11, 63, 0, 12, 5, 5, 40};
     struct wc_mat m;
     CHECK(be->ops->upload_mat(be, &m, eh, WC_F16, n_vocab, c) == 0);
     float *want = malloc((size_t)t_len * c * 4), *got = malloc((size_t)t_len * c * 4);
-    s->be->ops->embed(s, want, tokens, t_len, &m, pos, pos0, c);
+    s->be->ops->embed(s, want, tokens, positions, t_len, &m, pos, pos0, c);
     CUdeviceptr dout = dev_poisoned((size_t)t_len * c), dtok = dev_upload(tokens, sizeof tokens);
+    CUdeviceptr dposi = dev_upload(positions, sizeof positions);
     CUdeviceptr demb = dev_upload(eh, (size_t)n_vocab * c * 2);
     CUdeviceptr dpos = dev_upload(pos, (size_t)n_ctx * c * 4);
-    unsigned upos0 = (unsigned)pos0;
-    void *args[] = {&dout, &dtok, &demb, &dpos, &upos0};
+    void *args[] = {&dout, &dtok, &demb, &dpos, &dposi};
     launch(f, (unsigned)t_len, KERNEL_LN_THREADS, args);
     CU(api.memcpy_dtoh(got, dout, (size_t)t_len * c * 4));
     CHECK(check_close(name, got, want, (size_t)t_len * c, 0, 0));
     api.mem_free(dout), api.mem_free(dtok), api.mem_free(demb), api.mem_free(dpos);
+    api.mem_free(dposi);
     api.module_unload(mod);
     free(e), free(pos), free(eh), free(want), free(got);
 }
@@ -285,9 +286,9 @@ static void test_attention(int sm, struct wc_stream *s, int n_head, int d, int t
 }
 
 /* k, v: n_rows rows of c; each sequence's slot row holds random rows (repeats allowed, as
- * beams sharing a prefix), ld_slots > n_kv. */
+ * beams sharing a prefix), ld_slots > n_kv. per_seq: each sequence its own key count. */
 static void test_attention_gather(int sm, struct wc_stream *s, int n_head, int d, int n_seq,
-                                  int n_kv) {
+                                  int n_kv, int per_seq) {
     int c = n_head * d, ld_slots = n_kv + 5, n_rows = 2 * n_kv + 3;
     char name[64];
     snprintf(name, sizeof name, "attn_gather_h%d_d%d", n_head, d);
@@ -296,25 +297,135 @@ static void test_attention_gather(int sm, struct wc_stream *s, int n_head, int d
     size_t nq = (size_t)n_seq * c, nkv = (size_t)n_rows * c;
     float *q = rand_vec(nq, 1.0f), *kk = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
     int32_t *slots = malloc((size_t)n_seq * ld_slots * sizeof(int32_t));
+    int32_t *counts = malloc((size_t)n_seq * sizeof(int32_t));
     for (size_t i = 0; i < (size_t)n_seq * ld_slots; i++)
         slots[i] = (int32_t)((test_rng_uniform(&rng) + 1.0f) * 0.5f * (float)n_rows) % n_rows;
+    for (int g = 0; g < n_seq; g++) /* 1..n_kv, the first sequence the longest */
+        counts[g] =
+            g == 0 ? n_kv : 1 + (int32_t)((test_rng_uniform(&rng) + 1.0f) * 0.5f * n_kv) % n_kv;
     float *want = malloc(nq * 4), *got = malloc(nq * 4);
-    s->be->ops->attention_gather(s, want, q, kk, v, slots, ld_slots, n_seq, n_kv, c, n_head);
+    s->be->ops->attention_gather(s, want, q, kk, v, slots, ld_slots, per_seq ? counts : NULL, n_seq,
+                                 n_kv, c, n_head);
     CHECK(wc_stream_sync(s) == 0);
     CUdeviceptr dq = dev_upload(q, nq * 4), dk = dev_upload(kk, nkv * 4);
     CUdeviceptr dv = dev_upload(v, nkv * 4), dout = dev_poisoned(nq);
     CUdeviceptr dslots = dev_upload(slots, (size_t)n_seq * ld_slots * sizeof(int32_t));
+    CUdeviceptr dcounts = dev_upload(counts, (size_t)n_seq * sizeof(int32_t));
+    CUdeviceptr pcounts = per_seq ? dcounts : 0;
     unsigned uld = (unsigned)ld_slots, useq = (unsigned)n_seq, ukv = (unsigned)n_kv;
-    void *args[] = {&dout, &dq, &dk, &dv, &dslots, &uld, &useq, &ukv};
+    void *args[] = {&dout, &dq, &dk, &dv, &dslots, &uld, &pcounts, &useq, &ukv};
     launch2d(f, useq, (unsigned)n_head, KERNEL_GATHER_THREADS, args);
     CU(api.memcpy_dtoh(got, dout, nq * 4));
     char what[128];
-    snprintf(what, sizeof what, "%s n_seq=%d n_kv=%d", name, n_seq, n_kv);
+    snprintf(what, sizeof what, "%s n_seq=%d n_kv=%d%s", name, n_seq, n_kv,
+             per_seq ? " per sequence" : "");
     CHECK(check_close(what, got, want, nq, 1e-6, 1e-5));
     api.mem_free(dq), api.mem_free(dk), api.mem_free(dv), api.mem_free(dout);
-    api.mem_free(dslots);
+    api.mem_free(dslots), api.mem_free(dcounts);
     api.module_unload(mod);
-    free(q), free(kk), free(v), free(slots), free(want), free(got);
+    free(q), free(kk), free(v), free(slots), free(counts), free(want), free(got);
+}
+
+/* n_rows queries, each over its lane's s_len keys (rows ld_kv apart, lanes lane_stride apart). */
+static void test_attention_rows(int sm, struct wc_stream *s, int n_head, int d, int n_rows,
+                                int n_lanes, int s_len, int ld_kv) {
+    int c = n_head * d;
+    size_t lane_stride = (size_t)s_len * ld_kv + 32;
+    char name[64];
+    snprintf(name, sizeof name, "attn_rows_h%d_d%d", n_head, d);
+    CUmodule mod;
+    CUfunction f = load(gen_attention_rows(sm, n_head, d), name, &mod);
+    size_t nq = (size_t)n_rows * c, nkv = lane_stride * n_lanes;
+    float *q = rand_vec(nq, 1.0f), *kk = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
+    int32_t *lane_of = malloc((size_t)n_rows * sizeof(int32_t));
+    for (int g = 0; g < n_rows; g++)
+        lane_of[g] = (n_lanes - 1 - g % n_lanes + g / n_lanes) % n_lanes;
+    float *want = malloc(nq * 4), *got = malloc(nq * 4);
+    s->be->ops->attention_rows(s, want, q, kk, v, ld_kv, lane_stride, lane_of, n_rows, s_len, c,
+                               n_head);
+    CHECK(wc_stream_sync(s) == 0);
+    CUdeviceptr dq = dev_upload(q, nq * 4), dk = dev_upload(kk, nkv * 4);
+    CUdeviceptr dv = dev_upload(v, nkv * 4), dout = dev_poisoned(nq);
+    CUdeviceptr dl = dev_upload(lane_of, (size_t)n_rows * sizeof(int32_t));
+    unsigned uld = (unsigned)ld_kv, urows = (unsigned)n_rows, us = (unsigned)s_len;
+    uint64_t stride = lane_stride;
+    void *args[] = {&dout, &dq, &dk, &dv, &uld, &stride, &dl, &urows, &us};
+    launch2d(f, urows, (unsigned)n_head, KERNEL_GATHER_THREADS, args);
+    CU(api.memcpy_dtoh(got, dout, nq * 4));
+    char what[128];
+    snprintf(what, sizeof what, "%s rows=%d lanes=%d s=%d ld=%d", name, n_rows, n_lanes, s_len,
+             ld_kv);
+    CHECK(check_close(what, got, want, nq, 1e-6, 1e-5));
+    api.mem_free(dq), api.mem_free(dk), api.mem_free(dv), api.mem_free(dout), api.mem_free(dl);
+    api.module_unload(mod);
+    free(q), free(kk), free(v), free(lane_of), free(want), free(got);
+}
+
+/* gemv_f16 against the CPU's linear on the same fp16 weights (8 rows, out rows ld apart), then
+ * each row alone (n_rows 1, pointers moved to the row): bit for bit what the 8-row launch gave
+ * it, which is what lets the CUDA backend declare linear_exact_rows = 8. */
+static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n, int k_in,
+                      int n_rows, int flags, int ld_pad) {
+    char name[64];
+    snprintf(name, sizeof name, "gemv_f16_k%d_f%d", k_in, flags);
+    CUmodule mod;
+    CUfunction f = load(gen_gemv_f16(sm, k_in, flags), name, &mod);
+    int ld = n + ld_pad;
+    size_t nw = (size_t)n * k_in, nin = (size_t)n_rows * k_in, nout = (size_t)n_rows * ld;
+    float *wf = rand_vec(nw, 1.0f / sqrtf((float)k_in)), *in = rand_vec(nin, 1.0f);
+    float *b = rand_vec((size_t)n, 0.5f), *out0 = rand_vec(nout, 1.0f);
+    uint16_t *wh = malloc(nw * 2);
+    for (size_t i = 0; i < nw; i++) { /* f16 bits of small normal values, as test_embed */
+        uint32_t bits;
+        memcpy(&bits, &wf[i], 4);
+        int ex = (int)((bits >> 23) & 0xff) - 112;
+        wh[i] = ex <= 0 ? 0
+                        : (uint16_t)(((bits >> 16) & 0x8000u) | ((uint32_t)ex << 10) |
+                                     ((bits >> 13) & 0x3ffu));
+    }
+    struct wc_mat m;
+    CHECK(be->ops->upload_mat(be, &m, wh, WC_F16, n, k_in) == 0);
+    float *want = malloc(nout * 4), *got = malloc(nout * 4), *alone = malloc(nout * 4);
+    memcpy(want, out0, nout * 4);
+    int acc = flags & KERNEL_GEMV_ACCUMULATE;
+    s->be->ops->linear(s, want, ld, in, &m, flags & KERNEL_GEMV_BIAS ? b : NULL, n_rows,
+                       flags & KERNEL_GEMV_GELU ? WC_ACT_GELU : WC_ACT_NONE, acc);
+    CHECK(wc_stream_sync(s) == 0);
+    /* accumulate, or padding that must stay untouched: start from out0; else from NaN */
+    for (size_t i = 0; !acc && i < nout; i++)
+        if ((int)(i % (size_t)ld) < n)
+            out0[i] = NAN;
+    CUdeviceptr dw = dev_upload(wh, nw * 2), din = dev_upload(in, nin * 4);
+    CUdeviceptr db = dev_upload(b, (size_t)n * 4), dout = dev_upload(out0, nout * 4);
+    unsigned uld = (unsigned)ld, un = (unsigned)n, urows = (unsigned)n_rows;
+    unsigned grid = (unsigned)((n + KERNEL_GEMV_COLS - 1) / KERNEL_GEMV_COLS);
+    void *args[] = {&dout, &uld, &din, &dw, &db, &un, &urows};
+    launch(f, grid, KERNEL_GEMV_THREADS, args);
+    CU(api.memcpy_dtoh(got, dout, nout * 4));
+    char what[128];
+    snprintf(what, sizeof what, "%s n=%d rows=%d ld=%d", name, n, n_rows, ld);
+    /* the same fp16 weights and fp32 activations on both sides: only the summation order
+     * differs (fp32 over k_in terms) */
+    double ss = 0;
+    for (size_t i = 0; i < nout; i++)
+        ss += (double)want[i] * want[i];
+    CHECK(check_close(what, got, want, nout, 1e-4 * sqrt(ss / (double)nout), 1e-3));
+    /* each row alone */
+    CU(api.memcpy_htod(dout, out0, nout * 4));
+    unsigned one = 1;
+    for (int r = 0; r < n_rows; r++) {
+        CUdeviceptr din_r = din + (size_t)r * k_in * 4, dout_r = dout + (size_t)r * ld * 4;
+        void *args1[] = {&dout_r, &uld, &din_r, &dw, &db, &un, &one};
+        launch(f, grid, KERNEL_GEMV_THREADS, args1);
+    }
+    CU(api.memcpy_dtoh(alone, dout, nout * 4));
+    snprintf(what, sizeof what, "%s n=%d: %d rows alone are bit-identical", name, n, n_rows);
+    int same = memcmp(alone, got, nout * 4) == 0;
+    printf("%s: %s\n", what, same ? "OK" : "NOT OK");
+    CHECK(same);
+    api.mem_free(dw), api.mem_free(din), api.mem_free(db), api.mem_free(dout);
+    api.module_unload(mod);
+    free(wf), free(in), free(b), free(out0), free(wh), free(want), free(got), free(alone);
 }
 
 static void test_attention_scores(int sm, struct wc_stream *s, int n_head, int d, int t_len,
@@ -417,11 +528,34 @@ int main(void) {
     test_attention(sm, s, 8, 64, 3, 1500, 512, -1, 1);
     test_attention(sm, s, 8, 64, 65, 1, 512, -1, 1);
 
-    test_attention_gather(sm, s, 8, 64, 1, 1);
-    test_attention_gather(sm, s, 8, 64, 5, 3); /* fewer keys than warps */
-    test_attention_gather(sm, s, 8, 64, 5, 37);
-    test_attention_gather(sm, s, 20, 64, 2, 448);
-    test_attention_gather(sm, s, 6, 64, 5, 200);
+    for (int per_seq = 0; per_seq < 2; per_seq++) {
+        test_attention_gather(sm, s, 8, 64, 1, 1, per_seq);
+        test_attention_gather(sm, s, 8, 64, 5, 3, per_seq); /* fewer keys than warps */
+        test_attention_gather(sm, s, 8, 64, 5, 37, per_seq);
+        test_attention_gather(sm, s, 20, 64, 2, 448, per_seq);
+        test_attention_gather(sm, s, 6, 64, 8, 200, per_seq);
+    }
+    /* decoder steps' cross-attention: 1..8 lanes over 1500 frames, ragged key counts */
+    test_attention_rows(sm, s, 8, 64, 1, 1, 1500, 512);
+    test_attention_rows(sm, s, 6, 64, 8, 8, 1500, 384);
+    test_attention_rows(sm, s, 20, 64, 5, 3, 1500, 1280);
+    test_attention_rows(sm, s, 8, 64, 3, 2, 37, 512 + 64);
+    test_attention_rows(sm, s, 8, 64, 2, 2, 1, 512);
+
+    /* decoder-step linears: every Whisper K shape class (one partial tile, tile + rest, whole
+     * tiles), ragged N, 1..8 rows, every flag combination the decoder uses */
+    const int GB = KERNEL_GEMV_BIAS, GG = KERNEL_GEMV_GELU, GA = KERNEL_GEMV_ACCUMULATE;
+    const int gemv_flags[] = {0, GB, GB | GA, GB | GG, GA};
+    for (int i = 0; i < 5; i++) {
+        test_gemv(sm, be, s, 384, 384, 8, gemv_flags[i], 0);
+        test_gemv(sm, be, s, 1000, 1536, 5, gemv_flags[i], 3);
+    }
+    test_gemv(sm, be, s, 2048, 512, 8, GB | GG, 0);
+    test_gemv(sm, be, s, 1280, 5120, 8, GB | GA, 0);
+    test_gemv(sm, be, s, 512, 2048, 3, GB | GA, 512); /* into a KV cache row */
+    test_gemv(sm, be, s, 1280, 1280, 1, GB, 0);
+    test_gemv(sm, be, s, 51865, 384, 8, 0, 0); /* logits */
+    test_gemv(sm, be, s, 33, 8, 2, GB, 0);     /* tiny K: a partial step only */
 
     test_attention_scores(sm, s, 8, 64, 1, 1500, 512, 3);
     test_attention_scores(sm, s, 20, 64, 5, 1500, 1280, 19);

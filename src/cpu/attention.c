@@ -24,7 +24,10 @@ struct att_job {
     struct wc_stream *s;
     float *out;
     const float *q, *k, *v;
-    const int32_t *slots; /* gather: row j of query t is slots[t * ld_slots + j]; or NULL */
+    const int32_t *slots;       /* gather: row j of query t is slots[t * ld_slots + j]; or NULL */
+    const int32_t *n_kv_seq;    /* gather: query t sees n_kv_seq[t] keys; or NULL (s_len) */
+    const int32_t *lane_of_row; /* rows: query t reads k, v + lane_of_row[t] * lane_stride */
+    size_t lane_stride;
     int ld_kv, t_len, s_len, c, d, causal_pos0, n_blocks, ld_slots;
     float scale;
 };
@@ -97,10 +100,11 @@ static void step_task(void *ctx, int task, int thread) {
     const struct att_job *j = ctx;
     int h = task / j->t_len, t = task % j->t_len;
     float *p = cpu_stream(j->s)->scratch[thread].p;
-    int n = j->s_len;
+    int n = j->n_kv_seq ? j->n_kv_seq[t] : j->s_len;
     if (j->causal_pos0 >= 0 && j->causal_pos0 + t + 1 < n)
         n = j->causal_pos0 + t + 1;
-    const float *k = j->k + (size_t)h * j->d, *v = j->v + (size_t)h * j->d;
+    size_t lane = j->lane_of_row ? (size_t)j->lane_of_row[t] * j->lane_stride : 0;
+    const float *k = j->k + lane + (size_t)h * j->d, *v = j->v + lane + (size_t)h * j->d;
     const int32_t *rows = j->slots ? j->slots + (size_t)t * j->ld_slots : NULL;
     dots(cpu_backend(j->s)->has_avx2_f16c, p, j->q + (size_t)t * j->c + (size_t)h * j->d, k, rows,
          j->ld_kv, n, j->d, j->scale);
@@ -150,22 +154,49 @@ void cpu_attention(struct wc_stream *s, float *out, const float *q, const float 
     pool_run(cpu_stream(s)->pool, att_task, &j, n_head * j.n_blocks);
 }
 
+/* Fails the stream unless the in-place path (step_task) can take heads of c / n_head. */
+static int step_head_ok(struct wc_stream *s, int c, int n_head) {
+    if (c / n_head <= ATT_MAX_D)
+        return 1;
+    wc_stream_fail(s, WHISPERC_ERR_UNSUPPORTED, "attention: head width %d > %d", c / n_head,
+                   ATT_MAX_D);
+    return 0;
+}
+
 void cpu_attention_gather(struct wc_stream *s, float *out, const float *q, const float *k,
-                          const float *v, const int32_t *slots, int ld_slots, int n_seq, int n_kv,
-                          int c, int n_head) {
-    if (s->err || n_seq <= 0)
+                          const float *v, const int32_t *slots, int ld_slots,
+                          const int32_t *n_kv_seq, int n_seq, int n_kv, int c, int n_head) {
+    if (s->err || n_seq <= 0 || !step_head_ok(s, c, n_head))
         return;
-    if (c / n_head > ATT_MAX_D) {
-        wc_stream_fail(s, WHISPERC_ERR_UNSUPPORTED, "attention: head width %d > %d", c / n_head,
-                       ATT_MAX_D);
-        return;
-    }
+    for (int g = 0; n_kv_seq && g < n_seq; g++)
+        if (n_kv_seq[g] < 1 || n_kv_seq[g] > n_kv) {
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                           "attention_gather: sequence %d has %d keys (1 to %d)", g, n_kv_seq[g],
+                           n_kv);
+            return;
+        }
     if (cpu_scratch_reserve(s, (size_t)n_kv))
         return;
     struct att_job j = make_job(s, out, q, k, v, c, n_seq, n_kv, c, n_head, -1);
     j.slots = slots;
     j.ld_slots = ld_slots;
+    j.n_kv_seq = n_kv_seq;
     pool_run(cpu_stream(s)->pool, step_task, &j, n_head * n_seq);
+}
+
+/* Each row is cpu_attention's t_len = 1 case (step_task) over its lane's K/V, so it has the
+ * bits that call gives it. */
+void cpu_attention_rows(struct wc_stream *s, float *out, const float *q, const float *k,
+                        const float *v, int ld_kv, size_t lane_stride, const int32_t *lane_of_row,
+                        int n_rows, int s_len, int c, int n_head) {
+    if (s->err || n_rows <= 0 || !step_head_ok(s, c, n_head))
+        return;
+    if (cpu_scratch_reserve(s, (size_t)s_len))
+        return;
+    struct att_job j = make_job(s, out, q, k, v, ld_kv, n_rows, s_len, c, n_head, -1);
+    j.lane_of_row = lane_of_row;
+    j.lane_stride = lane_stride;
+    pool_run(cpu_stream(s)->pool, step_task, &j, n_head * n_rows);
 }
 
 void cpu_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k, int ld_k,

@@ -234,6 +234,7 @@ static const struct wc_backend_ops cpu_ops = {
     .linear = cpu_linear,
     .attention = cpu_attention,
     .attention_gather = cpu_attention_gather,
+    .attention_rows = cpu_attention_rows,
     .attention_scores = cpu_attention_scores,
     .embed = cpu_embed,
 };

@@ -59,10 +59,13 @@ void cpu_attention(struct wc_stream *s, float *out, const float *q, const float 
 void cpu_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k, int ld_k,
                           int t_len, int s_len, int c, int n_head, int head);
 void cpu_attention_gather(struct wc_stream *s, float *out, const float *q, const float *k,
-                          const float *v, const int32_t *slots, int ld_slots, int n_seq, int n_kv,
-                          int c, int n_head);
-void cpu_embed(struct wc_stream *s, float *out, const int32_t *tokens, int t_len,
-               const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
+                          const float *v, const int32_t *slots, int ld_slots,
+                          const int32_t *n_kv_seq, int n_seq, int n_kv, int c, int n_head);
+void cpu_attention_rows(struct wc_stream *s, float *out, const float *q, const float *k,
+                        const float *v, int ld_kv, size_t lane_stride, const int32_t *lane_of_row,
+                        int n_rows, int s_len, int c, int n_head);
+void cpu_embed(struct wc_stream *s, float *out, const int32_t *tokens, const int32_t *positions,
+               int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
 
 /* Elementwise helpers shared by the ops. */
 void cpu_gelu_inplace(float *x, size_t n); /* exact erf GELU */

@@ -44,8 +44,8 @@ void cpu_layernorm(struct wc_stream *s, float *out, const float *in, const float
     pool_run(cpu_stream(s)->pool, ln_task, &j, (n_rows + LN_ROWS_PER_TASK - 1) / LN_ROWS_PER_TASK);
 }
 
-void cpu_embed(struct wc_stream *s, float *out, const int32_t *tokens, int t_len,
-               const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c) {
+void cpu_embed(struct wc_stream *s, float *out, const int32_t *tokens, const int32_t *positions,
+               int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c) {
     if (s->err)
         return;
     for (int t = 0; t < t_len; t++) {
@@ -54,9 +54,14 @@ void cpu_embed(struct wc_stream *s, float *out, const int32_t *tokens, int t_len
                            tokens[t]);
             return;
         }
+        int pos = positions ? positions[t] : pos0 + t;
+        if (pos < 0) {
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: position %d out of range", pos);
+            return;
+        }
         float *o = out + (size_t)t * c;
         cpu_mat_rows_f32(o, tok_emb, tokens[t], tokens[t] + 1);
-        const float *p = pos_emb + (size_t)(pos0 + t) * c;
+        const float *p = pos_emb + (size_t)pos * c;
         for (int i = 0; i < c; i++)
             o[i] += p[i];
     }

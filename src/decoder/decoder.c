@@ -138,8 +138,8 @@ static void decoder_block(struct decoder *d, struct wc_stream *s, int l, int n, 
     op->linear(s, kc + (size_t)pos0 * ld, ld_new, d->h, &b->attn.k, NULL, n, WC_ACT_NONE, 0);
     op->linear(s, vc + (size_t)pos0 * ld, ld_new, d->h, &b->attn.v, b->attn.v_b, n, WC_ACT_NONE, 0);
     if (n_seq)
-        op->attention_gather(s, d->att, d->q, kc, vc, d->slots, hp->n_text_ctx, n_seq, pos0 + 1, c,
-                             n_head);
+        op->attention_gather(s, d->att, d->q, kc, vc, d->slots, hp->n_text_ctx, NULL, n_seq,
+                             pos0 + 1, c, n_head);
     else
         op->attention(s, d->att, d->q, kc, vc, ld, n, pos0 + n, c, n_head, pos0);
     op->linear(s, d->x, 0, d->att, &b->attn.o, b->attn.o_b, n, WC_ACT_NONE, 1);
@@ -193,7 +193,7 @@ int decoder_forward(struct decoder *d, struct wc_stream *s, const int32_t *token
                        d->n_past, n_ctx);
         return s->err;
     }
-    s->be->ops->embed(s, d->x, tokens, n, &d->w->tok_emb, d->w->dec_pos, d->n_past, c);
+    s->be->ops->embed(s, d->x, tokens, NULL, n, &d->w->tok_emb, d->w->dec_pos, d->n_past, c);
     for (int l = 0; l < d->hp->n_text_layer; l++)
         decoder_block(d, s, l, n, 0, NULL);
     /* the prompt is every sequence's history */
@@ -217,7 +217,8 @@ int decoder_step(struct decoder *d, struct wc_stream *s, const int32_t *tokens, 
         return s->err;
     }
     for (int g = 0; g < n_seq; g++) {
-        op->embed(s, d->x + (size_t)g * c, tokens + g, 1, &d->w->tok_emb, d->w->dec_pos, pos, c);
+        op->embed(s, d->x + (size_t)g * c, tokens + g, NULL, 1, &d->w->tok_emb, d->w->dec_pos, pos,
+                  c);
         d->slots_host[(size_t)g * n_ctx + pos] = pos * d->n_group_max + g;
     }
     op->upload(s, d->slots, d->slots_host, (size_t)n_seq * n_ctx * sizeof(int32_t));
@@ -267,7 +268,7 @@ int decoder_align(struct decoder *d, struct wc_stream *s, const int32_t *tokens,
     if (!s->err && !logits_host)
         wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "decoder: out of memory for alignment");
     d->n_past = 0;
-    op->embed(s, d->x, tokens, n, &d->w->tok_emb, d->w->dec_pos, 0, c);
+    op->embed(s, d->x, tokens, NULL, n, &d->w->tok_emb, d->w->dec_pos, 0, c);
     for (int l = 0; l < hp->n_text_layer; l++)
         decoder_block(d, s, l, n, 0, &al);
     d->n_past = n; /* the cache holds these tokens now; the slot table is left as it was */

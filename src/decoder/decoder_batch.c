@@ -17,12 +17,14 @@ static void release_all(struct decoder_batch *db, struct wc_stream *s) {
             s->be->ops->release(s, *bufs[i]);
         *bufs[i] = NULL;
     }
-    if (db->slots)
-        s->be->ops->release(s, db->slots);
-    db->slots = NULL;
+    if (db->step_idx)
+        s->be->ops->release(s, db->step_idx);
+    db->step_idx = NULL;
+    free(db->step_host);
     free(db->slots_host);
+    free(db->pos_host);
     free(db->n_past);
-    db->slots_host = NULL;
+    db->step_host = db->slots_host = db->pos_host = NULL;
     db->n_past = NULL;
     db->n_lanes = 0;
 }
@@ -47,10 +49,12 @@ int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const stru
     db->att = op->alloc(s, rows * c * f);
     db->mlp = op->alloc(s, rows * 4 * c * f);
     db->logits = op->alloc(s, n_logits * (size_t)hp->n_vocab * f);
-    db->slots = op->alloc(s, B * n_ctx * sizeof(int32_t));
+    db->step_idx = op->alloc(s, (2 + n_ctx) * B * sizeof(int32_t));
+    db->step_host = calloc((2 + n_ctx) * B, sizeof(int32_t));
     db->slots_host = calloc(B * n_ctx, sizeof(int32_t));
+    db->pos_host = calloc(B, sizeof(int32_t));
     db->n_past = calloc(B, sizeof(int));
-    if (!s->err && (!db->slots_host || !db->n_past))
+    if (!s->err && (!db->step_host || !db->slots_host || !db->pos_host || !db->n_past))
         wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "decoder: out of memory for %d lanes", n_lanes);
     if (s->err) {
         release_all(db, s);
@@ -93,11 +97,13 @@ void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int 
 
 /* What one decoder_block call runs on: n rows of db->x that are either one lane's prompt
  * (lanes == NULL: rows at positions 0..n-1 of lane `lane`, in slots base..base+n-1) or one
- * token for each of lanes[0..n) (in slots base..base+n-1, lane k at position n_past[lane k]). */
+ * token for each of lanes[0..n) (in slots base..base+n-1, lane k at position n_past[lane k],
+ * db->step_idx filled; max_kv: the most keys a row sees). */
 struct block_rows {
     int n, base;
     int lane;
     const int *lanes;
+    int max_kv;
 };
 
 /* linear over n rows; a step splits them so that each row gets its lone-row bits */
@@ -130,12 +136,9 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
         op->attention(s, db->att, db->q, kc + (size_t)br->base * c, vc + (size_t)br->base * c, c, n,
                       n, c, n_head, 0);
     } else {
-        for (int k = 0; k < n; k++) {
-            int lane = br->lanes[k];
-            op->attention_gather(s, db->att + (size_t)k * c, db->q + (size_t)k * c, kc, vc,
-                                 db->slots + (size_t)lane * n_ctx, n_ctx, 1, db->n_past[lane] + 1,
-                                 c, n_head);
-        }
+        const int32_t *n_kv = db->step_idx, *table = db->step_idx + 2 * db->n_lanes;
+        op->attention_gather(s, db->att, db->q, kc, vc, table, n_ctx, n_kv, n, br->max_kv, c,
+                             n_head);
     }
     linear_rows(s, br, db->x, db->att, &b->attn.o, b->attn.o_b, WC_ACT_NONE, 1);
 
@@ -146,10 +149,9 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
         op->attention(s, db->att, db->q, lane_xk(db, br->lane, l), lane_xv(db, br->lane, l), c, n,
                       hp->n_audio_ctx, c, n_head, -1);
     } else {
-        for (int k = 0; k < n; k++)
-            op->attention(s, db->att + (size_t)k * c, db->q + (size_t)k * c,
-                          lane_xk(db, br->lanes[k], l), lane_xv(db, br->lanes[k], l), c, 1,
-                          hp->n_audio_ctx, c, n_head, -1);
+        size_t lane_stride = (size_t)hp->n_text_layer * hp->n_audio_ctx * c;
+        op->attention_rows(s, db->att, db->q, lane_xk(db, 0, l), lane_xv(db, 0, l), c, lane_stride,
+                           db->step_idx + db->n_lanes, n, hp->n_audio_ctx, c, n_head);
     }
     linear_rows(s, br, db->x, db->att, &b->cross.o, b->cross.o_b, WC_ACT_NONE, 1);
 
@@ -192,7 +194,7 @@ int decoder_batch_prefill(struct decoder_batch *db, struct wc_stream *s, int lan
         return s->err;
     }
     struct block_rows br = {.n = n, .base = db->n_used, .lane = lane};
-    s->be->ops->embed(s, db->x, tokens, n, &db->w->tok_emb, db->w->dec_pos, 0, c);
+    s->be->ops->embed(s, db->x, tokens, NULL, n, &db->w->tok_emb, db->w->dec_pos, 0, c);
     for (int l = 0; l < db->hp->n_text_layer; l++)
         decoder_block(db, s, l, &br);
     for (int p = 0; p < n; p++)
@@ -214,6 +216,8 @@ int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int 
                        db->n_used, db->n_slots);
         return s->err;
     }
+    int32_t *n_kv = db->step_host, *lane_of = n_kv + db->n_lanes, *table = lane_of + db->n_lanes;
+    int max_kv = 0;
     for (int k = 0; k < n; k++) {
         int lane = lanes[k], pos = lane >= 0 && lane < db->n_lanes ? db->n_past[lane] : -1;
         if (pos < 1 || pos >= n_ctx) {
@@ -222,11 +226,18 @@ int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int 
                            n_ctx);
             return s->err;
         }
-        op->embed(s, db->x + (size_t)k * c, tokens + k, 1, &db->w->tok_emb, db->w->dec_pos, pos, c);
         db->slots_host[(size_t)lane * n_ctx + pos] = db->n_used + k;
+        db->pos_host[k] = pos;
+        n_kv[k] = pos + 1;
+        lane_of[k] = lane;
+        memcpy(table + (size_t)k * n_ctx, db->slots_host + (size_t)lane * n_ctx,
+               (size_t)(pos + 1) * sizeof(int32_t));
+        max_kv = pos + 1 > max_kv ? pos + 1 : max_kv;
     }
-    op->upload(s, db->slots, db->slots_host, (size_t)db->n_lanes * n_ctx * sizeof(int32_t));
-    struct block_rows br = {.n = n, .base = db->n_used, .lanes = lanes};
+    op->embed(s, db->x, tokens, db->pos_host, n, &db->w->tok_emb, db->w->dec_pos, 0, c);
+    op->upload(s, db->step_idx, db->step_host,
+               ((size_t)2 * db->n_lanes + (size_t)n * n_ctx) * sizeof(int32_t));
+    struct block_rows br = {.n = n, .base = db->n_used, .lanes = lanes, .max_kv = max_kv};
     for (int l = 0; l < db->hp->n_text_layer; l++)
         decoder_block(db, s, l, &br);
     db->n_used += n;

@@ -11,10 +11,13 @@
  * Room: n_lanes * n_text_ctx slots, enough for every lane to fill its context once between
  * decoder_batch_reset calls.
  *
+ * A step issues each op once for all its lanes: embed with per-row positions,
+ * attention_gather with per-row key counts, attention_rows over each row's own audio K/V, and
+ * linears in calls of at most the backend's linear_exact_rows rows.
+ *
  * Exactness: a lane's arithmetic is the single-sequence decoder's (decoder.c), op for op on
  * the same rows, so a lane's logits have the bits struct decoder gives the same window alone:
- * linear ops are split into calls of at most the backend's linear_exact_rows rows, and
- * attention runs per lane.
+ * the backend promises each row of those ops the bits it gets alone.
  *
  * Usage per batch: decoder_batch_reset(); for each lane decoder_batch_set_audio() and
  * decoder_batch_prefill(); then decoder_batch_step() for the lanes still decoding.
@@ -41,8 +44,13 @@ struct decoder_batch {
     float *x, *h, *q, *att;   /* [max(n_text_ctx, n_lanes)][s] */
     float *mlp;               /* [max(n_text_ctx, n_lanes)][4s] */
     float *logits;            /* [max(2, n_lanes)][n_vocab] */
-    int32_t *slots;           /* [n_lanes][n_text_ctx] cache slot of (lane, position) */
-    int32_t *slots_host;      /* host copy of slots, owned */
+    /* a step's index arrays, rows in step order: [n_lanes] keys each row sees, [n_lanes] its
+     * lane, then [n_lanes][n_text_ctx] its lane's slot-table row */
+    int32_t *step_idx;
+    /* host, owned */
+    int32_t *step_host;  /* what step_idx gets uploaded from */
+    int32_t *slots_host; /* [n_lanes][n_text_ctx] cache slot of (lane, position) */
+    int32_t *pos_host;   /* [n_lanes] a step's row positions */
 };
 
 /* Buffers for n_lanes lanes. Returns 0 or the stream's error (nothing left allocated). */

@@ -145,8 +145,9 @@ static void cuda_backend_free(struct wc_backend *be) {
 
 static const struct wc_backend_ops cuda_ops = {
     .name = "cuda",
-    /* cuBLAS may choose another algorithm (another summation order) for another n_rows */
-    .linear_exact_rows = 1,
+    /* up to 8 rows go through gemv_f16, whose summation order does not depend on the row
+     * count (cuBLAS, beyond, may choose another algorithm for another n_rows) */
+    .linear_exact_rows = KERNEL_GEMV_MAX_ROWS,
     .backend_free = cuda_backend_free,
     .upload_mat = cuda_upload_mat,
     .upload_conv = cuda_upload_conv,
@@ -165,6 +166,7 @@ static const struct wc_backend_ops cuda_ops = {
     .linear = cuda_linear,
     .attention = cuda_attention,
     .attention_gather = cuda_attention_gather,
+    .attention_rows = cuda_attention_rows,
     .attention_scores = cuda_attention_scores,
     .embed = cuda_embed,
 };

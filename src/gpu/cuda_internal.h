@@ -30,6 +30,8 @@ enum cuda_kernel_kind {
     CK_ATTENTION,  /* a = n_head, b = d_head, c = causal */
     CK_GATHER,     /* a = n_head, b = d_head */
     CK_SCORES,     /* a = n_head, b = d_head */
+    CK_GEMV,       /* a = k_in, b = flags */
+    CK_ROWS,       /* a = n_head, b = d_head */
 };
 
 struct cuda_kernel {
@@ -109,13 +111,16 @@ void cuda_conv1d(struct wc_stream *s, float *out, const float *in, const struct 
                  enum wc_act act);
 void cuda_layernorm(struct wc_stream *s, float *out, const float *in, const float *g,
                     const float *b, int n_rows, int c);
-void cuda_embed(struct wc_stream *s, float *out, const int32_t *tokens, int t_len,
-                const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
+void cuda_embed(struct wc_stream *s, float *out, const int32_t *tokens, const int32_t *positions,
+                int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
 void cuda_attention(struct wc_stream *s, float *out, const float *q, const float *k, const float *v,
                     int ld_kv, int t_len, int s_len, int c, int n_head, int causal_pos0);
 void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, const float *k,
-                           const float *v, const int32_t *slots, int ld_slots, int n_seq, int n_kv,
-                           int c, int n_head);
+                           const float *v, const int32_t *slots, int ld_slots,
+                           const int32_t *n_kv_seq, int n_seq, int n_kv, int c, int n_head);
+void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const float *k,
+                         const float *v, int ld_kv, size_t lane_stride, const int32_t *lane_of_row,
+                         int n_rows, int s_len, int c, int n_head);
 void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k,
                            int ld_k, int t_len, int s_len, int c, int n_head, int head);
 

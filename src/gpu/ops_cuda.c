@@ -7,6 +7,7 @@
  * in a u32 before it launches.
  */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "gpu/cuda_internal.h"
 #include "kernels/kernels.h"
@@ -66,6 +67,20 @@ static void epilogue(struct wc_stream *s, float *x, int ld, const float *b, cons
                 args);
 }
 
+/* linear over n_rows <= KERNEL_GEMV_MAX_ROWS in one gemv_f16 launch (bias, GELU, residual
+ * fused); each row gets the bits it gets alone. */
+static void gemv(struct wc_stream *s, float *out, int ld_out, const float *in,
+                 const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
+                 int accumulate) {
+    int flags = (b ? KERNEL_GEMV_BIAS : 0) | (act == WC_ACT_GELU ? KERNEL_GEMV_GELU : 0) |
+                (accumulate ? KERNEL_GEMV_ACCUMULATE : 0);
+    const struct cuda_kernel *k = cuda_kernel_get(s, CK_GEMV, w->cols, flags, 0);
+    CUdeviceptr po = dptr(out), pi = dptr(in), pw = dptr(w->data), pb = dptr(b);
+    unsigned uld = (unsigned)ld_out, un = (unsigned)w->rows, urows = (unsigned)n_rows;
+    void *args[] = {&po, &uld, &pi, &pw, &pb, &un, &urows};
+    cuda_launch(s, k, ceil_div((size_t)w->rows, KERNEL_GEMV_COLS), 1, KERNEL_GEMV_THREADS, args);
+}
+
 void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
                  const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
                  int accumulate) {
@@ -81,8 +96,14 @@ void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
         return;
     }
     size_t n_in = (size_t)n_rows * (size_t)w->cols;
-    if (!fits_u32(s, "linear", n_in) || !fits_u32(s, "linear", (size_t)n_rows * (size_t)ld_out))
+    if (!fits_u32(s, "linear", n_in) || !fits_u32(s, "linear", (size_t)n_rows * (size_t)ld_out) ||
+        !fits_u32(s, "linear", (size_t)w->rows * (size_t)w->cols))
         return;
+    /* gemv's 16-byte weight loads need K % 8 == 0 (every Whisper width is a multiple of 64) */
+    if (n_rows <= KERNEL_GEMV_MAX_ROWS && w->cols % 8 == 0 && (uintptr_t)w->data % 16 == 0) {
+        gemv(s, out, ld_out, in, w, b, n_rows, act, accumulate);
+        return;
+    }
     uint64_t x16 = cuda_scratch(s, CUDA_SCRATCH_HALF, n_in * 2);
     if (!x16)
         return;
@@ -131,31 +152,45 @@ void cuda_layernorm(struct wc_stream *s, float *out, const float *in, const floa
     cuda_launch(s, k, urows, 1, KERNEL_LN_THREADS, args);
 }
 
-void cuda_embed(struct wc_stream *s, float *out, const int32_t *tokens, int t_len,
-                const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c) {
+void cuda_embed(struct wc_stream *s, float *out, const int32_t *tokens, const int32_t *positions,
+                int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c) {
     if (cuda_op_begin(s) || t_len <= 0)
         return;
     if (tok_emb->dtype != WC_F16 || tok_emb->cols != c || pos0 < 0 ||
-        !fits_u32(s, "embed", (size_t)tok_emb->rows * (size_t)c) ||
-        !fits_u32(s, "embed", ((size_t)pos0 + (size_t)t_len) * (size_t)c)) {
+        !fits_u32(s, "embed", (size_t)tok_emb->rows * (size_t)c)) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda embed: bad table or position");
         return;
     }
-    for (int t = 0; t < t_len; t++) /* an id past the table would read outside it */
-        if (tokens[t] < 0 || tokens[t] >= tok_emb->rows) {
-            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda embed: token %d outside [0, %d)",
-                           tokens[t], tok_emb->rows);
+    /* tokens then positions, uploaded together */
+    int32_t *idx = malloc(2 * (size_t)t_len * sizeof(int32_t));
+    if (!idx) {
+        wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "cuda embed: out of host memory");
+        return;
+    }
+    for (int t = 0; t < t_len; t++) { /* an id or position past the table would read outside it */
+        int pos = positions ? positions[t] : pos0 + t;
+        if (tokens[t] < 0 || tokens[t] >= tok_emb->rows || pos < 0 ||
+            !fits_u32(s, "embed", ((size_t)pos + 1) * (size_t)c)) {
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                           "cuda embed: token %d outside [0, %d) or position %d", tokens[t],
+                           tok_emb->rows, pos);
+            free(idx);
             return;
         }
-    size_t bytes = (size_t)t_len * sizeof(int32_t);
-    uint64_t dtok = cuda_scratch(s, CUDA_SCRATCH_TOKENS, bytes);
-    if (!dtok)
+        idx[t] = tokens[t];
+        idx[t_len + t] = pos;
+    }
+    size_t bytes = 2 * (size_t)t_len * sizeof(int32_t);
+    uint64_t didx = cuda_scratch(s, CUDA_SCRATCH_TOKENS, bytes);
+    if (didx)
+        cuda_upload(s, (void *)(uintptr_t)didx, idx, bytes);
+    free(idx);
+    if (!didx)
         return;
-    cuda_upload(s, (void *)(uintptr_t)dtok, tokens, bytes);
     const struct cuda_kernel *k = cuda_kernel_get(s, CK_EMBED, c, 0, 0);
-    CUdeviceptr po = dptr(out), pt = dtok, pe = dptr(tok_emb->data), pp = dptr(pos_emb);
-    unsigned upos0 = (unsigned)pos0;
-    void *args[] = {&po, &pt, &pe, &pp, &upos0};
+    CUdeviceptr po = dptr(out), pt = didx, pe = dptr(tok_emb->data), pp = dptr(pos_emb);
+    CUdeviceptr ppos = didx + (size_t)t_len * sizeof(int32_t);
+    void *args[] = {&po, &pt, &pe, &pp, &ppos};
     cuda_launch(s, k, (unsigned)t_len, 1, KERNEL_LN_THREADS, args);
 }
 
@@ -186,8 +221,8 @@ void cuda_attention(struct wc_stream *s, float *out, const float *q, const float
 }
 
 void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, const float *k,
-                           const float *v, const int32_t *slots, int ld_slots, int n_seq, int n_kv,
-                           int c, int n_head) {
+                           const float *v, const int32_t *slots, int ld_slots,
+                           const int32_t *n_kv_seq, int n_seq, int n_kv, int c, int n_head) {
     if (cuda_op_begin(s) || n_seq <= 0)
         return;
     int d = head_dim(s, "attention_gather", c, n_head);
@@ -195,9 +230,32 @@ void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, cons
         return;
     const struct cuda_kernel *kn = cuda_kernel_get(s, CK_GATHER, n_head, d, 0);
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v), ps = dptr(slots);
+    CUdeviceptr pn = dptr(n_kv_seq);
     unsigned uld = (unsigned)ld_slots, useq = (unsigned)n_seq, ukv = (unsigned)n_kv;
-    void *args[] = {&po, &pq, &pk, &pv, &ps, &uld, &useq, &ukv};
+    void *args[] = {&po, &pq, &pk, &pv, &ps, &uld, &pn, &useq, &ukv};
     cuda_launch(s, kn, useq, (unsigned)n_head, KERNEL_GATHER_THREADS, args);
+}
+
+void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const float *k,
+                         const float *v, int ld_kv, size_t lane_stride, const int32_t *lane_of_row,
+                         int n_rows, int s_len, int c, int n_head) {
+    if (cuda_op_begin(s) || n_rows <= 0)
+        return;
+    int d = head_dim(s, "attention_rows", c, n_head);
+    if (!d || !fits_u32(s, "attention_rows", (size_t)n_rows * (size_t)c) ||
+        !fits_u32(s, "attention_rows", (size_t)s_len * (size_t)ld_kv * sizeof(float)))
+        return;
+    if (s_len < 1) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda attention_rows: %d keys", s_len);
+        return;
+    }
+    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ROWS, n_head, d, 0);
+    CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v);
+    CUdeviceptr pl = dptr(lane_of_row);
+    unsigned uld = (unsigned)ld_kv, urows = (unsigned)n_rows, us = (unsigned)s_len;
+    uint64_t stride = lane_stride;
+    void *args[] = {&po, &pq, &pk, &pv, &uld, &stride, &pl, &urows, &us};
+    cuda_launch(s, kn, urows, (unsigned)n_head, KERNEL_GATHER_THREADS, args);
 }
 
 void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k,

@@ -1,14 +1,18 @@
-/* attention_gather.c — gen_attention_gather: backend.h's `attention_gather`, the decoder's
- * self-attention for one new query per sequence over keys reached through its slot table.
+/* attention_gather.c — gen_attention_gather and gen_attention_rows: one query row (g) at a time
+ * over its own set of keys, the decoder step's attention:
+ * - gather: backend.h's `attention_gather`, self-attention over keys reached through g's row of
+ *   the slot table, n_kv(g) keys (a per-sequence count, or one for all);
+ * - rows: backend.h's `attention_rows`, cross-attention over s_len contiguous keys (ld_kv apart)
+ *   at g's own base, k + lane_of_row[g] * lane_stride.
  *
- * One CTA per (sequence g, head), 4 warps splitting the keys: warp w takes keys w, w+4, ...,
+ * One CTA per (row g, head), 4 warps splitting the keys: warp w takes keys w, w+4, ...,
  * GATHER_U of them per step (their loads in flight together). A warp handles one key with its
  * 32 lanes across the head's columns (lane owns columns lane + 32 i: coalesced 128-byte rows),
  * the dot product joined by a butterfly so every lane holds the score, and keeps its own online
  * softmax (max m, sum l, acc) in the log2 domain. At the end the 4 partial results meet in
  * shared memory: thread `col` < d rescales each warp's acc and l by 2^(m_w - max m) and divides.
  * d_head a multiple of 32, at most 128; n_kv >= 1 (a warp with no key ends with l = 0, m = -1e30
- * and weighs nothing).
+ * and weighs nothing). The two modes differ only in where key j's row is (struct key_rows).
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,12 +25,19 @@
 #define GATHER_MAXD  128
 #define NEG_BIG      "0fF149F2CA" /* -1e30, see attention.c */
 
+/* Where this row's keys are: gather mode reads key j's row index from slot_row (global
+ * address of the row's slot-table row), rows mode takes row j itself, row_bytes apart (a
+ * register: 4 ld_kv). kbase, vbase: column `col` of row 0 (of the row's own lane in rows mode). */
+struct key_rows {
+    int gather;
+    struct ptx_reg slot_row, row_bytes, kbase, vbase;
+};
+
 /* The scores, weights and value sums of keys j + GATHER_WARPS u, u < GATHER_U, folded into m,
  * l, acc. `j` = this warp's first key of the step; keys >= n_kv are skipped (weight 0). */
 static void gather_step(struct ptx_kernel *k, struct ptx_reg j, struct ptx_reg n_kv,
-                        struct ptx_reg slot_row, struct ptx_reg kbase, struct ptx_reg vbase,
-                        const struct ptx_reg *q, struct ptx_reg *acc, struct ptx_reg m,
-                        struct ptx_reg l, int c, int nd) {
+                        const struct key_rows *kr, const struct ptx_reg *q, struct ptx_reg *acc,
+                        struct ptx_reg m, struct ptx_reg l, int c, int nd) {
     struct ptx_reg ok[GATHER_U], ka[GATHER_U], va[GATHER_U], s[GATHER_U];
     struct ptx_reg kv = ptx_reg(k, PTX_F32), r = ptx_reg(k, PTX_B32), ju = ptx_reg(k, PTX_B32);
     struct ptx_reg off = ptx_reg(k, PTX_B64), sa = ptx_reg(k, PTX_B64);
@@ -35,13 +46,17 @@ static void gather_step(struct ptx_kernel *k, struct ptx_reg j, struct ptx_reg n
         s[u] = ptx_reg(k, PTX_F32);
         ptx_ins(k, "add.u32 %s, %s, %d", ju.s, j.s, GATHER_WARPS * u);
         ptx_ins(k, "setp.lt.u32 %s, %s, %s", ok[u].s, ju.s, n_kv.s);
-        ptx_ins(k, "mul.wide.u32 %s, %s, 4", off.s, ju.s);
-        ptx_ins(k, "add.s64 %s, %s, %s", sa.s, slot_row.s, off.s);
-        ptx_ins(k, "mov.u32 %s, 0", r.s);
-        ptx_ins(k, "@%s ld.global.nc.u32 %s, [%s]", ok[u].s, r.s, sa.s);
-        ptx_ins(k, "mul.wide.u32 %s, %s, %d", off.s, r.s, 4 * c);
-        ptx_ins(k, "add.s64 %s, %s, %s", ka[u].s, kbase.s, off.s);
-        ptx_ins(k, "add.s64 %s, %s, %s", va[u].s, vbase.s, off.s);
+        if (kr->gather) {
+            ptx_ins(k, "mul.wide.u32 %s, %s, 4", off.s, ju.s);
+            ptx_ins(k, "add.s64 %s, %s, %s", sa.s, kr->slot_row.s, off.s);
+            ptx_ins(k, "mov.u32 %s, 0", r.s);
+            ptx_ins(k, "@%s ld.global.nc.u32 %s, [%s]", ok[u].s, r.s, sa.s);
+            ptx_ins(k, "mul.wide.u32 %s, %s, %d", off.s, r.s, 4 * c);
+        } else {
+            ptx_ins(k, "mul.wide.u32 %s, %s, %s", off.s, ju.s, kr->row_bytes.s);
+        }
+        ptx_ins(k, "add.s64 %s, %s, %s", ka[u].s, kr->kbase.s, off.s);
+        ptx_ins(k, "add.s64 %s, %s, %s", va[u].s, kr->vbase.s, off.s);
         ptx_ins(k, "mov.f32 %s, 0f00000000", s[u].s);
         for (int i = 0; i < nd; i++) {
             ptx_ins(k, "mov.f32 %s, 0f00000000", kv.s);
@@ -74,22 +89,74 @@ static void gather_step(struct ptx_kernel *k, struct ptx_reg j, struct ptx_reg n
     }
 }
 
-char *gen_attention_gather(int sm, int n_head, int d) {
+/* This row's key count and key_rows, gather mode: n_kv(g) from p_n_kv_seq when non-null. */
+static struct key_rows gather_setup(struct ptx_kernel *k, struct ptx_reg g, struct ptx_reg col,
+                                    struct ptx_reg n_kv) {
+    struct key_rows kr = {.gather = 1};
+    struct ptx_reg ld_slots = ptx_reg(k, PTX_B32), si = ptx_reg(k, PTX_B32);
+    struct ptx_reg seq = ptx_reg(k, PTX_B64), has = ptx_reg(k, PTX_PRED);
+    ptx_ins(k, "ld.param.u32 %s, [p_n_kv]", n_kv.s);
+    ptx_ins(k, "ld.param.u64 %s, [p_n_kv_seq]", seq.s);
+    ptx_ins(k, "setp.ne.u64 %s, %s, 0", has.s, seq.s);
+    ptx_ins(k, "cvta.to.global.u64 %s, %s", seq.s, seq.s);
+    struct ptx_reg sa = ptx_addr(k, seq, g, 4);
+    ptx_ins(k, "@%s ld.global.nc.u32 %s, [%s]", has.s, n_kv.s, sa.s);
+    ptx_ins(k, "ld.param.u32 %s, [p_ld_slots]", ld_slots.s);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %s", si.s, g.s, ld_slots.s);
+    kr.slot_row = ptx_addr(k, ptx_ld_ptr(k, "p_slots"), si, 4);
+    kr.kbase = ptx_addr(k, ptx_ld_ptr(k, "p_k"), col, 4);
+    kr.vbase = ptx_addr(k, ptx_ld_ptr(k, "p_v"), col, 4);
+    return kr;
+}
+
+/* Rows mode: s_len keys, row j at (k or v) + 4 (lane_of_row[g] * lane_stride + j * ld_kv + col). */
+static struct key_rows rows_setup(struct ptx_kernel *k, struct ptx_reg g, struct ptx_reg col,
+                                  struct ptx_reg n_kv) {
+    struct key_rows kr = {.gather = 0, .row_bytes = ptx_reg(k, PTX_B32)};
+    struct ptx_reg lane = ptx_reg(k, PTX_B32), stride = ptx_reg(k, PTX_B64);
+    struct ptx_reg off = ptx_reg(k, PTX_B64), kb = ptx_reg(k, PTX_B64), vb = ptx_reg(k, PTX_B64);
+    ptx_ins(k, "ld.param.u32 %s, [p_s_len]", n_kv.s);
+    ptx_ins(k, "ld.param.u32 %s, [p_ld_kv]", kr.row_bytes.s);
+    ptx_ins(k, "shl.b32 %s, %s, 2", kr.row_bytes.s, kr.row_bytes.s);
+    struct ptx_reg la = ptx_addr(k, ptx_ld_ptr(k, "p_lane_of_row"), g, 4);
+    ptx_ins(k, "ld.global.nc.u32 %s, [%s]", lane.s, la.s);
+    ptx_ins(k, "ld.param.u64 %s, [p_lane_stride]", stride.s);
+    ptx_ins(k, "cvt.u64.u32 %s, %s", off.s, lane.s);
+    ptx_ins(k, "mul.lo.u64 %s, %s, %s", off.s, off.s, stride.s);
+    ptx_ins(k, "shl.b64 %s, %s, 2", off.s, off.s);
+    ptx_ins(k, "add.s64 %s, %s, %s", kb.s, ptx_ld_ptr(k, "p_k").s, off.s);
+    ptx_ins(k, "add.s64 %s, %s, %s", vb.s, ptx_ld_ptr(k, "p_v").s, off.s);
+    kr.kbase = ptx_addr(k, kb, col, 4);
+    kr.vbase = ptx_addr(k, vb, col, 4);
+    return kr;
+}
+
+/* One kernel of either mode (the file's top comment). */
+static char *gen_one_row(int sm, int n_head, int d, int gather) {
     if (n_head <= 0 || d <= 0 || d % 32 || d > GATHER_MAXD)
         return NULL;
     int c = n_head * d, nd = d / 32;
     char name[64];
-    snprintf(name, sizeof name, "attn_gather_h%d_d%d", n_head, d);
+    snprintf(name, sizeof name, "attn_%s_h%d_d%d", gather ? "gather" : "rows", n_head, d);
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
     ptx_param(&k, "u64", "p_out");
     ptx_param(&k, "u64", "p_q");
     ptx_param(&k, "u64", "p_k");
     ptx_param(&k, "u64", "p_v");
-    ptx_param(&k, "u64", "p_slots");
-    ptx_param(&k, "u32", "p_ld_slots");
-    ptx_param(&k, "u32", "p_n_seq");
-    ptx_param(&k, "u32", "p_n_kv");
+    if (gather) {
+        ptx_param(&k, "u64", "p_slots");
+        ptx_param(&k, "u32", "p_ld_slots");
+        ptx_param(&k, "u64", "p_n_kv_seq");
+        ptx_param(&k, "u32", "p_n_seq");
+        ptx_param(&k, "u32", "p_n_kv");
+    } else {
+        ptx_param(&k, "u32", "p_ld_kv");
+        ptx_param(&k, "u64", "p_lane_stride");
+        ptx_param(&k, "u64", "p_lane_of_row");
+        ptx_param(&k, "u32", "p_n_seq");
+        ptx_param(&k, "u32", "p_s_len");
+    }
     ptx_raw(&k, "    .shared .align 4 .f32 s_m[%d];\n    .shared .align 4 .f32 s_l[%d];\n",
             GATHER_WARPS, GATHER_WARPS);
     ptx_raw(&k, "    .shared .align 4 .f32 s_acc[%d];\n", GATHER_WARPS * d);
@@ -101,22 +168,16 @@ char *gen_attention_gather(int sm, int n_head, int d) {
     ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, g.s, n_seq.s); /* whole CTA: no barrier skipped */
     ptx_ins(&k, "@%s bra %s", p.s, done.s);
     struct ptx_reg warp = ptx_reg(&k, PTX_B32), lane = ptx_reg(&k, PTX_B32);
-    struct ptx_reg n_kv = ptx_reg(&k, PTX_B32), ld_slots = ptx_reg(&k, PTX_B32);
+    struct ptx_reg n_kv = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "shr.u32 %s, %s, 5", warp.s, tid.s);
     ptx_ins(&k, "and.b32 %s, %s, 31", lane.s, tid.s);
-    ptx_ins(&k, "ld.param.u32 %s, [p_n_kv]", n_kv.s);
-    ptx_ins(&k, "ld.param.u32 %s, [p_ld_slots]", ld_slots.s);
 
-    /* col = head*d + lane; q row g (pre-scaled), k/v column bases, the slot row of g */
+    /* col = head*d + lane; q row g (pre-scaled), this row's keys */
     struct ptx_reg col = ptx_reg(&k, PTX_B32), qi = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", col.s, head.s, d, lane.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", qi.s, g.s, c, col.s);
     struct ptx_reg qa = ptx_addr(&k, ptx_ld_ptr(&k, "p_q"), qi, 4);
-    struct ptx_reg kb = ptx_addr(&k, ptx_ld_ptr(&k, "p_k"), col, 4);
-    struct ptx_reg vb = ptx_addr(&k, ptx_ld_ptr(&k, "p_v"), col, 4);
-    struct ptx_reg si = ptx_reg(&k, PTX_B32);
-    ptx_ins(&k, "mul.lo.u32 %s, %s, %s", si.s, g.s, ld_slots.s);
-    struct ptx_reg slot_row = ptx_addr(&k, ptx_ld_ptr(&k, "p_slots"), si, 4);
+    struct key_rows kr = gather ? gather_setup(&k, g, col, n_kv) : rows_setup(&k, g, col, n_kv);
     struct ptx_reg q[GATHER_MAXD / 32], acc[GATHER_MAXD / 32];
     struct ptx_reg scale = ptx_f32((float)(1.4426950408889634 / sqrt((double)d)));
     for (int i = 0; i < nd; i++) {
@@ -133,7 +194,7 @@ char *gen_attention_gather(int sm, int n_head, int d) {
     ptx_place(&k, loop); /* uniform per warp: j depends on the warp only */
     ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, j.s, n_kv.s);
     ptx_ins(&k, "@%s bra %s", p.s, end.s);
-    gather_step(&k, j, n_kv, slot_row, kb, vb, q, acc, m, l, c, nd);
+    gather_step(&k, j, n_kv, &kr, q, acc, m, l, c, nd);
     ptx_ins(&k, "add.u32 %s, %s, %d", j.s, j.s, GATHER_WARPS * GATHER_U);
     ptx_ins(&k, "bra %s", loop.s);
     ptx_place(&k, end);
@@ -184,3 +245,7 @@ char *gen_attention_gather(int sm, int n_head, int d) {
     ptx_place(&k, done);
     return ptx_end(&k);
 }
+
+char *gen_attention_gather(int sm, int n_head, int d) { return gen_one_row(sm, n_head, d, 1); }
+
+char *gen_attention_rows(int sm, int n_head, int d) { return gen_one_row(sm, n_head, d, 0); }

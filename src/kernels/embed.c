@@ -1,5 +1,5 @@
 /* embed.c — gen_embed: the decoder's token + position embedding, one CTA of 128 threads per
- * token, each thread C/128 columns (coalesced); token ids live on the device. */
+ * token, each thread C/128 columns (coalesced); token ids and positions live on the device. */
 #include <stdio.h>
 
 #include "kernels/kernels.h"
@@ -16,20 +16,20 @@ char *gen_embed(int sm, int c) {
     ptx_param(&k, "u64", "p_tokens");
     ptx_param(&k, "u64", "p_tok_emb");
     ptx_param(&k, "u64", "p_pos_emb");
-    ptx_param(&k, "u32", "p_pos0");
+    ptx_param(&k, "u64", "p_positions");
     struct ptx_reg t = ptx_special(&k, "%ctaid.x"), tid = ptx_special(&k, "%tid.x");
     struct ptx_reg out = ptx_ld_ptr(&k, "p_out"), tokens = ptx_ld_ptr(&k, "p_tokens");
-    struct ptx_reg emb = ptx_ld_ptr(&k, "p_tok_emb"), pos = ptx_ld_ptr(&k, "p_pos_emb");
-    struct ptx_reg tok = ptx_reg(&k, PTX_B32), pos0 = ptx_reg(&k, PTX_B32);
+    struct ptx_reg emb = ptx_ld_ptr(&k, "p_tok_emb"), pos_emb = ptx_ld_ptr(&k, "p_pos_emb");
+    struct ptx_reg tok = ptx_reg(&k, PTX_B32), pos = ptx_reg(&k, PTX_B32);
     struct ptx_reg ei = ptx_reg(&k, PTX_B32), pi = ptx_reg(&k, PTX_B32), oi = ptx_reg(&k, PTX_B32);
     struct ptx_reg ta = ptx_addr(&k, tokens, t, 4);
     ptx_ins(&k, "ld.global.nc.u32 %s, [%s]", tok.s, ta.s);
-    ptx_ins(&k, "ld.param.u32 %s, [p_pos0]", pos0.s);
+    struct ptx_reg qa = ptx_addr(&k, ptx_ld_ptr(&k, "p_positions"), t, 4);
+    ptx_ins(&k, "ld.global.nc.u32 %s, [%s]", pos.s, qa.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", ei.s, tok.s, c, tid.s);
-    ptx_ins(&k, "add.u32 %s, %s, %s", pi.s, pos0.s, t.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", pi.s, pi.s, c, tid.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", pi.s, pos.s, c, tid.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, t.s, c, tid.s);
-    struct ptx_reg ea = ptx_addr(&k, emb, ei, 2), pa = ptx_addr(&k, pos, pi, 4);
+    struct ptx_reg ea = ptx_addr(&k, emb, ei, 2), pa = ptx_addr(&k, pos_emb, pi, 4);
     struct ptx_reg oa = ptx_addr(&k, out, oi, 4);
     struct ptx_reg h = ptx_reg(&k, PTX_B16), v = ptx_reg(&k, PTX_F32), p = ptx_reg(&k, PTX_F32);
     for (int i = 0; i < c / KERNEL_LN_THREADS; i++) {

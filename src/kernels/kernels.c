@@ -27,7 +27,7 @@ static int add(struct kernel_src *list, int *n, char *ptx) {
 }
 
 int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **out) {
-    enum { MAX_KERNELS = 40 };
+    enum { MAX_KERNELS = 48 };
     struct kernel_src *list = calloc(MAX_KERNELS, sizeof *list);
     int n = 0, bad = !list;
     int ca = hp->n_audio_state, ct = hp->n_text_state;
@@ -59,6 +59,15 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_attention_tc(sm, ht, ct / ht)) |
                add(list, &n, gen_attention_gather(sm, ht, ct / ht)) |
                add(list, &n, gen_attention_scores(sm, ht, ct / ht));
+    /* decoder steps (<= 8 rows): projections (none for k and the logits, bias for q/v, bias +
+     * residual for out/fc2, bias + GELU for fc1), and cross-attention per lane */
+    const int GB = KERNEL_GEMV_BIAS, GG = KERNEL_GEMV_GELU, GA = KERNEL_GEMV_ACCUMULATE;
+    if (!bad)
+        bad |= add(list, &n, gen_gemv_f16(sm, ct, 0)) | add(list, &n, gen_gemv_f16(sm, ct, GB)) |
+               add(list, &n, gen_gemv_f16(sm, ct, GB | GA)) |
+               add(list, &n, gen_gemv_f16(sm, ct, GB | GG)) |
+               add(list, &n, gen_gemv_f16(sm, 4 * ct, GB | GA)) |
+               add(list, &n, gen_attention_rows(sm, ht, ct / ht));
     if (bad) {
         kernels_free(list, n);
         *out = NULL;

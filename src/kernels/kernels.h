@@ -24,8 +24,9 @@ char *gen_bias_gelu(int sm, int n);
 /* f32_to_f16(out, in, n): out[i] = (half)in[i], round to nearest; grid ceil(n / 256) x 256. */
 char *gen_f32_to_f16(int sm);
 
-/* embed_c<C>(out, tokens, tok_emb, pos_emb, pos0): out[t][:] = tok_emb[tokens[t]][:] (f16) +
- * pos_emb[pos0 + t][:] (f32); grid t_len x 128 threads; C a multiple of 128. */
+/* embed_c<C>(out, tokens, tok_emb, pos_emb, positions): out[t][:] = tok_emb[tokens[t]][:]
+ * (f16) + pos_emb[positions[t]][:] (f32); tokens and positions: device u32 arrays;
+ * grid t_len x 128 threads; C a multiple of 128. */
 char *gen_embed(int sm, int c);
 
 /* ---- GEMM epilogue, im2col and attention (src/kernels/epilogue.c, im2col.c, attention*.c) ----
@@ -62,14 +63,36 @@ char *gen_attention(int sm, int n_head, int d_head, int causal);
 char *gen_attention_tc(int sm, int n_head, int d_head);
 
 /* backend.h's `attention_gather`: one query per sequence, keys/values through the slot table:
- * attn_gather_h<H>_d<D>(out, q, k, v, slots, ld_slots, n_seq, n_kv), n_kv >= 1;
+ * attn_gather_h<H>_d<D>(out, q, k, v, slots, ld_slots, n_kv_seq, n_seq, n_kv), n_kv >= 1;
+ * n_kv_seq: 0, or the device address of n_seq u32 key counts (1..n_kv), one per sequence;
  * grid (n_seq, H) x KERNEL_GATHER_THREADS. */
 #define KERNEL_GATHER_THREADS 128
 char *gen_attention_gather(int sm, int n_head, int d_head);
 
+/* backend.h's `attention_rows`, the same kernel over contiguous keys: attn_rows_h<H>_d<D>(out,
+ * q, k, v, ld_kv, lane_stride, lane_of_row, n_rows, s_len); row g reads keys j < s_len at
+ * k + lane_of_row[g] * lane_stride + j * ld_kv (floats; lane_stride .u64, so lanes may lie
+ * more than 4 GiB apart), s_len >= 1; grid (n_rows, H) x KERNEL_GATHER_THREADS. */
+char *gen_attention_rows(int sm, int n_head, int d_head);
+
 /* backend.h's `attention_scores` for one head: attn_scores_h<H>_d<D>(out, q, k, ld_k, t_len,
  * s_len, head); out[t][j] fp32; grid (t_len, ceil(s_len / 128)) x 128 threads. */
 char *gen_attention_scores(int sm, int n_head, int d_head);
+
+/* backend.h's `linear` over 1..KERNEL_GEMV_MAX_ROWS rows, fp16 weights [N][K] as uploaded,
+ * fp32 in/out: gemv_f16_k<K>_f<flags>(out, ld_out, in, w, b, n, n_rows):
+ *   out[m][j] (+)= act(sum_i in[m][i] * w[j][i] + b[j]),  m < n_rows, j < n; in rows K apart,
+ * out rows ld_out apart; the bias term with KERNEL_GEMV_BIAS, exact-erf GELU with
+ * KERNEL_GEMV_GELU, out + sum (+ b) with KERNEL_GEMV_ACCUMULATE (not with GELU). K % 8 == 0,
+ * w 16-byte aligned. A row's result does not depend on n_rows (bit for bit).
+ * grid ceil(n / KERNEL_GEMV_COLS) x KERNEL_GEMV_THREADS. */
+#define KERNEL_GEMV_MAX_ROWS   8
+#define KERNEL_GEMV_THREADS    256
+#define KERNEL_GEMV_COLS       32 /* output columns per CTA */
+#define KERNEL_GEMV_BIAS       1
+#define KERNEL_GEMV_GELU       2
+#define KERNEL_GEMV_ACCUMULATE 4
+char *gen_gemv_f16(int sm, int k_in, int flags);
 
 /* One generated kernel of a model. */
 struct kernel_src {

@@ -1,0 +1,233 @@
+/* gemv.c — gen_gemv_f16: backend.h's `linear` for a few rows (decoder steps: M <= 8 rows), fp16
+ * weights as uploaded ([N][K] row-major), fp32 activations, fp32 accumulation, with the bias,
+ * GELU or residual add fused. Memory-bound: every weight row is read once for all M rows.
+ *
+ * CTA of 256 threads = 8 warps; warp w of CTA b owns the 4 output columns n0 = 4 (8 b + w) ...
+ * n0 + 3. K goes in tiles of GEMV_TILE: the CTA stages in[m][tile] (m < M) in shared memory,
+ * then lane l takes the tile's 8-column groups g = l, l + 32, ...: one 16-byte load of 8 fp16
+ * weights per column (ld.global.nc.v4.u32: the warp reads 512 contiguous bytes of a row), 8
+ * activations per row from shared memory, 32 fma per row into acc[col][m]. Shared memory holds
+ * a row's tile as two planes (k % 8 < 4, then k % 8 >= 4) so a warp's 16-byte reads are
+ * contiguous (no bank conflicts).
+ *
+ * Summation order: acc[col][m] sums its lane's groups in k order; then the warp's 32 sums
+ * (4 columns x 8 rows) are reduced by recursive halving (31 shuffles), after which lane L holds
+ * value L = (column L / 8, row L % 8) and writes it. Nothing in that order depends on M, so a
+ * row has the bits it has alone (backend.h linear_exact_rows).
+ */
+#include <stdio.h>
+
+#include "kernels/kernels.h"
+#include "kernels/ptx.h"
+
+#define GEMV_WARPS (KERNEL_GEMV_THREADS / 32)
+#define GEMV_WCOLS (KERNEL_GEMV_COLS / GEMV_WARPS) /* columns per warp: 4 */
+#define GEMV_M     KERNEL_GEMV_MAX_ROWS            /* 8 */
+#define GEMV_TILE  1024                            /* K per staged tile: 32 KiB of shared memory */
+
+struct gemv_regs {
+    struct ptx_reg tid, lane, n_rows, k0; /* k0: the tile's first column */
+    struct ptx_reg in, s_row;             /* in: global, of in[0][0]; s_row: shared, lane's group */
+    struct ptx_reg wrow[GEMV_WCOLS];      /* global: w[n0 + c][16 lane / 2] */
+    struct ptx_reg col_ok[GEMV_WCOLS];    /* n0 + c < N */
+    struct ptx_reg acc[GEMV_WCOLS][GEMV_M];
+};
+
+/* Copies in[m][k0 + kk] (kk < kt, m < M) into the shared planes. */
+static void stage_tile(struct ptx_kernel *k, const struct gemv_regs *r, int k_in, int kt) {
+    struct ptx_reg p = ptx_reg(k, PTX_PRED), skip = ptx_label(k), idx = ptx_reg(k, PTX_B32);
+    struct ptx_reg kk = ptx_reg(k, PTX_B32), sa = ptx_reg(k, PTX_B32), v = ptx_reg(k, PTX_F32);
+    struct ptx_reg t = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "bar.sync 0"); /* every warp is done with the previous tile */
+    for (int m = 0; m < GEMV_M; m++) {
+        ptx_ins(k, "setp.le.u32 %s, %s, %d", p.s, r->n_rows.s, m); /* uniform: rows >= M */
+        ptx_ins(k, "@%s bra %s", p.s, skip.s);
+        for (int i = 0; i * KERNEL_GEMV_THREADS < kt; i++) {
+            struct ptx_reg ok = ptx_reg(k, PTX_PRED);
+            ptx_ins(k, "add.u32 %s, %s, %d", kk.s, r->tid.s, i * KERNEL_GEMV_THREADS);
+            ptx_ins(k, "setp.lt.u32 %s, %s, %d", ok.s, kk.s, kt);
+            ptx_ins(k, "add.u32 %s, %s, %s", idx.s, kk.s, r->k0.s);
+            ptx_ins(k, "add.u32 %s, %s, %d", idx.s, idx.s, m * k_in);
+            struct ptx_reg ga = ptx_addr(k, r->in, idx, 4);
+            ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", ok.s, v.s, ga.s);
+            /* kk -> plane (kk / 4) % 2, place (kk / 8) * 4 + kk % 4 */
+            ptx_ins(k, "shr.u32 %s, %s, 3", sa.s, kk.s);
+            ptx_ins(k, "shl.b32 %s, %s, 2", sa.s, sa.s);
+            ptx_ins(k, "and.b32 %s, %s, 3", t.s, kk.s);
+            ptx_ins(k, "add.u32 %s, %s, %s", sa.s, sa.s, t.s);
+            ptx_ins(k, "and.b32 %s, %s, 4", t.s, kk.s);
+            ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", sa.s, t.s, GEMV_TILE / 8, sa.s);
+            ptx_ins(k, "mov.u32 %s, s_in", t.s);
+            ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", sa.s, sa.s, t.s);
+            ptx_ins(k, "@%s st.shared.f32 [%s+%d], %s", ok.s, sa.s, 4 * m * GEMV_TILE, v.s);
+        }
+    }
+    ptx_place(k, skip);
+    ptx_ins(k, "bar.sync 0");
+}
+
+/* The products of one tile of kt columns (kt % 8 == 0) folded into acc. */
+static void tile_products(struct ptx_kernel *k, struct gemv_regs *r, int kt) {
+    int groups = kt / 8;
+    struct ptx_reg wv[GEMV_WCOLS][4], wf[GEMV_WCOLS][8], a[8], h[2];
+    struct ptx_reg p = ptx_reg(k, PTX_PRED), ok = ptx_reg(k, PTX_PRED);
+    for (int c = 0; c < GEMV_WCOLS; c++) {
+        for (int e = 0; e < 4; e++)
+            wv[c][e] = ptx_reg(k, PTX_B32);
+        for (int e = 0; e < 8; e++)
+            wf[c][e] = ptx_reg(k, PTX_F32);
+    }
+    for (int e = 0; e < 8; e++)
+        a[e] = ptx_reg(k, PTX_F32);
+    h[0] = ptx_reg(k, PTX_B16), h[1] = ptx_reg(k, PTX_B16);
+    for (int i = 0; 32 * i < groups; i++) {
+        struct ptx_reg step_end = ptx_label(k);
+        if (32 * (i + 1) > groups) { /* a partial step: lanes past the tile's groups sit out */
+            ptx_ins(k, "setp.ge.u32 %s, %s, %d", p.s, r->lane.s, groups - 32 * i);
+            ptx_ins(k, "@%s bra %s", p.s, step_end.s);
+        }
+        for (int c = 0; c < GEMV_WCOLS; c++) {
+            for (int e = 0; e < 4; e++)
+                ptx_ins(k, "mov.b32 %s, 0", wv[c][e].s);
+            ptx_ins(k, "@%s ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d]", r->col_ok[c].s,
+                    wv[c][0].s, wv[c][1].s, wv[c][2].s, wv[c][3].s, r->wrow[c].s, 512 * i);
+            for (int e = 0; e < 4; e++) {
+                ptx_ins(k, "mov.b32 {%s, %s}, %s", h[0].s, h[1].s, wv[c][e].s);
+                ptx_ins(k, "cvt.f32.f16 %s, %s", wf[c][2 * e].s, h[0].s);
+                ptx_ins(k, "cvt.f32.f16 %s, %s", wf[c][2 * e + 1].s, h[1].s);
+            }
+        }
+        for (int m = 0; m < GEMV_M; m++) {
+            ptx_ins(k, "setp.le.u32 %s, %s, %d", ok.s, r->n_rows.s, m); /* uniform */
+            ptx_ins(k, "@%s bra %s", ok.s, step_end.s);
+            int off = 4 * (m * GEMV_TILE) + 512 * i;
+            ptx_ins(k, "ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", a[0].s, a[1].s, a[2].s, a[3].s,
+                    r->s_row.s, off);
+            ptx_ins(k, "ld.shared.v4.f32 {%s, %s, %s, %s}, [%s+%d]", a[4].s, a[5].s, a[6].s, a[7].s,
+                    r->s_row.s, off + 4 * GEMV_TILE / 2);
+            for (int c = 0; c < GEMV_WCOLS; c++)
+                for (int e = 0; e < 8; e++)
+                    ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", r->acc[c][m].s, wf[c][e].s, a[e].s,
+                            r->acc[c][m].s);
+        }
+        ptx_place(k, step_end);
+    }
+}
+
+/* Recursive halving over the warp: afterwards acc[0][0] of lane L holds the sum of value L
+ * (value v = acc[v / 8][v % 8]) over the 32 lanes. */
+static void reduce_scatter(struct ptx_kernel *k, struct gemv_regs *r) {
+    struct ptx_reg v[GEMV_WCOLS * GEMV_M];
+    for (int i = 0; i < GEMV_WCOLS * GEMV_M; i++)
+        v[i] = r->acc[i / GEMV_M][i % GEMV_M];
+    struct ptx_reg bit = ptx_reg(k, PTX_B32), up = ptx_reg(k, PTX_PRED);
+    struct ptx_reg send = ptx_reg(k, PTX_F32), keep = ptx_reg(k, PTX_F32);
+    struct ptx_reg got = ptx_reg(k, PTX_F32);
+    for (int o = 16; o >= 1; o /= 2) {
+        ptx_ins(k, "and.b32 %s, %s, %d", bit.s, r->lane.s, o);
+        ptx_ins(k, "setp.ne.u32 %s, %s, 0", up.s, bit.s); /* this lane keeps the upper half */
+        for (int i = 0; i < o; i++) {
+            ptx_ins(k, "selp.f32 %s, %s, %s, %s", send.s, v[i].s, v[i + o].s, up.s);
+            ptx_ins(k, "selp.f32 %s, %s, %s, %s", keep.s, v[i + o].s, v[i].s, up.s);
+            ptx_ins(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1", got.s, send.s, o);
+            ptx_ins(k, "add.f32 %s, %s, %s", v[i].s, keep.s, got.s);
+        }
+    }
+}
+
+char *gen_gemv_f16(int sm, int k_in, int flags) {
+    int all = KERNEL_GEMV_BIAS | KERNEL_GEMV_GELU | KERNEL_GEMV_ACCUMULATE;
+    if (k_in <= 0 || k_in % 8 || flags < 0 || (flags & ~all) ||
+        ((flags & KERNEL_GEMV_GELU) && (flags & KERNEL_GEMV_ACCUMULATE)))
+        return NULL;
+    char name[64];
+    snprintf(name, sizeof name, "gemv_f16_k%d_f%d", k_in, flags);
+    struct ptx_kernel k;
+    ptx_begin(&k, name, sm);
+    ptx_param(&k, "u64", "p_out");
+    ptx_param(&k, "u32", "p_ld_out");
+    ptx_param(&k, "u64", "p_in");
+    ptx_param(&k, "u64", "p_w");
+    ptx_param(&k, "u64", "p_b");
+    ptx_param(&k, "u32", "p_n");
+    ptx_param(&k, "u32", "p_rows");
+    ptx_raw(&k, "    .shared .align 16 .f32 s_in[%d];\n", GEMV_M * GEMV_TILE);
+
+    struct gemv_regs r;
+    struct ptx_reg cta = ptx_special(&k, "%ctaid.x"), warp = ptx_reg(&k, PTX_B32);
+    struct ptx_reg n = ptx_reg(&k, PTX_B32), n0 = ptx_reg(&k, PTX_B32), t = ptx_reg(&k, PTX_B32);
+    r.tid = ptx_special(&k, "%tid.x");
+    r.lane = ptx_reg(&k, PTX_B32), r.n_rows = ptx_reg(&k, PTX_B32), r.k0 = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "shr.u32 %s, %s, 5", warp.s, r.tid.s);
+    ptx_ins(&k, "and.b32 %s, %s, 31", r.lane.s, r.tid.s);
+    ptx_ins(&k, "ld.param.u32 %s, [p_rows]", r.n_rows.s);
+    ptx_ins(&k, "ld.param.u32 %s, [p_n]", n.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", n0.s, cta.s, GEMV_WARPS, warp.s);
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", n0.s, n0.s, GEMV_WCOLS);
+    r.in = ptx_ld_ptr(&k, "p_in");
+    r.s_row = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "mov.u32 %s, s_in", r.s_row.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 16, %s", r.s_row.s, r.lane.s, r.s_row.s);
+    struct ptx_reg w = ptx_ld_ptr(&k, "p_w"), wi = ptx_reg(&k, PTX_B32);
+    for (int c = 0; c < GEMV_WCOLS; c++) {
+        r.col_ok[c] = ptx_reg(&k, PTX_PRED);
+        ptx_ins(&k, "add.u32 %s, %s, %d", t.s, n0.s, c);
+        ptx_ins(&k, "setp.lt.u32 %s, %s, %s", r.col_ok[c].s, t.s, n.s);
+        ptx_ins(&k, "mul.lo.u32 %s, %s, %d", wi.s, t.s, k_in / 8); /* in 16-byte units */
+        ptx_ins(&k, "add.u32 %s, %s, %s", wi.s, wi.s, r.lane.s);
+        r.wrow[c] = ptx_addr(&k, w, wi, 16);
+        for (int m = 0; m < GEMV_M; m++) {
+            r.acc[c][m] = ptx_reg(&k, PTX_F32);
+            ptx_ins(&k, "mov.f32 %s, 0f00000000", r.acc[c][m].s);
+        }
+    }
+
+    /* full tiles in a loop (weight addresses advance by a tile), then the rest */
+    int n_full = k_in / GEMV_TILE, rest = k_in % GEMV_TILE;
+    ptx_ins(&k, "mov.u32 %s, 0", r.k0.s);
+    if (n_full) {
+        struct ptx_reg loop = ptx_label(&k), p = ptx_reg(&k, PTX_PRED);
+        ptx_place(&k, loop);
+        stage_tile(&k, &r, k_in, GEMV_TILE);
+        tile_products(&k, &r, GEMV_TILE);
+        for (int c = 0; c < GEMV_WCOLS; c++)
+            ptx_ins(&k, "add.s64 %s, %s, %d", r.wrow[c].s, r.wrow[c].s, 2 * GEMV_TILE);
+        ptx_ins(&k, "add.u32 %s, %s, %d", r.k0.s, r.k0.s, GEMV_TILE);
+        ptx_ins(&k, "setp.lt.u32 %s, %s, %d", p.s, r.k0.s, n_full * GEMV_TILE);
+        ptx_ins(&k, "@%s bra %s", p.s, loop.s);
+    }
+    if (rest) {
+        stage_tile(&k, &r, k_in, rest);
+        tile_products(&k, &r, rest);
+    }
+    reduce_scatter(&k, &r);
+
+    /* lane L: column n0 + L / 8, row L % 8 */
+    struct ptx_reg col = ptx_reg(&k, PTX_B32), row = ptx_reg(&k, PTX_B32);
+    struct ptx_reg p = ptx_reg(&k, PTX_PRED), done = ptx_label(&k), v = r.acc[0][0];
+    ptx_ins(&k, "shr.u32 %s, %s, 3", col.s, r.lane.s);
+    ptx_ins(&k, "add.u32 %s, %s, %s", col.s, col.s, n0.s);
+    ptx_ins(&k, "and.b32 %s, %s, 7", row.s, r.lane.s);
+    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, col.s, n.s);
+    ptx_ins(&k, "@%s bra %s", p.s, done.s);
+    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, row.s, r.n_rows.s);
+    ptx_ins(&k, "@%s bra %s", p.s, done.s);
+    struct ptx_reg oi = ptx_reg(&k, PTX_B32), ld = ptx_reg(&k, PTX_B32), x = ptx_reg(&k, PTX_F32);
+    ptx_ins(&k, "ld.param.u32 %s, [p_ld_out]", ld.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", oi.s, row.s, ld.s, col.s);
+    struct ptx_reg oa = ptx_addr(&k, ptx_ld_ptr(&k, "p_out"), oi, 4);
+    if (flags & KERNEL_GEMV_ACCUMULATE) { /* the CPU's order: (out + sum) + b */
+        ptx_ins(&k, "ld.global.f32 %s, [%s]", x.s, oa.s);
+        ptx_ins(&k, "add.f32 %s, %s, %s", v.s, x.s, v.s);
+    }
+    if (flags & KERNEL_GEMV_BIAS) {
+        struct ptx_reg ba = ptx_addr(&k, ptx_ld_ptr(&k, "p_b"), col, 4);
+        ptx_ins(&k, "ld.global.nc.f32 %s, [%s]", x.s, ba.s);
+        ptx_ins(&k, "add.f32 %s, %s, %s", v.s, v.s, x.s);
+    }
+    if (flags & KERNEL_GEMV_GELU)
+        ptx_gelu(&k, v);
+    ptx_ins(&k, "st.global.f32 [%s], %s", oa.s, v.s);
+    ptx_place(&k, done);
+    return ptx_end(&k);
+}
