@@ -147,6 +147,8 @@ static const struct wc_backend_ops cuda_ops = {
     .name = "cuda",
     /* cuBLAS may choose another algorithm (another summation order) for another n_rows */
     .linear_exact_rows = 1,
+    /* one cuBLAS GEMM over B x 1500 encoder rows: B times the tiles at 1500x512x512 (base) */
+    .linear_merge_windows = 1,
     .backend_free = cuda_backend_free,
     .upload_mat = cuda_upload_mat,
     .upload_conv = cuda_upload_conv,
