@@ -203,36 +203,62 @@ static int default_threads(void) {
     return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }
 
-/* What a state with room for n_group sequences allocates: encoder and decoder activations and
- * caches, and the encoder output. */
-static uint64_t state_memory_bytes(const struct wc_hparams *hp, int n_group) {
-    return encoder_memory_bytes(hp) + decoder_memory_bytes(hp, n_group) +
-           (uint64_t)hp->n_audio_ctx * hp->n_audio_state * sizeof(float);
+/* What a state with room for n_group sequences and n_windows encoder windows allocates:
+ * encoder and decoder activations and caches, and the encoder output. */
+static uint64_t state_memory_bytes(const struct wc_hparams *hp, int n_group, int n_windows) {
+    return encoder_memory_bytes(hp, n_windows) + decoder_memory_bytes(hp, n_group) +
+           (uint64_t)n_windows * hp->n_audio_ctx * hp->n_audio_state * sizeof(float);
 }
 
-/* 0 if a state growing from room for n_group_now sequences (0: a new state) to n_group fits the
- * model's budget: an explicit budget holds the model and the whole state; the default one
- * (available memory, which already counts the model and the state so far) the growth. Host
- * memory only: a CUDA state's activations live on the GPU, where its arena checks them. */
-static int state_budget_check(const struct whisperc_model *m, int n_group, int n_group_now,
-                              char *err, size_t err_size) {
+/* 0 if a state growing from what `now` has room for (NULL: a new state) to n_group sequences
+ * and n_windows encoder windows fits the model's budget: an explicit budget holds the model
+ * and the whole state; the default one (available memory, which already counts the model and
+ * the state so far) the growth. Host memory only: a CUDA state's activations live on the GPU,
+ * where its arena checks them. */
+static int state_budget_check(const struct whisperc_model *m, int n_group, int n_windows,
+                              const whisperc_state *now, char *err, size_t err_size) {
     if (strcmp(m->be->ops->name, "cpu") != 0 || m->max_memory_bytes < 0)
         return 0;
     const struct wc_hparams *hp = &m->file->hp;
-    uint64_t need = state_memory_bytes(hp, n_group), model = model_memory_bytes(m->file);
+    uint64_t need = state_memory_bytes(hp, n_group, n_windows);
+    uint64_t model = model_memory_bytes(m->file);
     if (m->max_memory_bytes > 0)
         need += model;
-    else if (n_group_now > 0)
-        need -= state_memory_bytes(hp, n_group_now);
-    char what[160];
+    else if (now)
+        need -= state_memory_bytes(hp, now->dec.n_group_max, now->enc.n_windows);
+    char state[96], what[160];
+    snprintf(state, sizeof state, "a decoding state for %d %s", n_group,
+             n_group == 1 ? "sequence" : "sequences");
+    if (n_windows > 1)
+        snprintf(state + strlen(state), sizeof state - strlen(state), " and %d encoder windows",
+                 n_windows);
     if (m->max_memory_bytes > 0)
-        snprintf(what, sizeof what, "the model (%" PRIu64 " MiB) with a decoding state for %d %s",
-                 model >> 20, n_group, n_group == 1 ? "sequence" : "sequences");
+        snprintf(what, sizeof what, "the model (%" PRIu64 " MiB) with %s", model >> 20, state);
     else
-        snprintf(what, sizeof what, "a decoding state for %d %s", n_group,
-                 n_group == 1 ? "sequence" : "sequences");
+        snprintf(what, sizeof what, "%s", state);
     return mem_check(need, mem_budget(m->max_memory_bytes), m->max_memory_bytes, what, err,
                      err_size);
+}
+
+int api_encoder_reserve(whisperc_state *st, int n_windows) {
+    if (n_windows <= st->enc.n_windows)
+        return 0;
+    const struct wc_hparams *hp = &st->m->file->hp;
+    const struct wc_backend_ops *op = st->s->be->ops;
+    if (state_budget_check(st->m, st->dec.n_group_max, n_windows, st, st->errmsg,
+                           sizeof st->errmsg))
+        return WHISPERC_ERR_NO_MEMORY;
+    /* the old buffers go first, so that the peak is the new size (a failure is sticky in the
+     * stream, as every allocation failure of a state) */
+    encoder_free(&st->enc, st->s);
+    op->release(st->s, st->audio_features);
+    st->audio_features =
+        op->alloc(st->s, (size_t)n_windows * hp->n_audio_ctx * hp->n_audio_state * sizeof(float));
+    if (!st->s->err)
+        encoder_init(&st->enc, st->s, hp, &st->m->w, n_windows);
+    if (st->s->err)
+        return api_fail(st, st->s->err, "encoder for %d windows: %s", n_windows, st->s->errmsg);
+    return 0;
 }
 
 whisperc_status whisperc_state_new(const whisperc_model *m, whisperc_state **out) {
@@ -247,7 +273,7 @@ whisperc_status whisperc_state_new_v2(const whisperc_model *m, whisperc_state **
         wc_errf(errbuf, errbuf_size, "whisperc_state_new: model and out must not be NULL");
         return WHISPERC_ERR_INVALID_ARG;
     }
-    if (state_budget_check(m, 1, 0, errbuf, errbuf_size))
+    if (state_budget_check(m, 1, 1, NULL, errbuf, errbuf_size))
         return WHISPERC_ERR_NO_MEMORY;
     struct whisperc_state *st = calloc(1, sizeof *st);
     if (!st) {
@@ -264,7 +290,7 @@ whisperc_status whisperc_state_new_v2(const whisperc_model *m, whisperc_state **
         rc = st->s->err;
     }
     if (!rc)
-        rc = encoder_init(&st->enc, st->s, hp, &m->w);
+        rc = encoder_init(&st->enc, st->s, hp, &m->w, 1);
     if (!rc)
         rc = decoder_init(&st->dec, st->s, hp, &m->w);
     if (rc) {
@@ -675,7 +701,7 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     int n_group = p.strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p.beam_size : 1;
     n_group = p.best_of > n_group ? p.best_of : n_group;
     if (!rc && !det && n_group > st->dec.n_group_max &&
-        state_budget_check(st->m, n_group, st->dec.n_group_max, st->errmsg, sizeof st->errmsg))
+        state_budget_check(st->m, n_group, st->enc.n_windows, st, st->errmsg, sizeof st->errmsg))
         rc = WHISPERC_ERR_NO_MEMORY;
     if (!rc)
         rc = api_set_threads(st, p.n_threads);

@@ -96,6 +96,10 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
         if (rc)
             return api_fail(st, rc, "batch of %d: %s", p->batch_size, st->s->errmsg);
     }
+    rc = api_encoder_reserve(st, p->batch_size < ENCODER_MAX_WINDOWS ? p->batch_size
+                                                                     : ENCODER_MAX_WINDOWS);
+    if (rc)
+        return rc;
     struct mel_spec *mels = calloc((size_t)n, sizeof *mels);
     if (!mels)
         return api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory for %d inputs", n);

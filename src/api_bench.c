@@ -48,6 +48,70 @@ static whisperc_status bench_fail(whisperc_state *st, int rc, const char *stage)
     return rc;
 }
 
+static int bench_threads(whisperc_state *st, int n_threads) {
+    if (n_threads > 0 && n_threads != st->n_threads) {
+        int rc = st->s->be->ops->stream_set_threads(st->s, n_threads);
+        if (rc)
+            return bench_fail(st, rc, "threads");
+        st->n_threads = n_threads;
+    }
+    return 0;
+}
+
+/* n_windows seeded random log-Mel windows [n_mels][BENCH_FRAMES], one allocation; NULL if out
+ * of memory. */
+static float *random_windows(const struct wc_hparams *hp, int n_windows, uint64_t seed) {
+    size_t n_mel = (size_t)n_windows * hp->n_mels * BENCH_FRAMES;
+    float *mel = malloc(n_mel * sizeof *mel);
+    for (size_t i = 0; mel && i < n_mel; i++) /* top 24 bits -> [-1, 1), a log-Mel's range */
+        mel[i] = (float)(next_u64(&seed) >> 40) / (float)(1 << 23) - 1.0f;
+    return mel;
+}
+
+whisperc_status wc_bench_encoder(whisperc_state *st, int n_threads, int n_windows, uint64_t seed,
+                                 struct wc_bench_encoder_times *out) {
+    if (!st || !out || n_windows < 1 || n_windows > 64)
+        return WHISPERC_ERR_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    st->errmsg[0] = '\0';
+    const struct wc_hparams *hp = &st->m->file->hp;
+    struct wc_stream *s = st->s;
+    int per_pass = n_windows < ENCODER_MAX_WINDOWS ? n_windows : ENCODER_MAX_WINDOWS;
+    int rc = bench_threads(st, n_threads);
+    if (!rc)
+        rc = api_encoder_reserve(st, per_pass);
+    if (rc)
+        return rc;
+    float *mel = random_windows(hp, n_windows, seed);
+    const float **wins = malloc((size_t)n_windows * sizeof *wins);
+    if (!mel || !wins) {
+        free(mel);
+        free(wins);
+        return WHISPERC_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < n_windows; i++)
+        wins[i] = mel + (size_t)i * hp->n_mels * BENCH_FRAMES;
+    double t0 = wc_now_ms();
+    for (int i = 0; i < n_windows && !s->err; i++) {
+        encoder_forward(&st->enc, s, wins[i], BENCH_FRAMES, st->audio_features);
+        wc_stream_sync(s); /* as transcribe() waits for each window before decoding it */
+    }
+    rc = wc_stream_sync(s);
+    out->alone_ms = wc_now_ms() - t0;
+    t0 = wc_now_ms();
+    for (int i = 0; i < n_windows && !rc; i += per_pass) {
+        int n = n_windows - i < per_pass ? n_windows - i : per_pass;
+        encoder_forward_batch(&st->enc, s, wins + i, BENCH_FRAMES, n, st->audio_features);
+        rc = wc_stream_sync(s);
+    }
+    out->batch_ms = wc_now_ms() - t0;
+    out->n_windows = n_windows;
+    out->n_per_pass = per_pass;
+    free(mel);
+    free(wins);
+    return rc ? bench_fail(st, rc, "encoder") : WHISPERC_OK;
+}
+
 whisperc_status wc_bench_window(whisperc_state *st, int n_threads, int n_tokens, int n_seq,
                                 uint64_t seed, struct wc_bench_times *out) {
     if (!st || !out || n_tokens < 0 || n_seq < 1 || n_seq > WC_MAX_GROUP)
@@ -57,26 +121,20 @@ whisperc_status wc_bench_window(whisperc_state *st, int n_threads, int n_tokens,
     const struct wc_hparams *hp = &st->m->file->hp;
     const struct wc_vocab *v = &st->m->vocab;
     struct wc_stream *s = st->s;
-    if (n_threads > 0 && n_threads != st->n_threads) {
-        int rc = s->be->ops->stream_set_threads(s, n_threads);
-        if (rc)
-            return bench_fail(st, rc, "threads");
-        st->n_threads = n_threads;
-    }
-    size_t n_mel = (size_t)hp->n_mels * BENCH_FRAMES;
-    float *mel = malloc(n_mel * sizeof *mel);
+    int rc = bench_threads(st, n_threads);
+    if (rc)
+        return rc;
+    float *mel = random_windows(hp, 1, seed);
     float *logits = malloc((size_t)(n_seq < 2 ? 2 : n_seq) * v->n_vocab * sizeof *logits);
     if (!mel || !logits) {
         free(mel);
         free(logits);
         return WHISPERC_ERR_NO_MEMORY;
     }
-    for (size_t i = 0; i < n_mel; i++) /* top 24 bits -> [-1, 1), about a log-Mel's range */
-        mel[i] = (float)(next_u64(&seed) >> 40) / (float)(1 << 23) - 1.0f;
 
     double t0 = wc_now_ms();
     encoder_forward(&st->enc, s, mel, BENCH_FRAMES, st->audio_features);
-    int rc = wc_stream_sync(s);
+    rc = wc_stream_sync(s);
     out->encode_ms = wc_now_ms() - t0;
     if (rc) {
         free(mel);

@@ -28,6 +28,17 @@ struct wc_bench_times {
 whisperc_status wc_bench_window(whisperc_state *st, int n_threads, int n_tokens, int n_seq,
                                 uint64_t seed, struct wc_bench_times *out);
 
+/* The encoder alone over n_windows windows (seeded random log-Mel, as above): one by one
+ * (encoder_forward each), then as whisperc_full_batch encodes them, in passes of up to
+ * ENCODER_MAX_WINDOWS windows (the state's encoder grows to that first). */
+struct wc_bench_encoder_times {
+    double alone_ms; /* all n_windows, one at a time */
+    double batch_ms; /* all n_windows, in passes of up to n_per_pass */
+    int n_windows, n_per_pass;
+};
+whisperc_status wc_bench_encoder(whisperc_state *st, int n_threads, int n_windows, uint64_t seed,
+                                 struct wc_bench_encoder_times *out);
+
 /* "cpu" or the CUDA device as the backend describes it ("NVIDIA H100 ... (sm_90, 79.1 GiB)"). */
 const char *wc_bench_device(const whisperc_model *m);
 

@@ -32,7 +32,7 @@ struct whisperc_state {
     struct encoder enc;
     struct decoder dec;
     struct decoder_batch db; /* whisperc_full_batch's lanes, made on first use (db.n_lanes 0) */
-    float *audio_features;   /* backend [n_audio_ctx][n_audio_state] */
+    float *audio_features;   /* backend [enc.n_windows][n_audio_ctx][n_audio_state] */
     struct wc_transcript tr;
     bool has_result;
     struct whisperc_timings timings;
@@ -61,6 +61,9 @@ int api_set_threads(whisperc_state *st, int n_threads);
 struct transcribe_ctx api_transcribe_ctx(whisperc_state *st, const struct whisperc_full_params *p,
                                          int i_lang, bool (*on_window)(void *, int, int),
                                          void *user);
+/* Gives st's encoder room for n_windows windows per pass (and audio_features room for their
+ * output), within the model's memory budget; never shrinks. 0 or api_fail. */
+int api_encoder_reserve(whisperc_state *st, int n_windows);
 /* whisperc_full without touching the batch results. */
 whisperc_status api_full(whisperc_state *st, const struct whisperc_full_params *params,
                          const float *pcm16k, int n_samples);

@@ -45,6 +45,11 @@ struct wc_backend_ops {
      * row alone (>= 1). Decoding several sequences in one call is then exactly decoding each
      * by itself; callers with more rows split them into calls of at most this many. */
     int linear_exact_rows;
+    /* The encoder over several windows: 1 runs each linear over all the windows' rows in one
+     * call (B x n_audio_ctx rows fill a GPU; a window's bits may then differ from its encoding
+     * alone, since the GEMM may sum another way at another row count); 0 issues one call per
+     * window, so that a window encoded in a batch has exactly the bits it has alone. */
+    int linear_merge_windows;
 
     /* ---- model level (weights) ---- */
     void (*backend_free)(struct wc_backend *be);

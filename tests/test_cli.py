@@ -158,6 +158,13 @@ try:
         check(r.returncode == 0 and len(top) == 5 and top[0].split()[0] == "de",
               f"-dl: five languages, German first ({r.stdout.strip()!r})")
 
+    # bench --synthetic --batch-size: the encoder per window, one by one and in one pass
+    r = run(["bench", "--synthetic", "-m", model, "-t", "2", "-bs", "1", "--tokens", "1",
+             "--batch-size", "2"])
+    check(r.returncode == 0 and "encoder, 2 windows" in r.stdout and "\n  alone " in r.stdout
+          and "\n  batched " in r.stdout,
+          f"bench --synthetic --batch-size 2: encoder alone and batched ({r.stdout[-200:]!r})")
+
     # default model via the environment, no flags
     r = run(["transcribe", "-np", jfk], env={"WHISPERC_MODEL": model})
     check(r.returncode == 0, "default model from WHISPERC_MODEL")

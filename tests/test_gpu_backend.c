@@ -2,7 +2,8 @@
  * test_gpu_backend.c — the CUDA backend against the CPU reference backend (suite gpu): every op
  * on fresh random inputs at several shapes, with the GPU's outputs poisoned (NaN) first so an
  * unwritten value fails; then the encoder and decoder steps of a small random-weight model
- * (tests/ggml_synth.c), CPU vs CUDA through the public API. fp16 GEMM paths pass at 1e-2
+ * (tests/ggml_synth.c), CPU vs CUDA through the public API, and three windows in one encoder
+ * pass on the GPU against each alone on the CPU. fp16 GEMM paths pass at 1e-2
  * relative, fp32 kernels tighter. Exits 77 without a CUDA driver, device or cuBLAS.
  */
 #include <math.h>
@@ -390,6 +391,44 @@ static float *run_model(whisperc_state *st, const float *mel, int n_frames, floa
     return enc;
 }
 
+/* Three windows in one encoder pass on the GPU (each linear one call over all their rows,
+ * linear_merge_windows) against each window alone on the CPU; the GPU output poisoned first. */
+static void test_encoder_batch(whisperc_state *sc, whisperc_state *sg) {
+    enum { N_WIN = 3 };
+    const struct wc_hparams *hp = &sc->m->file->hp;
+    const struct wc_backend_ops *gop = sg->s->be->ops;
+    int n_frames = 2 * hp->n_audio_ctx + 5; /* a row stride longer than the window */
+    size_t n = (size_t)hp->n_audio_ctx * hp->n_audio_state, n_mel = (size_t)hp->n_mels * n_frames;
+    CHECK(gop->linear_merge_windows == 1);
+    float *mel = rand_vec(N_WIN * n_mel, 1.0f), *want = malloc(N_WIN * n * 4);
+    float *got = malloc(N_WIN * n * 4);
+    const float *wins[N_WIN];
+    for (int i = 0; i < N_WIN; i++) {
+        wins[i] = mel + i * n_mel;
+        encoder_forward(&sc->enc, sc->s, wins[i], n_frames, sc->audio_features);
+        sc->s->be->ops->download(sc->s, want + i * n, sc->audio_features, n * 4);
+    }
+    CHECK(wc_stream_sync(sc->s) == 0);
+    struct encoder e;
+    CHECK(encoder_init(&e, sg->s, hp, &sg->m->w, N_WIN) == 0);
+    for (size_t i = 0; i < N_WIN * n; i++)
+        got[i] = NAN;
+    float *out = gop->alloc(sg->s, N_WIN * n * 4);
+    gop->upload(sg->s, out, got, N_WIN * n * 4);
+    encoder_forward_batch(&e, sg->s, wins, n_frames, N_WIN, out);
+    gop->download(sg->s, got, out, N_WIN * n * 4);
+    CHECK(wc_stream_sync(sg->s) == 0);
+    for (int i = 0; i < N_WIN; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "encoder, window %d of %d in one pass (state %d)", i, N_WIN,
+                 hp->n_audio_state);
+        check_rel(name, got + i * n, want + i * n, n, 2e-2);
+    }
+    gop->release(sg->s, out);
+    encoder_free(&e, sg->s);
+    free(mel), free(want), free(got);
+}
+
 static void test_model(int n_state, int n_head) {
     char path[] = "/tmp/wc_gpu_backend_XXXXXX";
     int fd = mkstemp(path);
@@ -422,6 +461,7 @@ static void test_model(int n_state, int n_head) {
         snprintf(name, sizeof name, "decoder logits (state %d)", n_state);
         check_rel(name, lg, lc, (size_t)nl, 2e-2);
         printf("logits rel L2 %.3g\n", rel_l2(lg, lc, (size_t)nl));
+        test_encoder_batch(sc, sg);
         free(mel), free(ec), free(eg), free(lc), free(lg);
     }
     whisperc_state_free(sc);

@@ -155,6 +155,37 @@ static void print_stage(const char *name, double *v, int n, const char *note) {
     printf("  %-9s %10.2f ms  (median %.2f)%s\n", name, v[0], v[n / 2], note);
 }
 
+/* --synthetic --batch-size N: the encoder over N windows one by one, then as
+ * whisperc_full_batch encodes them, after one warm-up of each (GPU: GEMM shapes, arena). */
+static int bench_encoder_batch(const struct cli_options *o, whisperc_state *st) {
+    int runs = o->runs, rc = 0;
+    double *t = calloc((size_t)runs * 2, sizeof *t); /* [alone, batched][run] */
+    struct wc_bench_encoder_times e = {0};
+    if (!t)
+        rc = WHISPERC_ERR_NO_MEMORY;
+    for (int r = -1; !rc && r < runs; r++) {
+        rc = wc_bench_encoder(st, o->n_threads, o->batch_size, 100 + (uint64_t)r, &e);
+        if (r >= 0) {
+            t[r] = e.alone_ms / e.n_windows;
+            t[runs + r] = e.batch_ms / e.n_windows;
+        }
+    }
+    if (rc) {
+        fprintf(stderr, "whisper-c: %s\n",
+                whisperc_state_errmsg(st)[0] ? whisperc_state_errmsg(st) : whisperc_status_str(rc));
+    } else {
+        char note[96];
+        printf("encoder, %d windows (ms per window; batched: up to %d windows per pass)\n",
+               e.n_windows, e.n_per_pass);
+        print_stage("alone", t, runs, "");
+        qsort(t + runs, (size_t)runs, sizeof *t, cmp_double);
+        snprintf(note, sizeof note, "  (%.2fx)", t[0] / t[runs]);
+        print_stage("batched", t + runs, runs, note);
+    }
+    free(t);
+    return rc;
+}
+
 static int bench_synthetic(const struct cli_options *o, whisperc_model *m, double load_ms) {
     whisperc_state *st = NULL;
     int n_seq = o->beam_size, runs = o->runs, rc = whisperc_state_new(m, &st);
@@ -201,6 +232,8 @@ static int bench_synthetic(const struct cli_options *o, whisperc_model *m, doubl
         print_stage("decoder", t + 3 * runs, runs, per);
         print_stage("window", t + 4 * runs, runs, "");
     }
+    if (!rc && o->batch_size)
+        rc = bench_encoder_batch(o, st);
     free(t);
     whisperc_state_free(st);
     return rc ? 1 : 0;

@@ -98,7 +98,8 @@ void cli_usage(const char *prog) {
            "       --compare-whisper-cpp PATH  also run whisper.cpp's whisper-cli at PATH\n"
            "                            on the same audio, model and threads\n"
            "       --batch-size N       time the files one by one, then N at a time in one\n"
-           "                            state (whisperc_full_batch; greedy: use -bs 1)\n"
+           "                            state (whisperc_full_batch; greedy: use -bs 1); with\n"
+           "                            --synthetic, the encoder on N windows alone and batched\n"
            "  -h,  --help, --version\n",
            prog, prog, prog, prog, prog);
 }

@@ -59,7 +59,7 @@ struct transcribe_ctx {
     struct wc_stream *s;
     struct encoder *enc;
     struct decoder *dec;
-    float *audio_features; /* backend [n_audio_ctx][n_audio_state] */
+    float *audio_features; /* backend [enc->n_windows][n_audio_ctx][n_audio_state] */
     const struct whisperc_full_params *p;
     const int32_t *non_speech; /* vocab_non_speech_tokens */
     int n_non_speech;

@@ -34,7 +34,8 @@ struct batch_run {
     struct decoder_batch *db;
     struct lane *lanes; /* [db->n_lanes]; lanes[0..n_busy) hold a job */
     int n_busy;
-    float *window;             /* host [n_mels][3000] */
+    float *window;             /* host [enc->n_windows][n_mels][3000] */
+    const float **windows;     /* [enc->n_windows] pointers into window */
     float *logits;             /* host [max(2, n_lanes)][n_vocab] */
     struct decode_opts *opts;  /* [n_lanes] */
     struct decode_result *res; /* [n_lanes] */
@@ -60,15 +61,24 @@ static int fill_lanes(struct batch_run *b, const struct mel_spec *mels, int n, i
     return 0;
 }
 
-/* Each busy lane's next window through the encoder into the lane's cross-attention. */
+/* Each busy lane's next window through the encoder into the lane's cross-attention: the
+ * windows in passes of up to enc->n_windows, each pass one upload and one encoder run. */
 static int encode_lanes(struct batch_run *b) {
     struct transcribe_ctx *t = b->t;
+    int n_max = t->enc->n_windows;
+    size_t window = (size_t)t->hp->n_mels * WC_CHUNK_FRAMES;
+    size_t features = (size_t)t->hp->n_audio_ctx * t->hp->n_audio_state;
     double t0 = wc_now_ms();
-    for (int k = 0; k < b->n_busy; k++) {
-        transcribe_job_window(b->lanes[k].job, b->window, &b->opts[k]);
-        encoder_forward(t->enc, t->s, b->window, WC_CHUNK_FRAMES, t->audio_features);
-        decoder_batch_set_audio(b->db, t->s, k, t->audio_features);
-        t->n_windows++;
+    for (int k0 = 0; k0 < b->n_busy; k0 += n_max) {
+        int n = b->n_busy - k0 < n_max ? b->n_busy - k0 : n_max;
+        for (int i = 0; i < n; i++) {
+            b->windows[i] = b->window + i * window;
+            transcribe_job_window(b->lanes[k0 + i].job, b->window + i * window, &b->opts[k0 + i]);
+        }
+        encoder_forward_batch(t->enc, t->s, b->windows, WC_CHUNK_FRAMES, n, t->audio_features);
+        for (int i = 0; i < n; i++)
+            decoder_batch_set_audio(b->db, t->s, k0 + i, t->audio_features + i * features);
+        t->n_windows += n;
     }
     int rc = wc_stream_sync(t->s);
     t->encode_ms += wc_now_ms() - t0;
@@ -103,14 +113,16 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
         .t = t,
         .db = db,
         .lanes = calloc((size_t)B, sizeof *b.lanes),
-        .window = malloc((size_t)t->hp->n_mels * WC_CHUNK_FRAMES * sizeof(float)),
+        .window =
+            malloc((size_t)t->enc->n_windows * t->hp->n_mels * WC_CHUNK_FRAMES * sizeof(float)),
+        .windows = calloc((size_t)t->enc->n_windows, sizeof *b.windows),
         .logits = malloc((size_t)(B > 2 ? B : 2) * n_vocab * sizeof(float)),
         .opts = calloc((size_t)B, sizeof *b.opts),
         .res = calloc((size_t)B, sizeof *b.res),
     };
     for (int i = 0; i < n; i++)
         memset(&outs[i], 0, sizeof outs[i]);
-    if (!b.lanes || !b.window || !b.logits || !b.opts || !b.res) {
+    if (!b.lanes || !b.window || !b.windows || !b.logits || !b.opts || !b.res) {
         wc_errf(err, err_size, "out of memory for a batch of %d", B);
         rc = WHISPERC_ERR_NO_MEMORY;
     }
@@ -141,6 +153,6 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
     if (rc)
         for (int i = 0; i < n; i++)
             transcript_free(&outs[i]);
-    free(b.lanes), free(b.window), free(b.logits), free(b.opts), free(b.res);
+    free(b.lanes), free(b.window), free(b.windows), free(b.logits), free(b.opts), free(b.res);
     return rc;
 }

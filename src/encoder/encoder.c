@@ -1,6 +1,7 @@
 /*
  * encoder.c — the audio encoder as a sequence of backend ops (no backend code here).
- * Mirrors openai-whisper model.py: AudioEncoder.forward and ResidualAttentionBlock.forward.
+ * Mirrors openai-whisper model.py: AudioEncoder.forward and ResidualAttentionBlock.forward,
+ * over one or several 30 s windows at once (encoder.h).
  */
 #include "encoder/encoder.h"
 
@@ -9,41 +10,48 @@
 
 #include "libwhisperc.h"
 
-uint64_t encoder_memory_bytes(const struct wc_hparams *hp) {
+uint64_t encoder_memory_bytes(const struct wc_hparams *hp, int n_windows) {
     uint64_t n_ctx = (uint64_t)hp->n_audio_ctx, c = (uint64_t)hp->n_audio_state;
-    uint64_t n_in = 2 * n_ctx, mels = (uint64_t)hp->n_mels;
-    /* mel, conv1; x h q k v att; mlp; mel_host: as encoder_init below */
-    return ((n_in + 2) * (mels + c) + 6 * n_ctx * c + 4 * n_ctx * c + n_in * mels) * sizeof(float);
+    uint64_t n_pad = 2 * n_ctx + 2, mels = (uint64_t)hp->n_mels;
+    /* per window, as encoder_init below: mel, conv1; x h q k v att; mlp; mel_host */
+    uint64_t per_window = n_pad * (mels + c) + 6 * n_ctx * c + 4 * n_ctx * c + n_pad * mels;
+    return per_window * (uint64_t)n_windows * sizeof(float);
 }
 
 int encoder_init(struct encoder *e, struct wc_stream *s, const struct wc_hparams *hp,
-                 const struct wc_weights *w) {
+                 const struct wc_weights *w, int n_windows) {
     const struct wc_backend_ops *op = s->be->ops;
     memset(e, 0, sizeof *e);
     e->hp = hp;
     e->w = w;
+    if (n_windows < 1) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "encoder: %d windows", n_windows);
+        return s->err;
+    }
     size_t n_ctx = (size_t)hp->n_audio_ctx, c = (size_t)hp->n_audio_state;
-    size_t n_in = 2 * n_ctx; /* conv2 has stride 2 */
-    size_t f = sizeof(float);
-    e->mel = op->alloc(s, (n_in + 2) * (size_t)hp->n_mels * f);
-    e->conv1 = op->alloc(s, (n_in + 2) * c * f);
-    e->x = op->alloc(s, n_ctx * c * f);
-    e->h = op->alloc(s, n_ctx * c * f);
-    e->q = op->alloc(s, n_ctx * c * f);
-    e->k = op->alloc(s, n_ctx * c * f);
-    e->v = op->alloc(s, n_ctx * c * f);
-    e->att = op->alloc(s, n_ctx * c * f);
-    e->mlp = op->alloc(s, n_ctx * 4 * c * f);
-    e->mel_host = malloc(n_in * (size_t)hp->n_mels * f);
+    size_t n_pad = 2 * n_ctx + 2; /* conv2 has stride 2; a zero row each side */
+    size_t B = (size_t)n_windows, rows = B * n_ctx, f = sizeof(float);
+    size_t mel_bytes = B * n_pad * (size_t)hp->n_mels * f;
+    e->n_windows = n_windows;
+    e->mel = op->alloc(s, mel_bytes);
+    e->conv1 = op->alloc(s, B * n_pad * c * f);
+    e->x = op->alloc(s, rows * c * f);
+    e->h = op->alloc(s, rows * c * f);
+    e->q = op->alloc(s, rows * c * f);
+    e->k = op->alloc(s, rows * c * f);
+    e->v = op->alloc(s, rows * c * f);
+    e->att = op->alloc(s, rows * c * f);
+    e->mlp = op->alloc(s, rows * 4 * c * f);
+    e->mel_host = calloc(1, mel_bytes); /* its zero rows are uploaded with the frames */
     if (!e->mel_host)
         wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "encoder: out of host memory");
     if (s->err) {
         encoder_free(e, s);
         return s->err;
     }
-    /* The conv inputs' padding rows stay zero for the life of the buffers. */
-    op->memset0(s, e->mel, (n_in + 2) * (size_t)hp->n_mels * f);
-    op->memset0(s, e->conv1, (n_in + 2) * c * f);
+    /* conv1's padding rows stay zero for the life of the buffer (conv1d never writes them). */
+    op->memset0(s, e->mel, mel_bytes);
+    op->memset0(s, e->conv1, B * n_pad * c * f);
     return s->err;
 }
 
@@ -57,42 +65,84 @@ void encoder_free(struct encoder *e, struct wc_stream *s) {
     }
     free(e->mel_host);
     e->mel_host = NULL;
+    e->n_windows = 0;
 }
 
-/* x += attn(ln(x)) ; x += mlp(ln(x)) — ResidualAttentionBlock without cross-attention. */
-static void encoder_block(struct encoder *e, struct wc_stream *s, const struct wc_block_w *b) {
+/* linear over the rows of n windows: one call where the backend merges windows, else one call
+ * per window (the window's bits are then those it gets alone). */
+static void enc_linear(const struct encoder *e, struct wc_stream *s, int n, float *out,
+                       const float *in, const struct wc_mat *w, const float *b, enum wc_act act,
+                       int accumulate) {
     const struct wc_backend_ops *op = s->be->ops;
-    int n = e->hp->n_audio_ctx, c = e->hp->n_audio_state;
-    op->layernorm(s, e->h, e->x, b->attn_ln_g, b->attn_ln_b, n, c);
-    op->linear(s, e->q, 0, e->h, &b->attn.q, b->attn.q_b, n, WC_ACT_NONE, 0);
-    op->linear(s, e->k, 0, e->h, &b->attn.k, NULL, n, WC_ACT_NONE, 0);
-    op->linear(s, e->v, 0, e->h, &b->attn.v, b->attn.v_b, n, WC_ACT_NONE, 0);
-    op->attention(s, e->att, e->q, e->k, e->v, c, n, n, c, e->hp->n_audio_head, -1);
-    op->linear(s, e->x, 0, e->att, &b->attn.o, b->attn.o_b, n, WC_ACT_NONE, 1);
+    int n_ctx = e->hp->n_audio_ctx;
+    if (op->linear_merge_windows) {
+        op->linear(s, out, 0, in, w, b, n * n_ctx, act, accumulate);
+        return;
+    }
+    size_t in_step = (size_t)n_ctx * (size_t)w->cols, out_step = (size_t)n_ctx * (size_t)w->rows;
+    for (int i = 0; i < n; i++)
+        op->linear(s, out + i * out_step, 0, in + i * in_step, w, b, n_ctx, act, accumulate);
+}
 
-    op->layernorm(s, e->h, e->x, b->mlp_ln_g, b->mlp_ln_b, n, c);
-    op->linear(s, e->mlp, 0, e->h, &b->mlp0, b->mlp0_b, n, WC_ACT_GELU, 0);
-    op->linear(s, e->x, 0, e->mlp, &b->mlp2, b->mlp2_b, n, WC_ACT_NONE, 1);
+/* x += attn(ln(x)) ; x += mlp(ln(x)) — ResidualAttentionBlock without cross-attention, over n
+ * windows; attention sees only its own window. */
+static void encoder_block(struct encoder *e, struct wc_stream *s, const struct wc_block_w *b,
+                          int n) {
+    const struct wc_backend_ops *op = s->be->ops;
+    int n_ctx = e->hp->n_audio_ctx, c = e->hp->n_audio_state, rows = n * n_ctx;
+    op->layernorm(s, e->h, e->x, b->attn_ln_g, b->attn_ln_b, rows, c);
+    enc_linear(e, s, n, e->q, e->h, &b->attn.q, b->attn.q_b, WC_ACT_NONE, 0);
+    enc_linear(e, s, n, e->k, e->h, &b->attn.k, NULL, WC_ACT_NONE, 0);
+    enc_linear(e, s, n, e->v, e->h, &b->attn.v, b->attn.v_b, WC_ACT_NONE, 0);
+    for (int i = 0; i < n; i++) {
+        size_t o = (size_t)i * n_ctx * c;
+        op->attention(s, e->att + o, e->q + o, e->k + o, e->v + o, c, n_ctx, n_ctx, c,
+                      e->hp->n_audio_head, -1);
+    }
+    enc_linear(e, s, n, e->x, e->att, &b->attn.o, b->attn.o_b, WC_ACT_NONE, 1);
+
+    op->layernorm(s, e->h, e->x, b->mlp_ln_g, b->mlp_ln_b, rows, c);
+    enc_linear(e, s, n, e->mlp, e->h, &b->mlp0, b->mlp0_b, WC_ACT_GELU, 0);
+    enc_linear(e, s, n, e->x, e->mlp, &b->mlp2, b->mlp2_b, WC_ACT_NONE, 1);
+}
+
+void encoder_forward_batch(struct encoder *e, struct wc_stream *s, const float *const *mel_windows,
+                           int n_frames, int n, float *out) {
+    const struct wc_backend_ops *op = s->be->ops;
+    const struct wc_hparams *hp = e->hp;
+    int n_mels = hp->n_mels, n_ctx = hp->n_audio_ctx, n_in = 2 * n_ctx, c = hp->n_audio_state;
+    size_t mel_step = (size_t)(n_in + 2) * n_mels, conv_step = (size_t)(n_in + 2) * c;
+    if (s->err)
+        return;
+    if (n < 1 || n > e->n_windows || n_frames < n_in) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "encoder: %d windows of %d frames (room for 1..%d of >= %d)", n, n_frames,
+                       e->n_windows, n_in);
+        return;
+    }
+    /* [n_mels][frames] -> time-major [frames][n_mels], the layout every op uses, between each
+     * window's zero rows; then one upload for all the windows. */
+    for (int i = 0; i < n; i++) {
+        float *dst = e->mel_host + i * mel_step + n_mels;
+        for (int t = 0; t < n_in; t++)
+            for (int m = 0; m < n_mels; m++)
+                dst[(size_t)t * n_mels + m] = mel_windows[i][(size_t)m * n_frames + t];
+    }
+    op->upload(s, e->mel, e->mel_host, (size_t)n * mel_step * sizeof(float));
+
+    for (int i = 0; i < n; i++) {
+        float *conv1 = e->conv1 + i * conv_step + c;
+        op->conv1d(s, conv1, e->mel + i * mel_step + n_mels, &e->w->conv1, e->w->conv1_b, NULL,
+                   n_mels, c, n_in, 1, WC_ACT_GELU);
+        op->conv1d(s, e->x + (size_t)i * n_ctx * c, conv1, &e->w->conv2, e->w->conv2_b,
+                   e->w->enc_pos, c, c, n_in, 2, WC_ACT_GELU);
+    }
+    for (int l = 0; l < hp->n_audio_layer; l++)
+        encoder_block(e, s, &e->w->enc[l], n);
+    op->layernorm(s, out, e->x, e->w->ln_post_g, e->w->ln_post_b, n * n_ctx, c);
 }
 
 void encoder_forward(struct encoder *e, struct wc_stream *s, const float *mel_window, int n_frames,
                      float *out) {
-    const struct wc_backend_ops *op = s->be->ops;
-    const struct wc_hparams *hp = e->hp;
-    int n_mels = hp->n_mels, n_in = 2 * hp->n_audio_ctx, c = hp->n_audio_state;
-    if (s->err)
-        return;
-    /* [n_mels][frames] -> time-major [frames][n_mels], the layout every op uses. */
-    for (int t = 0; t < n_in; t++)
-        for (int m = 0; m < n_mels; m++)
-            e->mel_host[(size_t)t * n_mels + m] = mel_window[(size_t)m * n_frames + t];
-    op->upload(s, e->mel + n_mels, e->mel_host, (size_t)n_in * n_mels * sizeof(float));
-
-    op->conv1d(s, e->conv1 + c, e->mel + n_mels, &e->w->conv1, e->w->conv1_b, NULL, n_mels, c, n_in,
-               1, WC_ACT_GELU);
-    op->conv1d(s, e->x, e->conv1 + c, &e->w->conv2, e->w->conv2_b, e->w->enc_pos, c, c, n_in, 2,
-               WC_ACT_GELU);
-    for (int i = 0; i < hp->n_audio_layer; i++)
-        encoder_block(e, s, &e->w->enc[i]);
-    op->layernorm(s, out, e->x, e->w->ln_post_g, e->w->ln_post_b, hp->n_audio_ctx, c);
+    encoder_forward_batch(e, s, &mel_window, n_frames, 1, out);
 }

@@ -12,29 +12,48 @@
 #include "model/model_file.h"
 #include "model/weights.h"
 
-/* Activation buffers (backend memory, owned) for one stream. */
+/* Activation buffers (backend memory, owned) for one stream, with room for n_windows windows
+ * encoded together: every layer norm over all their rows in one call, each linear too where
+ * the backend merges windows (linear_merge_windows), else one call per window; the convolution
+ * stems and self-attention per window. A window's rows are n_audio_ctx rows apart. */
 struct encoder {
     const struct wc_hparams *hp;
     const struct wc_weights *w;
-    float *mel;             /* [1 + 2*n_audio_ctx + 1][n_mels]: zero row, frames, zero row */
-    float *conv1;           /* [1 + 2*n_audio_ctx + 1][s], zero rows around */
-    float *x;               /* [n_audio_ctx][s] residual stream */
-    float *h;               /* [n_audio_ctx][s] normed input of a sub-block */
-    float *q, *k, *v, *att; /* [n_audio_ctx][s] */
-    float *mlp;             /* [n_audio_ctx][4s] */
-    float *mel_host;        /* [2*n_audio_ctx][n_mels] host staging, transposed window */
+    int n_windows;          /* capacity: windows per encoder_forward_batch */
+    float *mel;             /* [n_windows][1 + 2*n_audio_ctx + 1][n_mels]: zero row, frames,
+                               zero row, per window */
+    float *conv1;           /* [n_windows][1 + 2*n_audio_ctx + 1][s], zero rows around each */
+    float *x;               /* [n_windows * n_audio_ctx][s] residual stream */
+    float *h;               /* [n_windows * n_audio_ctx][s] normed input of a sub-block */
+    float *q, *k, *v, *att; /* [n_windows * n_audio_ctx][s] */
+    float *mlp;             /* [n_windows * n_audio_ctx][4s] */
+    float *mel_host;        /* host staging as mel: transposed windows, zero rows kept */
 };
 
+/* Windows a batch encodes per pass at most (whisperc_full_batch): 8 x 1500 rows give a GPU's
+ * GEMMs 8 times the tiles of one window; more would cost memory (about 40 MiB per window for
+ * base, 100 MiB for large) for little more. */
+#define ENCODER_MAX_WINDOWS 8
+
+/* Buffers for up to n_windows (>= 1) windows per call. Returns 0 or the stream's error
+ * (nothing left allocated). */
 int encoder_init(struct encoder *e, struct wc_stream *s, const struct wc_hparams *hp,
-                 const struct wc_weights *w);
+                 const struct wc_weights *w, int n_windows);
 void encoder_free(struct encoder *e, struct wc_stream *s);
-/* Bytes encoder_init allocates (backend buffers and host staging), for the memory budget. */
-uint64_t encoder_memory_bytes(const struct wc_hparams *hp);
+/* Bytes encoder_init allocates for n_windows (backend buffers and host staging), for the
+ * memory budget. */
+uint64_t encoder_memory_bytes(const struct wc_hparams *hp, int n_windows);
 
 /* mel_window: host [n_mels][n_frames] (frames >= 2*n_audio_ctx; the first 2*n_audio_ctx are
  * used, row stride n_frames). out: backend [n_audio_ctx][s]. Queues the work; errors are sticky
  * in the stream. */
 void encoder_forward(struct encoder *e, struct wc_stream *s, const float *mel_window, int n_frames,
                      float *out);
+
+/* The same for n windows (1 <= n <= e->n_windows) in one pass: mel_windows[i] as mel_window
+ * above (all with row stride n_frames), one upload for all; out: backend
+ * [n][n_audio_ctx][s], window i's features at out + i * n_audio_ctx * s. */
+void encoder_forward_batch(struct encoder *e, struct wc_stream *s, const float *const *mel_windows,
+                           int n_frames, int n, float *out);
 
 #endif /* WC_ENCODER_H */

@@ -148,6 +148,8 @@ static const struct wc_backend_ops cuda_ops = {
     /* up to 8 rows go through gemv_f16, whose summation order does not depend on the row
      * count (cuBLAS, beyond, may choose another algorithm for another n_rows) */
     .linear_exact_rows = KERNEL_GEMV_MAX_ROWS,
+    /* one cuBLAS GEMM over B x 1500 encoder rows: B times the tiles at 1500x512x512 (base) */
+    .linear_merge_windows = 1,
     .backend_free = cuda_backend_free,
     .upload_mat = cuda_upload_mat,
     .upload_conv = cuda_upload_conv,
