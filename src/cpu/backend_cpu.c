@@ -236,6 +236,7 @@ static const struct wc_backend_ops cpu_ops = {
     .attention_gather = cpu_attention_gather,
     .attention_scores = cpu_attention_scores,
     .embed = cpu_embed,
+    .logits_greedy = cpu_logits_greedy,
 };
 
 int cpu_backend_new(struct wc_backend **out, char *err, size_t err_size) {

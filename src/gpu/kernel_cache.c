@@ -22,13 +22,15 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     case CK_ATTENTION: return gen_attention(sm, a, b, c);
     case CK_GATHER: return gen_attention_gather(sm, a, b);
     case CK_SCORES: return gen_attention_scores(sm, a, b);
+    case CK_LOGITS: return gen_logits_greedy(sm, a);
     }
     return NULL;
 }
 
 static const char *kind_name(enum cuda_kernel_kind kind) {
-    static const char *const names[] = {"layernorm", "f32_to_f16", "embed",       "bias_act",
-                                        "im2col",    "attention",  "attn_gather", "attn_scores"};
+    static const char *const names[] = {"layernorm",   "f32_to_f16",  "embed",
+                                        "bias_act",    "im2col",      "attention",
+                                        "attn_gather", "attn_scores", "logits_greedy"};
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
