@@ -36,6 +36,25 @@ struct wc_mat {
 
 enum wc_act { WC_ACT_NONE = 0, WC_ACT_GELU = 1 }; /* GELU is the exact erf form */
 
+/* One row's LogitFilters for logits_greedy (openai-whisper decoding.py SuppressBlank,
+ * SuppressTokens, ApplyTimestampRules), reduced by the host from the row's history
+ * (logit_filters_rule) to what costs O(n_vocab): token ranges to forbid, and whether to run
+ * ApplyTimestampRules' probability test. */
+#define WC_LOGIT_MAX_RANGES 8
+struct wc_logit_rule {
+    int32_t n_ranges;                /* <= WC_LOGIT_MAX_RANGES */
+    int32_t lo[WC_LOGIT_MAX_RANGES]; /* tokens lo[i] <= t < hi[i] are forbidden (-inf); */
+    int32_t hi[WC_LOGIT_MAX_RANGES]; /* empty ranges (lo >= hi) are allowed */
+    int32_t ts_begin; /* > 0: after masking, if logsumexp(x[ts_begin:]) > max(x[:ts_begin]),
+                       * forbid [0, ts_begin) as well; 0: no test */
+};
+
+/* What logits_greedy picks in one row. */
+struct wc_greedy_pick {
+    int32_t token; /* argmax of the masked row, the first maximum (torch.argmax) */
+    float logprob; /* log_softmax(masked row)[token] */
+};
+
 struct wc_backend;
 struct wc_stream;
 
@@ -137,6 +156,19 @@ struct wc_backend_ops {
      * NULL; tokens and positions in host memory. */
     void (*embed)(struct wc_stream *s, float *out, const int32_t *tokens, const int32_t *positions,
                   int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
+
+    /* Greedy decoding's logit post-processing, per row r < n_rows of logits [n_rows][n_vocab]:
+     * forbid (-inf) the tokens in suppress[0..n_suppress) (host memory, sorted, one list for
+     * every row) and in rules[r]'s ranges, run rules[r]'s timestamp test, then pick
+     *   out[r].token = argmax(x), out[r].logprob = log_softmax(x)[token].
+     * rules and out are host memory; out is filled once sync() returns. The logits rows are
+     * left undefined (the CPU masks them in place). CPU: the bits of logit_filters_apply +
+     * decode_argmax + decode_logsumexp. Other backends: logprob within 1e-5 relative of the
+     * CPU's; the token and the timestamp test equal except where two candidates tie to within
+     * the arithmetic's error (backend docs state it). */
+    void (*logits_greedy)(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                          const struct wc_logit_rule *rules, const int32_t *suppress,
+                          int n_suppress, int n_rows, int n_vocab);
 };
 
 struct wc_backend {

@@ -471,6 +471,51 @@ static void test_model(int n_state, int n_head) {
     unlink(path);
 }
 
+/* The backend op end to end (rule packing, the suppress mask and its re-upload when the list
+ * or the scratch changes, the 8-byte download) against the CPU: tokens equal, logprob within
+ * 1e-5 relative. n_sup_step: spacing of the suppressed ids (another list per call). */
+static void test_logits_greedy(struct pair *p, int n_rows, int n_vocab, int n_sup_step) {
+    int tb = n_vocab - 1501, n_sup = 0;
+    size_t n = (size_t)n_rows * n_vocab;
+    float *x = rand_vec(n, 3.0f), *cpu = malloc(n * 4);
+    int32_t *sup = malloc((size_t)(n_vocab / n_sup_step + 1) * sizeof *sup);
+    for (int id = 5; id < n_vocab; id += n_sup_step)
+        sup[n_sup++] = id;
+    struct wc_logit_rule *rules = calloc((size_t)n_rows, sizeof *rules);
+    for (int r = 0; r < n_rows; r++) {
+        for (int i = tb; i < n_vocab; i++) /* some rows' timestamps win the test */
+            x[(size_t)r * n_vocab + i] += (float)(r % 4) * 3.0f;
+        struct wc_logit_rule *ru = &rules[r];
+        ru->n_ranges = 3;
+        ru->lo[0] = tb + r, ru->hi[0] = tb + r + 1;                      /* one timestamp */
+        ru->lo[1] = r % 2 ? 0 : tb, ru->hi[1] = r % 2 ? 50257 : tb + 10; /* text or early ts */
+        ru->lo[2] = 220, ru->hi[2] = r % 3 ? 220 : 221; /* blank, or an empty range */
+        ru->ts_begin = r % 5 ? tb : 0;
+    }
+    struct wc_greedy_pick *want = malloc((size_t)n_rows * sizeof *want);
+    struct wc_greedy_pick *got = malloc((size_t)n_rows * sizeof *got);
+    for (int r = 0; r < n_rows; r++)
+        got[r] = (struct wc_greedy_pick){-1, NAN};
+    memcpy(cpu, x, n * 4);
+    void *dx = gpu_copy(p, x, n * 4);
+    p->cpu->ops->logits_greedy(p->cs, want, cpu, rules, sup, n_sup, n_rows, n_vocab);
+    p->gpu->ops->logits_greedy(p->gs, got, dx, rules, sup, n_sup, n_rows, n_vocab);
+    CHECK(wc_stream_sync(p->gs) == 0);
+    int bad = 0;
+    for (int r = 0; r < n_rows; r++) {
+        double d = fabs((double)got[r].logprob - want[r].logprob);
+        if (got[r].token != want[r].token || !(d <= 1e-7 + 1e-5 * fabs(want[r].logprob)))
+            if (bad++ < 5)
+                fprintf(stderr, "logits_greedy row %d: got (%d, %.9g), want (%d, %.9g)\n", r,
+                        got[r].token, got[r].logprob, want[r].token, want[r].logprob);
+    }
+    printf("logits_greedy %d rows of %d, suppress every %d: %s\n", n_rows, n_vocab, n_sup_step,
+           bad ? "NOT OK" : "OK");
+    CHECK(bad == 0);
+    p->gs->be->ops->release(p->gs, dx);
+    free(x), free(cpu), free(sup), free(rules), free(want), free(got);
+}
+
 int main(void) {
     struct pair p = {0};
     char err[512];
@@ -525,6 +570,11 @@ int main(void) {
     test_linear(&p, 2, 51865, 384, WC_F16, 0, WC_ACT_NONE, 0, 0); /* logits */
     test_linear(&p, 8, 51865, 384, WC_F16, 0, WC_ACT_NONE, 0, 0);
     test_conv1d(&p, 128, 384, 3000, 1, 0); /* large-v3's mel input */
+    test_logits_greedy(&p, 1, 51865, 577);
+    test_logits_greedy(&p, 1, 51865, 577); /* the same list: the mask is not uploaded again */
+    test_logits_greedy(&p, 1, 51865, 91);  /* another list */
+    test_logits_greedy(&p, 16, 51865, 91); /* the scratch grows: the mask goes up again */
+    test_logits_greedy(&p, 7, 51864, 1000);
 
     p.gpu->ops->stream_free(p.gs);
     p.cpu->ops->stream_free(p.cs);

@@ -456,6 +456,96 @@ static void test_attention_scores(int sm, struct wc_stream *s, int n_head, int d
     free(q), free(kk), free(want), free(got);
 }
 
+/* A random rule: up to 8 ranges (some empty, some past V), the timestamp test at tb or off. */
+static void rand_rule(struct wc_logit_rule *r, int n_vocab, int tb) {
+    memset(r, 0, sizeof *r);
+    r->n_ranges = (int)((test_rng_uniform(&rng) + 1.0f) * 4.5f) % (WC_LOGIT_MAX_RANGES + 1);
+    for (int j = 0; j < r->n_ranges; j++) {
+        int lo = (int)((test_rng_uniform(&rng) + 1.0f) * 0.5f * (float)(n_vocab + 100)) - 50;
+        int len = (int)((test_rng_uniform(&rng) + 1.0f) * 800.0f) - 100;
+        r->lo[j] = lo < 0 ? 0 : lo;
+        r->hi[j] = lo + len;
+    }
+    r->ts_begin = test_rng_uniform(&rng) < 0.5f ? tb : 0;
+}
+
+/* rules as kernels.h packs them (the backend's ops_logits_cuda.c does the same) */
+static void pack_rules(uint32_t *w, const struct wc_logit_rule *rules, int n_rows, int n_vocab) {
+    memset(w, 0, (size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4);
+    for (int r = 0; r < n_rows; r++, w += KERNEL_LOGITS_RULE_WORDS) {
+        for (int j = 0; j < rules[r].n_ranges; j++) {
+            int lo = rules[r].lo[j], hi = rules[r].hi[j] > n_vocab ? n_vocab : rules[r].hi[j];
+            w[j] = (uint32_t)lo;
+            w[KERNEL_LOGITS_RANGES + j] = hi > lo ? (uint32_t)(hi - lo) : 0;
+        }
+        int tb = rules[r].ts_begin;
+        w[2 * KERNEL_LOGITS_RANGES] = (uint32_t)(tb > 0 && tb < n_vocab ? tb : n_vocab);
+    }
+}
+
+/* logits_greedy_v<V> against the CPU's logits_greedy: tokens equal, logprob within 1e-5
+ * relative (random N(0, 3) rows have no near-ties; exact ties, planted, must go to the first
+ * index); timestamps boosted in some rows so that the timestamp test fires both ways. */
+static void test_logits_greedy(int sm, struct wc_stream *s, int n_vocab, int n_rows) {
+    char name[64];
+    snprintf(name, sizeof name, "logits_greedy_v%d", n_vocab);
+    CUmodule mod;
+    CUfunction f = load(gen_logits_greedy(sm, n_vocab), name, &mod);
+    int tb = n_vocab > 3000 ? n_vocab - 1501 : n_vocab / 2, n_words = (n_vocab + 31) / 32;
+    int n_sup = 90;
+    size_t n = (size_t)n_rows * n_vocab;
+    float *x = rand_vec(n, 3.0f), *cpu = malloc(n * 4);
+    for (int r = 0; r < n_rows; r++) {
+        float *row = x + (size_t)r * n_vocab, boost = (float)(r % 4) * 3.0f;
+        for (int i = tb; i < n_vocab; i++)
+            row[i] += boost;
+        if (r % 3 == 1) { /* a tie for the maximum: the first index wins */
+            int best = 0;
+            for (int i = 1; i < n_vocab; i++)
+                best = row[i] > row[best] ? i : best;
+            row[(best + 7919) % n_vocab] = row[best];
+        }
+    }
+    int32_t *sup = malloc((size_t)n_sup * sizeof *sup);
+    uint32_t *mask = calloc((size_t)n_words, 4);
+    for (int i = 0, id = -1; i < n_sup; i++) { /* sorted, unique, below V */
+        id += 1 + (int)((test_rng_uniform(&rng) + 1.0f) * 0.5f * (float)(n_vocab / n_sup - 1));
+        sup[i] = id;
+    }
+    for (int i = 0; i < n_sup; i++)
+        mask[sup[i] / 32] |= 1u << (sup[i] % 32);
+    struct wc_logit_rule *rules = malloc((size_t)n_rows * sizeof *rules);
+    for (int r = 0; r < n_rows; r++)
+        rand_rule(&rules[r], n_vocab, tb);
+    uint32_t *packed = malloc((size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4);
+    pack_rules(packed, rules, n_rows, n_vocab);
+    struct wc_greedy_pick *want = malloc((size_t)n_rows * sizeof *want);
+    struct wc_greedy_pick *got = malloc((size_t)n_rows * sizeof *got);
+    memcpy(cpu, x, n * 4);
+    s->be->ops->logits_greedy(s, want, cpu, rules, sup, n_sup, n_rows, n_vocab);
+    CHECK(wc_stream_sync(s) == 0);
+    CUdeviceptr dx = dev_upload(x, n * 4), dout = dev_poisoned((size_t)n_rows * 2);
+    CUdeviceptr drules = dev_upload(packed, (size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4);
+    CUdeviceptr dmask = dev_upload(mask, (size_t)n_words * 4);
+    void *args[] = {&dout, &dx, &drules, &dmask};
+    launch(f, (unsigned)n_rows, KERNEL_LOGITS_THREADS, args);
+    CU(api.memcpy_dtoh(got, dout, (size_t)n_rows * sizeof *got));
+    int bad = 0;
+    for (int r = 0; r < n_rows; r++) {
+        double d = fabs((double)got[r].logprob - want[r].logprob);
+        if (got[r].token != want[r].token || !(d <= 1e-7 + 1e-5 * fabs(want[r].logprob))) {
+            if (bad++ < 5)
+                fprintf(stderr, "%s row %d: got (%d, %.9g), want (%d, %.9g)\n", name, r,
+                        got[r].token, got[r].logprob, want[r].token, want[r].logprob);
+        }
+    }
+    printf("%s (%d rows): %s\n", name, n_rows, bad ? "NOT OK" : "OK");
+    CHECK(bad == 0);
+    api.mem_free(dx), api.mem_free(dout), api.mem_free(drules), api.mem_free(dmask);
+    api.module_unload(mod);
+    free(x), free(cpu), free(sup), free(mask), free(rules), free(packed), free(want), free(got);
+}
+
 int main(void) {
     if (cuda_api_load(&api, err, sizeof err)) {
         printf("SKIP: %s\n", err);
@@ -561,6 +651,12 @@ int main(void) {
     test_attention_scores(sm, s, 20, 64, 5, 1500, 1280, 19);
     test_attention_scores(sm, s, 8, 64, 3, 1, 512, 0);
     test_attention_scores(sm, s, 6, 64, 7, 130, 2 * 384, 5);
+
+    test_logits_greedy(sm, s, 51865, 1);
+    test_logits_greedy(sm, s, 51865, 64);
+    test_logits_greedy(sm, s, 51864, 37);
+    test_logits_greedy(sm, s, 51866, 5); /* large-v3 */
+    test_logits_greedy(sm, s, 300, 9);   /* ragged: one partial pass per thread */
     be->ops->stream_free(s);
     be->ops->backend_free(be);
     api.primary_ctx_release(dev.dev);

@@ -66,6 +66,9 @@ void cpu_attention_rows(struct wc_stream *s, float *out, const float *q, const f
                         int n_rows, int s_len, int c, int n_head);
 void cpu_embed(struct wc_stream *s, float *out, const int32_t *tokens, const int32_t *positions,
                int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
+void cpu_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                       const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                       int n_rows, int n_vocab);
 
 /* Elementwise helpers shared by the ops. */
 void cpu_gelu_inplace(float *x, size_t n); /* exact erf GELU */

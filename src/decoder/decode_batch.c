@@ -25,12 +25,9 @@ struct lane {
     bool active;
 };
 
-/* Step i_step of one lane on its logits row, as one iteration of sample_group at T = 0. */
-static void take(struct lane *ln, const struct wc_vocab *v, int n_ctx, float *row) {
+/* Step i_step of one lane with its chosen token, as one iteration of sample_group at T = 0. */
+static void take(struct lane *ln, const struct wc_vocab *v, int n_ctx, int next, float lp) {
     struct hyp *h = ln->h;
-    logit_filters_apply(ln->o->filters, row, h->tok, h->n);
-    int next = decode_argmax(row, v->n_vocab);
-    float lp = (float)(row[next] - decode_logsumexp(row, v->n_vocab));
     h->sum += lp;
     if (next == v->eot) {
         h->done = true;
@@ -71,8 +68,11 @@ static int start_lane(struct decoder_batch *db, struct wc_stream *s, const struc
     r->no_speech_prob = exp(at_sot[v->no_speech] - decode_logsumexp(at_sot, n_vocab));
     ln->n_initial = n_initial;
     ln->active = o->sample_len > 0;
-    if (ln->active)
-        take(ln, v, n_ctx, logits);
+    if (ln->active) { /* the prompt's row is on the host already, for no_speech_prob */
+        logit_filters_apply(o->filters, logits, ln->h->tok, ln->h->n);
+        int next = decode_argmax(logits, n_vocab);
+        take(ln, v, n_ctx, next, (float)(logits[next] - decode_logsumexp(logits, n_vocab)));
+    }
     return 0;
 }
 
@@ -109,11 +109,15 @@ int decode_batch_greedy(struct decoder_batch *db, struct wc_stream *s, const str
     int *ids = malloc((size_t)n * sizeof *ids);
     int32_t *seq = malloc((size_t)(2 * n_ctx + 8) * sizeof *seq);
     int32_t *last = malloc((size_t)n * sizeof *last);
+    /* each step's logits stay on the backend: only the picks come back */
+    struct wc_greedy_pick *pick = malloc((size_t)n * sizeof *pick);
+    const struct logit_filters **lf = malloc((size_t)n * sizeof *lf);
+    const struct hyp **hk = malloc((size_t)n * sizeof *hk);
     if (hyp_set_init(&hs, n, cap)) {
-        free(lanes), free(ids), free(seq), free(last);
+        free(lanes), free(ids), free(seq), free(last), free(pick), free(lf), free(hk);
         return WHISPERC_ERR_NO_MEMORY;
     }
-    int rc = lanes && ids && seq && last ? 0 : WHISPERC_ERR_NO_MEMORY;
+    int rc = lanes && ids && seq && last && pick && lf && hk ? 0 : WHISPERC_ERR_NO_MEMORY;
     decoder_batch_reset(db);
     for (int k = 0; k < n && !rc; k++) {
         lanes[k] = (struct lane){.o = &o[k], .h = &hs.h[k]};
@@ -129,15 +133,21 @@ int decode_batch_greedy(struct decoder_batch *db, struct wc_stream *s, const str
             }
         if (rc || n_active == 0)
             break;
-        rc = decoder_batch_step(db, s, ids, last, n_active, logits);
+        rc = decoder_batch_step(db, s, ids, last, n_active, NULL);
+        for (int a = 0; a < n_active; a++) {
+            lf[a] = o[ids[a]].filters;
+            hk[a] = &hs.h[ids[a]];
+        }
+        if (!rc)
+            rc = decode_greedy_pick(s, db->logits, n_active, n_vocab, lf, hk, pick);
         for (int a = 0; a < n_active && !rc; a++) {
             r[ids[a]].n_steps++;
-            take(&lanes[ids[a]], v, n_ctx, logits + (size_t)a * n_vocab);
+            take(&lanes[ids[a]], v, n_ctx, pick[a].token, pick[a].logprob);
         }
     }
     for (int k = 0; k < n && !rc; k++)
         rc = finish_lane(v, &hs.h[k], &r[k]);
     hyp_set_free(&hs);
-    free(lanes), free(ids), free(seq), free(last);
+    free(lanes), free(ids), free(seq), free(last), free(pick), free(lf), free(hk);
     return rc;
 }

@@ -48,6 +48,25 @@ int decode_argmax(const float *x, int n) {
     return best;
 }
 
+int decode_greedy_pick(struct wc_stream *s, float *logits, int n, int n_vocab,
+                       const struct logit_filters *const *lf, const struct hyp *const *h,
+                       struct wc_greedy_pick *out) {
+    struct wc_logit_rule rules[WC_MAX_GROUP];
+    /* one call per run of rows that share a suppress list (in practice: one call) */
+    for (int r0 = 0, m; r0 < n; r0 += m) {
+        const struct logit_filters *f = lf[r0];
+        for (m = 0; r0 + m < n && m < WC_MAX_GROUP; m++) {
+            const struct logit_filters *g = lf[r0 + m];
+            if (g->suppress != f->suppress || g->n_suppress != f->n_suppress)
+                break;
+            logit_filters_rule(g, h[r0 + m]->tok, h[r0 + m]->n, &rules[m]);
+        }
+        s->be->ops->logits_greedy(s, out + r0, logits + (size_t)r0 * n_vocab, rules, f->suppress,
+                                  f->n_suppress, m, n_vocab);
+    }
+    return wc_stream_sync(s);
+}
+
 /* Categorical(logits / T).sample() */
 static int sample(const float *x, int n, float temperature, struct wc_rng *rng) {
     float m = x[decode_argmax(x, n)];
@@ -130,6 +149,11 @@ static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_
     int n_vocab = v->n_vocab, G = hs->n, n_ctx = d->hp->n_text_ctx;
     int rows[WC_MAX_GROUP]; /* rows[k]: the hypothesis in decoder sequence k */
     int32_t last[WC_MAX_GROUP];
+    /* greedy leaves each step's logits on the backend; only its picks come back */
+    bool on_backend = o->temperature == 0.0f;
+    struct wc_greedy_pick pick[WC_MAX_GROUP];
+    const struct logit_filters *lf[WC_MAX_GROUP];
+    const struct hyp *hk[WC_MAX_GROUP];
     int n_active = G;
     for (int g = 0; g < G; g++)
         rows[g] = g;
@@ -138,7 +162,13 @@ static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_
             for (int k = 0; k < n_active; k++)
                 last[k] = hs->h[rows[k]].tok[hs->h[rows[k]].n - 1];
             (*n_steps)++;
-            int rc = decoder_step(d, s, last, n_active, logits);
+            int rc = decoder_step(d, s, last, n_active, on_backend ? NULL : logits);
+            for (int k = 0; on_backend && k < n_active; k++) {
+                lf[k] = o->filters;
+                hk[k] = &hs->h[rows[k]];
+            }
+            if (!rc && on_backend)
+                rc = decode_greedy_pick(s, d->logits, n_active, n_vocab, lf, hk, pick);
             if (rc)
                 return rc;
         }
@@ -148,11 +178,18 @@ static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_
         int src[WC_MAX_GROUP], n_keep = 0;
         for (int k = 0; k < n_active; k++) {
             struct hyp *h = &hs->h[rows[k]];
-            float *row = logits + (size_t)k * n_vocab;
-            logit_filters_apply(o->filters, row, h->tok, h->n);
-            int next = o->temperature == 0.0f ? decode_argmax(row, n_vocab)
+            int next;
+            float lp;
+            if (on_backend && i > 0) {
+                next = pick[k].token;
+                lp = pick[k].logprob;
+            } else {
+                float *row = logits + (size_t)k * n_vocab;
+                logit_filters_apply(o->filters, row, h->tok, h->n);
+                next = o->temperature == 0.0f ? decode_argmax(row, n_vocab)
                                               : sample(row, n_vocab, o->temperature, o->rng);
-            float lp = (float)(row[next] - decode_logsumexp(row, n_vocab));
+                lp = (float)(row[next] - decode_logsumexp(row, n_vocab));
+            }
             h->sum += lp;
             if (next == v->eot) {
                 h->done = true;

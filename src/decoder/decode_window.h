@@ -75,7 +75,15 @@ int beam_search(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v
  * returns the length, *sot_index set. */
 int decode_initial_tokens(const struct decode_opts *o, int n_text_ctx, int sample_len,
                           const struct wc_vocab *v, int32_t *out, int *sot_index);
-int decode_argmax(const float *x, int n);       /* the first maximum, as torch.argmax */
+int decode_argmax(const float *x, int n); /* the first maximum, as torch.argmax */
+struct hyp;
+struct wc_greedy_pick;
+/* Greedy's next token for n rows of logits in backend memory ([n][n_vocab], left undefined):
+ * row k filtered by lf[k] after the history h[k], through the backend's logits_greedy, so
+ * that only the picks cross to the host. Syncs; returns the stream's error. */
+int decode_greedy_pick(struct wc_stream *s, float *logits, int n, int n_vocab,
+                       const struct logit_filters *const *lf, const struct hyp *const *h,
+                       struct wc_greedy_pick *out);
 double decode_logsumexp(const float *x, int n); /* log(sum(exp(x))) in double */
 
 /* r's text, avg_logprob and compression ratio from its tokens and sum_logprob. */

@@ -177,6 +177,8 @@ static int logits_out(struct decoder *d, struct wc_stream *s, const int *rows, i
         op->layernorm(s, d->h, d->x, d->w->dec_ln_g, d->w->dec_ln_b, n, c);
     }
     op->linear(s, d->logits, 0, d->h, &d->w->tok_emb, NULL, n, WC_ACT_NONE, 0);
+    if (!logits_host) /* kept in backend memory (d->logits) for the caller's next op */
+        return s->err;
     if (n > 0)
         op->download(s, logits_host, d->logits, (size_t)n * n_vocab * sizeof(float));
     return wc_stream_sync(s);

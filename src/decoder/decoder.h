@@ -60,7 +60,8 @@ int decoder_forward(struct decoder *d, struct wc_stream *s, const int32_t *token
                     const int *rows, int n_rows, float *logits_host);
 
 /* One token for each of sequences 0..n_seq-1 (n_seq <= n_group_max) at position n_past;
- * writes their logits to logits_host [n_seq][n_vocab]. */
+ * writes their logits to logits_host [n_seq][n_vocab]. logits_host NULL: the logits stay in
+ * backend memory, d->logits [n_seq][n_vocab], for an op queued next (nothing is synced). */
 int decoder_step(struct decoder *d, struct wc_stream *s, const int32_t *tokens, int n_seq,
                  float *logits_host);
 

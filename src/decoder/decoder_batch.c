@@ -175,6 +175,8 @@ static int logits_out(struct decoder_batch *db, struct wc_stream *s, const struc
     struct block_rows out_rows = *br;
     out_rows.n = n;
     linear_rows(s, &out_rows, db->logits, db->h, &db->w->tok_emb, NULL, WC_ACT_NONE, 0);
+    if (!logits_host) /* kept in backend memory (db->logits) for the caller's next op */
+        return s->err;
     if (n > 0)
         op->download(s, logits_host, db->logits, (size_t)n * n_vocab * sizeof(float));
     return wc_stream_sync(s);

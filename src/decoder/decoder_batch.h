@@ -73,7 +73,8 @@ int decoder_batch_prefill(struct decoder_batch *db, struct wc_stream *s, int lan
                           float *logits_host);
 
 /* One token for each of the n lanes in lanes[] (distinct), each at its own next position;
- * writes their logits to logits_host [n][n_vocab]. */
+ * writes their logits to logits_host [n][n_vocab]. logits_host NULL: they stay in backend
+ * memory, db->logits [n][n_vocab], for an op queued next (nothing is synced). */
 int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int *lanes,
                        const int32_t *tokens, int n, float *logits_host);
 

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "backend.h"
 #include "model/vocab.h"
 
 static void forbid(float *logits, int from, int to) {
@@ -85,6 +86,44 @@ void logit_filters_apply(const struct logit_filters *lf, float *logits, const in
         logits[lf->suppress[i]] = -INFINITY;
     if (lf->timestamps)
         timestamp_rules(lf, logits, sampled, n_sampled);
+}
+
+static void add_range(struct wc_logit_rule *r, int lo, int hi) {
+    r->lo[r->n_ranges] = lo;
+    r->hi[r->n_ranges++] = hi;
+}
+
+/* logit_filters_apply's decisions, rule for rule, as ranges (at most 7) */
+void logit_filters_rule(const struct logit_filters *lf, const int32_t *seq, int n,
+                        struct wc_logit_rule *out) {
+    const struct wc_vocab *v = lf->vocab;
+    int tb = v->timestamp_begin, n_vocab = v->n_vocab;
+    *out = (struct wc_logit_rule){0};
+    if (lf->suppress_blank && n == 0) {
+        add_range(out, lf->blank_token, lf->blank_token + 1);
+        add_range(out, v->eot, v->eot + 1);
+    }
+    if (!lf->timestamps)
+        return;
+    add_range(out, v->no_timestamps, v->no_timestamps + 1);
+    bool last_ts = n >= 1 && seq[n - 1] >= tb;
+    bool penult_ts = n < 2 || seq[n - 2] >= tb;
+    if (last_ts)
+        add_range(out, penult_ts ? tb : 0, penult_ts ? n_vocab : v->eot);
+    int last_timestamp = -1;
+    for (int i = n - 1; i >= 0; i--)
+        if (seq[i] >= tb) {
+            last_timestamp = seq[i];
+            break;
+        }
+    if (last_timestamp >= 0)
+        add_range(out, tb, (last_ts && !penult_ts) ? last_timestamp : last_timestamp + 1);
+    if (n == 0) {
+        add_range(out, 0, tb);
+        if (lf->max_initial_timestamp_index >= 0)
+            add_range(out, tb + lf->max_initial_timestamp_index + 1, n_vocab);
+    }
+    out->ts_begin = tb;
 }
 
 static int cmp_i32(const void *a, const void *b) {

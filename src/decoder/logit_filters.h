@@ -25,6 +25,14 @@ struct logit_filters {
 void logit_filters_apply(const struct logit_filters *lf, float *logits, const int32_t *sampled,
                          int n_sampled);
 
+struct wc_logit_rule;
+
+/* The same filters for the backend's logits_greedy: the ranges and the timestamp test that
+ * logit_filters_apply would apply after `sampled` (lf->suppress goes to the op as is). The
+ * history is read here, on the host; the op does the O(n_vocab) work. */
+void logit_filters_rule(const struct logit_filters *lf, const int32_t *sampled, int n_sampled,
+                        struct wc_logit_rule *out);
+
 /* The default suppress set of DecodingTask._get_suppress_tokens(): non-speech tokens (if
  * non_speech != NULL) plus transcribe, translate, sot, sot_prev, sot_lm and no_speech; sorted,
  * unique. Returns the count, *out malloc'd; -1 when out of memory. */

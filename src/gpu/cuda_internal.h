@@ -32,6 +32,7 @@ enum cuda_kernel_kind {
     CK_SCORES,     /* a = n_head, b = d_head */
     CK_GEMV,       /* a = k_in, b = flags */
     CK_ROWS,       /* a = n_head, b = d_head */
+    CK_LOGITS,     /* a = n_vocab */
 };
 
 struct cuda_kernel {
@@ -63,7 +64,12 @@ struct cuda_model {
 };
 
 /* A stream's own reusable buffers, in its arena, grown when too small. */
-enum { CUDA_SCRATCH_HALF = 0 /* fp16 GEMM inputs, im2col output */, CUDA_SCRATCH_TOKENS = 1 };
+enum {
+    CUDA_SCRATCH_HALF = 0,   /* fp16 GEMM inputs, im2col output */
+    CUDA_SCRATCH_TOKENS = 1, /* embed's token ids */
+    CUDA_SCRATCH_LOGITS = 2, /* logits_greedy: suppress mask, picks, rules */
+    CUDA_N_SCRATCH = 3
+};
 struct cuda_scratch {
     uint64_t addr;
     size_t bytes;
@@ -73,8 +79,14 @@ struct cuda_stream {
     struct cuda_model *m;
     CUstream stream;
     cublasHandle_t blas;
-    struct arena arena;             /* activations */
-    struct cuda_scratch scratch[2]; /* indexed by CUDA_SCRATCH_* */
+    struct arena arena;                          /* activations */
+    struct cuda_scratch scratch[CUDA_N_SCRATCH]; /* indexed by CUDA_SCRATCH_* */
+    /* the suppress mask last uploaded to the start of scratch[CUDA_SCRATCH_LOGITS] (at
+     * mask_addr; 0: none), host copy of mask_words words, owned: uploaded again only when the
+     * list or the scratch changes */
+    uint32_t *mask_host;
+    int mask_words;
+    uint64_t mask_addr;
 };
 
 static inline struct cuda_stream *cuda_stream(struct wc_stream *s) { return s->impl; }
@@ -123,6 +135,9 @@ void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const 
                          int n_rows, int s_len, int c, int n_head);
 void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k,
                            int ld_k, int t_len, int s_len, int c, int n_head, int head);
+void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                        const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                        int n_rows, int n_vocab);
 
 /* Stream-level entry points (stream_cuda.c) for the ops table. */
 int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out);

@@ -69,6 +69,7 @@ void cuda_stream_free(struct wc_stream *s) {
         arena_free(&cs->arena);
         if (cs->stream)
             cu->stream_destroy(cs->stream);
+        free(cs->mask_host);
         free(cs);
     }
     free(s);
@@ -141,11 +142,12 @@ void *cuda_alloc(struct wc_stream *s, size_t bytes) {
 void cuda_release(struct wc_stream *s, void *p) {
     struct cuda_stream *cs = cuda_stream(s);
     uint64_t a = (uint64_t)(uintptr_t)p;
-    if (a &&
-        (a == cs->scratch[CUDA_SCRATCH_HALF].addr || a == cs->scratch[CUDA_SCRATCH_TOKENS].addr)) {
-        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda: release of the stream's own scratch");
-        return;
-    }
+    for (int i = 0; a && i < CUDA_N_SCRATCH; i++)
+        if (a == cs->scratch[i].addr) {
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                           "cuda: release of the stream's own scratch");
+            return;
+        }
     if (a && arena_release(&cs->arena, a))
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
                        "cuda: release of %p, which this stream did not allocate", p);
@@ -190,7 +192,7 @@ int cuda_sync(struct wc_stream *s) {
 }
 
 uint64_t cuda_scratch(struct wc_stream *s, int which, size_t bytes) {
-    static const char *const what[] = {"fp16 scratch", "token ids"};
+    static const char *const what[CUDA_N_SCRATCH] = {"fp16 scratch", "token ids", "logit rules"};
     struct cuda_stream *cs = cuda_stream(s);
     struct cuda_scratch *sc = &cs->scratch[which];
     if (s->err)

@@ -94,6 +94,17 @@ char *gen_attention_scores(int sm, int n_head, int d_head);
 #define KERNEL_GEMV_ACCUMULATE 4
 char *gen_gemv_f16(int sm, int k_in, int flags);
 
+/* backend.h's `logits_greedy`: logits_greedy_v<V>(out, logits, rules, mask), grid n_rows x
+ * KERNEL_LOGITS_THREADS. logits [n_rows][V] fp32; out [n_rows] of {u32 token, f32 logprob};
+ * mask: u32[ceil(V / 32)], bit i%32 of word i/32 set = token i suppressed; rules [n_rows] of
+ * KERNEL_LOGITS_RULE_WORDS u32: lo[KERNEL_LOGITS_RANGES], width[KERNEL_LOGITS_RANGES] (token
+ * i is forbidden when (u32)(i - lo) < width; 0 for unused ranges), tb (the timestamp test's
+ * first timestamp; tb >= V: no test), padding. V >= 256. Accuracy: src/kernels/logits.c. */
+#define KERNEL_LOGITS_THREADS    256
+#define KERNEL_LOGITS_RANGES     8
+#define KERNEL_LOGITS_RULE_WORDS (2 * KERNEL_LOGITS_RANGES + 4)
+char *gen_logits_greedy(int sm, int n_vocab);
+
 /* One generated kernel of a model. */
 struct kernel_src {
     char name[64]; /* the .entry name, also the file name in `whisper-c ptx` */

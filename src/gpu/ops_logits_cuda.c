@@ -1,0 +1,100 @@
+/*
+ * ops_logits_cuda.c — backend.h's logits_greedy on the GPU: the suppress list becomes a
+ * bitmask (uploaded when it changes), each row's rule is packed as kernels.h states and
+ * uploaded (80 bytes a row), logits_greedy_v<V> runs one CTA per row, and the picks come back,
+ * 8 bytes a row. The logits never leave the device.
+ *
+ * Unverified on hardware so far (no GPU where it was written): tests/test_gpu_kernels.c
+ * checks it against the CPU twin.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cuda_internal.h"
+#include "kernels/kernels.h"
+#include "libwhisperc.h"
+
+_Static_assert(sizeof(struct wc_greedy_pick) == 8, "the kernel writes {u32 token, f32 logprob}");
+_Static_assert(WC_LOGIT_MAX_RANGES == KERNEL_LOGITS_RANGES, "one range per rule slot");
+
+/* Bit i of the suppress set into mask[i / 32]; 0 or -1 on an id outside [0, n_vocab). */
+static int build_mask(uint32_t *mask, int n_words, const int32_t *suppress, int n_suppress,
+                      int n_vocab) {
+    memset(mask, 0, (size_t)n_words * sizeof *mask);
+    for (int i = 0; i < n_suppress; i++) {
+        if (suppress[i] < 0 || suppress[i] >= n_vocab)
+            return -1;
+        mask[suppress[i] / 32] |= 1u << (suppress[i] % 32);
+    }
+    return 0;
+}
+
+/* rules[r] as KERNEL_LOGITS_RULE_WORDS words: ranges clamped to [0, V), unused ones empty. */
+static void pack_rule(uint32_t *w, const struct wc_logit_rule *r, int n_vocab) {
+    memset(w, 0, KERNEL_LOGITS_RULE_WORDS * sizeof *w);
+    for (int j = 0; j < r->n_ranges; j++) {
+        int lo = r->lo[j] < 0 ? 0 : r->lo[j], hi = r->hi[j] > n_vocab ? n_vocab : r->hi[j];
+        w[j] = (uint32_t)lo;
+        w[KERNEL_LOGITS_RANGES + j] = hi > lo ? (uint32_t)(hi - lo) : 0;
+    }
+    int tb = r->ts_begin;
+    w[2 * KERNEL_LOGITS_RANGES] = (uint32_t)(tb > 0 && tb < n_vocab ? tb : n_vocab);
+}
+
+void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                        const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                        int n_rows, int n_vocab) {
+    if (cuda_op_begin(s) || n_rows <= 0)
+        return;
+    struct cuda_stream *cs = cuda_stream(s);
+    int n_words = (n_vocab + 31) / 32;
+    size_t mask_bytes = ((size_t)n_words * 4 + 255) & ~(size_t)255;
+    size_t out_bytes = (size_t)n_rows * sizeof *out;
+    size_t rule_bytes = (size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4;
+    if (n_vocab < KERNEL_LOGITS_THREADS || (size_t)n_rows * (size_t)n_vocab > UINT32_MAX) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda logits_greedy: %d rows of %d", n_rows,
+                       n_vocab);
+        return;
+    }
+    uint32_t *mask = malloc((size_t)n_words * sizeof *mask);
+    uint32_t *packed = malloc(rule_bytes);
+    int bad = !mask || !packed;
+    if (!bad && build_mask(mask, n_words, suppress, n_suppress, n_vocab))
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "cuda logits_greedy: a suppressed token outside [0, %d)", n_vocab);
+    for (int r = 0; !bad && r < n_rows; r++) {
+        if (rules[r].n_ranges < 0 || rules[r].n_ranges > WC_LOGIT_MAX_RANGES) {
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda logits_greedy: %d ranges",
+                           rules[r].n_ranges);
+            break;
+        }
+        pack_rule(packed + (size_t)r * KERNEL_LOGITS_RULE_WORDS, &rules[r], n_vocab);
+    }
+    if (bad)
+        wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "cuda logits_greedy: out of memory");
+    size_t had = cs->scratch[CUDA_SCRATCH_LOGITS].bytes;
+    uint64_t base =
+        s->err ? 0 : cuda_scratch(s, CUDA_SCRATCH_LOGITS, mask_bytes + out_bytes + rule_bytes);
+    if (cs->scratch[CUDA_SCRATCH_LOGITS].bytes != had)
+        cs->mask_addr = 0; /* a grown scratch is new memory: the mask is not there */
+    if (base) {
+        /* the mask sits at the scratch's start */
+        if (cs->mask_addr != base || cs->mask_words != n_words ||
+            memcmp(cs->mask_host, mask, (size_t)n_words * sizeof *mask) != 0) {
+            cuda_upload(s, (void *)(uintptr_t)base, mask, (size_t)n_words * sizeof *mask);
+            free(cs->mask_host);
+            cs->mask_host = mask, cs->mask_words = n_words, cs->mask_addr = base;
+            mask = NULL;
+        }
+        cuda_upload(s, (void *)(uintptr_t)(base + mask_bytes + out_bytes), packed, rule_bytes);
+        const struct cuda_kernel *k = cuda_kernel_get(s, CK_LOGITS, n_vocab, 0, 0);
+        CUdeviceptr po = base + mask_bytes, pl = dptr(logits);
+        CUdeviceptr pr = base + mask_bytes + out_bytes, pm = base;
+        void *args[] = {&po, &pl, &pr, &pm};
+        cuda_launch(s, k, (unsigned)n_rows, 1, KERNEL_LOGITS_THREADS, args);
+        cuda_download(s, out, (const void *)(uintptr_t)po, out_bytes);
+    }
+    free(mask);
+    free(packed);
+}

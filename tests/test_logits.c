@@ -1,0 +1,124 @@
+/*
+ * test_logits.c — the CPU backend's logits_greedy against the decoder's host path
+ * (logit_filters_apply, decode_argmax, decode_logsumexp), bit for bit, on random rows in
+ * every rule state: first step (suppress blank, max_initial_timestamp), after text, after one
+ * timestamp, after a pair, without timestamps; with boosted timestamps (the probability test
+ * firing) and with exact ties (argmax = first maximum).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "common.h"
+#include "decoder/decode_window.h"
+#include "decoder/logit_filters.h"
+#include "model/vocab.h"
+
+#define N_VOCAB 51865 /* multilingual ids */
+
+static struct test_rng rng = {4242};
+static int n_forced_ts; /* rows where the timestamp test forbade the text */
+
+static void fake_vocab(struct wc_vocab *v) {
+    memset(v, 0, sizeof *v);
+    v->n_vocab = N_VOCAB;
+    v->multilingual = true;
+    v->eot = 50257, v->sot = 50258, v->translate = 50358, v->transcribe = 50359;
+    v->sot_lm = 50360, v->sot_prev = 50361, v->no_speech = 50362, v->no_timestamps = 50363;
+    v->timestamp_begin = 50364;
+}
+
+/* logits ~ N(0, 3); ts_boost added to timestamps; n_ties copies of the row's text maximum */
+static void rand_row(float *x, const struct wc_vocab *v, float ts_boost, int n_ties) {
+    for (int i = 0; i < N_VOCAB; i++)
+        x[i] = 3.0f * test_rng_normal(&rng) + (i >= v->timestamp_begin ? ts_boost : 0.0f);
+    int best = decode_argmax(x, v->timestamp_begin);
+    for (int t = 0; t < n_ties; t++) {
+        int j = (int)((test_rng_uniform(&rng) + 1.0f) * 0.5f * (N_VOCAB - 1));
+        x[j] = x[best];
+    }
+}
+
+/* One call of n rows; each row checked against the host path. */
+static void check_rows(struct wc_stream *s, const struct logit_filters *lf, int n,
+                       const int32_t *const *hist, const int *n_hist, float ts_boost, int n_ties,
+                       const char *what) {
+    float *x = malloc((size_t)n * N_VOCAB * sizeof *x), *ref = malloc(N_VOCAB * sizeof *ref);
+    struct wc_logit_rule rules[8];
+    struct wc_greedy_pick got[8];
+    for (int r = 0; r < n; r++) {
+        rand_row(x + (size_t)r * N_VOCAB, lf->vocab, ts_boost, n_ties);
+        logit_filters_rule(lf, hist[r], n_hist[r], &rules[r]);
+    }
+    float *orig = malloc((size_t)n * N_VOCAB * sizeof *orig);
+    memcpy(orig, x, (size_t)n * N_VOCAB * sizeof *x);
+    s->be->ops->logits_greedy(s, got, x, rules, lf->suppress, lf->n_suppress, n, N_VOCAB);
+    CHECK(s->be->ops->sync(s) == 0);
+    for (int r = 0; r < n; r++) {
+        memcpy(ref, orig + (size_t)r * N_VOCAB, N_VOCAB * sizeof *ref);
+        float text_max = ref[decode_argmax(ref, lf->vocab->timestamp_begin)];
+        logit_filters_apply(lf, ref, hist[r], n_hist[r]);
+        n_forced_ts += lf->timestamps && text_max > -INFINITY &&
+                       ref[decode_argmax(ref, lf->vocab->timestamp_begin)] == -INFINITY &&
+                       n_hist[r] > 0;
+        int tok = decode_argmax(ref, N_VOCAB);
+        float lp = (float)(ref[tok] - decode_logsumexp(ref, N_VOCAB));
+        if (got[r].token != tok || memcmp(&got[r].logprob, &lp, sizeof lp) != 0) {
+            fprintf(stderr, "%s row %d: got (%d, %.9g), want (%d, %.9g)\n", what, r, got[r].token,
+                    got[r].logprob, tok, lp);
+            test_failures++;
+        }
+    }
+    free(x), free(ref), free(orig);
+}
+
+int main(void) {
+    struct wc_backend *be;
+    struct wc_stream *s;
+    char err[256];
+    CHECK(cpu_backend_new(&be, err, sizeof err) == 0);
+    CHECK(be->ops->stream_new(be, 1, &s) == 0);
+    struct wc_vocab v;
+    fake_vocab(&v);
+    const int32_t non_speech[] = {1, 2, 7, 8, 9, 10, 14, 25, 26, 27, 28, 29, 31, 58, 59, 60, 61};
+    int32_t *sup;
+    int n_sup = logit_filters_suppress_set(&v, non_speech, 17, &sup);
+    CHECK(n_sup > 0);
+    int tb = v.timestamp_begin;
+    /* histories: first step, text, text + one timestamp, a pair, a pair then text, ts then
+     * text then one timestamp (a segment's end) */
+    const int32_t h_text[] = {440, 1002, 13}, h_one[] = {tb + 3, 440, 1002, tb + 40};
+    const int32_t h_pair[] = {tb, 440, tb + 40, tb + 40},
+                  h_after[] = {tb, 440, tb + 40, tb + 40, 77};
+    const int32_t h_first_ts[] = {tb + 2};
+    const int32_t *hist[] = {NULL, h_text, h_one, h_pair, h_after, h_first_ts};
+    const int n_hist[] = {0, 3, 4, 4, 5, 1};
+    for (int variant = 0; variant < 4; variant++) {
+        struct logit_filters lf = {
+            .vocab = &v,
+            .suppress_blank = variant != 1,
+            .suppress = variant == 2 ? NULL : sup,
+            .n_suppress = variant == 2 ? 0 : n_sup,
+            .timestamps = variant != 3,
+            .max_initial_timestamp_index = variant == 1 ? -1 : 50,
+            .blank_token = 220,
+        };
+        const float boosts[] = {0.0f, 6.0f, 9.0f, 12.0f};
+        for (int b = 0; b < 4; b++)
+            for (int ties = 0; ties <= 3; ties += 3)
+                for (int rep = 0; rep < 1; rep++) {
+                    for (int h = 0; h < 6; h++)
+                        check_rows(s, &lf, 1, &hist[h], &n_hist[h], boosts[b], ties, "one row");
+                    check_rows(s, &lf, 6, hist, n_hist, boosts[b], ties, "six rows");
+                }
+    }
+    printf("timestamp test forbade the text in %d rows\n", n_forced_ts);
+    CHECK(n_forced_ts > 0);
+    free(sup);
+    be->ops->stream_free(s);
+    be->ops->backend_free(be);
+    printf("%s\n", test_failures ? "FAILED" : "OK");
+    return TEST_RESULT();
+}
