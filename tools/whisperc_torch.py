@@ -181,3 +181,16 @@ def hf_feature_extractor(g):
     from transformers import WhisperFeatureExtractor
     return WhisperFeatureExtractor(feature_size=g.hp["n_mels"], sampling_rate=16000,
                                    hop_length=160, chunk_length=30, n_fft=400)
+
+
+def hf_languages(model, fe, tok, batch, device="cpu", dtype=None):
+    """Language codes of 16 kHz arrays as openai-whisper's transcribe() detects them: from the
+    log-Mel of the first 30 s of audio, zero-padded audio (not zero-padded log-Mel). Needed
+    because transformers' generate detects on its input features, which must then be 3000
+    frames, while its openai-like long-form recipe (hf_feature_extractor) gives fewer for
+    short files."""
+    torch = _torch()
+    feats = fe(batch, sampling_rate=16000, return_tensors="pt", device=device).input_features
+    ids = model.detect_language(input_features=feats.to(device, dtype or torch.float32))
+    code = dict(zip(tok.all_language_tokens, tok.all_language_codes))
+    return [code[int(i)] for i in ids]

@@ -15,7 +15,9 @@ call; audio is read and resampled to 16 kHz before any timing, model loading is 
              WhisperFeatureExtractor (torch, on the device), float16 weights on cuda, SDPA
              attention, greedy with timestamps, through transformers' sequential long-form
              generation for every file (30 s windows seeking by the last timestamp, each
-             window's log-Mel padded with zeros: openai's transcribe(), also under 30 s).
+             window's log-Mel padded with zeros: openai's transcribe(), also under 30 s);
+             the language (multilingual models, no --language) detected as openai's is,
+             by transformers' detect_language on the first 30 s, timed with the rest.
              Fallback as the transformers docs give for openai's behaviour: temperatures 0 ...
              1.0, compression_ratio_threshold 1.35 (transformers measures it on token ids, not
              on text), logprob_threshold -1, no_speech_threshold 0.6, condition_on_prev_tokens.
@@ -148,11 +150,11 @@ def run_openai(g, audio, a, torch, clock):
         dt, r = clock(lambda: model.transcribe(x, **opts))
         total += dt
         texts.append(r["text"])
-    del model
     return total, texts
 
 
 def hf_generate(model, fe, tok, batch, a, torch):
+    import whisperc_torch
     """One generate call on a list of 16 kHz arrays; returns their texts. The features of the
     whole files, padded to the longest, with an attention mask: transformers' long-form recipe,
     used for short files too (whisperc_torch.hf_feature_extractor says why)."""
@@ -161,6 +163,10 @@ def hf_generate(model, fe, tok, batch, a, torch):
     gen = dict(return_timestamps=True, attention_mask=feats["attention_mask"].to(a.device))
     if a.language:
         gen.update(language=a.language, task="transcribe")
+    elif model.generation_config.is_multilingual:
+        gen.update(language=whisperc_torch.hf_languages(model, fe, tok, batch, a.device,
+                                                        getattr(torch, a.dtype)),
+                   task="transcribe")
     if not a.no_fallback:
         gen.update(temperature=TEMPERATURES, compression_ratio_threshold=1.35,
                    logprob_threshold=-1.0, no_speech_threshold=0.6, condition_on_prev_tokens=True)
@@ -180,7 +186,6 @@ def run_hf(g, audio, a, torch, clock, batch_size):
         dt, t = clock(lambda: hf_generate(model, fe, tok, audio[i:i + batch_size], a, torch))
         total += dt
         texts += t
-    del model
     return total, texts
 
 

@@ -48,4 +48,5 @@ if ! git check-ignore -q "$DEST/x.whl"; then
     echo "fetch-wheels.sh: $DEST is not ignored by git here: run" \
         "'echo /$DEST/ >> .git/info/exclude' in the main checkout" >&2
 fi
-echo "fetch-wheels.sh: $(find "$DEST" -type f -name '*.whl' | wc -l) wheels in $DEST, $(du -sh "$DEST" | cut -f1)"
+n=$(find "$DEST" -type f -name '*.whl' | wc -l)
+echo "fetch-wheels.sh: $n wheels in $DEST, $(du -sh "$DEST" | cut -f1)"
