@@ -48,6 +48,7 @@ import warnings
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), ".."))
 from whisperc_ggml import GgmlFile, ToolError, describe, run_tool  # noqa: E402
+import whisperc_torch  # noqa: E402
 
 AUDIO_EXT = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a")
 TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -140,7 +141,6 @@ class Clock:
 
 
 def run_openai(g, audio, a, torch, clock):
-    import whisperc_torch
     model = whisperc_torch.openai_model(g, a.device)
     opts = dict(fp16=a.dtype == "float16", language=a.language, verbose=None,
                 temperature=0.0 if a.no_fallback else TEMPERATURES)
@@ -154,16 +154,17 @@ def run_openai(g, audio, a, torch, clock):
 
 
 def hf_generate(model, fe, tok, batch, a, torch):
-    import whisperc_torch
     """One generate call on a list of 16 kHz arrays; returns their texts. The features of the
     whole files, padded to the longest, with an attention mask: transformers' long-form recipe,
     used for short files too (whisperc_torch.hf_feature_extractor says why)."""
     feats = fe(batch, sampling_rate=16000, return_tensors="pt", device=a.device,
                truncation=False, padding="longest", return_attention_mask=True)
     gen = dict(return_timestamps=True, attention_mask=feats["attention_mask"].to(a.device))
-    if a.language:
+    if not model.generation_config.is_multilingual:
+        pass  # transformers refuses language and task for English-only models
+    elif a.language:
         gen.update(language=a.language, task="transcribe")
-    elif model.generation_config.is_multilingual:
+    else:
         gen.update(language=whisperc_torch.hf_languages(model, fe, tok, batch, a.device,
                                                         getattr(torch, a.dtype)),
                    task="transcribe")
@@ -177,7 +178,6 @@ def hf_generate(model, fe, tok, batch, a, torch):
 
 
 def run_hf(g, audio, a, torch, clock, batch_size):
-    import whisperc_torch
     model = whisperc_torch.hf_model(g, getattr(torch, a.dtype), a.device)
     fe, tok = whisperc_torch.hf_feature_extractor(g), whisperc_torch.tokenizer(g)
     hf_generate(model, fe, tok, audio[:batch_size], a, torch)  # warm-up
@@ -264,33 +264,35 @@ def main(argv):
           f"{gpu or ''} {a.dtype}; torch {torch.__version__}", flush=True)
 
     results = {}
-    if a.whisper_c:
-        wc = run_whisper_c(files, a)
-        results["whisper-c"] = dict(batch_size=1, seconds=wc["seconds"], texts=wc["texts"])
-        # whisperc_full_batch gives each file whisperc_full's transcript (tests/test_batch.c)
-        results["whisper-c-batch"] = dict(batch_size=a.batch_size, seconds=wc["seconds_batched"],
-                                          texts=None, bench=wc["bench"])
-    for e in engines:
-        if e == "openai":
-            s, texts = run_openai(g, audio, a, torch, clock)
-        else:
-            bs = a.batch_size if e == "hf-batch" else 1
-            s, texts = run_hf(g, audio, a, torch, clock, bs)
-        results[e] = dict(batch_size=a.batch_size if e == "hf-batch" else 1, seconds=s,
-                          texts=texts)
-        if a.device.startswith("cuda"):
-            torch.cuda.empty_cache()
+    ref_name = "whisper-c" if a.whisper_c else "openai" if "openai" in engines else None
 
-    ref_name = "whisper-c" if "whisper-c" in results else "openai" if "openai" in results else None
-    for name, r in results.items():
+    def report(name, r):  # printed as each engine ends: a timeout keeps the lines before it
+        results[name] = r
         r["rtf"] = r["seconds"] / audio_s
         r["x_realtime"] = audio_s / r["seconds"]
-        if ref_name and name != ref_name and r["texts"] is not None:
-            r[f"wer_vs_{ref_name}"] = wer(r["texts"], results[ref_name]["texts"])
-        w = r.get(f"wer_vs_{ref_name}")
+        w = None
+        if ref_name in results and name != ref_name and r["texts"] is not None:
+            w = r[f"wer_vs_{ref_name}"] = wer(r["texts"], results[ref_name]["texts"])
         print(f"{name:16s} batch {r['batch_size']:3d}  {r['seconds']:9.3f} s  RTF "
               f"{r['rtf']:.5f}  {r['x_realtime']:8.1f}x real time" +
               (f"  WER vs {ref_name} {100 * w:.2f}%" if w is not None else ""), flush=True)
+
+    if a.whisper_c:
+        wc = run_whisper_c(files, a)
+        report("whisper-c", dict(batch_size=1, seconds=wc["seconds"], texts=wc["texts"]))
+        # whisperc_full_batch gives each file whisperc_full's transcript (tests/test_batch.c)
+        report("whisper-c-batch", dict(batch_size=a.batch_size, seconds=wc["seconds_batched"],
+                                       texts=None, bench=wc["bench"]))
+    for e in engines:
+        bs = a.batch_size if e == "hf-batch" else 1
+        if e == "openai":
+            s, texts = run_openai(g, audio, a, torch, clock)
+        else:
+            s, texts = run_hf(g, audio, a, torch, clock, bs)
+        report(e, dict(batch_size=bs, seconds=s, texts=texts))
+        if a.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
     ratios = {}
     for wc_name in ("whisper-c", "whisper-c-batch"):
         for name in results:
