@@ -15,6 +15,10 @@
 #   bench     whisper-c bench on jfk and a 10-minute file, cuda and cpu
 #   random    tools/make-random-model large-v3 and large-v3-turbo, bench --synthetic on cuda
 #   sanitize  compute-sanitizer memcheck of one jfk transcription (tiny.en) on cuda
+#   torch     tools/device/compare-torch.py: whisper-c beside openai-whisper and transformers
+#             (fp16, batch 1 and 16) on the 186 ljspeech-dev clips as 16 kHz WAVs, tiny.en and
+#             base (needs .whl from tools/device/fetch-wheels.sh carried in the same call)
+#   torchlong the same on the 620 s file of the bench stage (long form), batch 1
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -199,7 +203,59 @@ stage_sanitize() {
     return "$rc"
 }
 
-[ $# -gt 0 ] || { sed -n '2,21p' "$0"; exit 2; }
+# openai-whisper and more-itertools from the carried wheels (the machine has the rest)
+load_wheels() {
+    python3 -c 'import whisper' 2>/dev/null && return 0
+    ls .whl/*.whl >/dev/null 2>&1 || { say "torch: no .whl (tools/device/fetch-wheels.sh, carry .whl)"; return 1; }
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl || return 1
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+}
+
+# compare-torch.py for one model; its summary lines go to summary.txt, its JSON to $OUT.
+compare_torch() {
+    local model=$1 tag=$2 limit=$3
+    shift 3
+    say "torch $model $tag:"
+    timeout "$limit" python3 tools/device/compare-torch.py -m "$S/models/ggml-$model.bin" \
+        --device cuda --whisper-c "$B/whisper-c" --json "$OUT/torch-$tag-$model.json" "$@" \
+        2>&1 | grep -v -E 'Warning|warn\(|deprecated' | tee "$OUT/torch.tmp"
+    local rc=${PIPESTATUS[0]}
+    grep -E '^(whisper-c|openai|hf|speed|[0-9]+ files)' "$OUT/torch.tmp" | sed 's/^/    /' >>"$SUMMARY"
+    [ "$rc" -eq 0 ] || say "    FAILED ($rc)"
+    rm -f "$OUT/torch.tmp"
+    return "$rc"
+}
+
+stage_torch() {
+    local rc=0 f m
+    load_wheels || return 1
+    # 16 kHz WAVs written by whisper-c's own decoder + resampler: every engine reads the same
+    # samples (compare-torch reads WAVs with scipy; the machine has no soundfile)
+    mkdir -p .device/wav16
+    for f in "$S"/audio/ljspeech-dev/wavs/*.flac; do
+        [ -f ".device/wav16/$(basename "$f" .flac).wav" ] ||
+            "$B/tests/run_transcribe" --write-wav ".device/wav16/$(basename "$f" .flac).wav" "$f" \
+                >/dev/null || return 1
+    done
+    for m in tiny.en base; do
+        compare_torch "$m" dev 280 --batch-size 16 -l en .device/wav16 || rc=1
+    done
+    return "$rc"
+}
+
+stage_torchlong() {
+    local rc=0 m
+    load_wheels || return 1
+    [ -f .device/long.wav ] || make_long_wav || return 1
+    for m in tiny.en base; do
+        compare_torch "$m" long 280 --batch-size 1 --engines openai,hf -l en .device/long.wav ||
+            rc=1
+    done
+    return "$rc"
+}
+
+[ $# -gt 0 ] || { sed -n '2,25p' "$0"; exit 2; }
 load_env
 status=0
 for stage in "$@"; do
