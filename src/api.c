@@ -45,9 +45,7 @@ const char *whisperc_status_str(whisperc_status rc) {
     return "WHISPERC_ERR_UNKNOWN";
 }
 
-static void logf_(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void logf_(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt, ...) {
+void api_log(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt, ...) {
     if (!fn)
         return;
     char line[512];
@@ -91,15 +89,15 @@ static int open_backend(const struct whisperc_model_params *p, struct wc_backend
         char why[512];
         int rc = cuda_backend_new(p->gpu_index, be, why, sizeof why);
         if (!rc) {
-            logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "CUDA device %d: %s",
-                  p->gpu_index, cuda_backend_device(*be));
+            api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "CUDA device %d: %s",
+                    p->gpu_index, cuda_backend_device(*be));
             return 0;
         }
         if (p->device == WHISPERC_DEVICE_CUDA) {
             wc_errf(err, err_size, "%s", why); /* "CUDA unavailable: ..." */
             return rc;
         }
-        logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "%s; running on the CPU", why);
+        api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "%s; running on the CPU", why);
     }
 #else
     if (p->device == WHISPERC_DEVICE_CUDA) {
@@ -168,9 +166,9 @@ whisperc_status whisperc_model_load(const char *path, const struct whisperc_mode
         whisperc_model_free(m);
         return rc;
     }
-    logf_(p.log_fn, p.log_user_data, WHISPERC_LOG_INFO, "%s: %s%s, %s backend, loaded in %.0f ms",
-          path, model_file_type_name(&m->file->hp), m->vocab.multilingual ? "" : ".en",
-          m->be->ops->name, wc_now_ms() - t0);
+    api_log(p.log_fn, p.log_user_data, WHISPERC_LOG_INFO, "%s: %s%s, %s backend, loaded in %.0f ms",
+            path, model_file_type_name(&m->file->hp), m->vocab.multilingual ? "" : ".en",
+            m->be->ops->name, wc_now_ms() - t0);
     *out = m;
     return WHISPERC_OK;
 }
@@ -203,34 +201,35 @@ static int default_threads(void) {
     return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }
 
-/* What a state with room for n_group sequences allocates: encoder and decoder activations and
- * caches, and the encoder output. */
-static uint64_t state_memory_bytes(const struct wc_hparams *hp, int n_group) {
+/* What a state with room for n_group sequences (and n_lanes batch lanes, 0: none) allocates:
+ * encoder and decoder activations and caches, the encoder output, the batch decoder. */
+static uint64_t state_memory_bytes(const struct wc_hparams *hp, int n_group, int n_lanes) {
     return encoder_memory_bytes(hp) + decoder_memory_bytes(hp, n_group) +
-           (uint64_t)hp->n_audio_ctx * hp->n_audio_state * sizeof(float);
+           (uint64_t)hp->n_audio_ctx * hp->n_audio_state * sizeof(float) +
+           api_batch_memory_bytes(hp, n_lanes);
 }
 
-/* 0 if a state growing from room for n_group_now sequences (0: a new state) to n_group fits the
- * model's budget: an explicit budget holds the model and the whole state; the default one
- * (available memory, which already counts the model and the state so far) the growth. Host
- * memory only: a CUDA state's activations live on the GPU, where its arena checks them. */
-static int state_budget_check(const struct whisperc_model *m, int n_group, int n_group_now,
-                              char *err, size_t err_size) {
+int api_state_budget_check(const struct whisperc_model *m, const whisperc_state *st, int n_group,
+                           int n_lanes, char *err, size_t err_size) {
     if (strcmp(m->be->ops->name, "cpu") != 0 || m->max_memory_bytes < 0)
         return 0;
     const struct wc_hparams *hp = &m->file->hp;
-    uint64_t need = state_memory_bytes(hp, n_group), model = model_memory_bytes(m->file);
-    if (m->max_memory_bytes > 0)
+    uint64_t need = state_memory_bytes(hp, n_group, n_lanes), model = model_memory_bytes(m->file);
+    if (m->max_memory_bytes > 0) {
         need += model;
-    else if (n_group_now > 0)
-        need -= state_memory_bytes(hp, n_group_now);
-    char what[160];
+    } else if (st) {
+        uint64_t now = state_memory_bytes(hp, st->dec.n_group_max, st->db.n_lanes);
+        need = need > now ? need - now : 0;
+    }
+    char what[200], lanes[64] = "";
+    if (n_lanes > 0)
+        snprintf(lanes, sizeof lanes, " and a batch of %d", n_lanes);
     if (m->max_memory_bytes > 0)
-        snprintf(what, sizeof what, "the model (%" PRIu64 " MiB) with a decoding state for %d %s",
-                 model >> 20, n_group, n_group == 1 ? "sequence" : "sequences");
+        snprintf(what, sizeof what, "the model (%" PRIu64 " MiB) with a decoding state for %d %s%s",
+                 model >> 20, n_group, n_group == 1 ? "sequence" : "sequences", lanes);
     else
-        snprintf(what, sizeof what, "a decoding state for %d %s", n_group,
-                 n_group == 1 ? "sequence" : "sequences");
+        snprintf(what, sizeof what, "a decoding state for %d %s%s", n_group,
+                 n_group == 1 ? "sequence" : "sequences", lanes);
     return mem_check(need, mem_budget(m->max_memory_bytes), m->max_memory_bytes, what, err,
                      err_size);
 }
@@ -247,7 +246,7 @@ whisperc_status whisperc_state_new_v2(const whisperc_model *m, whisperc_state **
         wc_errf(errbuf, errbuf_size, "whisperc_state_new: model and out must not be NULL");
         return WHISPERC_ERR_INVALID_ARG;
     }
-    if (state_budget_check(m, 1, 0, errbuf, errbuf_size))
+    if (api_state_budget_check(m, NULL, 1, 0, errbuf, errbuf_size))
         return WHISPERC_ERR_NO_MEMORY;
     struct whisperc_state *st = calloc(1, sizeof *st);
     if (!st) {
@@ -519,8 +518,8 @@ static int run_pcm(whisperc_state *st, const struct whisperc_full_params *p, con
     st->timings.n_decode_tokens = t.n_decode_steps;
     st->timings.n_fallbacks = t.n_fallbacks;
     if (!rc && st->tr.i_language >= 0)
-        logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "language: %s (p = %.2f)",
-              lang_code(st->tr.i_language), st->tr.language_prob);
+        api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "language: %s (p = %.2f)",
+                lang_code(st->tr.i_language), st->tr.language_prob);
     return rc;
 }
 
@@ -543,9 +542,9 @@ static int vad_speech(whisperc_state *st, const struct whisperc_full_params *p, 
         api_fail(st, rc, "vad: out of memory for %zu speech spans", n_spans);
     st->timings.vad_ms = wc_now_ms() - t0;
     st->timings.vad_seconds = (double)*n_speech / WC_SAMPLE_RATE;
-    logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO,
-          "vad: %zu speech spans, %.1f s of %.1f s, in %.0f ms", n_spans, st->timings.vad_seconds,
-          (double)n / WC_SAMPLE_RATE, st->timings.vad_ms);
+    api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO,
+            "vad: %zu speech spans, %.1f s of %.1f s, in %.0f ms", n_spans, st->timings.vad_seconds,
+            (double)n / WC_SAMPLE_RATE, st->timings.vad_ms);
     free(spans);
     return rc;
 }
@@ -675,7 +674,7 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     int n_group = p.strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p.beam_size : 1;
     n_group = p.best_of > n_group ? p.best_of : n_group;
     if (!rc && !det && n_group > st->dec.n_group_max &&
-        state_budget_check(st->m, n_group, st->dec.n_group_max, st->errmsg, sizeof st->errmsg))
+        api_state_budget_check(st->m, st, n_group, st->db.n_lanes, st->errmsg, sizeof st->errmsg))
         rc = WHISPERC_ERR_NO_MEMORY;
     if (!rc)
         rc = api_set_threads(st, p.n_threads);
