@@ -122,6 +122,27 @@ static uint64_t model_memory_bytes(const struct wc_model_file *f) {
     return n;
 }
 
+#ifdef WC_HAVE_CUDA
+/* AUTO on a GPU without room for the weights: the CUDA backend given back (its weights arena
+ * with it; weights_upload has freed the host side), the model loaded on the CPU, with a warning.
+ * Not yet run on hardware (docs/reliability.md). */
+static int fall_back_to_cpu(struct whisperc_model *m, const struct whisperc_model_params *p,
+                            char *err, size_t err_size) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", err && err_size ? err : "out of device memory");
+    m->be->ops->backend_free(m->be);
+    m->be = NULL;
+    int rc = cpu_backend_new(&m->be, err, err_size);
+    if (!rc)
+        rc = weights_upload(&m->w, m->be, m->file, err, err_size);
+    if (!rc)
+        api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
+                "the weights do not fit on CUDA device %d (%s); running on the CPU", p->gpu_index,
+                why);
+    return rc;
+}
+#endif
+
 whisperc_status whisperc_model_load(const char *path, const struct whisperc_model_params *params,
                                     whisperc_model **out, char *errbuf, size_t errbuf_size) {
     if (out)
@@ -160,6 +181,9 @@ whisperc_status whisperc_model_load(const char *path, const struct whisperc_mode
         size_t n = errbuf && errbuf_size ? strlen(errbuf) : 0;
         if (rc && why[0] && n + 3 < errbuf_size)
             snprintf(errbuf + n, errbuf_size - n, ": %s", why);
+        if (rc == WHISPERC_ERR_NO_MEMORY && p.device == WHISPERC_DEVICE_AUTO &&
+            strcmp(m->be->ops->name, "cuda") == 0)
+            rc = fall_back_to_cpu(m, &p, errbuf, errbuf_size);
 #endif
     }
     if (rc) {
