@@ -293,6 +293,14 @@ WHISPERC_API whisperc_status whisperc_detect_language(whisperc_state *state,
  * frees it with free()) holds *n_samples samples. Errors name the file and the problem. */
 WHISPERC_API whisperc_status whisperc_load_audio(const char *path, float **out, int *n_samples,
                                                  char *errbuf, size_t errbuf_size);
+/* The same, refused by the limits whisperc_full_file() applies (params->max_audio_s and the
+ * model's max_memory_bytes), before the samples are read; the message (as whisperc_full_file's)
+ * in whisperc_state_errmsg(). The state's results are left as they are. For a caller that
+ * loads files itself to pass them to whisperc_full_batch(). (Appended in 0.1.) */
+WHISPERC_API whisperc_status whisperc_state_load_audio(whisperc_state *state,
+                                                       const struct whisperc_full_params *params,
+                                                       const char *path, float **out,
+                                                       int *n_samples);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Results (valid after a successful whisperc_full*; out-of-range indices give NULL, 0, or  */

@@ -754,13 +754,15 @@ whisperc_status whisperc_load_audio(const char *path, float **out, int *n_sample
     return WHISPERC_OK;
 }
 
-whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_full_params *params,
-                                   const char *path) {
+whisperc_status whisperc_state_load_audio(whisperc_state *st,
+                                          const struct whisperc_full_params *params,
+                                          const char *path, float **out, int *n_samples) {
     if (!st)
         return WHISPERC_ERR_INVALID_ARG;
-    if (!path)
-        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "path is NULL");
-    double t0 = wc_now_ms();
+    if (!path || !out || !n_samples)
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "path, out and n_samples must not be NULL");
+    *out = NULL;
+    *n_samples = 0;
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     if (params && params->size >= sizeof(size_t))
         memcpy(&p, params, params->size < sizeof p ? params->size : sizeof p);
@@ -775,12 +777,28 @@ whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_ful
     float *pcm = NULL;
     size_t n_load = 0;
     int rc = audio_load_limited(path, &lim, &pcm, &n_load, st->errmsg, sizeof st->errmsg);
-    if (!rc && n_load > (size_t)INT32_MAX) { /* ~37 hours at 16 kHz */
-        rc = api_fail(st, WHISPERC_ERR_UNSUPPORTED, "%s: too long (%.0f hours)", path,
-                      n_load / 16000.0 / 3600.0);
+    if (rc)
+        return rc;
+    if (n_load > (size_t)INT32_MAX) { /* ~37 hours at 16 kHz */
         free(pcm);
+        return api_fail(st, WHISPERC_ERR_UNSUPPORTED, "%s: too long (%.0f hours)", path,
+                        n_load / 16000.0 / 3600.0);
     }
-    int n = (int)n_load;
+    *out = pcm;
+    *n_samples = (int)n_load;
+    return WHISPERC_OK;
+}
+
+whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_full_params *params,
+                                   const char *path) {
+    if (!st)
+        return WHISPERC_ERR_INVALID_ARG;
+    if (!path)
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "path is NULL");
+    double t0 = wc_now_ms();
+    float *pcm = NULL;
+    int n = 0;
+    int rc = whisperc_state_load_audio(st, params, path, &pcm, &n);
     if (rc) {
         api_batch_clear(st);
         transcript_free(&st->tr);
