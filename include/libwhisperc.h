@@ -265,9 +265,14 @@ WHISPERC_API whisperc_status whisperc_full_file(whisperc_state *state,
  * launches). Each input's windows stay in order; an input that ends makes room for the next.
  * Batched: greedy decoding from temperature 0 with fallback (a window that falls back is
  * re-decoded alone). Beam search, word timestamps, max_len and vad run the inputs one by one.
- * Callbacks: only abort_fn is called. The first failing input ends the call (the message names
- * it) and no results are kept. Results: input 0's are selected; whisperc_batch_select() picks
- * another input for the result accessors, which read the selected input's transcript. */
+ * Callbacks: only abort_fn is called, and log_fn. The first failing input ends the call (the
+ * message names it) and no results are kept. Results: input 0's are selected;
+ * whisperc_batch_select() picks another input for the result accessors, which read the
+ * selected input's transcript; whisperc_state_timings() gives the whole call's.
+ * Memory: the batch decoder's buffers for batch_size lanes, and the log-Mels of the inputs in
+ * flight only. When the buffers do not fit (the model's max_memory_bytes, or device memory on
+ * a GPU) the batch is halved, down to 1, with a WHISPERC_LOG_WARN line ("batch of 8 does not
+ * fit in memory (...); using 4"); the state remembers the refused size. */
 WHISPERC_API whisperc_status whisperc_full_batch(whisperc_state *state,
                                                  const struct whisperc_full_params *params,
                                                  const float *const *pcm16k, const int *n_samples,
@@ -293,6 +298,14 @@ WHISPERC_API whisperc_status whisperc_detect_language(whisperc_state *state,
  * frees it with free()) holds *n_samples samples. Errors name the file and the problem. */
 WHISPERC_API whisperc_status whisperc_load_audio(const char *path, float **out, int *n_samples,
                                                  char *errbuf, size_t errbuf_size);
+/* The same, refused by the limits whisperc_full_file() applies (params->max_audio_s and the
+ * model's max_memory_bytes), before the samples are read; the message (as whisperc_full_file's)
+ * in whisperc_state_errmsg(). The state's results are left as they are. For a caller that
+ * loads files itself to pass them to whisperc_full_batch(). (Appended in 0.1.) */
+WHISPERC_API whisperc_status whisperc_state_load_audio(whisperc_state *state,
+                                                       const struct whisperc_full_params *params,
+                                                       const char *path, float **out,
+                                                       int *n_samples);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Results (valid after a successful whisperc_full*; out-of-range indices give NULL, 0, or  */

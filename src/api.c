@@ -45,9 +45,7 @@ const char *whisperc_status_str(whisperc_status rc) {
     return "WHISPERC_ERR_UNKNOWN";
 }
 
-static void logf_(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void logf_(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt, ...) {
+void api_log(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt, ...) {
     if (!fn)
         return;
     char line[512];
@@ -91,15 +89,15 @@ static int open_backend(const struct whisperc_model_params *p, struct wc_backend
         char why[512];
         int rc = cuda_backend_new(p->gpu_index, be, why, sizeof why);
         if (!rc) {
-            logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "CUDA device %d: %s",
-                  p->gpu_index, cuda_backend_device(*be));
+            api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "CUDA device %d: %s",
+                    p->gpu_index, cuda_backend_device(*be));
             return 0;
         }
         if (p->device == WHISPERC_DEVICE_CUDA) {
             wc_errf(err, err_size, "%s", why); /* "CUDA unavailable: ..." */
             return rc;
         }
-        logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "%s; running on the CPU", why);
+        api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "%s; running on the CPU", why);
     }
 #else
     if (p->device == WHISPERC_DEVICE_CUDA) {
@@ -123,6 +121,27 @@ static uint64_t model_memory_bytes(const struct wc_model_file *f) {
     }
     return n;
 }
+
+#ifdef WC_HAVE_CUDA
+/* AUTO on a GPU without room for the weights: the CUDA backend given back (its weights arena
+ * with it; weights_upload has freed the host side), the model loaded on the CPU, with a warning.
+ * Not yet run on hardware (docs/reliability.md). */
+static int fall_back_to_cpu(struct whisperc_model *m, const struct whisperc_model_params *p,
+                            char *err, size_t err_size) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", err && err_size ? err : "out of device memory");
+    m->be->ops->backend_free(m->be);
+    m->be = NULL;
+    int rc = cpu_backend_new(&m->be, err, err_size);
+    if (!rc)
+        rc = weights_upload(&m->w, m->be, m->file, err, err_size);
+    if (!rc)
+        api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
+                "the weights do not fit on CUDA device %d (%s); running on the CPU", p->gpu_index,
+                why);
+    return rc;
+}
+#endif
 
 whisperc_status whisperc_model_load(const char *path, const struct whisperc_model_params *params,
                                     whisperc_model **out, char *errbuf, size_t errbuf_size) {
@@ -162,15 +181,18 @@ whisperc_status whisperc_model_load(const char *path, const struct whisperc_mode
         size_t n = errbuf && errbuf_size ? strlen(errbuf) : 0;
         if (rc && why[0] && n + 3 < errbuf_size)
             snprintf(errbuf + n, errbuf_size - n, ": %s", why);
+        if (rc == WHISPERC_ERR_NO_MEMORY && p.device == WHISPERC_DEVICE_AUTO &&
+            strcmp(m->be->ops->name, "cuda") == 0)
+            rc = fall_back_to_cpu(m, &p, errbuf, errbuf_size);
 #endif
     }
     if (rc) {
         whisperc_model_free(m);
         return rc;
     }
-    logf_(p.log_fn, p.log_user_data, WHISPERC_LOG_INFO, "%s: %s%s, %s backend, loaded in %.0f ms",
-          path, model_file_type_name(&m->file->hp), m->vocab.multilingual ? "" : ".en",
-          m->be->ops->name, wc_now_ms() - t0);
+    api_log(p.log_fn, p.log_user_data, WHISPERC_LOG_INFO, "%s: %s%s, %s backend, loaded in %.0f ms",
+            path, model_file_type_name(&m->file->hp), m->vocab.multilingual ? "" : ".en",
+            m->be->ops->name, wc_now_ms() - t0);
     *out = m;
     return WHISPERC_OK;
 }
@@ -203,35 +225,39 @@ static int default_threads(void) {
     return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }
 
-/* What a state with room for n_group sequences and n_windows encoder windows allocates:
- * encoder and decoder activations and caches, and the encoder output. */
-static uint64_t state_memory_bytes(const struct wc_hparams *hp, int n_group, int n_windows) {
+/* What a state with room for n_group sequences, n_windows encoder windows and n_lanes batch
+ * lanes (0: none) allocates: encoder and decoder activations and caches, the encoder output,
+ * the batch decoder. */
+static uint64_t state_memory_bytes(const struct wc_hparams *hp, int n_group, int n_windows,
+                                   int n_lanes) {
     return encoder_memory_bytes(hp, n_windows) + decoder_memory_bytes(hp, n_group) +
-           (uint64_t)n_windows * hp->n_audio_ctx * hp->n_audio_state * sizeof(float);
+           (uint64_t)n_windows * hp->n_audio_ctx * hp->n_audio_state * sizeof(float) +
+           api_batch_memory_bytes(hp, n_lanes);
 }
 
-/* 0 if a state growing from what `now` has room for (NULL: a new state) to n_group sequences
- * and n_windows encoder windows fits the model's budget: an explicit budget holds the model
- * and the whole state; the default one (available memory, which already counts the model and
- * the state so far) the growth. Host memory only: a CUDA state's activations live on the GPU,
- * where its arena checks them. */
-static int state_budget_check(const struct whisperc_model *m, int n_group, int n_windows,
-                              const whisperc_state *now, char *err, size_t err_size) {
+int api_state_budget_check(const struct whisperc_model *m, const whisperc_state *st, int n_group,
+                           int n_windows, int n_lanes, char *err, size_t err_size) {
     if (strcmp(m->be->ops->name, "cpu") != 0 || m->max_memory_bytes < 0)
         return 0;
     const struct wc_hparams *hp = &m->file->hp;
-    uint64_t need = state_memory_bytes(hp, n_group, n_windows);
+    uint64_t need = state_memory_bytes(hp, n_group, n_windows, n_lanes);
     uint64_t model = model_memory_bytes(m->file);
-    if (m->max_memory_bytes > 0)
+    if (m->max_memory_bytes > 0) {
         need += model;
-    else if (now)
-        need -= state_memory_bytes(hp, now->dec.n_group_max, now->enc.n_windows);
-    char state[96], what[160];
+    } else if (st) {
+        uint64_t now =
+            state_memory_bytes(hp, st->dec.n_group_max, st->enc.n_windows, st->db.n_lanes);
+        need = need > now ? need - now : 0;
+    }
+    char state[160], what[240];
     snprintf(state, sizeof state, "a decoding state for %d %s", n_group,
              n_group == 1 ? "sequence" : "sequences");
     if (n_windows > 1)
         snprintf(state + strlen(state), sizeof state - strlen(state), " and %d encoder windows",
                  n_windows);
+    if (n_lanes > 0)
+        snprintf(state + strlen(state), sizeof state - strlen(state), " and a batch of %d",
+                 n_lanes);
     if (m->max_memory_bytes > 0)
         snprintf(what, sizeof what, "the model (%" PRIu64 " MiB) with %s", model >> 20, state);
     else
@@ -245,8 +271,8 @@ int api_encoder_reserve(whisperc_state *st, int n_windows) {
         return 0;
     const struct wc_hparams *hp = &st->m->file->hp;
     const struct wc_backend_ops *op = st->s->be->ops;
-    if (state_budget_check(st->m, st->dec.n_group_max, n_windows, st, st->errmsg,
-                           sizeof st->errmsg))
+    if (api_state_budget_check(st->m, st, st->dec.n_group_max, n_windows, st->db.n_lanes,
+                               st->errmsg, sizeof st->errmsg))
         return WHISPERC_ERR_NO_MEMORY;
     /* the old buffers go first, so that the peak is the new size (a failure is sticky in the
      * stream, as every allocation failure of a state) */
@@ -273,7 +299,7 @@ whisperc_status whisperc_state_new_v2(const whisperc_model *m, whisperc_state **
         wc_errf(errbuf, errbuf_size, "whisperc_state_new: model and out must not be NULL");
         return WHISPERC_ERR_INVALID_ARG;
     }
-    if (state_budget_check(m, 1, 1, NULL, errbuf, errbuf_size))
+    if (api_state_budget_check(m, NULL, 1, 1, 0, errbuf, errbuf_size))
         return WHISPERC_ERR_NO_MEMORY;
     struct whisperc_state *st = calloc(1, sizeof *st);
     if (!st) {
@@ -545,8 +571,8 @@ static int run_pcm(whisperc_state *st, const struct whisperc_full_params *p, con
     st->timings.n_decode_tokens = t.n_decode_steps;
     st->timings.n_fallbacks = t.n_fallbacks;
     if (!rc && st->tr.i_language >= 0)
-        logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "language: %s (p = %.2f)",
-              lang_code(st->tr.i_language), st->tr.language_prob);
+        api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "language: %s (p = %.2f)",
+                lang_code(st->tr.i_language), st->tr.language_prob);
     return rc;
 }
 
@@ -569,9 +595,9 @@ static int vad_speech(whisperc_state *st, const struct whisperc_full_params *p, 
         api_fail(st, rc, "vad: out of memory for %zu speech spans", n_spans);
     st->timings.vad_ms = wc_now_ms() - t0;
     st->timings.vad_seconds = (double)*n_speech / WC_SAMPLE_RATE;
-    logf_(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO,
-          "vad: %zu speech spans, %.1f s of %.1f s, in %.0f ms", n_spans, st->timings.vad_seconds,
-          (double)n / WC_SAMPLE_RATE, st->timings.vad_ms);
+    api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO,
+            "vad: %zu speech spans, %.1f s of %.1f s, in %.0f ms", n_spans, st->timings.vad_seconds,
+            (double)n / WC_SAMPLE_RATE, st->timings.vad_ms);
     free(spans);
     return rc;
 }
@@ -701,7 +727,8 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     int n_group = p.strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p.beam_size : 1;
     n_group = p.best_of > n_group ? p.best_of : n_group;
     if (!rc && !det && n_group > st->dec.n_group_max &&
-        state_budget_check(st->m, n_group, st->enc.n_windows, st, st->errmsg, sizeof st->errmsg))
+        api_state_budget_check(st->m, st, n_group, st->enc.n_windows, st->db.n_lanes, st->errmsg,
+                               sizeof st->errmsg))
         rc = WHISPERC_ERR_NO_MEMORY;
     if (!rc)
         rc = api_set_threads(st, p.n_threads);
@@ -757,13 +784,15 @@ whisperc_status whisperc_load_audio(const char *path, float **out, int *n_sample
     return WHISPERC_OK;
 }
 
-whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_full_params *params,
-                                   const char *path) {
+whisperc_status whisperc_state_load_audio(whisperc_state *st,
+                                          const struct whisperc_full_params *params,
+                                          const char *path, float **out, int *n_samples) {
     if (!st)
         return WHISPERC_ERR_INVALID_ARG;
-    if (!path)
-        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "path is NULL");
-    double t0 = wc_now_ms();
+    if (!path || !out || !n_samples)
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "path, out and n_samples must not be NULL");
+    *out = NULL;
+    *n_samples = 0;
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     if (params && params->size >= sizeof(size_t))
         memcpy(&p, params, params->size < sizeof p ? params->size : sizeof p);
@@ -778,12 +807,28 @@ whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_ful
     float *pcm = NULL;
     size_t n_load = 0;
     int rc = audio_load_limited(path, &lim, &pcm, &n_load, st->errmsg, sizeof st->errmsg);
-    if (!rc && n_load > (size_t)INT32_MAX) { /* ~37 hours at 16 kHz */
-        rc = api_fail(st, WHISPERC_ERR_UNSUPPORTED, "%s: too long (%.0f hours)", path,
-                      n_load / 16000.0 / 3600.0);
+    if (rc)
+        return rc;
+    if (n_load > (size_t)INT32_MAX) { /* ~37 hours at 16 kHz */
         free(pcm);
+        return api_fail(st, WHISPERC_ERR_UNSUPPORTED, "%s: too long (%.0f hours)", path,
+                        n_load / 16000.0 / 3600.0);
     }
-    int n = (int)n_load;
+    *out = pcm;
+    *n_samples = (int)n_load;
+    return WHISPERC_OK;
+}
+
+whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_full_params *params,
+                                   const char *path) {
+    if (!st)
+        return WHISPERC_ERR_INVALID_ARG;
+    if (!path)
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "path is NULL");
+    double t0 = wc_now_ms();
+    float *pcm = NULL;
+    int n = 0;
+    int rc = whisperc_state_load_audio(st, params, path, &pcm, &n);
     if (rc) {
         api_batch_clear(st);
         transcript_free(&st->tr);

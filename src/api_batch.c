@@ -2,6 +2,7 @@
  * api_batch.c — whisperc_full_batch and the selection of its per-input results
  * (include/libwhisperc.h). The batching itself is src/decoder/transcribe_batch.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,40 +85,97 @@ static bool on_window(void *user, int n_new, int percent) {
     return p->abort_fn && p->abort_fn(p->abort_user_data);
 }
 
-/* The batched path: every input's log-Mel, then transcribe_batch over the state's lanes. */
+uint64_t api_batch_memory_bytes(const struct wc_hparams *hp, int n_lanes) {
+    if (n_lanes < 1)
+        return 0;
+    /* decoder_batch_init's buffers: self-attention K/V pool, cross-attention K/V, activations,
+     * logits, slot table and its host copy; then transcribe_batch's host logits */
+    uint64_t L = (uint64_t)hp->n_text_layer, c = (uint64_t)hp->n_text_state, B = (uint64_t)n_lanes;
+    uint64_t n_ctx = (uint64_t)hp->n_text_ctx, rows = n_ctx > B ? n_ctx : B;
+    uint64_t n_logits = B > 2 ? B : 2;
+    return 2 * L * B * n_ctx * c * sizeof(float) +
+           2 * B * L * (uint64_t)hp->n_audio_ctx * c * sizeof(float) +
+           8 * rows * c * sizeof(float) + 2 * n_logits * (uint64_t)hp->n_vocab * sizeof(float) +
+           2 * B * n_ctx * sizeof(int32_t);
+}
+
+/* The batch decoder with room for p->batch_size lanes, or fewer: when its buffers are refused
+ * (the memory budget, or the stream's allocation failing with WHISPERC_ERR_NO_MEMORY, as a GPU
+ * arena does when device memory runs out), the size is halved down to 1, with a warning. A
+ * size refused once is not tried again on this state. */
+static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p) {
+    const struct whisperc_model *m = st->m;
+    int B = p->batch_size;
+    while (st->n_lanes_refused && B >= st->n_lanes_refused && B > 1)
+        B /= 2;
+    if (st->db.n_lanes == B)
+        return 0;
+    if (wc_stream_sync(st->s)) /* an earlier failure: the stream does nothing more */
+        return api_fail(st, st->s->err, "%s", st->s->errmsg);
+    for (;;) {
+        char why[256] = "";
+        decoder_batch_free(&st->db, st->s);
+        int rc = 0;
+        if (api_state_budget_check(m, st, st->dec.n_group_max, st->enc.n_windows, B, why,
+                                   sizeof why))
+            rc = WHISPERC_ERR_NO_MEMORY;
+        else if ((rc = decoder_batch_init(&st->db, st->s, &m->file->hp, &m->w, B)))
+            snprintf(why, sizeof why, "%s", st->s->errmsg);
+        if (!rc)
+            return 0;
+        if (rc != WHISPERC_ERR_NO_MEMORY || B == 1)
+            return api_fail(st, rc, "batch of %d: %s", B, why);
+        /* The stream was synced without error before: the failed allocation is its only
+         * error (decoder_batch_init queues no work), and nothing of it stays allocated. */
+        st->s->err = 0;
+        st->s->errmsg[0] = '\0';
+        st->n_lanes_refused = B;
+        api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
+                "batch of %d does not fit in memory (%s); using %d", B, why, B / 2);
+        B /= 2;
+    }
+}
+
+/* transcribe_batch's source of log-Mels: input i's, computed when it enters a lane. */
+struct mel_source {
+    whisperc_state *st;
+    const struct whisperc_full_params *p;
+    const float *const *pcm;
+    const int *n_samples;
+};
+
+static int input_mel(void *user, int i, struct mel_spec *out, char *err, size_t err_size) {
+    struct mel_source *ms = user;
+    const struct whisperc_model *m = ms->st->m;
+    char why[256];
+    double t0 = wc_now_ms();
+    int rc =
+        mel_compute(out, ms->pcm[i], (size_t)ms->n_samples[i], WC_CHUNK_SAMPLES,
+                    m->file->mel_filters, m->file->hp.n_mels, ms->p->n_threads, why, sizeof why);
+    ms->st->timings.mel_ms += wc_now_ms() - t0;
+    if (rc)
+        wc_errf(err, err_size, "input %d: %s", i, why);
+    return rc;
+}
+
+/* The batched path: transcribe_batch over the state's lanes, each input's log-Mel made when it
+ * enters a lane and freed when it leaves (memory grows with the batch, not the inputs). */
 static int batched(whisperc_state *st, const struct whisperc_full_params *p,
                    const float *const *pcm, const int *n_samples, int n, int i_lang) {
-    const struct whisperc_model *m = st->m;
-    const struct wc_hparams *hp = &m->file->hp;
-    int rc = 0;
-    if (st->db.n_lanes != p->batch_size) {
-        decoder_batch_free(&st->db, st->s);
-        rc = decoder_batch_init(&st->db, st->s, hp, &m->w, p->batch_size);
-        if (rc)
-            return api_fail(st, rc, "batch of %d: %s", p->batch_size, st->s->errmsg);
-    }
-    rc = api_encoder_reserve(st, p->batch_size < ENCODER_MAX_WINDOWS ? p->batch_size
-                                                                     : ENCODER_MAX_WINDOWS);
+    int rc = batch_lanes(st, p);
     if (rc)
         return rc;
-    struct mel_spec *mels = calloc((size_t)n, sizeof *mels);
-    if (!mels)
-        return api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory for %d inputs", n);
-    double t0 = wc_now_ms();
-    for (int i = 0; i < n && !rc; i++) {
-        char err[256];
-        rc = mel_compute(&mels[i], pcm[i], (size_t)n_samples[i], WC_CHUNK_SAMPLES,
-                         m->file->mel_filters, hp->n_mels, p->n_threads, err, sizeof err);
-        if (rc)
-            api_fail(st, rc, "input %d: %s", i, err);
-    }
-    st->timings.mel_ms = wc_now_ms() - t0;
+    /* Windows encoded together: a backend that merges their linears into one GEMM gains from
+     * many (ENCODER_MAX_WINDOWS); the CPU runs the same sgemm calls either way, so it keeps two
+     * (the batched staging path, for a fraction of the memory: ~40 MiB a window for base). */
+    int cap = st->s->be->ops->linear_merge_windows ? ENCODER_MAX_WINDOWS : 2;
+    rc = api_encoder_reserve(st, st->db.n_lanes < cap ? st->db.n_lanes : cap);
+    if (rc)
+        return rc;
+    struct mel_source ms = {st, p, pcm, n_samples};
+    struct batch_source src = {n, input_mel, &ms};
     struct transcribe_ctx t = api_transcribe_ctx(st, p, i_lang, on_window, (void *)p);
-    if (!rc)
-        rc = transcribe_batch(&t, &st->db, mels, n, st->batch_tr, st->errmsg, sizeof st->errmsg);
-    for (int i = 0; i < n; i++)
-        mel_free(&mels[i]);
-    free(mels);
+    rc = transcribe_batch(&t, &st->db, &src, st->batch_tr, st->errmsg, sizeof st->errmsg);
     st->timings.encode_ms = t.encode_ms;
     st->timings.decode_ms = t.decode_ms;
     st->timings.n_windows = t.n_windows;

@@ -3,8 +3,10 @@
  * (text, times, tokens, decoding details) and text, bit for bit, on LJSpeech dev clips of
  * different lengths plus one long input of many windows, with tiny.en, at batch sizes 4 and 8;
  * then with a logprob threshold that sends windows to the temperature fallback (decoded alone
- * inside the batched run), and an abort. Skips (77) without ../shared. `test_batch quick`: 5 clips
- * and a shorter long input, batch size 3 (for sanitizer builds).
+ * inside the batched run), and an abort; then under a max_memory_bytes budget that holds only a
+ * batch of 2: batch size 8 falls back to 2 with warnings, with the same results. Skips (77)
+ * without ../shared. `test_batch quick`: 5 clips and a shorter long input, batch size 3 (for
+ * sanitizer builds).
  */
 #include <math.h>
 #include <stdio.h>
@@ -156,6 +158,73 @@ static int compare(whisperc_state *st, struct whisperc_full_params *fp, const fl
     return n_fallbacks;
 }
 
+/* The warnings logged, one line each. */
+static void on_log(whisperc_log_level level, const char *msg, void *user) {
+    char *buf = user;
+    if (level == WHISPERC_LOG_WARN && strlen(buf) + strlen(msg) + 2 < 4096)
+        strcat(strcat(buf, msg), "\n");
+}
+
+/* N from "... needs about N MiB ..." in msg, or -1. */
+static long needs_mib(const char *msg) {
+    const char *p = strstr(msg, "needs about ");
+    return p ? strtol(p + strlen("needs about "), NULL, 10) : -1;
+}
+
+/* A model whose max_memory_bytes holds it, a state and a batch of 2 but not of 4: batch size 8
+ * falls back (8 -> 4 -> 2) with a warning each time, and every result stays whisperc_full's. */
+static void test_memory_fallback(const char *model_path, const float *const *pcm, const int *n) {
+    /* the model with a state of one sequence: what the state's refusal names */
+    struct whisperc_model_params mp = whisperc_model_default_params();
+    mp.device = WHISPERC_DEVICE_CPU;
+    char err[512] = "";
+    whisperc_model *model = NULL;
+    whisperc_state *st = NULL;
+    mp.max_memory_bytes = 1 << 20;
+    CHECK(whisperc_model_load(model_path, &mp, &model, err, sizeof err) == WHISPERC_ERR_NO_MEMORY);
+    long model_mib = needs_mib(err);
+    mp.max_memory_bytes = (int64_t)(model_mib + 1) << 20;
+    CHECK(whisperc_model_load(model_path, &mp, &model, err, sizeof err) == WHISPERC_OK);
+    CHECK(whisperc_state_new_v2(model, &st, err, sizeof err) == WHISPERC_ERR_NO_MEMORY);
+    long base_mib = needs_mib(err);
+    whisperc_model_free(model);
+    CHECK(model_mib > 0 && base_mib > model_mib);
+    /* tiny.en's batch decoder: per lane, the self-attention pool (4 layers x 448 rows) and the
+     * cross-attention K/V (4 layers x 1500 rows) of 384 floats each, its logits and slot rows;
+     * once, the activations of 448 rows (src/api_batch.c api_batch_memory_bytes) */
+    int64_t lane = (2 * 4 * 448 * 384 + 2 * 4 * 1500 * 384 + 2 * 51864) * 4 + 2 * 448 * 4;
+    int64_t once = 8 * 448 * 384 * 4;
+    mp.max_memory_bytes = ((int64_t)(base_mib + 1) << 20) + once + 3 * lane;
+    CHECK(whisperc_model_load(model_path, &mp, &model, err, sizeof err) == WHISPERC_OK);
+    CHECK(whisperc_state_new(model, &st) == WHISPERC_OK);
+    if (!st)
+        return;
+
+    char warnings[4096] = "";
+    struct whisperc_full_params fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    fp.language = "en";
+    fp.log_fn = on_log;
+    fp.log_user_data = warnings;
+    int n_inputs = N_INPUTS;
+    N_INPUTS = 4; /* enough for two batches of 2 */
+    const int sizes[] = {8};
+    compare(st, &fp, pcm, n, sizes, 1, "max_memory_bytes for a batch of 2");
+    N_INPUTS = n_inputs;
+    printf("warnings:\n%s", warnings);
+    CHECK(strstr(warnings, "batch of 8 does not fit in memory") != NULL);
+    CHECK(strstr(warnings, "; using 4\n") != NULL);
+    CHECK(strstr(warnings, "batch of 4 does not fit in memory") != NULL);
+    CHECK(strstr(warnings, "; using 2\n") != NULL);
+    CHECK(strstr(warnings, "batch of 2 does not fit") == NULL);
+    /* a refused size is not tried again on this state: no new warning */
+    warnings[0] = '\0';
+    fp.batch_size = 8;
+    CHECK(whisperc_full_batch(st, &fp, pcm, n, 2) == WHISPERC_OK);
+    CHECK(warnings[0] == '\0');
+    whisperc_state_free(st);
+    whisperc_model_free(model);
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     bool quick = argc > 1 && !strcmp(argv[1], "quick");
@@ -195,7 +264,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: cannot load: %s\n", model_path, err);
         return 1;
     }
-    free(model_path);
     struct whisperc_full_params fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     fp.language = "en";
     const float *const *in = (const float *const *)pcm;
@@ -231,6 +299,8 @@ int main(int argc, char **argv) {
 
     whisperc_state_free(st);
     whisperc_model_free(model);
+    test_memory_fallback(model_path, in, n);
+    free(model_path);
     for (int i = 0; i < N_INPUTS; i++)
         free(pcm[i]);
     return TEST_RESULT();

@@ -13,6 +13,9 @@ Over N ljspeech-dev clips (symbolic links; N = 60, or 20 in a sanitized build, w
   - two shards of one manifest cover it exactly once, and --merge joins them
   - failures are recorded with their error and skipped until --retry-failed
   - manifests: txt, csv (quoted fields, id column), jsonl; duplicate ids and bad rows rejected
+  - --batch-size 4 (whisperc_full_batch per worker): every output byte for byte the default
+    run's, in every format, after a SIGKILL mid-way and a resume; a group whose batched call
+    fails gives each item the error it has alone
 Exits 77 (skip) when the shared model or audio is missing.
 """
 import glob
@@ -285,9 +288,55 @@ def test_manifests(tmp, paths):
           f"({r.stderr.strip()[-200:]})")
 
 
+def test_batch_size(tmp, paths):
+    """--batch-size 4 against the default run, byte for byte, through a kill and a resume."""
+    d = os.path.join(tmp, "bsz")
+    os.makedirs(d)
+    fmts = ["--formats", "txt,json,srt,vtt,csv,tsv,lrc"]
+    one = ["-m", model, "-j", "1", "-t", "2", "-bs", "1", *fmts]
+    ref = os.path.join(d, "ref")
+    r = batch([*one, "-o", ref, *paths])
+    check(r.returncode == 0, f"--batch-size reference run: exit 0 ({r.stderr.strip()[-200:]})")
+    out = os.path.join(d, "out")
+    res = os.path.join(out, "results.jsonl")
+    p = start([*one, "--batch-size", "4", "-o", out, *paths])
+    reached = wait_lines(res, 4, p)
+    p.kill()
+    p.wait()
+    n_killed = len(read_lines(res))
+    check(reached and 0 < n_killed < len(paths),
+          f"--batch-size 4: SIGKILL after {n_killed} of {len(paths)} items")
+    r = batch([*one, "--batch-size", "4", "-o", out, *paths])
+    check(r.returncode == 0 and f"{n_killed} done before" in r.stderr,
+          f"--batch-size 4: the resumed run skips the {n_killed} finished items ({r.returncode})")
+    no_sanitizer_report(r, "--batch-size 4")
+    lines = read_lines(res)
+    check(len(lines) == len(paths) and all(l["status"] == "ok" and l["duration"] > 0 and
+                                           l["seconds"] > 0 for l in lines),
+          f"--batch-size 4: one ok line per item ({len(lines)})")
+    want = sorted(f for f in os.listdir(ref) if f != "results.jsonl")
+    got = sorted(f for f in os.listdir(out) if f != "results.jsonl")
+    same = [f for f in want if f in got and
+            open(os.path.join(ref, f), "rb").read() == open(os.path.join(out, f), "rb").read()]
+    check(got == want and len(same) == len(want) == 7 * len(paths),
+          f"--batch-size 4: {len(same)}/{len(want)} outputs byte for byte the default run's "
+          f"(differ: {sorted(set(want) - set(same))[:4]})")
+    # an English-only model asked for German: the batched call fails, each item then alone
+    errs = []
+    for extra in ([], ["--batch-size", "4"]):
+        o = os.path.join(d, "de" + str(len(extra)))
+        r = batch([*one, *extra, "-l", "de", "-o", o, *paths[:3]])
+        errs.append(sorted((l["id"], l["status"], l["error"]) for l in read_lines(
+            os.path.join(o, "results.jsonl"))))
+    check(len(errs[1]) == 3 and errs[0] == errs[1] and errs[1][0][1] == "failed" and
+          "English-only" in (errs[1][0][2] or ""),
+          f"--batch-size 4, a failing group: each item's own error ({errs[1][:1]})")
+
+
 def main():
     r = subprocess.run([exe, "batch", "--help"], capture_output=True, text=True)
-    check(r.returncode == 0 and "--shard K/N" in r.stdout, "batch --help")
+    check(r.returncode == 0 and "--shard K/N" in r.stdout and "--batch-size N" in r.stdout,
+          "batch --help")
     if not (os.path.exists(model) and len(wavs) >= n_files):
         print(f"SKIP: {model} or {n_files} clips in {shared}/audio/ljspeech-dev missing "
               "(set WHISPERC_SHARED)")
@@ -307,8 +356,10 @@ def main():
         t2 = time.time()
         test_failures(tmp, wavs)
         test_manifests(tmp, wavs)
+        t3 = time.time()
+        test_batch_size(tmp, wavs[:12])
         print(f"        {n_files} files: kill/resume {t1 - t0:.0f} s, shards {t2 - t1:.0f} s, "
-              f"the rest {time.time() - t2:.0f} s")
+              f"failures and manifests {t3 - t2:.0f} s, --batch-size {time.time() - t3:.0f} s")
     finally:
         shutil.rmtree(tmp)
     print(f"{failures} failure(s)")

@@ -2,7 +2,8 @@
 """test_batch_jobs.py — `whisper-c batch -j 2 -t 2` on six short clips: two workers, each with
 its own state and a CPU pool of two threads, share one model. Every item ok with a text, and no
 sanitizer report: .ci/run runs it in the ThreadSanitizer build, where it is the race test of
-the batch tool (work queue, results file, progress) and of the CPU pool.
+the batch tool (work queue, results file, progress) and of the CPU pool. Then the same with
+--batch-size 3 (each worker one group through whisperc_full_batch): the same texts.
 
 usage: test_batch_jobs.py WHISPER_C SHARED_DIR
 Exits 77 (skip) when the shared model or audio is missing.
@@ -21,17 +22,23 @@ if not all(os.path.exists(p) for p in [model, *clips]):
     print("shared model or audio missing: skipped")
     sys.exit(77)
 
+texts = []
 with tempfile.TemporaryDirectory() as tmp:
-    out = os.path.join(tmp, "out")
-    r = subprocess.run([exe, "batch", "-m", model, "-j", "2", "-t", "2", "-bs", "1", "-o", out,
-                        *clips], capture_output=True, text=True, timeout=900)
-    lines = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))] \
-        if os.path.exists(os.path.join(out, "results.jsonl")) else []
-    ok = [l for l in lines if l["status"] == "ok" and os.path.exists(
-        os.path.join(out, l["id"] + ".txt")) and open(os.path.join(out, l["id"] + ".txt")).read().strip()]
-    report = "Sanitizer" in r.stderr or "runtime error" in r.stderr
-    print(f"batch -j 2 -t 2: exit {r.returncode}, {len(ok)}/{len(clips)} items ok with a text, "
-          f"{'a' if report else 'no'} sanitizer report")
-    if r.returncode != 0 or len(ok) != len(clips) or len(lines) != len(clips) or report:
-        print(r.stderr[-8000:])
-        sys.exit(1)
+    for extra in ([], ["--batch-size", "3"]):
+        out = os.path.join(tmp, "out" + str(len(extra)))
+        r = subprocess.run([exe, "batch", "-m", model, "-j", "2", "-t", "2", "-bs", "1", *extra,
+                            "-o", out, *clips], capture_output=True, text=True, timeout=900)
+        lines = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"))] \
+            if os.path.exists(os.path.join(out, "results.jsonl")) else []
+        ok = [l for l in lines if l["status"] == "ok" and os.path.exists(
+            os.path.join(out, l["id"] + ".txt")) and open(os.path.join(out, l["id"] + ".txt")).read().strip()]
+        texts.append({l["id"]: open(os.path.join(out, l["id"] + ".txt")).read() for l in ok})
+        report = "Sanitizer" in r.stderr or "runtime error" in r.stderr
+        print(f"batch -j 2 -t 2 {' '.join(extra)}: exit {r.returncode}, {len(ok)}/{len(clips)} "
+              f"items ok with a text, {'a' if report else 'no'} sanitizer report")
+        if r.returncode != 0 or len(ok) != len(clips) or len(lines) != len(clips) or report:
+            print(r.stderr[-8000:])
+            sys.exit(1)
+if texts[0] != texts[1]:
+    print("--batch-size 3: texts differ from the run without it")
+    sys.exit(1)

@@ -27,6 +27,7 @@
 
 #define BATCH_MAX_MANIFESTS 64
 #define BATCH_MAX_GPUS      64
+#define BATCH_MAX_GROUP     64 /* --batch-size: as options.c accepts it */
 
 struct batch_config {
     struct cli_options o; /* model, language, threads, … as `transcribe` */

@@ -5,6 +5,11 @@
  * appended: a line with "ok" means the outputs are complete. SIGINT stops taking new items
  * (a second one aborts the current ones), SIGTERM aborts at once; an aborted item leaves no
  * line and runs again next time.
+ *
+ * With --batch-size N a worker takes up to N items at once, loads them, and transcribes them in
+ * one whisperc_full_batch call; then each item's outputs and line are written as above. The
+ * items of a group are all in flight until the call returns. If the call fails (one input
+ * refused, say), the group's items run again one at a time, so that each gets its own result.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -84,13 +89,14 @@ static int make_parents(const char *file, size_t from) {
 
 /* Writes every chosen format into staging/w<index>.<ext>, then renames them to DIR/<id>.<ext>. */
 static int write_outputs(struct worker *w, const struct batch_item *it,
-                         const struct whisperc_full_params *fp, char *err, size_t es) {
+                         const struct whisperc_full_params *fp, double duration_s, char *err,
+                         size_t es) {
     const struct batch_run *r = w->pool->run;
     const struct batch_config *c = r->cfg;
     char base[4096], staged[4200], final[8400];
     snprintf(base, sizeof base, "%s/w%d", r->staging, w->index);
     const whisperc_model *model = r->models[w->index % r->n_models];
-    int f, rc = cli_write_outputs(&c->o, c->formats, w->st, model, fp, base, err, es);
+    int f, rc = cli_write_outputs(&c->o, c->formats, w->st, model, fp, duration_s, base, err, es);
     for (f = 0; f < OUT_N_FORMATS && rc == 0; f++) {
         if (!c->formats[f])
             continue;
@@ -149,11 +155,92 @@ static void process(struct worker *w, const struct batch_item *it,
         const char *msg = whisperc_state_errmsg(w->st);
         snprintf(err, sizeof err, "%s", *msg ? msg : whisperc_status_str(rc));
     } else
-        write_outputs(w, it, fp, err, sizeof err);
+        write_outputs(w, it, fp, -1, err, sizeof err);
     struct whisperc_timings tm = {.size = sizeof tm};
     bool timed = rc == WHISPERC_OK && whisperc_state_timings(w->st, &tm) == WHISPERC_OK;
     record(w, it, err[0] == '\0', timed ? tm.audio_seconds : -1,
            rc == WHISPERC_OK ? whisperc_full_language(w->st) : NULL, batch_now() - t0, err);
+}
+
+// ---------------------------------------------------------------------------------------------
+// a group of items (--batch-size)
+
+struct group {
+    const struct batch_item *it[BATCH_MAX_GROUP];
+    const float *pcm[BATCH_MAX_GROUP]; /* malloc'd by whisperc_state_load_audio, owned */
+    int n_samples[BATCH_MAX_GROUP];
+    int n; /* items loaded */
+};
+
+/* A group whose whisperc_full_batch failed: each item alone (its audio loaded), so that each
+ * gets its own result or error, as without --batch-size. A fresh state first: a backend error
+ * stays with the stream that had it. */
+static void group_one_by_one(struct worker *w, const struct group *g,
+                             const struct whisperc_full_params *fp) {
+    const struct batch_run *r = w->pool->run;
+    char err[1024] = "";
+    whisperc_state *fresh = NULL;
+    if (whisperc_state_new_v2(r->models[w->index % r->n_models], &fresh, err, sizeof err) ==
+        WHISPERC_OK) {
+        whisperc_state_free(w->st);
+        w->st = fresh;
+    }
+    for (int j = 0; j < g->n; j++) {
+        double t0 = batch_now();
+        whisperc_status rc = whisperc_full(w->st, fp, g->pcm[j], g->n_samples[j]);
+        if (rc == WHISPERC_ERR_ABORTED)
+            break; /* this and the rest: no line, they run again on resume */
+        err[0] = '\0';
+        if (rc != WHISPERC_OK) {
+            const char *msg = whisperc_state_errmsg(w->st);
+            snprintf(err, sizeof err, "%s", *msg ? msg : whisperc_status_str(rc));
+        } else
+            write_outputs(w, g->it[j], fp, -1, err, sizeof err);
+        record(w, g->it[j], err[0] == '\0', g->n_samples[j] / 16000.0,
+               rc == WHISPERC_OK ? whisperc_full_language(w->st) : NULL, batch_now() - t0, err);
+    }
+}
+
+/* Items idx[0..n): each loaded (a file that cannot be is recorded as failed at once), then all
+ * through whisperc_full_batch; each item's time is the group's shared by audio duration. */
+static void process_group(struct worker *w, const int *idx, int n,
+                          const struct whisperc_full_params *fp) {
+    const struct batch_items *items = w->pool->run->items;
+    struct group g = {.n = 0};
+    double t0 = batch_now(), audio_s = 0;
+    for (int j = 0; j < n; j++) {
+        const struct batch_item *it = &items->v[idx[j]];
+        float *pcm = NULL;
+        double t_load = batch_now();
+        whisperc_status rc =
+            whisperc_state_load_audio(w->st, fp, it->path, &pcm, &g.n_samples[g.n]);
+        if (rc != WHISPERC_OK) {
+            const char *msg = whisperc_state_errmsg(w->st);
+            char err[1024];
+            snprintf(err, sizeof err, "%s", *msg ? msg : whisperc_status_str(rc));
+            record(w, it, false, -1, NULL, batch_now() - t_load, err);
+            continue;
+        }
+        g.it[g.n] = it;
+        g.pcm[g.n++] = pcm;
+        audio_s += g.n_samples[g.n - 1] / 16000.0;
+    }
+    whisperc_status rc = g.n ? whisperc_full_batch(w->st, fp, g.pcm, g.n_samples, g.n) : 0;
+    if (g.n && rc == WHISPERC_OK) {
+        double seconds = batch_now() - t0;
+        for (int j = 0; j < g.n; j++) {
+            char err[1024] = "";
+            double dur = g.n_samples[j] / 16000.0;
+            whisperc_batch_select(w->st, j);
+            write_outputs(w, g.it[j], fp, dur, err, sizeof err); /* timings: the group's */
+            record(w, g.it[j], err[0] == '\0', dur, whisperc_full_language(w->st),
+                   audio_s > 0 ? seconds * dur / audio_s : seconds / g.n, err);
+        }
+    } else if (g.n && rc != WHISPERC_ERR_ABORTED) {
+        group_one_by_one(w, &g, fp);
+    }
+    for (int j = 0; j < g.n; j++)
+        free((void *)g.pcm[j]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -173,13 +260,14 @@ static void on_log(whisperc_log_level level, const char *msg, void *user) {
     pthread_mutex_unlock(&p->mu);
 }
 
-static int take_next(struct pool *p) {
+/* Up to max items into idx; returns how many (0: none left, or the run stops). */
+static int take_next(struct pool *p, int *idx, int max) {
     pthread_mutex_lock(&p->mu);
-    int i = -1;
-    if (stop_level == 0 && !p->run->fatal[0] && p->next < p->run->n_todo)
-        i = p->run->todo[p->next++];
+    int n = 0;
+    while (n < max && stop_level == 0 && !p->run->fatal[0] && p->next < p->run->n_todo)
+        idx[n++] = p->run->todo[p->next++];
     pthread_mutex_unlock(&p->mu);
-    return i;
+    return n;
 }
 
 static void *worker_main(void *arg) {
@@ -194,8 +282,14 @@ static void *worker_main(void *arg) {
     fp.progress_user_data = w;
     fp.log_fn = on_log;
     fp.log_user_data = p;
-    for (int i; (i = take_next(p)) >= 0;)
-        process(w, &r->items->v[i], &fp);
+    int idx[BATCH_MAX_GROUP], group = r->cfg->o.batch_size > 1 ? r->cfg->o.batch_size : 1;
+    if (group > 1)
+        fp.batch_size = group;
+    for (int n; (n = take_next(p, idx, group)) > 0;)
+        if (group > 1)
+            process_group(w, idx, n, &fp);
+        else
+            process(w, &r->items->v[idx[0]], &fp);
     pthread_mutex_lock(&p->mu);
     p->n_running--;
     pthread_cond_broadcast(&p->cv);

@@ -89,7 +89,7 @@ int cli_load_model(const struct cli_options *o, whisperc_model **model) {
 
 int cli_write_outputs(const struct cli_options *o, const bool *want, const whisperc_state *st,
                       const whisperc_model *model, const struct whisperc_full_params *fp,
-                      const char *base, char *err, size_t err_size) {
+                      double duration_s, const char *base, char *err, size_t err_size) {
     bool any = false;
     for (int f = 0; f < OUT_N_FORMATS; f++)
         any |= want[f];
@@ -117,6 +117,8 @@ int cli_write_outputs(const struct cli_options *o, const bool *want, const whisp
         snprintf(err, err_size, "%s: out of memory for the outputs", base);
         return -1;
     }
+    if (duration_s >= 0)
+        tr.duration_s = duration_s;
     int rc = 0;
     for (int f = 0; f < OUT_N_FORMATS && rc == 0; f++)
         if (want[f])
@@ -214,8 +216,8 @@ static int cmd_transcribe(int argc, char **argv) {
             fprintf(stderr, "whisper-c: %s: auto-detected language: %s (p = %.2f)\n", o.files[i],
                     whisperc_full_language(st), whisperc_full_language_prob(st));
         char err[1024];
-        if (cli_write_outputs(&o, o.out, st, model, &fp, o.output_base ? o.output_base : o.files[i],
-                              err, sizeof err) != 0) {
+        if (cli_write_outputs(&o, o.out, st, model, &fp, -1,
+                              o.output_base ? o.output_base : o.files[i], err, sizeof err) != 0) {
             fprintf(stderr, "whisper-c: %s\n", err);
             failed = 1;
         }

@@ -507,6 +507,8 @@ void transcribe_job_window(struct transcribe_job *j, float *mel_window, struct d
         memset(dst + j->segment_size, 0, (size_t)(WC_CHUNK_FRAMES - j->segment_size) * sizeof *dst);
     }
     *o = window_opts(&j->r, j->prompt, j->n_prompt, 0);
+    o->best_of = 1; /* at temperatures[0] = 0 best_of has no use (decode_n_group), and the
+                     * batched decoder refuses it (the CLI's -bo 5 with -bs 1) */
 }
 
 /* The window's final decoding in: skip silence or cut segments, advance the seek, report. */

@@ -2,7 +2,7 @@
  * transcribe_batch.c — see transcribe_batch.h. One loop: fill the free lanes with inputs not
  * started yet, encode each lane's next window into its lane, decode the batch, hand each
  * result back to its input's job (which cuts segments, or falls back alone), retire the
- * inputs that are done.
+ * inputs that are done. An input's log-Mel exists only while it holds a lane.
  */
 #include "decoder/transcribe_batch.h"
 
@@ -39,19 +39,30 @@ struct batch_run {
     float *logits;             /* host [max(2, n_lanes)][n_vocab] */
     struct decode_opts *opts;  /* [n_lanes] */
     struct decode_result *res; /* [n_lanes] */
+    const struct batch_source *src;
+    struct mel_spec *mels; /* [src->n]; an input's is computed when it enters a lane, freed
+                            * when it leaves */
 };
 
+/* Ends input i's job and frees its log-Mel (the job points into it). */
+static void retire(struct batch_run *b, struct transcribe_job *j, int i) {
+    transcribe_job_free(j);
+    mel_free(&b->mels[i]);
+}
+
 /* Starts inputs until every lane has one or none are left; inputs with no audio end at once. */
-static int fill_lanes(struct batch_run *b, const struct mel_spec *mels, int n, int *next,
-                      struct wc_transcript *outs, char *err, size_t err_size) {
-    while (b->n_busy < b->db->n_lanes && *next < n) {
+static int fill_lanes(struct batch_run *b, int *next, struct wc_transcript *outs, char *err,
+                      size_t err_size) {
+    while (b->n_busy < b->db->n_lanes && *next < b->src->n) {
         int i = (*next)++;
         struct transcribe_job *j = NULL;
-        int rc = transcribe_job_start(b->t, &mels[i], &outs[i], err, err_size, &j);
+        int rc = b->src->mel(b->src->user, i, &b->mels[i], err, err_size);
+        if (!rc)
+            rc = transcribe_job_start(b->t, &b->mels[i], &outs[i], err, err_size, &j);
         if (!rc && transcribe_job_done(j))
             rc = transcribe_job_end(j);
         if (rc || transcribe_job_done(j)) {
-            transcribe_job_free(j);
+            retire(b, j, i);
             if (rc)
                 return rc;
             continue;
@@ -96,7 +107,7 @@ static int finish_lanes(struct batch_run *b) {
             decode_result_free(&b->res[k]);
         if (!rc && transcribe_job_done(ln.job)) {
             rc = transcribe_job_end(ln.job);
-            transcribe_job_free(ln.job);
+            retire(b, ln.job, ln.i_input);
             continue;
         }
         b->lanes[n_keep++] = ln;
@@ -106,9 +117,9 @@ static int finish_lanes(struct batch_run *b) {
 }
 
 int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
-                     const struct mel_spec *mels, int n, struct wc_transcript *outs, char *err,
+                     const struct batch_source *src, struct wc_transcript *outs, char *err,
                      size_t err_size) {
-    int B = db->n_lanes, n_vocab = t->vocab->n_vocab, next = 0, rc = 0;
+    int B = db->n_lanes, n = src->n, n_vocab = t->vocab->n_vocab, next = 0, rc = 0;
     struct batch_run b = {
         .t = t,
         .db = db,
@@ -119,15 +130,17 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
         .logits = malloc((size_t)(B > 2 ? B : 2) * n_vocab * sizeof(float)),
         .opts = calloc((size_t)B, sizeof *b.opts),
         .res = calloc((size_t)B, sizeof *b.res),
+        .src = src,
+        .mels = calloc((size_t)n, sizeof *b.mels),
     };
     for (int i = 0; i < n; i++)
         memset(&outs[i], 0, sizeof outs[i]);
-    if (!b.lanes || !b.window || !b.windows || !b.logits || !b.opts || !b.res) {
+    if (!b.lanes || !b.window || !b.windows || !b.logits || !b.opts || !b.res || !b.mels) {
         wc_errf(err, err_size, "out of memory for a batch of %d", B);
         rc = WHISPERC_ERR_NO_MEMORY;
     }
     while (!rc) {
-        rc = fill_lanes(&b, mels, n, &next, outs, err, err_size);
+        rc = fill_lanes(&b, &next, outs, err, err_size);
         if (rc || b.n_busy == 0)
             break;
         rc = encode_lanes(&b);
@@ -149,10 +162,11 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
         rc = finish_lanes(&b); /* each window's end calls t->on_window, which may abort */
     }
     for (int k = 0; k < b.n_busy; k++)
-        transcribe_job_free(b.lanes[k].job);
+        retire(&b, b.lanes[k].job, b.lanes[k].i_input);
     if (rc)
         for (int i = 0; i < n; i++)
             transcript_free(&outs[i]);
     free(b.lanes), free(b.window), free(b.windows), free(b.logits), free(b.opts), free(b.res);
+    free(b.mels);
     return rc;
 }

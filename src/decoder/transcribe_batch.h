@@ -25,11 +25,20 @@ struct decoder_batch;
 /* Whether transcribe_batch can run these params. */
 bool transcribe_batch_supported(const struct whisperc_full_params *p);
 
-/* mels[i] as transcribe() wants it, into outs[i] (i < n). t's encoder and decoder serve
- * language detection and fallbacks; db's lanes the batches. Returns 0 or the first error,
- * with err filled (naming the input); then every outs[i] is freed. */
+/* The inputs: n of them, each one's log-Mel (as transcribe() wants it) made by mel() when the
+ * input enters a lane and freed with mel_free when it leaves, so that at most n_lanes exist
+ * at a time. mel returns 0 or a WHISPERC_ERR_* code with err filled. */
+struct batch_source {
+    int n;
+    int (*mel)(void *user, int i, struct mel_spec *out, char *err, size_t err_size);
+    void *user;
+};
+
+/* Input i of src into outs[i] (i < src->n). t's encoder and decoder serve language detection
+ * and fallbacks; db's lanes the batches. Returns 0 or the first error, with err filled
+ * (naming the input); then every outs[i] is freed. */
 int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
-                     const struct mel_spec *mels, int n, struct wc_transcript *outs, char *err,
+                     const struct batch_source *src, struct wc_transcript *outs, char *err,
                      size_t err_size);
 
 #endif /* WC_TRANSCRIBE_BATCH_H */
