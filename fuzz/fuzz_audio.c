@@ -5,7 +5,8 @@
  * short: longer audio only repeats the same code, and 2^17 frames at 1 Hz (36 hours, 2e9 samples
  * at 16 kHz) made the resampler run past libFuzzer's timeout; the library bounds that case with
  * max_audio_s and the memory budget. Seeds are 300 ms files in each format libsndfile writes
- * (fuzz/make_audio_seeds.c).
+ * (fuzz/make_audio_seeds.c). riff_check runs first, as in the library: libsndfile 1.2.0 loops
+ * for ever on some WAV chunk sizes (docs/reliability.md).
  */
 #include <math.h>
 #include <sndfile.h>
@@ -15,6 +16,7 @@
 
 #include "frontend/audio.h"
 #include "frontend/mel.h"
+#include "frontend/riff_check.h"
 
 #define MAX_FRAMES  (1 << 15)
 #define MAX_SECONDS 4
@@ -46,6 +48,15 @@ static sf_count_t mem_write(const void *src, sf_count_t n, void *u) {
     return 0;
 }
 static sf_count_t mem_tell(void *u) { return ((struct mem *)u)->pos; }
+static size_t mem_read_at(void *u, void *dst, size_t n, int64_t off) {
+    const struct mem *m = u;
+    if (off < 0 || off >= m->size)
+        return 0;
+    if ((sf_count_t)n > m->size - off)
+        n = (size_t)(m->size - off);
+    memcpy(dst, m->p + off, n);
+    return n;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static float filters[80 * WC_N_FFT_BINS];
@@ -57,6 +68,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 filters[m * WC_N_FFT_BINS + b] = 0.01f;
     struct mem m = {data, (sf_count_t)size, 0};
     SF_VIRTUAL_IO io = {mem_len, mem_seek, mem_read, mem_write, mem_tell};
+    char err[256];
+    /* the library's guard before libsndfile (src/frontend/audio.c src_open) */
+    if (riff_check(mem_read_at, &m, m.size, "fuzz", err, sizeof err) != 0)
+        return 0;
     SF_INFO info;
     memset(&info, 0, sizeof info);
     SNDFILE *snd = sf_open_virtual(&io, SFM_READ, &info, &m);
@@ -88,7 +103,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     sf_close(snd);
     float *pcm = NULL;
     size_t n16 = 0;
-    char err[256];
     /* the library refuses non-finite and out-of-range samples before this point */
     if (finite && n > 0 &&
         audio_resample(mono, n, info.samplerate, &pcm, &n16, err, sizeof err) == 0 && n16 > 0) {

@@ -10,6 +10,7 @@ the problem, trip no sanitizer and end within 10 s (60 s in a sanitizer build, B
 the user is told; the test fails when the table is out of date (--update-doc rewrites it).
 Exits 77 (skip) when the shared model or header-only test model is missing.
 """
+import base64
 import math
 import os
 import re
@@ -103,6 +104,21 @@ def wav(rate, channels, frames, fmt="s16", value=0.0, bad=None):
     body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt_chunk)) + fmt_chunk
     body += b"data" + struct.pack("<I", len(data)) + data
     return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+LIST_LOOP_WAV = ("UklGRkZfBQBXQVZFZm10IBAAAAABAAEAgD4Aen0AAAACABAATElTVBoAAABJTkZPSVFGVPj///+z"
+                 "noGZNTkuMjcuMTAwAGRhdGEAAACiAAAAAAAAAAD/6w==")
+
+
+def wav_with_list(marker, text):
+    """1 s of silence at 16 kHz after a LIST INFO chunk holding one sub-chunk; an odd-sized text
+    gets no pad byte of its own, only the LIST's, as some writers do."""
+    pcm = wav(16000, 1, 16000)
+    fmt_end = 12 + 8 + 16
+    body = b"INFO" + marker + struct.pack("<I", len(text)) + text
+    lst = b"LIST" + struct.pack("<I", len(body)) + body + b"\0" * (len(body) & 1)
+    out = pcm[:fmt_end] + lst + pcm[fmt_end:]
+    return out[:4] + struct.pack("<I", len(out) - 8) + out[8:]
 
 
 # ---- the cases -------------------------------------------------------------------------------
@@ -237,6 +253,13 @@ def cases(tmp):
         ["not an audio format"])
     add("audio-header-cut", "WAV cut inside its header (20 bytes)",
         T("-m", model, f("cut.wav", open(jfk, "rb").read(20))), "fail", ["not an audio format"])
+    # fuzz_audio's timeout (issue 7): a LIST sub-chunk of 0xfffffff8 bytes, which libsndfile
+    # 1.2.0 skips with a jump of -8 onto itself, for ever
+    add("audio-wav-list-loop", "WAV whose LIST sub-chunk size (-8) loops libsndfile",
+        T("-m", model, f("loop.wav", base64.b64decode(LIST_LOOP_WAV))), "fail",
+        ["corrupt WAV", "LIST sub-chunk 'IQFT' of 4294967288 bytes in a 26-byte LIST"])
+    add("audio-wav-list-overrun", "WAV whose LIST sub-chunk overruns its LIST by its pad byte",
+        T("-m", model, f("overrun.wav", wav_with_list(b"ISFT", b"x"))), 0, [])
     add("audio-0-frames", "WAV with 0 frames", T("-m", model, f("zero.wav", wav(16000, 1, 0))),
         "fail", ["0 frames"])
     add("audio-nan", "float WAV with a NaN sample",

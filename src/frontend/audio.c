@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "frontend/riff_check.h"
 #include "libwhisperc.h"
 #include "mem_limit.h"
 #include "util.h"
@@ -176,6 +177,11 @@ struct audio_src {
     double max_s;  /* 0: no limit */
 };
 
+static size_t fd_read_at(void *user, void *buf, size_t n, int64_t off) {
+    ssize_t got = pread(*(const int *)user, buf, n, (off_t)off);
+    return got > 0 ? (size_t)got : 0;
+}
+
 static void src_close(struct audio_src *s) {
     if (s->snd)
         sf_close(s->snd);
@@ -244,6 +250,9 @@ static int src_open(struct audio_src *s, const char *path, const struct audio_li
         wc_errf(err, err_size, "%s: empty file (0 bytes), not an audio file", path);
         return WHISPERC_ERR_AUDIO_FORMAT;
     }
+    int rc = riff_check(fd_read_at, &s->fd, st.st_size, path, err, err_size);
+    if (rc)
+        return rc;
     s->snd = sf_open_fd(s->fd, SFM_READ, &s->info, SF_FALSE);
     if (!s->snd) {
         wc_errf(err, err_size, "%s: not an audio format libsndfile can read", path);
@@ -253,7 +262,7 @@ static int src_open(struct audio_src *s, const char *path, const struct audio_li
         wc_errf(err, err_size, "%s: %d channels", path, s->info.channels);
         return WHISPERC_ERR_AUDIO_FORMAT;
     }
-    int rc = rs_check_rate(s->info.samplerate, path, err, err_size);
+    rc = rs_check_rate(s->info.samplerate, path, err, err_size);
     if (rc)
         return rc;
     if (s->info.frames == 0) {
