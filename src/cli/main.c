@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "libwhisperc.h"
@@ -14,11 +15,40 @@
 #include "print.h"
 #include "writers.h"
 
-/* SIGINT/SIGTERM during `transcribe`: the run is aborted at the next window and no output of
- * the current file is written, so a file on disk is always a whole one. */
-static volatile sig_atomic_t stop_signal;
+/* SIGINT/SIGTERM during `transcribe` end the process at once, from the handler: until the
+ * outputs of a file are written nothing is on disk, and the run may be stuck where it cannot be
+ * aborted (libsndfile looping on a corrupt header, a long window). Only while outputs are being
+ * written (temporary file, then rename) does the handler leave it to the loop below, which stops
+ * once they are whole. */
+static volatile sig_atomic_t stop_signal, writing_outputs;
+static const char *volatile current_file; /* the file being transcribed, for the message */
 
-static void on_stop_signal(int sig) { stop_signal = sig; }
+static void write_str(const char *s) {
+    size_t n = 0;
+    while (s[n])
+        n++;
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, s, n);
+        if (w <= 0)
+            return;
+        s += w, n -= (size_t)w;
+    }
+}
+
+static void on_stop_signal(int sig) {
+    stop_signal = sig;
+    if (writing_outputs)
+        return;
+    const char *file = current_file;
+    write_str("whisper-c: ");
+    if (file) {
+        write_str(file);
+        write_str(": ");
+    }
+    write_str(sig == SIGINT ? "stopped by SIGINT" : "stopped by SIGTERM");
+    write_str(file ? "; no output written for it\n" : "\n");
+    _exit(128 + sig);
+}
 
 static bool stop_requested(void *user) {
     (void)user;
@@ -200,6 +230,7 @@ static int cmd_transcribe(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     int failed = 0;
     for (int i = 0; i < o.n_files && !stop_signal; i++) {
+        current_file = o.files[i];
         whisperc_status rc = whisperc_full_file(st, &fp, o.files[i]);
         if (stop_signal) {
             fprintf(stderr, "whisper-c: %s: stopped by %s; no output written for it\n", o.files[i],
@@ -216,8 +247,12 @@ static int cmd_transcribe(int argc, char **argv) {
             fprintf(stderr, "whisper-c: %s: auto-detected language: %s (p = %.2f)\n", o.files[i],
                     whisperc_full_language(st), whisperc_full_language_prob(st));
         char err[1024];
-        if (cli_write_outputs(&o, o.out, st, model, &fp, -1,
-                              o.output_base ? o.output_base : o.files[i], err, sizeof err) != 0) {
+        writing_outputs = 1;
+        int wrc = cli_write_outputs(&o, o.out, st, model, &fp, -1,
+                                    o.output_base ? o.output_base : o.files[i], err, sizeof err);
+        writing_outputs = 0;
+        current_file = NULL;
+        if (wrc != 0) {
             fprintf(stderr, "whisper-c: %s\n", err);
             failed = 1;
         }
