@@ -4,7 +4,7 @@
  * into the run's staging directory, renamed into place, and only then is its results line
  * appended: a line with "ok" means the outputs are complete. SIGINT stops taking new items
  * (a second one aborts the current ones), SIGTERM aborts at once; an aborted item leaves no
- * line and runs again next time.
+ * line and runs again next time. One more signal after the abort ends the process.
  *
  * With --batch-size N a worker takes up to N items at once, loads them, and transcribes them in
  * one whisperc_full_batch call; then each item's outputs and line are written as above. The
@@ -24,10 +24,19 @@
 #include "batch.h"
 #include "cli.h"
 
-/* A signal handler can reach only these. 1: take no new item, 2: abort the running ones. */
+/* A signal handler can reach only these. 1: take no new item, 2: abort the running ones. A
+ * signal after level 2 ends the process at once: an item stuck where it cannot be aborted (the
+ * abort is seen between windows) must not keep it alive, and a run ended anywhere is resumable
+ * as after SIGKILL (staging is emptied by the next run, results lines are single writes). */
 static volatile sig_atomic_t stop_level, stop_signal;
 
 static void on_signal(int sig) {
+    if (stop_level >= 2) {
+        static const char msg[] = "whisper-c: batch: stopped at once; rerun to resume\n";
+        ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)w;
+        _exit(128 + sig);
+    }
     stop_signal = sig;
     stop_level = sig == SIGINT && stop_level == 0 ? 1 : 2;
 }
