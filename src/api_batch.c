@@ -169,9 +169,24 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
      * many (ENCODER_MAX_WINDOWS); the CPU runs the same sgemm calls either way, so it keeps two
      * (the batched staging path, for a fraction of the memory: ~40 MiB a window for base). */
     int cap = st->s->be->ops->linear_merge_windows ? ENCODER_MAX_WINDOWS : 2;
-    rc = api_encoder_reserve(st, st->db.n_lanes < cap ? st->db.n_lanes : cap);
-    if (rc)
-        return rc;
+    /* fewer windows when the budget refuses them (a refusal allocates nothing; one window is
+     * always there), as the lanes above */
+    int w = st->db.n_lanes < cap ? st->db.n_lanes : cap;
+    while (st->n_windows_refused && w >= st->n_windows_refused && w > 1)
+        w /= 2;
+    for (; w > st->enc.n_windows; w /= 2) {
+        rc = api_encoder_reserve(st, w);
+        if (!rc)
+            break;
+        if (rc != WHISPERC_ERR_NO_MEMORY || st->s->err)
+            return rc;
+        st->n_windows_refused = w;
+        api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
+                "%d encoder windows do not fit in memory (%s); using %d", w, st->errmsg,
+                w / 2 > st->enc.n_windows ? w / 2 : st->enc.n_windows);
+        st->errmsg[0] = '\0';
+        rc = 0;
+    }
     struct mel_source ms = {st, p, pcm, n_samples};
     struct batch_source src = {n, input_mel, &ms};
     struct transcribe_ctx t = api_transcribe_ctx(st, p, i_lang, on_window, (void *)p);
