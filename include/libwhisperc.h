@@ -370,6 +370,9 @@ struct whisperc_timings {
     double audio_seconds; /* length of the audio */
     double vad_ms;        /* voice activity detection and gathering of the speech (params.vad) */
     double vad_seconds;   /* length of the speech transcribed with params.vad, else 0 */
+    /* whisperc_full_batch (appended in 0.1): batched decoder steps, each one token for every
+     * lane decoding at the time (n_decode_tokens counts each lane's tokens); 0 otherwise. */
+    int n_batch_steps;
 };
 WHISPERC_API whisperc_status whisperc_state_timings(const whisperc_state *state,
                                                     struct whisperc_timings *out);

@@ -4,7 +4,9 @@
  * different lengths plus one long input of many windows, with tiny.en, at batch sizes 4 and 8;
  * then with a logprob threshold that sends windows to the temperature fallback (decoded alone
  * inside the batched run), and an abort; then under a max_memory_bytes budget that holds only a
- * batch of 2: batch size 8 falls back to 2 with warnings, with the same results. Skips (77)
+ * batch of 2: batch size 8 falls back to 2 with warnings, with the same results. Continuous
+ * batching: the long input first and the clips after it, at batch size 4, take fewer batched
+ * steps than rounds (each until its longest window ends) would. Skips (77)
  * without ../shared. `test_batch quick`: 5 clips and a shorter long input, batch size 3 (for
  * sanitizer builds).
  */
@@ -158,6 +160,65 @@ static int compare(whisperc_state *st, struct whisperc_full_params *fp, const fl
     return n_fallbacks;
 }
 
+/* Continuous batching: the long input first, then every clip, at batch size 4, with no
+ * fallback (so that each window is decoded once, in the batch). Checks identity, that the
+ * batch decodes exactly the tokens the inputs decode alone, and that its steps (one for all
+ * lanes) beat the round-based schedule (every lane's window until the longest of the round
+ * ends): that schedule needs at least the long input's steps plus, for the rounds after its
+ * last window, the longest clip of each round. */
+static void test_schedule(whisperc_state *st, const float *const *pcm, const int *n) {
+    const float *in[MAX_CLIPS + 1];
+    int n_in[MAX_CLIPS + 1], calls[MAX_CLIPS + 1] = {0}, sum_tokens = 0, long_windows = 0;
+    struct result alone[MAX_CLIPS + 1];
+    struct whisperc_full_params fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    fp.language = "en";
+    fp.n_temperatures = 1;
+    for (int i = 0; i < N_INPUTS; i++) {
+        int j = i == 0 ? N_CLIPS : i - 1; /* the long input first */
+        in[i] = pcm[j];
+        n_in[i] = n[j];
+        CHECK(whisperc_full(st, &fp, in[i], n_in[i]) == WHISPERC_OK);
+        take_result(st, &alone[i]);
+        struct whisperc_timings tm = {.size = sizeof tm};
+        CHECK(whisperc_state_timings(st, &tm) == WHISPERC_OK);
+        calls[i] = tm.n_decode_tokens - tm.n_windows; /* a window: its prompt, then steps */
+        sum_tokens += tm.n_decode_tokens;
+        if (i == 0)
+            long_windows = tm.n_windows;
+    }
+    const int B = 4;
+    int round_based = calls[0], i_clip = 1 + (B - 1) * long_windows;
+    for (; i_clip < N_INPUTS; i_clip += B) {
+        int longest = 0;
+        for (int i = i_clip; i < i_clip + B && i < N_INPUTS; i++)
+            longest = calls[i] > longest ? calls[i] : longest;
+        round_based += longest;
+    }
+    fp.batch_size = B;
+    CHECK(whisperc_full_batch(st, &fp, in, n_in, N_INPUTS) == WHISPERC_OK);
+    struct whisperc_timings tm = {.size = sizeof tm};
+    CHECK(whisperc_state_timings(st, &tm) == WHISPERC_OK);
+    int ok = 1;
+    for (int i = 0; i < N_INPUTS; i++) {
+        CHECK(whisperc_batch_select(st, i) == WHISPERC_OK);
+        struct result r;
+        take_result(st, &r);
+        ok &= same_result("long input first", i, &alone[i], &r);
+        result_free(&r);
+        result_free(&alone[i]);
+    }
+    printf("long input first, batch_size %d: %d inputs %s; %d batched steps (round-based: at "
+           "least %d; the long input alone: %d), %d tokens (alone: %d)\n",
+           B, N_INPUTS, ok ? "identical" : "DIFFER", tm.n_batch_steps, round_based, calls[0],
+           tm.n_decode_tokens, sum_tokens);
+    CHECK(ok);
+    CHECK(tm.n_decode_tokens == sum_tokens);
+    CHECK(tm.n_batch_steps >= calls[0]);
+    CHECK(tm.n_batch_steps <= round_based);
+    if (round_based > calls[0]) /* clips left after the long input's rounds (not `quick`) */
+        CHECK(tm.n_batch_steps < round_based);
+}
+
 /* The warnings logged, one line each. */
 static void on_log(whisperc_log_level level, const char *msg, void *user) {
     char *buf = user;
@@ -277,6 +338,8 @@ int main(int argc, char **argv) {
     fp.temperatures[1] = 0.4f;
     CHECK(compare(st, &fp, in, n, quick ? quick_size : sizes, 1,
                   "logprob_threshold -0.15, T 0 and 0.4") > 0);
+
+    test_schedule(st, in, n);
 
     /* bad calls: no inputs, a bad batch size, a bad input named */
     fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
