@@ -262,7 +262,8 @@ WHISPERC_API whisperc_status whisperc_full_file(whisperc_state *state,
  * each input's result exactly what whisperc_full gives it alone. Up to params->batch_size
  * inputs are in flight: the next 30 s window of each is decoded in one batch, so the decoder
  * reads its weights once per token step for all of them (the gain on a CPU; on a GPU, fewer
- * launches). Each input's windows stay in order; an input that ends makes room for the next.
+ * launches). Each input's windows stay in order; a window that ends hands its lane to the
+ * input's next window (or to the next input) without waiting for the others.
  * Batched: greedy decoding from temperature 0 with fallback (a window that falls back is
  * re-decoded alone). Beam search, word timestamps, max_len and vad run the inputs one by one.
  * Callbacks: only abort_fn is called, and log_fn. The first failing input ends the call (the
@@ -370,6 +371,9 @@ struct whisperc_timings {
     double audio_seconds; /* length of the audio */
     double vad_ms;        /* voice activity detection and gathering of the speech (params.vad) */
     double vad_seconds;   /* length of the speech transcribed with params.vad, else 0 */
+    /* whisperc_full_batch (appended in 0.1): batched decoder steps, each one token for every
+     * lane decoding at the time (n_decode_tokens counts each lane's tokens); 0 otherwise. */
+    int n_batch_steps;
 };
 WHISPERC_API whisperc_status whisperc_state_timings(const whisperc_state *state,
                                                     struct whisperc_timings *out);

@@ -195,6 +195,7 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
     st->timings.decode_ms = t.decode_ms;
     st->timings.n_windows = t.n_windows;
     st->timings.n_decode_tokens = t.n_decode_steps;
+    st->timings.n_batch_steps = t.n_batch_steps;
     st->timings.n_fallbacks = t.n_fallbacks;
     for (int i = 0; i < n; i++)
         st->timings.audio_seconds += n_samples[i] / (double)WC_SAMPLE_RATE;

@@ -157,6 +157,12 @@ struct wc_backend_ops {
     void (*embed)(struct wc_stream *s, float *out, const int32_t *tokens, const int32_t *positions,
                   int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
 
+    /* dst[dst_row[r]][:] = src[r][:], r < n_rows, rows of c floats; dst_row: backend memory
+     * (int32, distinct rows); src and dst do not overlap. The batch decoder's new keys and
+     * values, made for all lanes in one call, into each lane's own cache rows. */
+    void (*rows_scatter)(struct wc_stream *s, float *dst, const float *src, const int32_t *dst_row,
+                         int n_rows, int c);
+
     /* Greedy decoding's logit post-processing, per row r < n_rows of logits [n_rows][n_vocab]:
      * forbid (-inf) the tokens in suppress[0..n_suppress) (host memory, sorted, one list for
      * every row) and in rules[r]'s ranges, run rules[r]'s timestamp test, then pick

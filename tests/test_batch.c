@@ -4,7 +4,9 @@
  * different lengths plus one long input of many windows, with tiny.en, at batch sizes 4 and 8;
  * then with a logprob threshold that sends windows to the temperature fallback (decoded alone
  * inside the batched run), and an abort; then under a max_memory_bytes budget that holds only a
- * batch of 2: batch size 8 falls back to 2 with warnings, with the same results. Skips (77)
+ * batch of 2: batch size 8 falls back to 2 with warnings, with the same results. Continuous
+ * batching: the clips and the long input after them, at batch size 4, take fewer batched
+ * steps than rounds (each until its longest window ends) would. Skips (77)
  * without ../shared. `test_batch quick`: 5 clips and a shorter long input, batch size 3 (for
  * sanitizer builds).
  */
@@ -158,6 +160,60 @@ static int compare(whisperc_state *st, struct whisperc_full_params *fp, const fl
     return n_fallbacks;
 }
 
+/* Continuous batching: every clip, then the long input, at batch size 4, with no fallback (so
+ * that each window is decoded once, in the batch). Checks identity, that the batch decodes
+ * exactly the tokens the inputs decode alone, and that its steps (one for all lanes) beat the
+ * round-based schedule (every lane's window until the longest of the round ends, then all move
+ * on): that schedule needs the longest clip of each round of clips only, then at least the
+ * long input's steps; here the long input enters as soon as a lane frees up. */
+static void test_schedule(whisperc_state *st, const float *const *pcm, const int *n) {
+    const float *in[MAX_CLIPS + 1];
+    int n_in[MAX_CLIPS + 1], calls[MAX_CLIPS + 1] = {0}, sum_tokens = 0;
+    struct result alone[MAX_CLIPS + 1];
+    struct whisperc_full_params fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    fp.language = "en";
+    fp.n_temperatures = 1;
+    for (int i = 0; i < N_INPUTS; i++) {
+        in[i] = pcm[i];
+        n_in[i] = n[i];
+        CHECK(whisperc_full(st, &fp, in[i], n_in[i]) == WHISPERC_OK);
+        take_result(st, &alone[i]);
+        struct whisperc_timings tm = {.size = sizeof tm};
+        CHECK(whisperc_state_timings(st, &tm) == WHISPERC_OK);
+        calls[i] = tm.n_decode_tokens - tm.n_windows; /* a window: its prompt, then steps */
+        sum_tokens += tm.n_decode_tokens;
+    }
+    const int B = 4;
+    int round_based = calls[N_CLIPS];
+    for (int i0 = 0; i0 + B <= N_CLIPS; i0 += B) {
+        int longest = 0;
+        for (int i = i0; i < i0 + B; i++)
+            longest = calls[i] > longest ? calls[i] : longest;
+        round_based += longest;
+    }
+    fp.batch_size = B;
+    CHECK(whisperc_full_batch(st, &fp, in, n_in, N_INPUTS) == WHISPERC_OK);
+    struct whisperc_timings tm = {.size = sizeof tm};
+    CHECK(whisperc_state_timings(st, &tm) == WHISPERC_OK);
+    int ok = 1;
+    for (int i = 0; i < N_INPUTS; i++) {
+        CHECK(whisperc_batch_select(st, i) == WHISPERC_OK);
+        struct result r;
+        take_result(st, &r);
+        ok &= same_result("no fallback", i, &alone[i], &r);
+        result_free(&r);
+        result_free(&alone[i]);
+    }
+    printf("no fallback, batch_size %d: %d inputs %s; %d batched steps (round-based: at least "
+           "%d; the long input alone: %d), %d tokens (alone: %d)\n",
+           B, N_INPUTS, ok ? "identical" : "DIFFER", tm.n_batch_steps, round_based, calls[N_CLIPS],
+           tm.n_decode_tokens, sum_tokens);
+    CHECK(ok);
+    CHECK(tm.n_decode_tokens == sum_tokens);
+    CHECK(tm.n_batch_steps >= calls[N_CLIPS]);
+    CHECK(tm.n_batch_steps < round_based);
+}
+
 /* The warnings logged, one line each. */
 static void on_log(whisperc_log_level level, const char *msg, void *user) {
     char *buf = user;
@@ -194,7 +250,13 @@ static void test_memory_fallback(const char *model_path, const float *const *pcm
      * once, the activations of 448 rows (src/api_batch.c api_batch_memory_bytes) */
     int64_t lane = (2 * 4 * 448 * 384 + 2 * 4 * 1500 * 384 + 2 * 51864) * 4 + 2 * 448 * 4;
     int64_t once = 8 * 448 * 384 * 4;
-    mp.max_memory_bytes = ((int64_t)(base_mib + 1) << 20) + once + 3 * lane;
+    /* a batch of 2 or more encodes 2 windows at a time on the CPU (src/api_batch.c): the
+     * encoder's second window (encoder_memory_bytes: 3002 padded mel and conv rows, 10 x 1500
+     * rows of activations) and its encoder output, with half a lane to spare: less than 2
+     * lanes, so a batch of 4 still does not fit */
+    int64_t enc_window = (3002 * (80 + 384) + 10 * 1500 * 384 + 3002 * 80) * 4;
+    mp.max_memory_bytes =
+        ((int64_t)(base_mib + 1) << 20) + once + 2 * lane + enc_window + 1500 * 384 * 4 + lane / 2;
     CHECK(whisperc_model_load(model_path, &mp, &model, err, sizeof err) == WHISPERC_OK);
     CHECK(whisperc_state_new(model, &st) == WHISPERC_OK);
     if (!st)
@@ -277,6 +339,8 @@ int main(int argc, char **argv) {
     fp.temperatures[1] = 0.4f;
     CHECK(compare(st, &fp, in, n, quick ? quick_size : sizes, 1,
                   "logprob_threshold -0.15, T 0 and 0.4") > 0);
+
+    test_schedule(st, in, n);
 
     /* bad calls: no inputs, a bad batch size, a bad input named */
     fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);

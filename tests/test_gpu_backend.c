@@ -216,6 +216,30 @@ static void test_embed(struct pair *p, int c, int t_len, int pos0, int with_pos)
     free(tok), free(pos), free(want), free(got);
 }
 
+/* n_rows rows scattered into a cache of n_dst rows (the batch decoder's new K/V into each
+ * lane's rows): the target rows start as NaN, so an unwritten one fails; the others keep
+ * their values. A plain copy: bit for bit. */
+static void test_rows_scatter(struct pair *p, int n_rows, int n_dst, int c) {
+    char name[64];
+    snprintf(name, sizeof name, "rows_scatter %d rows into %d, c %d", n_rows, n_dst, c);
+    size_t n = (size_t)n_dst * c, n_src = (size_t)n_rows * c;
+    float *dst = rand_vec(n, 1.0f), *src = rand_vec(n_src, 1.0f);
+    int32_t *rows = malloc((size_t)n_rows * 4);
+    for (int r = 0; r < n_rows; r++) { /* distinct: lane r's row (r * 7 + 3) % 11 */
+        rows[r] = (n_dst / n_rows) * r + (r * 7 + 3) % (n_dst / n_rows);
+        for (int i = 0; i < c; i++)
+            dst[(size_t)rows[r] * c + i] = NAN;
+    }
+    void *dd = gpu_copy(p, dst, n * 4), *ds = gpu_copy(p, src, n_src * 4);
+    void *dr = gpu_copy(p, rows, (size_t)n_rows * 4);
+    p->cpu->ops->rows_scatter(p->cs, dst, src, rows, n_rows, c);
+    p->gpu->ops->rows_scatter(p->gs, dd, ds, dr, n_rows, c);
+    float *got = gpu_fetch(p, dd, n);
+    CHECK(got && check_close(name, got, dst, n, 0.0, 0.0));
+    p->gs->be->ops->release(p->gs, ds), p->gs->be->ops->release(p->gs, dr);
+    free(dst), free(src), free(rows), free(got);
+}
+
 static void test_attention(struct pair *p, int t_len, int s_len, int c, int n_head, int ld_kv,
                            int causal_pos0) {
     char name[128];
@@ -538,6 +562,9 @@ int main(void) {
         test_embed(&p, c, 1, 0, 0);
         test_embed(&p, c, 9, 200, 0);
         test_embed(&p, c, 8, 0, 1);
+        test_rows_scatter(&p, 1, 448, c);
+        test_rows_scatter(&p, 8, 8 * 448, c);
+        test_rows_scatter(&p, 5, 8 * 448, c);
         test_linear(&p, 1, c, c, WC_F16, 1, WC_ACT_NONE, 0, 0);
         test_linear(&p, 33, 4 * c, c, WC_F16, 1, WC_ACT_GELU, 0, 0);
         test_linear(&p, 33, c, 4 * c, WC_F16, 1, WC_ACT_NONE, 1, 0);

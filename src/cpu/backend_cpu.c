@@ -240,6 +240,7 @@ static const struct wc_backend_ops cpu_ops = {
     .attention_rows = cpu_attention_rows,
     .attention_scores = cpu_attention_scores,
     .embed = cpu_embed,
+    .rows_scatter = cpu_rows_scatter,
     .logits_greedy = cpu_logits_greedy,
 };
 

@@ -1,12 +1,11 @@
 /*
  * decode_batch.c — see decode_batch.h. Each lane runs decode_window's greedy loop
- * (sample_group with one sequence) one step at a time; the steps of all lanes still going
- * share one decoder_batch_step.
+ * (sample_group with one sequence) one step at a time; the steps of all running lanes share
+ * one decoder_batch_step.
  */
 #include "decoder/decode_batch.h"
 
 #include <math.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,41 +16,88 @@
 #include "libwhisperc.h"
 #include "model/vocab.h"
 
-struct lane {
+enum lane_state { LANE_FREE = 0, LANE_RUNNING, LANE_ENDED };
+
+struct decode_batch_lane {
+    enum lane_state state;
     const struct decode_opts *o;
-    struct hyp *h;
+    struct hyp_set hs; /* one hypothesis, of o->sample_len + 1 tokens */
+    struct decode_result r;
     int n_initial;
     int i_step; /* the next token's index in this window: sample_group's i */
-    bool active;
 };
 
+int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct wc_stream *s,
+                      const struct wc_vocab *v) {
+    size_t B = (size_t)db->n_lanes, n_ctx = (size_t)db->hp->n_text_ctx;
+    *d = (struct decode_batch){
+        .db = db,
+        .s = s,
+        .v = v,
+        .lanes = calloc(B, sizeof *d->lanes),
+        .logits = malloc(2 * (size_t)v->n_vocab * sizeof *d->logits),
+        .seq = malloc((2 * n_ctx + 8) * sizeof *d->seq),
+        .last = malloc(B * sizeof *d->last),
+        .ids = malloc(B * sizeof *d->ids),
+        .pick = malloc(B * sizeof *d->pick),
+        .lf = malloc(B * sizeof *d->lf),
+        .hk = malloc(B * sizeof *d->hk),
+    };
+    if (!d->lanes || !d->logits || !d->seq || !d->last || !d->ids || !d->pick || !d->lf ||
+        !d->hk) {
+        decode_batch_free(d);
+        return WHISPERC_ERR_NO_MEMORY;
+    }
+    return 0;
+}
+
+void decode_batch_free(struct decode_batch *d) {
+    if (d->lanes)
+        for (int k = 0; k < d->db->n_lanes; k++) {
+            hyp_set_free(&d->lanes[k].hs);
+            decode_result_free(&d->lanes[k].r);
+        }
+    free(d->lanes), free(d->logits), free(d->seq), free(d->last), free(d->ids), free(d->pick);
+    free(d->lf), free(d->hk);
+    memset(d, 0, sizeof *d);
+}
+
 /* Step i_step of one lane with its chosen token, as one iteration of sample_group at T = 0. */
-static void take(struct lane *ln, const struct wc_vocab *v, int n_ctx, int next, float lp) {
-    struct hyp *h = ln->h;
+static void take(struct decode_batch_lane *ln, const struct wc_vocab *v, int n_ctx, int next,
+                 float lp) {
+    struct hyp *h = ln->hs.h;
     h->sum += lp;
     if (next == v->eot) {
         h->done = true;
-        ln->active = false;
+        ln->state = LANE_ENDED;
         return;
     }
     h->tok[h->n] = next;
     h->lp[h->n++] = lp;
     if (ln->n_initial + ln->i_step + 1 > n_ctx || ln->i_step + 1 >= ln->o->sample_len)
-        ln->active = false;
+        ln->state = LANE_ENDED;
     ln->i_step++;
 }
 
-/* Lane k's prompt into the decoder, its no_speech_prob and its first token. */
-static int start_lane(struct decoder_batch *db, struct wc_stream *s, const struct wc_vocab *v,
-                      int k, struct lane *ln, int32_t *seq, float *logits,
-                      struct decode_result *r) {
-    const struct decode_opts *o = ln->o;
-    int n_ctx = db->hp->n_text_ctx, n_vocab = v->n_vocab;
+int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *o) {
+    struct wc_stream *s = d->s;
+    const struct wc_vocab *v = d->v;
+    int n_ctx = d->db->hp->n_text_ctx, n_vocab = v->n_vocab;
+    if (k < 0 || k >= d->db->n_lanes || d->lanes[k].state != LANE_FREE) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: lane %d is not free", k);
+        return s->err;
+    }
     if (o->temperature != 0.0f || o->beam_size > 0 || o->best_of > 1) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: batched decoding is greedy only");
         return s->err;
     }
-    int sot_index, n_initial = decode_initial_tokens(o, n_ctx, o->sample_len, v, seq, &sot_index);
+    struct decode_batch_lane *ln = &d->lanes[k];
+    hyp_set_free(&ln->hs);
+    *ln = (struct decode_batch_lane){.o = o};
+    ln->r.temperature = o->temperature;
+    if (hyp_set_init(&ln->hs, 1, o->sample_len + 1))
+        return WHISPERC_ERR_NO_MEMORY;
+    int sot_index, n_initial = decode_initial_tokens(o, n_ctx, o->sample_len, v, d->seq, &sot_index);
     if (n_initial + 1 > n_ctx) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
                        "decoder: the prompt and prefix take %d of the %d text positions", n_initial,
@@ -60,24 +106,60 @@ static int start_lane(struct decoder_batch *db, struct wc_stream *s, const struc
     }
     int rows[2] = {n_initial - 1, sot_index};
     int n_rows = sot_index == n_initial - 1 ? 1 : 2;
-    r->n_steps = 1;
-    int rc = decoder_batch_prefill(db, s, k, seq, n_initial, rows, n_rows, logits);
+    ln->r.n_steps = 1;
+    int rc = decoder_batch_prefill(d->db, s, k, d->seq, n_initial, rows, n_rows, d->logits);
     if (rc)
         return rc;
-    const float *at_sot = logits + (size_t)(n_rows - 1) * n_vocab;
-    r->no_speech_prob = exp(at_sot[v->no_speech] - decode_logsumexp(at_sot, n_vocab));
+    const float *at_sot = d->logits + (size_t)(n_rows - 1) * n_vocab;
+    ln->r.no_speech_prob = exp(at_sot[v->no_speech] - decode_logsumexp(at_sot, n_vocab));
     ln->n_initial = n_initial;
-    ln->active = o->sample_len > 0;
-    if (ln->active) { /* the prompt's row is on the host already, for no_speech_prob */
-        logit_filters_apply(o->filters, logits, ln->h->tok, ln->h->n);
+    ln->state = o->sample_len > 0 ? LANE_RUNNING : LANE_ENDED;
+    if (ln->state == LANE_RUNNING) { /* the prompt's row is on the host already */
+        float *logits = d->logits;
+        logit_filters_apply(o->filters, logits, ln->hs.h->tok, ln->hs.h->n);
         int next = decode_argmax(logits, n_vocab);
         take(ln, v, n_ctx, next, (float)(logits[next] - decode_logsumexp(logits, n_vocab)));
     }
     return 0;
 }
 
-/* The chosen tokens of a finished lane into its result. */
-static int finish_lane(const struct wc_vocab *v, const struct hyp *h, struct decode_result *r) {
+int decode_batch_step(struct decode_batch *d, int *n_stepped) {
+    int n_ctx = d->db->hp->n_text_ctx, n = 0;
+    for (int k = 0; k < d->db->n_lanes; k++) {
+        struct decode_batch_lane *ln = &d->lanes[k];
+        if (ln->state != LANE_RUNNING)
+            continue;
+        d->ids[n] = k;
+        d->last[n] = ln->hs.h->tok[ln->hs.h->n - 1];
+        d->lf[n] = ln->o->filters;
+        d->hk[n++] = ln->hs.h;
+    }
+    if (n_stepped)
+        *n_stepped = n;
+    if (n == 0)
+        return d->s->err;
+    int rc = decoder_batch_step(d->db, d->s, d->ids, d->last, n, NULL);
+    if (!rc) /* each step's logits stay on the backend: only the picks come back */
+        rc = decode_greedy_pick(d->s, d->db->logits, n, d->v->n_vocab, d->lf, d->hk, d->pick);
+    d->n_steps++;
+    for (int a = 0; a < n && !rc; a++) {
+        struct decode_batch_lane *ln = &d->lanes[d->ids[a]];
+        ln->r.n_steps++;
+        take(ln, d->v, n_ctx, d->pick[a].token, d->pick[a].logprob);
+    }
+    return rc;
+}
+
+bool decode_batch_ended(const struct decode_batch *d, int k) {
+    return k >= 0 && k < d->db->n_lanes && d->lanes[k].state == LANE_ENDED;
+}
+
+int decode_batch_take(struct decode_batch *d, int k, struct decode_result *r) {
+    struct decode_batch_lane *ln = &d->lanes[k];
+    const struct hyp *h = ln->hs.h;
+    *r = ln->r;
+    memset(&ln->r, 0, sizeof ln->r);
+    ln->state = LANE_FREE;
     r->tokens = malloc((size_t)(h->n + 1) * sizeof *r->tokens);
     r->logprobs = malloc((size_t)(h->n + 1) * sizeof *r->logprobs);
     if (!r->tokens || !r->logprobs)
@@ -88,66 +170,5 @@ static int finish_lane(const struct wc_vocab *v, const struct hyp *h, struct dec
     }
     r->n_tokens = h->n;
     r->sum_logprob = h->sum;
-    return decode_result_finish(v, r);
-}
-
-int decode_batch_greedy(struct decoder_batch *db, struct wc_stream *s, const struct wc_vocab *v,
-                        const struct decode_opts *o, int n, float *logits,
-                        struct decode_result *r) {
-    int n_ctx = db->hp->n_text_ctx, n_vocab = v->n_vocab, cap = 0;
-    for (int k = 0; k < n; k++) {
-        memset(&r[k], 0, sizeof r[k]);
-        cap = o[k].sample_len + 1 > cap ? o[k].sample_len + 1 : cap;
-    }
-    if (n < 1 || n > db->n_lanes) {
-        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: %d windows for %d lanes", n,
-                       db->n_lanes);
-        return s->err;
-    }
-    struct hyp_set hs;
-    struct lane *lanes = calloc((size_t)n, sizeof *lanes);
-    int *ids = malloc((size_t)n * sizeof *ids);
-    int32_t *seq = malloc((size_t)(2 * n_ctx + 8) * sizeof *seq);
-    int32_t *last = malloc((size_t)n * sizeof *last);
-    /* each step's logits stay on the backend: only the picks come back */
-    struct wc_greedy_pick *pick = malloc((size_t)n * sizeof *pick);
-    const struct logit_filters **lf = malloc((size_t)n * sizeof *lf);
-    const struct hyp **hk = malloc((size_t)n * sizeof *hk);
-    if (hyp_set_init(&hs, n, cap)) {
-        free(lanes), free(ids), free(seq), free(last), free(pick), free(lf), free(hk);
-        return WHISPERC_ERR_NO_MEMORY;
-    }
-    int rc = lanes && ids && seq && last && pick && lf && hk ? 0 : WHISPERC_ERR_NO_MEMORY;
-    decoder_batch_reset(db);
-    for (int k = 0; k < n && !rc; k++) {
-        lanes[k] = (struct lane){.o = &o[k], .h = &hs.h[k]};
-        r[k].temperature = o[k].temperature;
-        rc = start_lane(db, s, v, k, &lanes[k], seq, logits, &r[k]);
-    }
-    for (;;) {
-        int n_active = 0;
-        for (int k = 0; k < n && !rc; k++)
-            if (lanes[k].active) {
-                ids[n_active] = k;
-                last[n_active++] = hs.h[k].tok[hs.h[k].n - 1];
-            }
-        if (rc || n_active == 0)
-            break;
-        rc = decoder_batch_step(db, s, ids, last, n_active, NULL);
-        for (int a = 0; a < n_active; a++) {
-            lf[a] = o[ids[a]].filters;
-            hk[a] = &hs.h[ids[a]];
-        }
-        if (!rc)
-            rc = decode_greedy_pick(s, db->logits, n_active, n_vocab, lf, hk, pick);
-        for (int a = 0; a < n_active && !rc; a++) {
-            r[ids[a]].n_steps++;
-            take(&lanes[ids[a]], v, n_ctx, pick[a].token, pick[a].logprob);
-        }
-    }
-    for (int k = 0; k < n && !rc; k++)
-        rc = finish_lane(v, &hs.h[k], &r[k]);
-    hyp_set_free(&hs);
-    free(lanes), free(ids), free(seq), free(last), free(pick), free(lf), free(hk);
-    return rc;
+    return decode_result_finish(d->v, r);
 }

@@ -1,6 +1,6 @@
 /*
- * decoder_batch.c — see decoder_batch.h. The same ops as decoder.c's decoder_block, on a slot
- * pool with one row of the slot table, one position and one cross-attention K/V per lane.
+ * decoder_batch.c — see decoder_batch.h. The same ops as decoder.c's decoder_block, on a cache
+ * with a region of n_text_ctx rows, one position and one cross-attention K/V per lane.
  */
 #include "decoder/decoder_batch.h"
 
@@ -49,8 +49,8 @@ int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const stru
     db->att = op->alloc(s, rows * c * f);
     db->mlp = op->alloc(s, rows * 4 * c * f);
     db->logits = op->alloc(s, n_logits * (size_t)hp->n_vocab * f);
-    db->step_idx = op->alloc(s, (2 + n_ctx) * B * sizeof(int32_t));
-    db->step_host = calloc((2 + n_ctx) * B, sizeof(int32_t));
+    db->step_idx = op->alloc(s, (3 + n_ctx) * B * sizeof(int32_t));
+    db->step_host = calloc((3 + n_ctx) * B, sizeof(int32_t));
     db->slots_host = calloc(B * n_ctx, sizeof(int32_t));
     db->pos_host = calloc(B, sizeof(int32_t));
     db->n_past = calloc(B, sizeof(int));
@@ -61,13 +61,14 @@ int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const stru
         return s->err;
     }
     db->n_lanes = n_lanes;
+    for (size_t i = 0; i < B * n_ctx; i++) /* lane k's position p is row k * n_ctx + p */
+        db->slots_host[i] = (int32_t)i;
     return 0;
 }
 
 void decoder_batch_free(struct decoder_batch *db, struct wc_stream *s) { release_all(db, s); }
 
 void decoder_batch_reset(struct decoder_batch *db) {
-    db->n_used = 0;
     for (int i = 0; i < db->n_lanes; i++)
         db->n_past[i] = 0;
 }
@@ -96,9 +97,9 @@ void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int 
 }
 
 /* What one decoder_block call runs on: n rows of db->x that are either one lane's prompt
- * (lanes == NULL: rows at positions 0..n-1 of lane `lane`, in slots base..base+n-1) or one
- * token for each of lanes[0..n) (in slots base..base+n-1, lane k at position n_past[lane k],
- * db->step_idx filled; max_kv: the most keys a row sees). */
+ * (lanes == NULL: rows at positions 0..n-1 of lane `lane`, in cache rows base..base+n-1) or
+ * one token for each of lanes[0..n) (lane k at position n_past[lane k], db->step_idx filled;
+ * max_kv: the most keys a row sees). */
 struct block_rows {
     int n, base;
     int lane;
@@ -127,16 +128,25 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
     float *kc = db->k_cache + (size_t)l * db->n_slots * c;
     float *vc = db->v_cache + (size_t)l * db->n_slots * c;
 
-    /* self-attention: the new keys and values fill the block of slots from base */
+    /* self-attention: a prompt's keys and values go straight into its lane's rows; a step's
+     * are made for all its rows together in db->mlp (free until the MLP below), then copied
+     * to each row's own lane (db->step_idx: n_kv, lane_of, dst_row, table) */
+    const int32_t *dst_row = db->step_idx + 2 * db->n_lanes;
+    float *k_new = br->lanes ? db->mlp : kc + (size_t)br->base * c;
+    float *v_new = br->lanes ? db->mlp + (size_t)n * c : vc + (size_t)br->base * c;
     op->layernorm(s, db->h, db->x, b->attn_ln_g, b->attn_ln_b, n, c);
     linear_rows(s, br, db->q, db->h, &b->attn.q, b->attn.q_b, WC_ACT_NONE, 0);
-    linear_rows(s, br, kc + (size_t)br->base * c, db->h, &b->attn.k, NULL, WC_ACT_NONE, 0);
-    linear_rows(s, br, vc + (size_t)br->base * c, db->h, &b->attn.v, b->attn.v_b, WC_ACT_NONE, 0);
+    linear_rows(s, br, k_new, db->h, &b->attn.k, NULL, WC_ACT_NONE, 0);
+    linear_rows(s, br, v_new, db->h, &b->attn.v, b->attn.v_b, WC_ACT_NONE, 0);
+    if (br->lanes) {
+        op->rows_scatter(s, kc, k_new, dst_row, n, c);
+        op->rows_scatter(s, vc, v_new, dst_row, n, c);
+    }
     if (!br->lanes) {
         op->attention(s, db->att, db->q, kc + (size_t)br->base * c, vc + (size_t)br->base * c, c, n,
                       n, c, n_head, 0);
     } else {
-        const int32_t *n_kv = db->step_idx, *table = db->step_idx + 2 * db->n_lanes;
+        const int32_t *n_kv = db->step_idx, *table = db->step_idx + 3 * db->n_lanes;
         op->attention_gather(s, db->att, db->q, kc, vc, table, n_ctx, n_kv, n, br->max_kv, c,
                              n_head);
     }
@@ -188,20 +198,16 @@ int decoder_batch_prefill(struct decoder_batch *db, struct wc_stream *s, int lan
     int c = db->hp->n_text_state, n_ctx = db->hp->n_text_ctx;
     if (s->err)
         return s->err;
-    if (lane < 0 || lane >= db->n_lanes || db->n_past[lane] != 0 || n < 1 || n > n_ctx ||
-        db->n_used + n > db->n_slots || n_rows < 0 || n_rows > 2) {
+    if (lane < 0 || lane >= db->n_lanes || n < 1 || n > n_ctx || n_rows < 0 || n_rows > 2) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
-                       "decoder: cannot start lane %d of %d with %d tokens (%d of %d slots used)",
-                       lane, db->n_lanes, n, db->n_used, db->n_slots);
+                       "decoder: cannot start lane %d of %d with %d tokens (context %d)", lane,
+                       db->n_lanes, n, n_ctx);
         return s->err;
     }
-    struct block_rows br = {.n = n, .base = db->n_used, .lane = lane};
+    struct block_rows br = {.n = n, .base = lane * n_ctx, .lane = lane};
     s->be->ops->embed(s, db->x, tokens, NULL, n, &db->w->tok_emb, db->w->dec_pos, 0, c);
     for (int l = 0; l < db->hp->n_text_layer; l++)
         decoder_block(db, s, l, &br);
-    for (int p = 0; p < n; p++)
-        db->slots_host[(size_t)lane * n_ctx + p] = br.base + p;
-    db->n_used += n;
     db->n_past[lane] = n;
     return logits_out(db, s, &br, rows, n_rows, logits_host);
 }
@@ -212,13 +218,13 @@ int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int 
     int c = db->hp->n_text_state, n_ctx = db->hp->n_text_ctx;
     if (s->err)
         return s->err;
-    if (n < 1 || n > db->n_lanes || db->n_used + n > db->n_slots) {
-        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
-                       "decoder: %d lanes of %d stepped with %d of %d slots used", n, db->n_lanes,
-                       db->n_used, db->n_slots);
+    if (n < 1 || n > db->n_lanes) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: %d lanes of %d stepped", n,
+                       db->n_lanes);
         return s->err;
     }
-    int32_t *n_kv = db->step_host, *lane_of = n_kv + db->n_lanes, *table = lane_of + db->n_lanes;
+    int32_t *n_kv = db->step_host, *lane_of = n_kv + db->n_lanes, *dst_row = lane_of + db->n_lanes;
+    int32_t *table = dst_row + db->n_lanes;
     int max_kv = 0;
     for (int k = 0; k < n; k++) {
         int lane = lanes[k], pos = lane >= 0 && lane < db->n_lanes ? db->n_past[lane] : -1;
@@ -228,7 +234,7 @@ int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int 
                            n_ctx);
             return s->err;
         }
-        db->slots_host[(size_t)lane * n_ctx + pos] = db->n_used + k;
+        dst_row[k] = db->slots_host[(size_t)lane * n_ctx + pos];
         db->pos_host[k] = pos;
         n_kv[k] = pos + 1;
         lane_of[k] = lane;
@@ -238,11 +244,10 @@ int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int 
     }
     op->embed(s, db->x, tokens, db->pos_host, n, &db->w->tok_emb, db->w->dec_pos, 0, c);
     op->upload(s, db->step_idx, db->step_host,
-               ((size_t)2 * db->n_lanes + (size_t)n * n_ctx) * sizeof(int32_t));
-    struct block_rows br = {.n = n, .base = db->n_used, .lanes = lanes, .max_kv = max_kv};
+               ((size_t)3 * db->n_lanes + (size_t)n * n_ctx) * sizeof(int32_t));
+    struct block_rows br = {.n = n, .lanes = lanes, .max_kv = max_kv};
     for (int l = 0; l < db->hp->n_text_layer; l++)
         decoder_block(db, s, l, &br);
-    db->n_used += n;
     for (int k = 0; k < n; k++)
         db->n_past[lanes[k]]++;
     return logits_out(db, s, &br, NULL, n, logits_host);

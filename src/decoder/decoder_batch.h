@@ -4,12 +4,12 @@
  * weight matrix is read once per step for all of them instead of once per sequence.
  *
  * Unlike struct decoder's group (beams over one window sharing a prompt), each lane has its
- * own cross-attention K/V, its own prompt and its own position. The cache is a pool of slots
- * (rows of K and V) handed out in order: a lane's prompt takes a block of adjacent slots and
- * every step gives each stepped lane the next slot, so each linear op writes its new keys and
- * values as one contiguous block; a lane reads its history through its row of the slot table.
- * Room: n_lanes * n_text_ctx slots, enough for every lane to fill its context once between
- * decoder_batch_reset calls.
+ * own cross-attention K/V, its own prompt and its own position. Lane k owns the cache rows
+ * [k * n_text_ctx, (k+1) * n_text_ctx) of K and V for its whole life: a prompt's keys and
+ * values go straight into its lane's first rows; a step's are made for all stepped lanes at
+ * once in scratch rows, then copied to each lane's next row (rows_scatter). A lane reads its
+ * history through its row of the slot table (attention_gather). Lanes are independent: one
+ * lane may start a new window (prefill) while the others are in the middle of theirs.
  *
  * A step issues each op once for all its lanes: embed with per-row positions,
  * attention_gather with per-row key counts, attention_rows over each row's own audio K/V, and
@@ -19,8 +19,8 @@
  * the same rows, so a lane's logits have the bits struct decoder gives the same window alone:
  * the backend promises each row of those ops the bits it gets alone.
  *
- * Usage per batch: decoder_batch_reset(); for each lane decoder_batch_set_audio() and
- * decoder_batch_prefill(); then decoder_batch_step() for the lanes still decoding.
+ * Usage: for a lane that starts a window, decoder_batch_set_audio() and
+ * decoder_batch_prefill(); decoder_batch_step() for the lanes in the middle of one.
  */
 #ifndef WC_DECODER_BATCH_H
 #define WC_DECODER_BATCH_H
@@ -36,20 +36,20 @@ struct decoder_batch {
     const struct wc_weights *w;
     int n_lanes; /* lanes the buffers have room for */
     int n_slots; /* cache rows: n_lanes * n_text_ctx */
-    int n_used;  /* cache rows handed out since decoder_batch_reset */
     int *n_past; /* [n_lanes] positions of each lane in the cache, owned */
     /* backend memory, owned */
-    float *k_cache, *v_cache; /* [n_text_layer][n_slots][s] */
+    float *k_cache, *v_cache; /* [n_text_layer][n_lanes][n_text_ctx][s] */
     float *xk, *xv;           /* [n_lanes][n_text_layer][n_audio_ctx][s] cross-attention K/V */
     float *x, *h, *q, *att;   /* [max(n_text_ctx, n_lanes)][s] */
-    float *mlp;               /* [max(n_text_ctx, n_lanes)][4s] */
+    float *mlp;               /* [max(n_text_ctx, n_lanes)][4s]; a step's new K/V before */
     float *logits;            /* [max(2, n_lanes)][n_vocab] */
     /* a step's index arrays, rows in step order: [n_lanes] keys each row sees, [n_lanes] its
-     * lane, then [n_lanes][n_text_ctx] its lane's slot-table row */
+     * lane, [n_lanes] its new K/V's cache row, then [n_lanes][n_text_ctx] its lane's slot-table
+     * row */
     int32_t *step_idx;
     /* host, owned */
     int32_t *step_host;  /* what step_idx gets uploaded from */
-    int32_t *slots_host; /* [n_lanes][n_text_ctx] cache slot of (lane, position) */
+    int32_t *slots_host; /* [n_lanes][n_text_ctx] cache row of (lane, position): fixed */
     int32_t *pos_host;   /* [n_lanes] a step's row positions */
 };
 
@@ -58,14 +58,15 @@ int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const stru
                        const struct wc_weights *w, int n_lanes);
 void decoder_batch_free(struct decoder_batch *db, struct wc_stream *s);
 
-/* Empties every lane and the slot pool. */
+/* Empties every lane. */
 void decoder_batch_reset(struct decoder_batch *db);
 
 /* Lane `lane`'s cross-attention K/V from an encoder output [n_audio_ctx][s]. */
 void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int lane,
                              const float *audio_features);
 
-/* Runs tokens[0..n) at positions 0.. of an empty lane, as decoder_forward; for each of the
+/* Runs tokens[0..n) at positions 0.. of lane `lane` (whatever it held is dropped), as
+ * decoder_forward, leaving the other lanes as they are; for each of the
  * n_rows (<= 2) row indices in rows[], writes that token's logits to logits_host + i*n_vocab.
  * Returns the stream's error (0 = ok). */
 int decoder_batch_prefill(struct decoder_batch *db, struct wc_stream *s, int lane,

@@ -70,6 +70,7 @@ struct transcribe_ctx {
     /* statistics, accumulated */
     double encode_ms, decode_ms;
     int n_windows, n_decode_steps, n_fallbacks;
+    int n_batch_steps; /* transcribe_batch's decoder steps, one for all its lanes */
 };
 
 /* Transcribes a log-Mel computed over the audio plus 30 s of zero padding (mel_compute with

@@ -1,8 +1,11 @@
 /*
- * transcribe_batch.c — see transcribe_batch.h. One loop: fill the free lanes with inputs not
- * started yet, encode each lane's next window into its lane, decode the batch, hand each
- * result back to its input's job (which cuts segments, or falls back alone), retire the
- * inputs that are done. An input's log-Mel exists only while it holds a lane.
+ * transcribe_batch.c — see transcribe_batch.h. One loop: give every lane without an input an
+ * input not started yet; encode the next window of every lane that has none running (those
+ * that freed up together, in passes of the encoder's windows) and start it; step the running
+ * lanes once; hand each window that ended back to its input's job (which cuts segments, or
+ * falls back alone) and retire the inputs that are done. The other lanes keep their place:
+ * lanes join and leave the batch as windows end (continuous batching). An input's log-Mel
+ * exists only while it holds a lane.
  */
 #include "decoder/transcribe_batch.h"
 
@@ -25,20 +28,20 @@ bool transcribe_batch_supported(const struct whisperc_full_params *p) {
 }
 
 struct lane {
-    struct transcribe_job *job;
+    struct transcribe_job *job; /* NULL: the lane has no input */
     int i_input;
+    bool running; /* a window of job is in the decoder (started, result not handed back) */
 };
 
 struct batch_run {
     struct transcribe_ctx *t;
     struct decoder_batch *db;
-    struct lane *lanes; /* [db->n_lanes]; lanes[0..n_busy) hold a job */
-    int n_busy;
+    struct decode_batch d;
+    struct lane *lanes;        /* [db->n_lanes], lane k is the decoder's lane k */
     float *window;             /* host [enc->n_windows][n_mels][3000] */
     const float **windows;     /* [enc->n_windows] pointers into window */
-    float *logits;             /* host [max(2, n_lanes)][n_vocab] */
-    struct decode_opts *opts;  /* [n_lanes] */
-    struct decode_result *res; /* [n_lanes] */
+    int *need;                 /* [n_lanes] lanes whose next window is to be started */
+    struct decode_opts *opts;  /* [n_lanes] each lane's window's options */
     const struct batch_source *src;
     struct mel_spec *mels; /* [src->n]; an input's is computed when it enters a lane, freed
                             * when it leaves */
@@ -50,76 +53,129 @@ static void retire(struct batch_run *b, struct transcribe_job *j, int i) {
     mel_free(&b->mels[i]);
 }
 
-/* Starts inputs until every lane has one or none are left; inputs with no audio end at once. */
+/* Starts inputs in the lanes without one until none is left; inputs with no audio end at
+ * once. */
 static int fill_lanes(struct batch_run *b, int *next, struct wc_transcript *outs, char *err,
                       size_t err_size) {
-    while (b->n_busy < b->db->n_lanes && *next < b->src->n) {
-        int i = (*next)++;
-        struct transcribe_job *j = NULL;
-        int rc = b->src->mel(b->src->user, i, &b->mels[i], err, err_size);
-        if (!rc)
-            rc = transcribe_job_start(b->t, &b->mels[i], &outs[i], err, err_size, &j);
-        if (!rc && transcribe_job_done(j))
-            rc = transcribe_job_end(j);
-        if (rc || transcribe_job_done(j)) {
-            retire(b, j, i);
-            if (rc)
-                return rc;
-            continue;
+    for (int k = 0; k < b->db->n_lanes; k++) {
+        while (!b->lanes[k].job && *next < b->src->n) {
+            int i = (*next)++;
+            struct transcribe_job *j = NULL;
+            int rc = b->src->mel(b->src->user, i, &b->mels[i], err, err_size);
+            if (!rc)
+                rc = transcribe_job_start(b->t, &b->mels[i], &outs[i], err, err_size, &j);
+            if (!rc && transcribe_job_done(j))
+                rc = transcribe_job_end(j);
+            if (rc || transcribe_job_done(j)) {
+                retire(b, j, i);
+                if (rc)
+                    return rc;
+                continue;
+            }
+            b->lanes[k] = (struct lane){j, i, false};
         }
-        b->lanes[b->n_busy++] = (struct lane){j, i};
     }
     return 0;
 }
 
-/* Each busy lane's next window through the encoder into the lane's cross-attention: the
- * windows in passes of up to enc->n_windows, each pass one upload and one encoder run. */
-static int encode_lanes(struct batch_run *b) {
+/* The next window of each of the n lanes in b->need through the encoder into the lane's
+ * cross-attention, in passes of up to enc->n_windows (one upload and one encoder run each),
+ * and its decoding started. */
+static int start_windows(struct batch_run *b, int n_need, char *err, size_t err_size) {
     struct transcribe_ctx *t = b->t;
-    int n_max = t->enc->n_windows;
+    int n_max = t->enc->n_windows, rc = 0;
     size_t window = (size_t)t->hp->n_mels * WC_CHUNK_FRAMES;
     size_t features = (size_t)t->hp->n_audio_ctx * t->hp->n_audio_state;
-    double t0 = wc_now_ms();
-    for (int k0 = 0; k0 < b->n_busy; k0 += n_max) {
-        int n = b->n_busy - k0 < n_max ? b->n_busy - k0 : n_max;
+    for (int k0 = 0; k0 < n_need && !rc; k0 += n_max) {
+        int n = n_need - k0 < n_max ? n_need - k0 : n_max;
+        double t0 = wc_now_ms();
         for (int i = 0; i < n; i++) {
+            int k = b->need[k0 + i];
             b->windows[i] = b->window + i * window;
-            transcribe_job_window(b->lanes[k0 + i].job, b->window + i * window, &b->opts[k0 + i]);
+            transcribe_job_window(b->lanes[k].job, b->window + i * window, &b->opts[k]);
         }
         encoder_forward_batch(t->enc, t->s, b->windows, WC_CHUNK_FRAMES, n, t->audio_features);
         for (int i = 0; i < n; i++)
-            decoder_batch_set_audio(b->db, t->s, k0 + i, t->audio_features + i * features);
+            decoder_batch_set_audio(b->db, t->s, b->need[k0 + i], t->audio_features + i * features);
         t->n_windows += n;
+        rc = wc_stream_sync(t->s);
+        t->encode_ms += wc_now_ms() - t0;
+        if (rc) {
+            wc_errf(err, err_size, "encoder: %s", t->s->errmsg);
+            return rc;
+        }
+        t0 = wc_now_ms();
+        for (int i = 0; i < n && !rc; i++) {
+            int k = b->need[k0 + i];
+            rc = decode_batch_start(&b->d, k, &b->opts[k]);
+            b->lanes[k].running = true;
+        }
+        t->decode_ms += wc_now_ms() - t0;
     }
-    int rc = wc_stream_sync(t->s);
-    t->encode_ms += wc_now_ms() - t0;
+    if (rc)
+        wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
     return rc;
 }
 
-/* Hands each lane's result to its job; lanes whose input is done are retired (compacted). */
+/* Hands each ended window back to its lane's job, in lane order; a lane whose input is done
+ * is emptied (the input retired). */
 static int finish_lanes(struct batch_run *b) {
-    int rc = 0, n_keep = 0;
-    for (int k = 0; k < b->n_busy; k++) {
-        struct lane ln = b->lanes[k];
-        if (!rc)
-            rc = transcribe_job_decoded(ln.job, &b->res[k]);
-        else
-            decode_result_free(&b->res[k]);
-        if (!rc && transcribe_job_done(ln.job)) {
-            rc = transcribe_job_end(ln.job);
-            retire(b, ln.job, ln.i_input);
+    int rc = 0;
+    for (int k = 0; k < b->db->n_lanes; k++) {
+        struct lane *ln = &b->lanes[k];
+        if (!ln->running || !decode_batch_ended(&b->d, k))
+            continue;
+        struct decode_result r;
+        int rt = decode_batch_take(&b->d, k, &r);
+        ln->running = false;
+        if (!rc && rt)
+            rc = rt;
+        if (rc) {
+            decode_result_free(&r);
             continue;
         }
-        b->lanes[n_keep++] = ln;
+        b->t->n_decode_steps += r.n_steps;
+        rc = transcribe_job_decoded(ln->job, &r); /* calls t->on_window, which may abort */
+        if (!rc && transcribe_job_done(ln->job)) {
+            rc = transcribe_job_end(ln->job);
+            retire(b, ln->job, ln->i_input);
+            *ln = (struct lane){0};
+        }
     }
-    b->n_busy = n_keep;
     return rc;
+}
+
+/* One loop turn: windows started in every lane that has an input but no window, then one
+ * step of the running lanes, then the ended windows handed back. *idle: no lane has an input
+ * left. */
+static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char *err,
+                size_t err_size, bool *idle) {
+    struct transcribe_ctx *t = b->t;
+    int rc = fill_lanes(b, next, outs, err, err_size), n_need = 0, n_busy = 0;
+    for (int k = 0; k < b->db->n_lanes && !rc; k++) {
+        n_busy += b->lanes[k].job != NULL;
+        if (b->lanes[k].job && !b->lanes[k].running)
+            b->need[n_need++] = k;
+    }
+    *idle = n_busy == 0;
+    if (rc || *idle)
+        return rc;
+    if (n_need && (rc = start_windows(b, n_need, err, err_size)))
+        return rc;
+    double t0 = wc_now_ms();
+    rc = decode_batch_step(&b->d, NULL);
+    t->decode_ms += wc_now_ms() - t0;
+    if (rc) {
+        wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
+        return rc;
+    }
+    return finish_lanes(b);
 }
 
 int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
                      const struct batch_source *src, struct wc_transcript *outs, char *err,
                      size_t err_size) {
-    int B = db->n_lanes, n = src->n, n_vocab = t->vocab->n_vocab, next = 0, rc = 0;
+    int B = db->n_lanes, n = src->n, next = 0, rc = 0;
     struct batch_run b = {
         .t = t,
         .db = db,
@@ -127,46 +183,30 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
         .window =
             malloc((size_t)t->enc->n_windows * t->hp->n_mels * WC_CHUNK_FRAMES * sizeof(float)),
         .windows = calloc((size_t)t->enc->n_windows, sizeof *b.windows),
-        .logits = malloc((size_t)(B > 2 ? B : 2) * n_vocab * sizeof(float)),
+        .need = calloc((size_t)B, sizeof *b.need),
         .opts = calloc((size_t)B, sizeof *b.opts),
-        .res = calloc((size_t)B, sizeof *b.res),
         .src = src,
         .mels = calloc((size_t)n, sizeof *b.mels),
     };
     for (int i = 0; i < n; i++)
         memset(&outs[i], 0, sizeof outs[i]);
-    if (!b.lanes || !b.window || !b.windows || !b.logits || !b.opts || !b.res || !b.mels) {
+    int d_rc = decode_batch_init(&b.d, db, t->s, t->vocab);
+    if (d_rc || !b.lanes || !b.window || !b.windows || !b.need || !b.opts || !b.mels) {
         wc_errf(err, err_size, "out of memory for a batch of %d", B);
         rc = WHISPERC_ERR_NO_MEMORY;
     }
-    while (!rc) {
-        rc = fill_lanes(&b, &next, outs, err, err_size);
-        if (rc || b.n_busy == 0)
-            break;
-        rc = encode_lanes(&b);
-        if (rc) {
-            wc_errf(err, err_size, "encoder: %s", t->s->errmsg);
-            break;
-        }
-        double t0 = wc_now_ms();
-        rc = decode_batch_greedy(db, t->s, t->vocab, b.opts, b.n_busy, b.logits, b.res);
-        t->decode_ms += wc_now_ms() - t0;
-        for (int k = 0; k < b.n_busy; k++)
-            t->n_decode_steps += b.res[k].n_steps;
-        if (rc) {
-            wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
-            for (int k = 0; k < b.n_busy; k++)
-                decode_result_free(&b.res[k]);
-            break;
-        }
-        rc = finish_lanes(&b); /* each window's end calls t->on_window, which may abort */
-    }
-    for (int k = 0; k < b.n_busy; k++)
-        retire(&b, b.lanes[k].job, b.lanes[k].i_input);
+    decoder_batch_reset(db);
+    for (bool idle = false; !rc && !idle;)
+        rc = turn(&b, &next, outs, err, err_size, &idle);
+    t->n_batch_steps += b.d.n_steps;
+    for (int k = 0; b.lanes && k < B; k++)
+        if (b.lanes[k].job)
+            retire(&b, b.lanes[k].job, b.lanes[k].i_input);
     if (rc)
         for (int i = 0; i < n; i++)
             transcript_free(&outs[i]);
-    free(b.lanes), free(b.window), free(b.windows), free(b.logits), free(b.opts), free(b.res);
-    free(b.mels);
+    if (!d_rc)
+        decode_batch_free(&b.d);
+    free(b.lanes), free(b.window), free(b.windows), free(b.need), free(b.opts), free(b.mels);
     return rc;
 }

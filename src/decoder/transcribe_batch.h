@@ -1,8 +1,9 @@
 /*
  * transcribe_batch.h — transcribe() over many inputs at once: each input's windows stay in
- * order (a window's seek and prompt come from the one before), and the next window of up to
- * n_lanes inputs is decoded as one batch (decode_batch_greedy), so the decoder reads its
- * weights once per step for all of them. An input that ends frees its lane for the next input.
+ * order (a window's seek and prompt come from the one before), and the windows of up to
+ * n_lanes inputs are decoded together (decode_batch), so the decoder reads its weights once
+ * per step for all of them. A lane whose window ends starts its input's next window (or the
+ * next input's first, when its input is done) while the others keep stepping.
  *
  * Every transcript is exactly transcribe()'s for that input alone: the batch decodes at
  * temperatures[0] = 0 greedily as decode_window does, and a window that needs a fallback is

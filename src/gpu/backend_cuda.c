@@ -171,6 +171,7 @@ static const struct wc_backend_ops cuda_ops = {
     .attention_rows = cuda_attention_rows,
     .attention_scores = cuda_attention_scores,
     .embed = cuda_embed,
+    .rows_scatter = cuda_rows_scatter,
     .logits_greedy = cuda_logits_greedy,
 };
 

@@ -33,6 +33,7 @@ enum cuda_kernel_kind {
     CK_GEMV,       /* a = k_in, b = flags */
     CK_ROWS,       /* a = n_head, b = d_head */
     CK_LOGITS,     /* a = n_vocab */
+    CK_SCATTER,    /* a = c */
 };
 
 struct cuda_kernel {
@@ -135,6 +136,8 @@ void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const 
                          int n_rows, int s_len, int c, int n_head);
 void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k,
                            int ld_k, int t_len, int s_len, int c, int n_head, int head);
+void cuda_rows_scatter(struct wc_stream *s, float *dst, const float *src, const int32_t *dst_row,
+                       int n_rows, int c);
 void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                         const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                         int n_rows, int n_vocab);

@@ -194,6 +194,17 @@ void cuda_embed(struct wc_stream *s, float *out, const int32_t *tokens, const in
     cuda_launch(s, k, (unsigned)t_len, 1, KERNEL_LN_THREADS, args);
 }
 
+void cuda_rows_scatter(struct wc_stream *s, float *dst, const float *src, const int32_t *dst_row,
+                       int n_rows, int c) {
+    /* the kernel indexes dst in u32 elements: the caller's rows must stay below 2^32 / c */
+    if (cuda_op_begin(s) || n_rows <= 0 || !fits_u32(s, "rows_scatter", (size_t)n_rows * (size_t)c))
+        return;
+    const struct cuda_kernel *k = cuda_kernel_get(s, CK_SCATTER, c, 0, 0);
+    CUdeviceptr pd = dptr(dst), ps = dptr(src), pr = dptr(dst_row);
+    void *args[] = {&pd, &ps, &pr};
+    cuda_launch(s, k, (unsigned)n_rows, 1, KERNEL_LN_THREADS, args);
+}
+
 /* d_head = c / n_head, or 0 (stream failed) when c does not split evenly. */
 static int head_dim(struct wc_stream *s, const char *op, int c, int n_head) {
     if (n_head > 0 && c > 0 && c % n_head == 0)

@@ -37,7 +37,7 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
         bad |= add(list, &n, gen_layernorm(sm, ca)) | add(list, &n, gen_layernorm(sm, ct)) |
                add(list, &n, gen_bias_gelu(sm, ca)) | add(list, &n, gen_bias_gelu(sm, 4 * ca)) |
                add(list, &n, gen_bias_gelu(sm, 4 * ct)) | add(list, &n, gen_f32_to_f16(sm)) |
-               add(list, &n, gen_embed(sm, ct));
+               add(list, &n, gen_embed(sm, ct)) | add(list, &n, gen_rows_scatter(sm, ct));
     /* GEMM epilogues: q/v/out projections and fc2 (bias; bias + residual when the GEMM does
      * not accumulate itself), fc1 and conv1 (bias + GELU), conv2 (bias + GELU + positions) */
     if (!bad)

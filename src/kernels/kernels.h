@@ -29,6 +29,10 @@ char *gen_f32_to_f16(int sm);
  * grid t_len x 128 threads; C a multiple of 128. */
 char *gen_embed(int sm, int c);
 
+/* rows_scatter_c<C>(dst, src, dst_row): dst[dst_row[r]][:] = src[r][:] (f32 rows of C);
+ * dst_row: device u32 array; grid n_rows x 128 threads; C a multiple of 128. */
+char *gen_rows_scatter(int sm, int c);
+
 /* ---- GEMM epilogue, im2col and attention (src/kernels/epilogue.c, im2col.c, attention*.c) ----
  * Activations are fp32 as in backend.h; GEMM operands are fp16 (cuBLAS, fp32 accumulate).
  * Kernel parameters: pointers are .u64 (device addresses), counts and indices .u32, except
