@@ -350,6 +350,24 @@ static void test_embed(struct wc_backend *be, struct wc_stream *s) {
     free(emb), free(pos), free(out);
 }
 
+/* rows_scatter: source row r lands in dst row dst_row[r], every other dst row untouched. */
+static void test_rows_scatter(struct wc_stream *s) {
+    int c = 96, n_dst = 12;
+    int32_t rows[5] = {11, 0, 4, 7, 3};
+    float *src = rand_vec(5 * (size_t)c, 1.0f), *dst = nan_vec((size_t)n_dst * c);
+    s->be->ops->rows_scatter(s, dst, src, rows, 5, c);
+    CHECK(wc_stream_sync(s) == 0);
+    for (int d = 0; d < n_dst; d++) {
+        int from = -1;
+        for (int r = 0; r < 5; r++)
+            from = rows[r] == d ? r : from;
+        for (int i = 0; i < c; i++)
+            CHECK(from < 0 ? isnan(dst[(size_t)d * c + i])
+                           : dst[(size_t)d * c + i] == src[(size_t)from * c + i]);
+    }
+    free(src), free(dst);
+}
+
 /* The vectorized GELU against erfc in double, over the whole useful range. */
 static void test_gelu(void) {
     int n = 240001;
@@ -417,6 +435,7 @@ int main(void) {
         test_attention_gather(s, 3, 300, 1500, 384, 6, 0);
         test_attention_gather(s, 8, 40, 300, 384, 6, 1);
         test_attention_gather(s, 1, 1, 1, 64, 1, 1);
+        test_rows_scatter(s);
         test_attention_rows(s, 1, 1, 1, 64, 1, 0);
         test_attention_rows(s, 8, 3, 150, 384, 6, 0);
         test_attention_rows(s, 5, 5, 37, 128, 2, 64);
