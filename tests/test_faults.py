@@ -10,8 +10,13 @@ usage: test_faults.py WHISPER_C SHARED_DIR
     run with 143 / 130 and one line saying so, within 2 s also in a window of beam search (the
     run checks for a stop only between windows; the handler ends the process itself while no
     output is being written); no output file and no temporary file exist
+  - `whisper-c batch` stopped by ONE SIGTERM while its item is in a window of beam search that
+    outlasts --stop-timeout 1 (the abort is seen only at the end of a window): the watchdog ends
+    the process within 1 + 2 s, exit 143, one line saying so; no output or results line for the
+    item; then the same command resumes it to a complete result
 Exits 77 (skip) when the shared model or audio is missing.
 """
+import json
 import os
 import resource
 import shutil
@@ -107,7 +112,50 @@ def stopped_by(tmp, sig, code, name, decoding=("-bs", "1")):
     os.unlink(audio)
 
 
-for test in (file_size_limit,
+def batch_one_sigterm(tmp):
+    """`timeout` and schedulers send one SIGTERM: the batch must end by itself even when its item
+    cannot be aborted soon (here a first window of beam search 5, best-of 5: about 9 s on one
+    core of this machine, several seconds anywhere)."""
+    inputs = os.path.join(tmp, "in")
+    os.mkdir(inputs)
+    long_wav(os.path.join(inputs, "long.wav"), 3)
+    out = os.path.join(tmp, "out")
+    cmd = [exe, "batch", "-m", model, "-j", "1", "-t", "1", "-bs", "5", "-bo", "5",
+           "--stop-timeout", "1", "-o", out, inputs]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)  # the model loaded, the first window begun
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=300)
+    waited = time.monotonic() - t0
+    check(p.returncode == 143, f"batch, one SIGTERM: exit 143 ({p.returncode})")
+    check(waited < 1 + 2, f"batch, one SIGTERM: ended {waited:.2f} s after it (--stop-timeout 1, "
+          f"under 3 s)")
+    check("did not stop within --stop-timeout of SIGTERM" in err and "resume" in err,
+          f"batch, one SIGTERM: the watchdog says so ({err.strip().splitlines()[-1:]})")
+    left = sorted(os.path.relpath(os.path.join(d, f), out)
+                  for d, _, fs in os.walk(out) for f in fs)
+    results = os.path.join(out, "results.jsonl")
+    check(all(f.startswith(".batch/") or f == "results.jsonl" for f in left) and
+          os.path.getsize(results) == 0 and not [f for f in left if "/w0." in f],
+          f"batch, one SIGTERM: no output, no staged file, no results line ({left})")
+    no_sanitizer_report(err, "batch, one SIGTERM")
+
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    lines = open(results).read().splitlines()
+    check(r.returncode == 0 and len(lines) == 1 and '"ok"' in lines[0],
+          f"batch resumed: exit 0, one ok line ({r.returncode}, {lines}, {r.stderr[-200:]})")
+    text = open(os.path.join(out, "long.txt")).read() if os.path.exists(
+        os.path.join(out, "long.txt")) else ""
+    js = os.path.join(out, "long.json")
+    check(text.count("fellow Americans") == 3 and os.path.exists(js) and
+          json.load(open(js))["text"].count("fellow Americans") == 3,
+          "batch resumed: long.txt and long.json whole (3 times the speech)")
+    no_sanitizer_report(r.stderr, "batch resumed")
+
+
+for test in (batch_one_sigterm,
+             file_size_limit,
              lambda t: stopped_by(t, signal.SIGTERM, 143, "SIGTERM"),
              lambda t: stopped_by(t, signal.SIGINT, 130, "SIGINT"),
              lambda t: stopped_by(t, signal.SIGTERM, 143, "SIGTERM", ("-bs", "5", "-bo", "5"))):

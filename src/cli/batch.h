@@ -41,6 +41,7 @@ struct batch_config {
     int shard_k, shard_n;
     int gpus[BATCH_MAX_GPUS];
     int n_gpus;
+    int stop_timeout_s; /* --stop-timeout: an abort may take this long, then the run ends */
     bool formats[OUT_N_FORMATS]; /* by enum out_format */
     bool retry_failed, quiet, merge;
 };

@@ -44,6 +44,9 @@ void batch_usage(void) {
         "       --merge DIR        join DIR/results.shard-*.jsonl into DIR/results.jsonl; with\n"
         "                          inputs, also report the ids no shard has\n"
         "       --retry-failed     run the items that failed before again (skipped otherwise)\n"
+        "       --stop-timeout S   after SIGTERM (or a second SIGINT) the running items are\n"
+        "                          aborted; if they have not stopped S seconds later the run\n"
+        "                          ends at once, resumable (default 5; 0: wait for them)\n"
         "       --formats LIST     txt,srt,vtt,json,csv,tsv,lrc (default txt,json); or -otxt\n"
         "                          -osrt -ovtt -oj -ojf -ocsv -otsv -olrc\n"
         "  -q,  --quiet            no progress, no summary; errors only\n"
@@ -140,6 +143,9 @@ static int take_batch_option(struct batch_config *c, int argc, char **argv, int 
     } else if (!strcmp(a, "-j") || !strcmp(a, "--jobs")) {
         if (v && parse_count(v, 1, 1024, &c->jobs))
             rc = usage_error("--jobs needs a number in 1..1024, got '%s'", v);
+    } else if (!strcmp(a, "--stop-timeout")) {
+        if (v && parse_count(v, 0, 86400, &c->stop_timeout_s))
+            rc = usage_error("--stop-timeout needs a number of seconds in 0..86400, got '%s'", v);
     } else if (!strcmp(a, "--shard"))
         rc = v ? parse_shard(c, v) : 0;
     else if (!strcmp(a, "--gpus"))
@@ -198,6 +204,7 @@ static int finish(struct batch_config *c) {
 
 int batch_parse(struct batch_config *c, int argc, char **argv) {
     memset(c, 0, sizeof *c);
+    c->stop_timeout_s = 5;
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     if (!rest)
         return usage_error("out of memory%s", NULL);

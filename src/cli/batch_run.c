@@ -4,7 +4,8 @@
  * into the run's staging directory, renamed into place, and only then is its results line
  * appended: a line with "ok" means the outputs are complete. SIGINT stops taking new items
  * (a second one aborts the current ones), SIGTERM aborts at once; an aborted item leaves no
- * line and runs again next time. One more signal after the abort ends the process.
+ * line and runs again next time. One more signal after the abort ends the process, and so does
+ * an abort that takes longer than --stop-timeout.
  *
  * With --batch-size N a worker takes up to N items at once, loads them, and transcribes them in
  * one whisperc_full_batch call; then each item's outputs and line are written as above. The
@@ -27,18 +28,67 @@
 /* A signal handler can reach only these. 1: take no new item, 2: abort the running ones. A
  * signal after level 2 ends the process at once: an item stuck where it cannot be aborted (the
  * abort is seen between windows) must not keep it alive, and a run ended anywhere is resumable
- * as after SIGKILL (staging is emptied by the next run, results lines are single writes). */
-static volatile sig_atomic_t stop_level, stop_signal;
+ * as after SIGKILL (staging is emptied by the next run, results lines are single writes).
+ * Reaching level 2 also arms alarm(stop_timeout_s): one SIGTERM (`timeout`, a scheduler) must
+ * end the run too, so SIGALRM then does what a second signal would, except while a worker is
+ * between renaming an item's outputs and appending its line (n_finishing): it waits a second
+ * more for that, and meanwhile no other worker starts one (stopping), so that no item is left
+ * with outputs but no line. Both are seq_cst atomics, lock-free, so a handler may use them:
+ * the handler sets stopping then reads n_finishing, a worker adds to n_finishing then reads
+ * stopping, and at least one of them sees the other. */
+static volatile sig_atomic_t stop_level, stop_signal, stop_timeout_s;
+static atomic_int n_finishing, stopping;
+
+static void write_err(const char *s) {
+    size_t n = 0;
+    while (s[n])
+        n++;
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, s, n);
+        if (w <= 0)
+            return;
+        s += w, n -= (size_t)w;
+    }
+}
+
+/* Before an item's outputs and line: false if the run is ending at once (then the item gets
+ * neither and runs again on resume). Every true is paired with finishing_end. */
+static bool finishing_begin(void) {
+    atomic_fetch_add(&n_finishing, 1);
+    if (!atomic_load(&stopping))
+        return true;
+    atomic_fetch_sub(&n_finishing, 1);
+    return false;
+}
+
+static void finishing_end(void) { atomic_fetch_sub(&n_finishing, 1); }
 
 static void on_signal(int sig) {
     if (stop_level >= 2) {
-        static const char msg[] = "whisper-c: batch: stopped at once; rerun to resume\n";
-        ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-        (void)w;
+        write_err("whisper-c: batch: stopped at once; rerun to resume\n");
         _exit(128 + sig);
     }
     stop_signal = sig;
     stop_level = sig == SIGINT && stop_level == 0 ? 1 : 2;
+    if (stop_level == 2 && stop_timeout_s > 0)
+        alarm((unsigned)stop_timeout_s);
+}
+
+static void on_alarm(int sig) {
+    (void)sig;
+    if (stop_level < 2)
+        return;
+    atomic_store(&stopping, 1);
+    if (atomic_load(&n_finishing) > 0) {
+        alarm(1);
+        return;
+    }
+    write_err(stop_signal == SIGINT ? "whisper-c: batch: the running items did not stop within "
+                                      "--stop-timeout of SIGINT; stopped at once; rerun to resume\n"
+                                    : "whisper-c: batch: the running items did not stop within "
+                                      "--stop-timeout of SIGTERM; stopped at once; rerun to "
+                                      "resume\n");
+    _exit(128 + stop_signal);
 }
 
 static bool abort_requested(void *user) {
@@ -155,7 +205,7 @@ static void process(struct worker *w, const struct batch_item *it,
                     const struct whisperc_full_params *fp) {
     double t0 = batch_now();
     whisperc_status rc = whisperc_full_file(w->st, fp, it->path);
-    if (rc == WHISPERC_ERR_ABORTED) {
+    if (rc == WHISPERC_ERR_ABORTED || !finishing_begin()) {
         atomic_store(&w->percent, 0);
         return; /* no line: it runs again on resume */
     }
@@ -163,12 +213,14 @@ static void process(struct worker *w, const struct batch_item *it,
     if (rc != WHISPERC_OK) {
         const char *msg = whisperc_state_errmsg(w->st);
         snprintf(err, sizeof err, "%s", *msg ? msg : whisperc_status_str(rc));
-    } else
+    }
+    if (rc == WHISPERC_OK)
         write_outputs(w, it, fp, -1, err, sizeof err);
     struct whisperc_timings tm = {.size = sizeof tm};
     bool timed = rc == WHISPERC_OK && whisperc_state_timings(w->st, &tm) == WHISPERC_OK;
     record(w, it, err[0] == '\0', timed ? tm.audio_seconds : -1,
            rc == WHISPERC_OK ? whisperc_full_language(w->st) : NULL, batch_now() - t0, err);
+    finishing_end();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -203,10 +255,14 @@ static void group_one_by_one(struct worker *w, const struct group *g,
         if (rc != WHISPERC_OK) {
             const char *msg = whisperc_state_errmsg(w->st);
             snprintf(err, sizeof err, "%s", *msg ? msg : whisperc_status_str(rc));
-        } else
+        }
+        if (!finishing_begin())
+            break;
+        if (rc == WHISPERC_OK)
             write_outputs(w, g->it[j], fp, -1, err, sizeof err);
         record(w, g->it[j], err[0] == '\0', g->n_samples[j] / 16000.0,
                rc == WHISPERC_OK ? whisperc_full_language(w->st) : NULL, batch_now() - t0, err);
+        finishing_end();
     }
 }
 
@@ -241,9 +297,12 @@ static void process_group(struct worker *w, const int *idx, int n,
             char err[1024] = "";
             double dur = g.n_samples[j] / 16000.0;
             whisperc_batch_select(w->st, j);
+            if (!finishing_begin())
+                break;
             write_outputs(w, g.it[j], fp, dur, err, sizeof err); /* timings: the group's */
             record(w, g.it[j], err[0] == '\0', dur, whisperc_full_language(w->st),
                    audio_s > 0 ? seconds * dur / audio_s : seconds / g.n, err);
+            finishing_end();
         }
     } else if (g.n && rc != WHISPERC_ERR_ABORTED) {
         group_one_by_one(w, &g, fp);
@@ -371,9 +430,14 @@ int batch_run_items(struct batch_run *r) {
         return snprintf(r->fatal, sizeof r->fatal, "out of memory"), -1;
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv, NULL);
-    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    struct sigaction sa = {.sa_handler = on_signal}, sa_alarm = {.sa_handler = on_alarm};
+    struct sigaction old_int, old_term, old_alarm;
     sigemptyset(&sa.sa_mask);
+    sigemptyset(&sa_alarm.sa_mask);
     stop_level = stop_signal = 0;
+    atomic_store(&stopping, 0);
+    stop_timeout_s = r->cfg->stop_timeout_s;
+    sigaction(SIGALRM, &sa_alarm, &old_alarm);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     r->progress.t_start = batch_now();
@@ -390,6 +454,8 @@ int batch_run_items(struct batch_run *r) {
 
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    alarm(0); /* the items stopped in time */
+    sigaction(SIGALRM, &old_alarm, NULL);
     if (!p.quiet)
         progress_show(&r->progress, p.tty, true);
     r->signal = stop_signal;
