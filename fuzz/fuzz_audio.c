@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "frontend/audio.h"
+#include "frontend/iff_check.h"
 #include "frontend/mel.h"
 #include "frontend/riff_check.h"
 
@@ -70,7 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     SF_VIRTUAL_IO io = {mem_len, mem_seek, mem_read, mem_write, mem_tell};
     char err[256];
     /* the library's guard before libsndfile (src/frontend/audio.c src_open) */
-    if (riff_check(mem_read_at, &m, m.size, "fuzz", err, sizeof err) != 0)
+    if (riff_check(mem_read_at, &m, m.size, "fuzz", err, sizeof err) != 0 ||
+        iff_check(mem_read_at, &m, m.size, "fuzz", err, sizeof err) != 0)
         return 0;
     SF_INFO info;
     memset(&info, 0, sizeof info);

@@ -121,6 +121,48 @@ def wav_with_list(marker, text):
     return out[:4] + struct.pack("<I", len(out) - 8) + out[8:]
 
 
+# ---- AIFF and CAF (libsndfile's aiff.c and caf.c; the audit is in docs/reliability.md) ----
+
+def ext80(rate):
+    """An integer sample rate as the 80-bit extended float of an AIFF COMM chunk."""
+    e = rate.bit_length() - 1
+    return struct.pack(">HQ", 16383 + e, rate << (63 - e))
+
+
+def iff_chunk(marker, payload, size=None):
+    """A big-endian IFF chunk with its pad byte; `size`: the size field, if not the payload's."""
+    n = len(payload) if size is None else size
+    return marker + struct.pack(">I", n) + payload + b"\0" * (len(payload) & 1)
+
+
+def aiff(extra=b"", frames=8000):
+    """0.5 s of 16 kHz s16 silence: FORM AIFF, COMM, `extra` chunks, SSND."""
+    comm = iff_chunk(b"COMM", struct.pack(">hIh", 1, frames, 16) + ext80(16000))
+    ssnd = iff_chunk(b"SSND", struct.pack(">II", 0, 0) + b"\0" * (2 * frames))
+    body = b"AIFF" + comm + extra + ssnd
+    return b"FORM" + struct.pack(">I", len(body)) + body
+
+
+def caf_chunk(marker, payload, size=None):
+    return marker + struct.pack(">q", len(payload) if size is None else size) + payload
+
+
+def caf(chunks=None, frames=8000, desc_size=32):
+    """CAF: desc (16 kHz s16 mono), then `chunks`, by default 0.5 s of silence in a data chunk."""
+    desc = struct.pack(">d", 16000.0) + b"lpcm" + struct.pack(">IIIII", 2, 2, 1, 1, 16)
+    data = caf_chunk(b"data", b"\0" * (4 + 2 * frames))
+    return (b"caff" + struct.pack(">hh", 1, 0) + b"desc" + struct.pack(">q", desc_size) + desc
+            + (data if chunks is None else chunks))
+
+
+def sparse(path, head, total):
+    """A file of `total` bytes that is `head` and then a hole: gigabytes that take no disk."""
+    with open(path, "wb") as fh:
+        fh.write(head)
+        fh.truncate(total)
+    return path
+
+
 # ---- the cases -------------------------------------------------------------------------------
 # (id, what the input is, setup -> argv, expected exit: 0 or "fail", words the message must hold)
 
@@ -260,6 +302,53 @@ def cases(tmp):
         ["corrupt WAV", "LIST sub-chunk 'IQFT' of 4294967288 bytes in a 26-byte LIST"])
     add("audio-wav-list-overrun", "WAV whose LIST sub-chunk overruns its LIST by its pad byte",
         T("-m", model, f("overrun.wav", wav_with_list(b"ISFT", b"x"))), 0, [])
+    # libsndfile 1.2.0's AIFF and CAF parsers skip chunks with an int: sizes that turn into
+    # backward jumps. In files under 2 GiB each such jump ends past its chunk's header or is
+    # followed by the parser's stop, so these end in an error or a transcript, never a hang.
+    add("audio-aiff", "AIFF, 0.5 s of silence (valid)", T("-m", model, f("ok.aiff", aiff())),
+        0, [])
+    add("audio-aiff-comt-back", "AIFF whose COMT chunk (2 bytes) holds a 10-byte comment: "
+        "libsndfile skips back to the chunk's end",
+        T("-m", model, f("comt.aiff", aiff(iff_chunk(
+            b"COMT", struct.pack(">HIHH", 1, 0, 0, 2) + b"ab", 2)))), "fail",
+        ["not an audio format"])
+    add("audio-aiff-mark-back", "AIFF whose MARK chunk of 0 bytes holds a marker",
+        T("-m", model, f("mark.aiff", aiff(iff_chunk(
+            b"MARK", struct.pack(">HHIB", 1, 1, 0, 1) + b"a", 0)))), "fail",
+        ["not an audio format"])
+    add("audio-aiff-basc-0", "AIFF with a basc chunk of 0 bytes (a skip of -20)",
+        T("-m", model, f("basc.aiff", aiff(iff_chunk(b"basc", b"\0" * 20, 0)))), "fail",
+        ["not an audio format"])
+    add("audio-aiff-none-back", "AIFF with a NONE chunk whose size gives a skip of -2",
+        T("-m", model, f("none.aiff", aiff(iff_chunk(b"NONE", b"\0" * 8, 0x01000000)))), "fail",
+        ["not an audio format"])
+    add("audio-aiff-appl-neg", "AIFF with an APPL chunk of 0xfffffff8 bytes (a skip of -8)",
+        T("-m", model, f("appl.aiff", aiff(iff_chunk(b"APPL", b"abcd", 0xfffffff8)))), "fail",
+        ["not an audio format"])
+    add("audio-aiff-resync", "AIFF with 256 bytes of unprintable markers (resyncs of -3)",
+        T("-m", model, f("resync.aiff", aiff(b"\x01" + b"\x01\x02\x03\x04" * 64 + b"\0\0\0"))),
+        "fail", ["not an audio format"])
+    add("audio-aiff-4g-loop", "4 GiB sparse AIFF whose FVER chunk of 0xfffffff8 bytes jumps "
+        "back onto itself",
+        T("-m", model, sparse(os.path.join(tmp, "loop.aiff"), aiff()[:12] + iff_chunk(
+            b"COMM", struct.pack(">hIh", 1, 8000, 16) + ext80(16000))
+            + b"FVER" + struct.pack(">I", 0xfffffff8), (1 << 32) + 65536)), "fail",
+        ["corrupt AIFF", "'FVER' chunk of 4294967288 bytes", "jump backwards"])
+    add("audio-caf", "CAF, 0.5 s of silence (valid)", T("-m", model, f("ok.caf", caf())), 0, [])
+    add("audio-caf-desc-wrap", "CAF whose desc size (2^32 + 8) is skipped as -24",
+        T("-m", model, f("desc.caf", caf(desc_size=(1 << 32) + 8))), "fail",
+        ["not an audio format"])
+    add("audio-caf-data-0", "CAF whose data chunk says 0 bytes (a skip of -4)",
+        T("-m", model, f("data0.caf", caf(caf_chunk(b"data", b"\0" * 4, 0)))), "fail",
+        ["0 frames"])
+    add("audio-caf-free-0", "CAF with 50 free chunks of 0 bytes before its data (valid)",
+        T("-m", model, f("free.caf", caf(caf_chunk(b"free", b"", 0) * 50
+                                         + caf_chunk(b"data", b"\0" * 3204)))), 0, [])
+    add("audio-caf-4g-loop", "4 GiB sparse CAF whose free chunk jumps back onto the one before",
+        T("-m", model, sparse(os.path.join(tmp, "loop.caf"), caf(
+            caf_chunk(b"free", b"\0" * 244) + b"free" + struct.pack(">q", (1 << 32) - 268)),
+            (1 << 32) + 65536)), "fail",
+        ["corrupt CAF", "'free' chunk of 4294967028 bytes", "jump backwards"])
     add("audio-0-frames", "WAV with 0 frames", T("-m", model, f("zero.wav", wav(16000, 1, 0))),
         "fail", ["0 frames"])
     add("audio-nan", "float WAV with a NaN sample",

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "frontend/iff_check.h"
 #include "frontend/riff_check.h"
 #include "libwhisperc.h"
 #include "mem_limit.h"
@@ -251,6 +252,8 @@ static int src_open(struct audio_src *s, const char *path, const struct audio_li
         return WHISPERC_ERR_AUDIO_FORMAT;
     }
     int rc = riff_check(fd_read_at, &s->fd, st.st_size, path, err, err_size);
+    if (!rc)
+        rc = iff_check(fd_read_at, &s->fd, st.st_size, path, err, err_size);
     if (rc)
         return rc;
     s->snd = sf_open_fd(s->fd, SFM_READ, &s->info, SF_FALSE);
