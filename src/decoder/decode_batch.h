@@ -20,9 +20,9 @@ struct decoder_batch;
 struct decode_batch_lane;
 
 struct decode_batch {
-    struct decoder_batch *db; /* not owned */
-    struct wc_stream *s;      /* not owned */
-    const struct wc_vocab *v; /* not owned */
+    struct decoder_batch *db;        /* not owned */
+    struct wc_stream *s;             /* not owned */
+    const struct wc_vocab *v;        /* not owned */
     struct decode_batch_lane *lanes; /* [db->n_lanes], owned */
     /* host scratch, owned: a prompt's logits [2][n_vocab], a prompt [2 n_text_ctx + 8], and a
      * step's rows [n_lanes] each (lane ids, last tokens, picks, filters, histories) */

@@ -37,11 +37,11 @@ struct batch_run {
     struct transcribe_ctx *t;
     struct decoder_batch *db;
     struct decode_batch d;
-    struct lane *lanes;        /* [db->n_lanes], lane k is the decoder's lane k */
-    float *window;             /* host [enc->n_windows][n_mels][3000] */
-    const float **windows;     /* [enc->n_windows] pointers into window */
-    int *need;                 /* [n_lanes] lanes whose next window is to be started */
-    struct decode_opts *opts;  /* [n_lanes] each lane's window's options */
+    struct lane *lanes;       /* [db->n_lanes], lane k is the decoder's lane k */
+    float *window;            /* host [enc->n_windows][n_mels][3000] */
+    const float **windows;    /* [enc->n_windows] pointers into window */
+    int *need;                /* [n_lanes] lanes whose next window is to be started */
+    struct decode_opts *opts; /* [n_lanes] each lane's window's options */
     const struct batch_source *src;
     struct mel_spec *mels; /* [src->n]; an input's is computed when it enters a lane, freed
                             * when it leaves */
