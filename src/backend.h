@@ -169,7 +169,7 @@ struct wc_backend_ops {
      *   out[r].token = argmax(x), out[r].logprob = log_softmax(x)[token].
      * rules and out are host memory; out is filled once sync() returns. The logits rows are
      * left undefined (the CPU masks them in place). CPU: the bits of logit_filters_apply +
-     * decode_argmax + decode_logsumexp. Other backends: logprob within 1e-5 relative of the
+     * decode_argmax + wc_logsumexp. Other backends: logprob within 1e-5 relative of the
      * CPU's; the token and the timestamp test equal except where two candidates tie to within
      * the arithmetic's error (backend docs state it). */
     void (*logits_greedy)(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,

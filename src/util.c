@@ -1,6 +1,7 @@
 /* util.c — see util.h. */
 #include "util.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
@@ -56,7 +57,7 @@ static size_t py_space_len(const unsigned char *p) {
         return 3;
     if (p[0] == 0xe2 && p[1] == 0x80 &&
         ((p[2] >= 0x80 && p[2] <= 0x8a) || p[2] == 0xa8 || p[2] == 0xa9 || p[2] == 0xaf))
-        return 3; /* U+2000..200A, 2028, 2029, 202F */
+        return 3;                                     /* U+2000..200A, 2028, 2029, 202F */
     if (p[0] == 0xe2 && p[1] == 0x81 && p[2] == 0x9f) /* U+205F */
         return 3;
     if (p[0] == 0xe3 && p[1] == 0x80 && p[2] == 0x80) /* U+3000 */
@@ -86,4 +87,16 @@ char *wc_py_strip(char *s) {
     memmove(s, p, n);
     s[n] = '\0';
     return s;
+}
+
+double wc_logsumexp(const float *x, int from, int to) {
+    float m = -INFINITY;
+    for (int i = from; i < to; i++)
+        m = x[i] > m ? x[i] : m;
+    if (m == -INFINITY)
+        return -INFINITY;
+    double s = 0;
+    for (int i = from; i < to; i++)
+        s += exp((double)x[i] - m);
+    return m + log(s);
 }

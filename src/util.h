@@ -40,9 +40,12 @@ static inline float wc_f16_to_f32(uint16_t h) {
     return f;
 }
 
+/* log(sum(exp(x[i]))) over [from, to) in double, -inf when every x is -inf. The one copy used by
+ * the decoder's rules and the backends' logits_greedy twins, so both give the same bits. */
+double wc_logsumexp(const float *x, int from, int to);
+
 /* Reads n values of an unaligned f32 or f16 source into dst. */
 void wc_to_f32(float *dst, const void *src, int src_is_f16, size_t n);
-
 
 /* Seedable PRNG for sampling (splitmix64): reproducible per seed, state lives in the caller. */
 struct wc_rng {

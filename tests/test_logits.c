@@ -1,6 +1,6 @@
 /*
  * test_logits.c — the CPU backend's logits_greedy against the decoder's host path
- * (logit_filters_apply, decode_argmax, decode_logsumexp), bit for bit, on random rows in
+ * (logit_filters_apply, decode_argmax, wc_logsumexp), bit for bit, on random rows in
  * every rule state: first step (suppress blank, max_initial_timestamp), after text, after one
  * timestamp, after a pair, without timestamps; with boosted timestamps (the probability test
  * firing) and with exact ties (argmax = first maximum).
@@ -15,6 +15,7 @@
 #include "decoder/decode_window.h"
 #include "decoder/logit_filters.h"
 #include "model/vocab.h"
+#include "util.h"
 
 #define N_VOCAB 51865 /* multilingual ids */
 
@@ -64,7 +65,7 @@ static void check_rows(struct wc_stream *s, const struct logit_filters *lf, int 
                        ref[decode_argmax(ref, lf->vocab->timestamp_begin)] == -INFINITY &&
                        n_hist[r] > 0;
         int tok = decode_argmax(ref, N_VOCAB);
-        float lp = (float)(ref[tok] - decode_logsumexp(ref, N_VOCAB));
+        float lp = (float)(ref[tok] - wc_logsumexp(ref, 0, N_VOCAB));
         if (got[r].token != tok || memcmp(&got[r].logprob, &lp, sizeof lp) != 0) {
             fprintf(stderr, "%s row %d: got (%d, %.9g), want (%d, %.9g)\n", what, r, got[r].token,
                     got[r].logprob, tok, lp);

@@ -1,14 +1,15 @@
 /*
  * logits.c — cpu_logits_greedy (backend.h logits_greedy): masking, ApplyTimestampRules'
  * probability test, argmax and log-softmax on host rows. The arithmetic is the decoder's own
- * (decoder/logit_filters.c timestamp_rules, decode_window.c decode_argmax and
- * decode_logsumexp), operation for operation, so a greedy step gives the same bits whichever
+ * (decoder/logit_filters.c timestamp_rules, decode_window.c decode_argmax, util.c
+ * wc_logsumexp), operation for operation, so a greedy step gives the same bits whichever
  * path the decoder takes; tests/test_logits.c holds it to that.
  */
 #include <math.h>
 
 #include "cpu/cpu_internal.h"
 #include "libwhisperc.h"
+#include "util.h"
 
 static void forbid(float *x, int from, int to) {
     for (int i = from < 0 ? 0 : from; i < to; i++)
@@ -22,26 +23,6 @@ static float max_of(const float *x, int from, int to) {
     return m;
 }
 
-/* log(sum(exp(x[i]))) over [from, to) in double; -inf when every x is -inf (logit_filters.c) */
-static double logsumexp_ts(const float *x, int from, int to) {
-    float m = max_of(x, from, to);
-    if (m == -INFINITY)
-        return -INFINITY;
-    double s = 0;
-    for (int i = from; i < to; i++)
-        s += exp((double)x[i] - m);
-    return m + log(s);
-}
-
-/* as decode_logsumexp: no -inf guard (a fully masked row gives NaN there too) */
-static double logsumexp_row(const float *x, int n) {
-    float m = max_of(x, 0, n);
-    double s = 0;
-    for (int i = 0; i < n; i++)
-        s += exp((double)x[i] - m);
-    return m + log(s);
-}
-
 static void pick_row(struct wc_greedy_pick *out, float *x, const struct wc_logit_rule *r,
                      const int32_t *suppress, int n_suppress, int n_vocab) {
     for (int i = 0; i < n_suppress; i++)
@@ -49,14 +30,14 @@ static void pick_row(struct wc_greedy_pick *out, float *x, const struct wc_logit
     for (int i = 0; i < r->n_ranges; i++)
         forbid(x, r->lo[i], r->hi[i] < n_vocab ? r->hi[i] : n_vocab);
     int tb = r->ts_begin;
-    if (tb > 0 && tb < n_vocab && logsumexp_ts(x, tb, n_vocab) > (double)max_of(x, 0, tb))
+    if (tb > 0 && tb < n_vocab && wc_logsumexp(x, tb, n_vocab) > (double)max_of(x, 0, tb))
         forbid(x, 0, tb);
     int best = 0; /* the first maximum, as torch.argmax */
     for (int i = 1; i < n_vocab; i++)
         if (x[i] > x[best])
             best = i;
     out->token = best;
-    out->logprob = (float)(x[best] - logsumexp_row(x, n_vocab));
+    out->logprob = (float)(x[best] - wc_logsumexp(x, 0, n_vocab));
 }
 
 void cpu_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,

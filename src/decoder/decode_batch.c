@@ -15,6 +15,7 @@
 #include "decoder/logit_filters.h"
 #include "libwhisperc.h"
 #include "model/vocab.h"
+#include "util.h"
 
 enum lane_state { LANE_FREE = 0, LANE_RUNNING, LANE_ENDED };
 
@@ -43,8 +44,7 @@ int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct w
         .lf = malloc(B * sizeof *d->lf),
         .hk = malloc(B * sizeof *d->hk),
     };
-    if (!d->lanes || !d->logits || !d->seq || !d->last || !d->ids || !d->pick || !d->lf ||
-        !d->hk) {
+    if (!d->lanes || !d->logits || !d->seq || !d->last || !d->ids || !d->pick || !d->lf || !d->hk) {
         decode_batch_free(d);
         return WHISPERC_ERR_NO_MEMORY;
     }
@@ -97,7 +97,8 @@ int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *
     ln->r.temperature = o->temperature;
     if (hyp_set_init(&ln->hs, 1, o->sample_len + 1))
         return WHISPERC_ERR_NO_MEMORY;
-    int sot_index, n_initial = decode_initial_tokens(o, n_ctx, o->sample_len, v, d->seq, &sot_index);
+    int sot_index,
+        n_initial = decode_initial_tokens(o, n_ctx, o->sample_len, v, d->seq, &sot_index);
     if (n_initial + 1 > n_ctx) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
                        "decoder: the prompt and prefix take %d of the %d text positions", n_initial,
@@ -111,14 +112,14 @@ int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *
     if (rc)
         return rc;
     const float *at_sot = d->logits + (size_t)(n_rows - 1) * n_vocab;
-    ln->r.no_speech_prob = exp(at_sot[v->no_speech] - decode_logsumexp(at_sot, n_vocab));
+    ln->r.no_speech_prob = exp(at_sot[v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
     ln->n_initial = n_initial;
     ln->state = o->sample_len > 0 ? LANE_RUNNING : LANE_ENDED;
     if (ln->state == LANE_RUNNING) { /* the prompt's row is on the host already */
         float *logits = d->logits;
         logit_filters_apply(o->filters, logits, ln->hs.h->tok, ln->hs.h->n);
         int next = decode_argmax(logits, n_vocab);
-        take(ln, v, n_ctx, next, (float)(logits[next] - decode_logsumexp(logits, n_vocab)));
+        take(ln, v, n_ctx, next, (float)(logits[next] - wc_logsumexp(logits, 0, n_vocab)));
     }
     return 0;
 }

@@ -15,6 +15,7 @@
 #include "decoder/logit_filters.h"
 #include "libwhisperc.h"
 #include "model/vocab.h"
+#include "util.h"
 
 double compression_ratio(const char *text) {
     size_t n = strlen(text);
@@ -28,16 +29,6 @@ double compression_ratio(const char *text) {
         r = (double)n / (double)cap;
     free(buf);
     return r;
-}
-
-double decode_logsumexp(const float *x, int n) {
-    float m = -INFINITY;
-    for (int i = 0; i < n; i++)
-        m = x[i] > m ? x[i] : m;
-    double s = 0;
-    for (int i = 0; i < n; i++)
-        s += exp((double)x[i] - m);
-    return m + log(s);
 }
 
 int decode_argmax(const float *x, int n) {
@@ -188,7 +179,7 @@ static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_
                 logit_filters_apply(o->filters, row, h->tok, h->n);
                 next = o->temperature == 0.0f ? decode_argmax(row, n_vocab)
                                               : sample(row, n_vocab, o->temperature, o->rng);
-                lp = (float)(row[next] - decode_logsumexp(row, n_vocab));
+                lp = (float)(row[next] - wc_logsumexp(row, 0, n_vocab));
             }
             h->sum += lp;
             if (next == v->eot) {
@@ -247,7 +238,7 @@ int decode_window(struct decoder *d, struct wc_stream *s, const struct wc_vocab 
     if (rc)
         return rc;
     const float *at_sot = logits + (size_t)(n_rows - 1) * n_vocab;
-    r->no_speech_prob = exp(at_sot[v->no_speech] - decode_logsumexp(at_sot, n_vocab));
+    r->no_speech_prob = exp(at_sot[v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
 
     if (o->temperature == 0.0f && o->beam_size > 0) {
         rc = beam_search(d, s, v, o, logits, n_initial, r);

@@ -9,23 +9,11 @@
 
 #include "backend.h"
 #include "model/vocab.h"
+#include "util.h"
 
 static void forbid(float *logits, int from, int to) {
     for (int i = from; i < to; i++)
         logits[i] = -INFINITY;
-}
-
-/* log(sum(exp(x[i]))) over [from, to), -inf if all are -inf. */
-static double logsumexp(const float *x, int from, int to) {
-    float m = -INFINITY;
-    for (int i = from; i < to; i++)
-        m = x[i] > m ? x[i] : m;
-    if (m == -INFINITY)
-        return -INFINITY;
-    double s = 0;
-    for (int i = from; i < to; i++)
-        s += exp((double)x[i] - m);
-    return m + log(s);
 }
 
 static void timestamp_rules(const struct logit_filters *lf, float *logits, const int32_t *seq,
@@ -67,7 +55,7 @@ static void timestamp_rules(const struct logit_filters *lf, float *logits, const
 
     /* if the timestamps together are more probable than any text token, sample a timestamp.
      * Compared before normalisation: log_softmax shifts both sides by the same log Z. */
-    double ts_lse = logsumexp(logits, tb, n_vocab);
+    double ts_lse = wc_logsumexp(logits, tb, n_vocab);
     float text_max = -INFINITY;
     for (int i = 0; i < tb; i++)
         text_max = logits[i] > text_max ? logits[i] : text_max;
