@@ -28,18 +28,11 @@ import sys
 import tempfile
 import time
 
-failures = 0
+import testlib
+from testlib import check
 
 
-def check(cond, what):
-    global failures
-    print(("ok      " if cond else "NOT OK  ") + what, flush=True)
-    if not cond:
-        failures += 1
-    return cond
-
-
-exe, shared = sys.argv[1], os.environ.get("WHISPERC_SHARED") or sys.argv[2]
+exe, shared = sys.argv[1], testlib.shared_dir(sys.argv[2])
 model = os.path.join(shared, "models", "ggml-tiny.en.bin")
 wavs = sorted(glob.glob(os.path.join(shared, "audio", "ljspeech-dev", "wavs", "*.flac")))
 golden = os.path.join(shared, "golden", "tiny.en", "dev.jsonl")
@@ -340,7 +333,7 @@ def main():
     if not (os.path.exists(model) and len(wavs) >= n_files):
         print(f"SKIP: {model} or {n_files} clips in {shared}/audio/ljspeech-dev missing "
               "(set WHISPERC_SHARED)")
-        return 77 if failures == 0 else 1
+        return 77 if testlib.failures == 0 else 1
     tmp = tempfile.mkdtemp(prefix="wc_test_batch_")
     try:
         inputs = os.path.join(tmp, "in")
@@ -362,8 +355,8 @@ def main():
               f"failures and manifests {t3 - t2:.0f} s, --batch-size {time.time() - t3:.0f} s")
     finally:
         shutil.rmtree(tmp)
-    print(f"{failures} failure(s)")
-    return 1 if failures else 0
+    print(f"{testlib.failures} failure(s)")
+    return 1 if testlib.failures else 0
 
 
 sys.exit(main())

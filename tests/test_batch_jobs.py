@@ -14,7 +14,9 @@ import subprocess
 import sys
 import tempfile
 
-exe, shared = sys.argv[1], os.environ.get("WHISPERC_SHARED") or sys.argv[2]
+import testlib
+
+exe, shared = sys.argv[1], testlib.shared_dir(sys.argv[2])
 model = os.path.join(shared, "models", "ggml-tiny.en.bin")
 clips = [os.path.join(shared, "audio", "ljspeech-dev", "wavs", f"LJ001-{i:04d}.flac")
          for i in (2, 8, 11, 13, 20, 37)]

@@ -13,14 +13,8 @@ import subprocess
 import sys
 import tempfile
 
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok      " if cond else "NOT OK  ") + what)
-    if not cond:
-        failures += 1
+import testlib
+from testlib import check
 
 
 def run(args, env=None):
@@ -42,7 +36,7 @@ def expect_failure(what, args, tmp, env=None, needle=None):
     check(set(os.listdir(tmp)) == before, f"{what}: no file left behind ({set(os.listdir(tmp)) - before})")
 
 
-exe, shared = sys.argv[1], os.environ.get("WHISPERC_SHARED") or sys.argv[2]
+exe, shared = sys.argv[1], testlib.shared_dir(sys.argv[2])
 model = os.path.join(shared, "models", "ggml-tiny.en.bin")
 jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
 golden = os.path.join(shared, "golden", "tiny.en", "dev.jsonl")
@@ -58,7 +52,7 @@ check(r.returncode != 0, "unknown command rejected")
 
 if not (os.path.exists(model) and os.path.exists(jfk)):
     print(f"SKIP: {model} or {jfk} missing (set WHISPERC_SHARED)")
-    sys.exit(77 if failures == 0 else 1)
+    sys.exit(77 if testlib.failures == 0 else 1)
 
 tmp = tempfile.mkdtemp(prefix="wc_test_cli_")
 try:
@@ -171,5 +165,5 @@ try:
 finally:
     shutil.rmtree(tmp)
 
-print(f"{failures} failure(s)")
-sys.exit(1 if failures else 0)
+print(f"{testlib.failures} failure(s)")
+sys.exit(1 if testlib.failures else 0)

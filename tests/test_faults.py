@@ -21,25 +21,17 @@ import os
 import resource
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 import wave
 
-failures = 0
+import testlib
+from testlib import check
 
 
-def check(cond, what):
-    global failures
-    print(("ok      " if cond else "NOT OK  ") + what, flush=True)
-    if not cond:
-        failures += 1
-    return cond
-
-
-exe, shared = os.path.abspath(sys.argv[1]), os.environ.get("WHISPERC_SHARED") or sys.argv[2]
+exe, shared = os.path.abspath(sys.argv[1]), testlib.shared_dir(sys.argv[2])
 model = os.path.join(shared, "models", "ggml-tiny.en.bin")
 jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
 if not (os.path.exists(model) and os.path.exists(jfk)):
@@ -164,5 +156,5 @@ for test in (batch_one_sigterm,
         test(tmp)
     finally:
         shutil.rmtree(tmp)
-print(f"{failures} failure(s)")
-sys.exit(1 if failures else 0)
+print(f"{testlib.failures} failure(s)")
+sys.exit(1 if testlib.failures else 0)

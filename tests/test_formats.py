@@ -24,15 +24,10 @@ import subprocess
 import sys
 import tempfile
 
-failures = 0
+import testlib
+from testlib import check
 
-
-def check(cond, what):
-    global failures
-    if not cond:
-        print("NOT OK  " + what)
-        failures += 1
-    return cond
+testlib.quiet = True  # thousands of checks: print the failures only
 
 
 def run(args):
@@ -198,7 +193,7 @@ def one_case(tmp, audio, opts, tag):
     return d
 
 
-exe, shared, what = sys.argv[1], os.environ.get("WHISPERC_SHARED") or sys.argv[2], sys.argv[3]
+exe, shared, what = sys.argv[1], testlib.shared_dir(sys.argv[2]), sys.argv[3]
 model = os.path.join(shared, "models", "ggml-tiny.en.bin")
 jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
 ljspeech = os.path.join(shared, "audio", "ljspeech-dev", "wavs")
@@ -274,5 +269,5 @@ try:
         print("ok      -ojf, -pc, batch")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
-print("formats: " + ("OK" if failures == 0 else f"{failures} NOT OK"))
-sys.exit(1 if failures else 0)
+print("formats: " + ("OK" if testlib.failures == 0 else f"{testlib.failures} NOT OK"))
+sys.exit(1 if testlib.failures else 0)

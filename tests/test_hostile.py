@@ -22,13 +22,16 @@ import sys
 import tempfile
 import time
 
+import testlib
+from testlib import check
+
 sanitized = len(sys.argv) > 3 and sys.argv[3] not in ("", "none", "--update-doc")
 TIMEOUT_S = 60 if sanitized else 10
 DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "reliability.md")
 BEGIN, END = "<!-- hostile-table:begin -->", "<!-- hostile-table:end -->"
 
 exe = os.path.abspath(sys.argv[1])
-shared = os.environ.get("WHISPERC_SHARED") or sys.argv[2]
+shared = testlib.shared_dir(sys.argv[2])
 update_doc = "--update-doc" in sys.argv[3:]
 model = os.path.join(shared, "models", "ggml-tiny.en.bin")
 header_only = os.path.join(shared, "reference", "for-tests-ggml-tiny.en.bin")
@@ -37,15 +40,6 @@ for p in (model, header_only, jfk):
     if not os.path.exists(p):
         print(f"SKIP: {p} missing (set WHISPERC_SHARED)")
         sys.exit(77)
-
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok      " if cond else "NOT OK  ") + what)
-    if not cond:
-        failures += 1
 
 
 # ---- hostile files -------------------------------------------------------------------------
@@ -464,5 +458,5 @@ if update_doc and old is not None:
 else:
     check(old == table, "docs/reliability.md's table matches (tests/test_hostile.py "
           "build/whisper-c ../shared --update-doc rewrites it)")
-print(f"{failures} failure(s)")
-sys.exit(1 if failures else 0)
+print(f"{testlib.failures} failure(s)")
+sys.exit(1 if testlib.failures else 0)

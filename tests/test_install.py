@@ -17,20 +17,15 @@ import subprocess
 import sys
 import tempfile
 
+import testlib
+from testlib import check
+
 build, source, shared, sanitize = sys.argv[1:5]
 source = pathlib.Path(source)
 model = pathlib.Path(shared) / "models" / "ggml-tiny.en.bin"
 if not model.exists():
     print(f"skip: {model} not found")
     sys.exit(77)
-
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    print(("ok: " if ok else "FAILED: ") + what, flush=True)
-    failures += 0 if ok else 1
 
 
 def run(cmd, **kw):
@@ -112,5 +107,5 @@ check(one.count("\n") == len(files) and "ERROR" not in one, "parallel: every fil
 check(one == four, f"parallel: 4 threads on one model == 1 thread ({len(files)} files)")
 
 subprocess.run(["rm", "-rf", str(tmp)])
-print(f"{'FAILED' if failures else 'OK'}")
-sys.exit(1 if failures else 0)
+print(f"{'FAILED' if testlib.failures else 'OK'}")
+sys.exit(1 if testlib.failures else 0)

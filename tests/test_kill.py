@@ -20,17 +20,11 @@ import sys
 import tempfile
 import time
 
-failures = 0
+import testlib
+from testlib import check
 
 
-def check(cond, what):
-    global failures
-    print(("ok      " if cond else "NOT OK  ") + what, flush=True)
-    if not cond:
-        failures += 1
-
-
-exe, shared = os.path.abspath(sys.argv[1]), os.environ.get("WHISPERC_SHARED") or sys.argv[2]
+exe, shared = os.path.abspath(sys.argv[1]), testlib.shared_dir(sys.argv[2])
 n_kills = int(sys.argv[3]) if len(sys.argv) > 3 else 20
 seed = int(sys.argv[4]) if len(sys.argv) > 4 else int(time.time())
 model = os.path.join(shared, "models", "ggml-tiny.en.bin")
@@ -124,5 +118,5 @@ try:
     print(f"        total {time.time() - t0:.0f} s")
 finally:
     shutil.rmtree(tmp)
-print(f"{failures} failure(s)")
-sys.exit(1 if failures else 0)
+print(f"{testlib.failures} failure(s)")
+sys.exit(1 if testlib.failures else 0)

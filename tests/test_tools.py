@@ -29,14 +29,8 @@ import zipfile
 
 import numpy as np
 
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok      " if cond else "NOT OK  ") + what, flush=True)
-    if not cond:
-        failures += 1
+import testlib  # noqa: E402
+from testlib import check  # noqa: E402
 
 
 def tool(name, *args, timeout=600):
@@ -435,7 +429,7 @@ def has_torch():
 # ---------------------------------------------------------------------------------------------
 
 part, tools_dir, whisper_c, info_exe = sys.argv[1:5]
-shared = os.environ.get("WHISPERC_SHARED") or sys.argv[5]
+shared = testlib.shared_dir(sys.argv[5])
 cache_dir = sys.argv[6]
 tiny_en = os.path.join(shared, "models", "ggml-tiny.en.bin")
 jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
@@ -453,5 +447,5 @@ try:
      "errors": part_errors}[part]()
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
-print(f"{part}: {failures} failure(s), {time.time() - t_start:.1f} s")
-sys.exit(1 if failures else 0)
+print(f"{part}: {testlib.failures} failure(s), {time.time() - t_start:.1f} s")
+sys.exit(1 if testlib.failures else 0)

@@ -24,14 +24,8 @@ import sys
 import tempfile
 import wave
 
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok      " if cond else "NOT OK  ") + what, flush=True)
-    if not cond:
-        failures += 1
+import testlib  # noqa: E402
+from testlib import check  # noqa: E402
 
 
 def read_wav16(path):
@@ -122,7 +116,7 @@ def main():
     if py and not os.environ.get("WHISPERC_TORCH_REEXEC"):  # a venv's python: a symlink
         os.environ["WHISPERC_TORCH_REEXEC"] = "1"
         os.execv(py, [py, *sys.argv])
-    tools_dir, shared = sys.argv[1], os.environ.get("WHISPERC_SHARED") or sys.argv[2]
+    tools_dir, shared = sys.argv[1], testlib.shared_dir(sys.argv[2])
     model = os.path.join(shared, "models", "ggml-tiny.en.bin")
     if not os.path.isfile(model):
         print(f"SKIP: {model} not found")
@@ -148,8 +142,8 @@ def main():
             check_model(tools_dir, model, golden_jfk(shared, size), audio, have_hf)
         else:
             print(f"SKIP: {model} not found")
-    print(f"{failures} failed")
-    return 1 if failures else 0
+    print(f"{testlib.failures} failed")
+    return 1 if testlib.failures else 0
 
 
 sys.exit(main())

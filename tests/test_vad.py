@@ -15,19 +15,13 @@ import subprocess
 import sys
 import tempfile
 
+import testlib
+from testlib import check
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_transcripts import simple_normalise, word_edits  # noqa: E402
 
 TOL = 0.1  # seconds, the tolerance on timestamps
-
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok      " if cond else "NOT OK  ") + what)
-    if not cond:
-        failures += 1
 
 
 def transcribe(runner, model, wav, vad):
@@ -43,7 +37,7 @@ def wer(ref_words, text):
 
 
 def main():
-    runner, shared, tool = sys.argv[1], os.environ.get("WHISPERC_SHARED") or sys.argv[2], sys.argv[3]
+    runner, shared, tool = sys.argv[1], testlib.shared_dir(sys.argv[2]), sys.argv[3]
     model = os.path.join(shared, "models", "ggml-tiny.en.bin")
     need = [model, os.path.join(shared, "audio", "librivox"), os.path.join(shared, "audio", "jfk")]
     if not all(os.path.exists(p) for p in need):
@@ -78,7 +72,7 @@ def main():
     check(not bad, f"every segment inside one clip +- {TOL} s (outside: {bad[:5]})")
     hit = {clip_of(w["start"], w["end"]) for w in words}
     check(hit >= set(range(len(clips))), f"words in every clip ({sorted(hit)})")
-    return 1 if failures else 0
+    return 1 if testlib.failures else 0
 
 
 if __name__ == "__main__":
