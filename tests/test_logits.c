@@ -3,7 +3,7 @@
  * (logit_filters_apply, decode_argmax, wc_logsumexp), bit for bit, on random rows in
  * every rule state: first step (suppress blank, max_initial_timestamp), after text, after one
  * timestamp, after a pair, without timestamps; with boosted timestamps (the probability test
- * firing) and with exact ties (argmax = first maximum).
+ * firing), with exact ties (argmax = first maximum) and confident rows.
  */
 #include <math.h>
 #include <stdio.h>
@@ -31,7 +31,8 @@ static void fake_vocab(struct wc_vocab *v) {
     v->timestamp_begin = 50364;
 }
 
-/* logits ~ N(0, 3); ts_boost added to timestamps; n_ties copies of the row's text maximum */
+/* logits ~ N(0, 3); ts_boost added to timestamps; n_ties copies of the row's text maximum, or
+ * n_ties < 0: a confident row, one text logit 25 above the rest (log-probability ~ -1e-6) */
 static void rand_row(float *x, const struct wc_vocab *v, float ts_boost, int n_ties) {
     for (int i = 0; i < N_VOCAB; i++)
         x[i] = 3.0f * test_rng_normal(&rng) + (i >= v->timestamp_begin ? ts_boost : 0.0f);
@@ -40,6 +41,8 @@ static void rand_row(float *x, const struct wc_vocab *v, float ts_boost, int n_t
         int j = (int)((test_rng_uniform(&rng) + 1.0f) * 0.5f * (N_VOCAB - 1));
         x[j] = x[best];
     }
+    if (n_ties < 0)
+        x[440] = x[best] + 25.0f;
 }
 
 /* One call of n rows; each row checked against the host path. */
@@ -114,6 +117,7 @@ int main(void) {
                         check_rows(s, &lf, 1, &hist[h], &n_hist[h], boosts[b], ties, "one row");
                     check_rows(s, &lf, 6, hist, n_hist, boosts[b], ties, "six rows");
                 }
+        check_rows(s, &lf, 6, hist, n_hist, 0.0f, -1, "confident rows");
     }
     printf("timestamp test forbade the text in %d rows\n", n_forced_ts);
     CHECK(n_forced_ts > 0);

@@ -99,8 +99,16 @@ void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
     if (!fits_u32(s, "linear", n_in) || !fits_u32(s, "linear", (size_t)n_rows * (size_t)ld_out) ||
         !fits_u32(s, "linear", (size_t)w->rows * (size_t)w->cols))
         return;
-    /* gemv's 16-byte weight loads need K % 8 == 0 (every Whisper width is a multiple of 64) */
-    if (n_rows <= KERNEL_GEMV_MAX_ROWS && w->cols % 8 == 0 && (uintptr_t)w->data % 16 == 0) {
+    if (n_rows <= KERNEL_GEMV_MAX_ROWS) {
+        /* gemv's 16-byte weight loads need K % 8 == 0 and aligned rows (every Whisper width is
+         * a multiple of 64, the arena aligns to 256). No cuBLAS fallback: its bits depend on the
+         * row count, which would break linear_exact_rows without a word. */
+        if (w->cols % 8 || (uintptr_t)w->data % 16) {
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                           "cuda linear: weight [%d][%d] needs K %% 8 == 0 and 16-byte alignment",
+                           w->rows, w->cols);
+            return;
+        }
         gemv(s, out, ld_out, in, w, b, n_rows, act, accumulate);
         return;
     }
@@ -222,6 +230,12 @@ void cuda_attention(struct wc_stream *s, float *out, const float *q, const float
         !fits_u32(s, "attention", (size_t)s_len * (size_t)ld_kv))
         return;
     int causal = causal_pos0 >= 0;
+    if (!causal && t_len <= KERNEL_ROWS_MAX_QUERIES && d % 32 == 0 && d <= 128) {
+        /* a decoder step's cross-attention: the kernel of attention_rows, whose rows then have
+         * the bits a batched step gives them (backend.h); one CTA per query is faster too */
+        cuda_attention_rows(s, out, q, k, v, ld_kv, 0, NULL, t_len, s_len, c, n_head);
+        return;
+    }
     const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ATTENTION, n_head, d, causal);
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v);
     unsigned uld = (unsigned)ld_kv, ut = (unsigned)t_len, us = (unsigned)s_len;
@@ -239,6 +253,11 @@ void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, cons
     int d = head_dim(s, "attention_gather", c, n_head);
     if (!d || !fits_u32(s, "attention_gather", (size_t)n_seq * (size_t)ld_slots))
         return;
+    if (n_kv < 1 || n_kv > ld_slots) { /* the kernel clamps per-sequence counts to [1, n_kv] */
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda attention_gather: %d keys, %d slots",
+                       n_kv, ld_slots);
+        return;
+    }
     const struct cuda_kernel *kn = cuda_kernel_get(s, CK_GATHER, n_head, d, 0);
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v), ps = dptr(slots);
     CUdeviceptr pn = dptr(n_kv_seq);

@@ -95,12 +95,18 @@ static struct key_rows gather_setup(struct ptx_kernel *k, struct ptx_reg g, stru
     struct key_rows kr = {.gather = 1};
     struct ptx_reg ld_slots = ptx_reg(k, PTX_B32), si = ptx_reg(k, PTX_B32);
     struct ptx_reg seq = ptx_reg(k, PTX_B64), has = ptx_reg(k, PTX_PRED);
-    ptx_ins(k, "ld.param.u32 %s, [p_n_kv]", n_kv.s);
+    struct ptx_reg n_max = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "ld.param.u32 %s, [p_n_kv]", n_max.s);
+    ptx_ins(k, "mov.u32 %s, %s", n_kv.s, n_max.s);
     ptx_ins(k, "ld.param.u64 %s, [p_n_kv_seq]", seq.s);
     ptx_ins(k, "setp.ne.u64 %s, %s, 0", has.s, seq.s);
     ptx_ins(k, "cvta.to.global.u64 %s, %s", seq.s, seq.s);
     struct ptx_reg sa = ptx_addr(k, seq, g, 4);
     ptx_ins(k, "@%s ld.global.nc.u32 %s, [%s]", has.s, n_kv.s, sa.s);
+    /* a bad count must not read past the slot table or the cache: clamp to [1, n_kv] (the CPU
+     * twin refuses it; here the host never sees the device-side counts) */
+    ptx_ins(k, "min.u32 %s, %s, %s", n_kv.s, n_kv.s, n_max.s);
+    ptx_ins(k, "max.u32 %s, %s, 1", n_kv.s, n_kv.s);
     ptx_ins(k, "ld.param.u32 %s, [p_ld_slots]", ld_slots.s);
     ptx_ins(k, "mul.lo.u32 %s, %s, %s", si.s, g.s, ld_slots.s);
     kr.slot_row = ptx_addr(k, ptx_ld_ptr(k, "p_slots"), si, 4);
@@ -118,8 +124,13 @@ static struct key_rows rows_setup(struct ptx_kernel *k, struct ptx_reg g, struct
     ptx_ins(k, "ld.param.u32 %s, [p_s_len]", n_kv.s);
     ptx_ins(k, "ld.param.u32 %s, [p_ld_kv]", kr.row_bytes.s);
     ptx_ins(k, "shl.b32 %s, %s, 2", kr.row_bytes.s, kr.row_bytes.s);
-    struct ptx_reg la = ptx_addr(k, ptx_ld_ptr(k, "p_lane_of_row"), g, 4);
-    ptx_ins(k, "ld.global.nc.u32 %s, [%s]", lane.s, la.s);
+    struct ptx_reg lp = ptx_reg(k, PTX_B64), has = ptx_reg(k, PTX_PRED);
+    ptx_ins(k, "ld.param.u64 %s, [p_lane_of_row]", lp.s); /* null: every row is lane 0's */
+    ptx_ins(k, "setp.ne.u64 %s, %s, 0", has.s, lp.s);
+    ptx_ins(k, "cvta.to.global.u64 %s, %s", lp.s, lp.s);
+    struct ptx_reg la = ptx_addr(k, lp, g, 4);
+    ptx_ins(k, "mov.u32 %s, 0", lane.s);
+    ptx_ins(k, "@%s ld.global.nc.u32 %s, [%s]", has.s, lane.s, la.s);
     ptx_ins(k, "ld.param.u64 %s, [p_lane_stride]", stride.s);
     ptx_ins(k, "cvt.u64.u32 %s, %s", off.s, lane.s);
     ptx_ins(k, "mul.lo.u64 %s, %s, %s", off.s, off.s, stride.s);

@@ -68,7 +68,8 @@ char *gen_attention_tc(int sm, int n_head, int d_head);
 
 /* backend.h's `attention_gather`: one query per sequence, keys/values through the slot table:
  * attn_gather_h<H>_d<D>(out, q, k, v, slots, ld_slots, n_kv_seq, n_seq, n_kv), n_kv >= 1;
- * n_kv_seq: 0, or the device address of n_seq u32 key counts (1..n_kv), one per sequence;
+ * n_kv_seq: 0, or the device address of n_seq u32 key counts, one per sequence, clamped to
+ * [1, n_kv] in the kernel;
  * grid (n_seq, H) x KERNEL_GATHER_THREADS. */
 #define KERNEL_GATHER_THREADS 128
 char *gen_attention_gather(int sm, int n_head, int d_head);
@@ -76,7 +77,10 @@ char *gen_attention_gather(int sm, int n_head, int d_head);
 /* backend.h's `attention_rows`, the same kernel over contiguous keys: attn_rows_h<H>_d<D>(out,
  * q, k, v, ld_kv, lane_stride, lane_of_row, n_rows, s_len); row g reads keys j < s_len at
  * k + lane_of_row[g] * lane_stride + j * ld_kv (floats; lane_stride .u64, so lanes may lie
- * more than 4 GiB apart), s_len >= 1; grid (n_rows, H) x KERNEL_GATHER_THREADS. */
+ * more than 4 GiB apart; lane_of_row 0: every row reads lane 0), s_len >= 1;
+ * grid (n_rows, H) x KERNEL_GATHER_THREADS. Also `attention` for a few unmasked queries
+ * (KERNEL_ROWS_MAX_QUERIES), so that a decoder step gives the same bits alone and batched. */
+#define KERNEL_ROWS_MAX_QUERIES 8
 char *gen_attention_rows(int sm, int n_head, int d_head);
 
 /* backend.h's `attention_scores` for one head: attn_scores_h<H>_d<D>(out, q, k, ld_k, t_len,
