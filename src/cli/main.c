@@ -4,6 +4,7 @@
  * kernel generators.
  */
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,12 @@ static void on_stop_signal(int sig) {
     stop_signal = sig;
     if (writing_outputs)
         return;
+    /* `timeout` signals the process and its group: two handlers may run at once in two
+     * threads. One writes the message and exits; the other waits for that exit. */
+    static atomic_flag exiting = ATOMIC_FLAG_INIT;
+    if (atomic_flag_test_and_set(&exiting))
+        for (;;)
+            pause();
     const char *file = current_file;
     write_str("whisper-c: ");
     if (file) {
@@ -225,7 +232,9 @@ static int cmd_transcribe(int argc, char **argv) {
         fp.progress_fn = print_progress;
     fp.abort_fn = stop_requested;
     struct sigaction sa = {.sa_handler = on_stop_signal};
-    sigemptyset(&sa.sa_mask);
+    sigemptyset(&sa.sa_mask); /* neither interrupts the handler on its own thread (see there) */
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     int failed = 0;
