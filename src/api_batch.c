@@ -88,15 +88,9 @@ static bool on_window(void *user, int n_new, int percent) {
 uint64_t api_batch_memory_bytes(const struct wc_hparams *hp, int n_lanes) {
     if (n_lanes < 1)
         return 0;
-    /* decoder_batch_init's buffers: self-attention K/V pool, cross-attention K/V, activations,
-     * logits, slot table and its host copy; then transcribe_batch's host logits */
-    uint64_t L = (uint64_t)hp->n_text_layer, c = (uint64_t)hp->n_text_state, B = (uint64_t)n_lanes;
-    uint64_t n_ctx = (uint64_t)hp->n_text_ctx, rows = n_ctx > B ? n_ctx : B;
-    uint64_t n_logits = B > 2 ? B : 2;
-    return 2 * L * B * n_ctx * c * sizeof(float) +
-           2 * B * L * (uint64_t)hp->n_audio_ctx * c * sizeof(float) +
-           8 * rows * c * sizeof(float) + 2 * n_logits * (uint64_t)hp->n_vocab * sizeof(float) +
-           2 * B * n_ctx * sizeof(int32_t);
+    /* the batch decoder's buffers, then decode_batch's host logits (a prompt's two rows; a
+     * step's picks come back through logits_greedy) */
+    return decoder_batch_bytes(hp, n_lanes) + 2 * (uint64_t)hp->n_vocab * sizeof(float);
 }
 
 /* The batch decoder with room for p->batch_size lanes, or fewer: when its buffers are refused

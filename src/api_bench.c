@@ -169,11 +169,20 @@ whisperc_status wc_bench_window(whisperc_state *st, int n_threads, int n_tokens,
     /* every sequence continues the prompt's one row of logits */
     for (int g = 0; !rc && g < n_seq; g++)
         tok[g] = argmax(logits, v->n_vocab);
+    /* each step's argmax as greedy decoding takes it: the backend's logits_greedy (no rule
+     * here), so that only the picks cross to the host, not n_seq rows of logits */
+    struct wc_logit_rule rules[WC_MAX_GROUP];
+    struct wc_greedy_pick picks[WC_MAX_GROUP];
+    memset(rules, 0, sizeof rules);
     t0 = wc_now_ms();
     for (int i = 0; !rc && i < n_tokens && st->dec.n_past < hp->n_text_ctx; i++) {
-        rc = decoder_step(&st->dec, s, tok, n_seq, logits);
+        rc = decoder_step(&st->dec, s, tok, n_seq, NULL);
+        if (!rc) {
+            s->be->ops->logits_greedy(s, picks, st->dec.logits, rules, NULL, 0, n_seq, v->n_vocab);
+            rc = wc_stream_sync(s);
+        }
         for (int g = 0; !rc && g < n_seq; g++)
-            tok[g] = argmax(logits + (size_t)g * v->n_vocab, v->n_vocab);
+            tok[g] = picks[g].token;
         out->n_steps += !rc;
     }
     out->steps_ms = wc_now_ms() - t0;

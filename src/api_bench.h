@@ -17,7 +17,8 @@ struct wc_bench_times {
     double encode_ms; /* encoder_forward on the window */
     double cross_ms;  /* cross-attention K/V of every decoder layer */
     double prompt_ms; /* the SOT sequence as one batch */
-    double steps_ms;  /* n_steps decoder steps of n_seq sequences, argmax feeding */
+    double steps_ms;  /* n_steps decoder steps of n_seq sequences, each fed its argmax as
+                       * greedy decoding picks it (the backend's logits_greedy) */
     int n_prompt, n_steps, n_seq;
 };
 

@@ -246,10 +246,11 @@ static void test_memory_fallback(const char *model_path, const float *const *pcm
     whisperc_model_free(model);
     CHECK(model_mib > 0 && base_mib > model_mib);
     /* tiny.en's batch decoder: per lane, the self-attention pool (4 layers x 448 rows) and the
-     * cross-attention K/V (4 layers x 1500 rows) of 384 floats each, its logits and slot rows;
-     * once, the activations of 448 rows (src/api_batch.c api_batch_memory_bytes) */
-    int64_t lane = (2 * 4 * 448 * 384 + 2 * 4 * 1500 * 384 + 2 * 51864) * 4 + 2 * 448 * 4;
-    int64_t once = 8 * 448 * 384 * 4;
+     * cross-attention K/V (4 layers x 1500 rows) of 384 floats each, a row of logits (from 3
+     * lanes), its step indices (twice), slot rows and position; once, the activations of 448
+     * rows and two rows of logits on the host (src/decoder/decoder_batch.c batch_sizes) */
+    int64_t lane = (2 * 4 * 448 * 384 + 2 * 4 * 1500 * 384 + 51864) * 4 + (2 * 451 + 448 + 2) * 4;
+    int64_t once = 8 * 448 * 384 * 4 + 2 * 51864 * 4;
     /* a batch of 2 or more encodes 2 windows at a time on the CPU (src/api_batch.c): the
      * encoder's second window (encoder_memory_bytes: 3002 padded mel and conv rows, 10 x 1500
      * rows of activations) and its encoder output, with half a lane to spare: less than 2

@@ -29,31 +29,58 @@ static void release_all(struct decoder_batch *db, struct wc_stream *s) {
     db->n_lanes = 0;
 }
 
+/* The buffers decoder_batch_init allocates for n_lanes lanes, in bytes: one place for both it
+ * and decoder_batch_bytes (the memory budget). */
+struct batch_sizes {
+    size_t cache, cross, act, mlp, logits, idx, slots, lanes;
+};
+static struct batch_sizes batch_sizes(const struct wc_hparams *hp, int n_lanes) {
+    size_t L = (size_t)hp->n_text_layer, c = (size_t)hp->n_text_state, f = sizeof(float);
+    size_t n_ctx = (size_t)hp->n_text_ctx, n_audio = (size_t)hp->n_audio_ctx, B = (size_t)n_lanes;
+    size_t rows = n_ctx > B ? n_ctx : B, n_logits = B > 2 ? B : 2;
+    return (struct batch_sizes){
+        .cache = L * B * n_ctx * c * f,   /* k_cache, v_cache */
+        .cross = B * L * n_audio * c * f, /* xk, xv */
+        .act = rows * c * f,              /* x, h, q, att */
+        .mlp = rows * 4 * c * f,
+        .logits = n_logits * (size_t)hp->n_vocab * f,
+        .idx = (3 + n_ctx) * B * sizeof(int32_t), /* step_idx and its host copy step_host */
+        .slots = B * n_ctx * sizeof(int32_t),     /* slots_host */
+        .lanes = B * sizeof(int32_t),             /* pos_host, n_past */
+    };
+}
+
+uint64_t decoder_batch_bytes(const struct wc_hparams *hp, int n_lanes) {
+    if (n_lanes < 1)
+        return 0;
+    struct batch_sizes z = batch_sizes(hp, n_lanes);
+    return 2 * (uint64_t)z.cache + 2 * (uint64_t)z.cross + 4 * (uint64_t)z.act + z.mlp + z.logits +
+           2 * (uint64_t)z.idx + z.slots + 2 * (uint64_t)z.lanes;
+}
+
 int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const struct wc_hparams *hp,
                        const struct wc_weights *w, int n_lanes) {
     const struct wc_backend_ops *op = s->be->ops;
     memset(db, 0, sizeof *db);
     db->hp = hp;
     db->w = w;
-    size_t L = (size_t)hp->n_text_layer, c = (size_t)hp->n_text_state, f = sizeof(float);
-    size_t n_ctx = (size_t)hp->n_text_ctx, n_audio = (size_t)hp->n_audio_ctx, B = (size_t)n_lanes;
-    size_t rows = n_ctx > B ? n_ctx : B, n_logits = B > 2 ? B : 2;
-    db->n_slots = (int)(B * n_ctx);
-    db->k_cache = op->alloc(s, L * B * n_ctx * c * f);
-    db->v_cache = op->alloc(s, L * B * n_ctx * c * f);
-    db->xk = op->alloc(s, B * L * n_audio * c * f);
-    db->xv = op->alloc(s, B * L * n_audio * c * f);
-    db->x = op->alloc(s, rows * c * f);
-    db->h = op->alloc(s, rows * c * f);
-    db->q = op->alloc(s, rows * c * f);
-    db->att = op->alloc(s, rows * c * f);
-    db->mlp = op->alloc(s, rows * 4 * c * f);
-    db->logits = op->alloc(s, n_logits * (size_t)hp->n_vocab * f);
-    db->step_idx = op->alloc(s, (3 + n_ctx) * B * sizeof(int32_t));
-    db->step_host = calloc((3 + n_ctx) * B, sizeof(int32_t));
-    db->slots_host = calloc(B * n_ctx, sizeof(int32_t));
-    db->pos_host = calloc(B, sizeof(int32_t));
-    db->n_past = calloc(B, sizeof(int));
+    struct batch_sizes z = batch_sizes(hp, n_lanes);
+    db->n_slots = n_lanes * hp->n_text_ctx;
+    db->k_cache = op->alloc(s, z.cache);
+    db->v_cache = op->alloc(s, z.cache);
+    db->xk = op->alloc(s, z.cross);
+    db->xv = op->alloc(s, z.cross);
+    db->x = op->alloc(s, z.act);
+    db->h = op->alloc(s, z.act);
+    db->q = op->alloc(s, z.act);
+    db->att = op->alloc(s, z.act);
+    db->mlp = op->alloc(s, z.mlp);
+    db->logits = op->alloc(s, z.logits);
+    db->step_idx = op->alloc(s, z.idx);
+    db->step_host = calloc(1, z.idx);
+    db->slots_host = calloc(1, z.slots);
+    db->pos_host = calloc(1, z.lanes);
+    db->n_past = calloc(1, z.lanes);
     if (!s->err && (!db->step_host || !db->slots_host || !db->pos_host || !db->n_past))
         wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "decoder: out of memory for %d lanes", n_lanes);
     if (s->err) {
@@ -61,8 +88,8 @@ int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const stru
         return s->err;
     }
     db->n_lanes = n_lanes;
-    for (size_t i = 0; i < B * n_ctx; i++) /* lane k's position p is row k * n_ctx + p */
-        db->slots_host[i] = (int32_t)i;
+    for (int i = 0; i < db->n_slots; i++) /* lane k's position p is row k * n_ctx + p */
+        db->slots_host[i] = i;
     return 0;
 }
 

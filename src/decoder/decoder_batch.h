@@ -53,6 +53,9 @@ struct decoder_batch {
     int32_t *pos_host;   /* [n_lanes] a step's row positions */
 };
 
+/* Bytes decoder_batch_init allocates for n_lanes lanes (backend and host memory together). */
+uint64_t decoder_batch_bytes(const struct wc_hparams *hp, int n_lanes);
+
 /* Buffers for n_lanes lanes. Returns 0 or the stream's error (nothing left allocated). */
 int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const struct wc_hparams *hp,
                        const struct wc_weights *w, int n_lanes);
