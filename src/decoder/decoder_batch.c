@@ -125,13 +125,11 @@ void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int 
 
 /* What one decoder_block call runs on: n rows of db->x that are either one lane's prompt
  * (lanes == NULL: rows at positions 0..n-1 of lane `lane`, in cache rows base..base+n-1) or
- * one token for each of lanes[0..n) (lane k at position n_past[lane k], db->step_idx filled;
- * max_kv: the most keys a row sees). */
+ * one token for each of lanes[0..n) (lane k at position n_past[lane k], db->step_idx filled). */
 struct block_rows {
     int n, base;
     int lane;
     const int *lanes;
-    int max_kv;
 };
 
 /* linear over n rows; a step splits them so that each row gets its lone-row bits */
@@ -174,8 +172,10 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
                       n, c, n_head, 0);
     } else {
         const int32_t *n_kv = db->step_idx, *table = db->step_idx + 3 * db->n_lanes;
-        op->attention_gather(s, db->att, db->q, kc, vc, table, n_ctx, n_kv, n, br->max_kv, c,
-                             n_head);
+        /* the key bound is the context, not this step's longest row: each row stops at its own
+         * count, and a step's launches stay the same from one step to the next (a CUDA graph
+         * can replay them) */
+        op->attention_gather(s, db->att, db->q, kc, vc, table, n_ctx, n_kv, n, n_ctx, c, n_head);
     }
     linear_rows(s, br, db->x, db->att, &b->attn.o, b->attn.o_b, WC_ACT_NONE, 1);
 
@@ -252,7 +252,6 @@ int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int 
     }
     int32_t *n_kv = db->step_host, *lane_of = n_kv + db->n_lanes, *dst_row = lane_of + db->n_lanes;
     int32_t *table = dst_row + db->n_lanes;
-    int max_kv = 0;
     for (int k = 0; k < n; k++) {
         int lane = lanes[k], pos = lane >= 0 && lane < db->n_lanes ? db->n_past[lane] : -1;
         if (pos < 1 || pos >= n_ctx) {
@@ -267,12 +266,11 @@ int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int 
         lane_of[k] = lane;
         memcpy(table + (size_t)k * n_ctx, db->slots_host + (size_t)lane * n_ctx,
                (size_t)(pos + 1) * sizeof(int32_t));
-        max_kv = pos + 1 > max_kv ? pos + 1 : max_kv;
     }
     op->embed(s, db->x, tokens, db->pos_host, n, &db->w->tok_emb, db->w->dec_pos, 0, c);
     op->upload(s, db->step_idx, db->step_host,
                ((size_t)3 * db->n_lanes + (size_t)n * n_ctx) * sizeof(int32_t));
-    struct block_rows br = {.n = n, .lanes = lanes, .max_kv = max_kv};
+    struct block_rows br = {.n = n, .lanes = lanes};
     for (int l = 0; l < db->hp->n_text_layer; l++)
         decoder_block(db, s, l, &br);
     for (int k = 0; k < n; k++)
