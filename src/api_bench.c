@@ -5,6 +5,7 @@
  */
 #include "api_bench.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +35,17 @@ static uint64_t next_u64(uint64_t *x) {
     return z ^ (z >> 31);
 }
 
-static int32_t argmax(const float *x, int n) {
-    int32_t best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
+/* Stage marks (backend.h timer_mark) where the backend times; nothing otherwise. */
+static void mark(struct wc_stream *s, int slot) {
+    if (s->be->ops->timer_mark && s->be->ops->timer_elapsed_ms)
+        s->be->ops->timer_mark(s, slot);
+}
+
+/* Milliseconds between two marks, after a sync; NaN where the backend does not time. */
+static double elapsed(struct wc_stream *s, int a, int b) {
+    if (!s->be->ops->timer_mark || !s->be->ops->timer_elapsed_ms)
+        return NAN;
+    return s->be->ops->timer_elapsed_ms(s, a, b);
 }
 
 static whisperc_status bench_fail(whisperc_state *st, int rc, const char *stage) {
@@ -68,17 +74,17 @@ static float *random_windows(const struct wc_hparams *hp, int n_windows, uint64_
     return mel;
 }
 
-whisperc_status wc_bench_encoder(whisperc_state *st, int n_threads, int n_windows, uint64_t seed,
-                                 struct wc_bench_encoder_times *out) {
-    if (!st || !out || n_windows < 1 || n_windows > 64)
+whisperc_status wc_bench_encoder(whisperc_state *st, int n_threads, int n_windows, int per_pass,
+                                 uint64_t seed, struct wc_bench_encoder_times *out) {
+    if (!st || !out || n_windows < 1 || n_windows > 64 || per_pass < 1 ||
+        per_pass > ENCODER_MAX_WINDOWS)
         return WHISPERC_ERR_INVALID_ARG;
     memset(out, 0, sizeof *out);
     st->errmsg[0] = '\0';
     const struct wc_hparams *hp = &st->m->file->hp;
     struct wc_stream *s = st->s;
-    int per_pass = n_windows < ENCODER_MAX_WINDOWS ? n_windows : ENCODER_MAX_WINDOWS;
     int rc = bench_threads(st, n_threads);
-    if (!rc)
+    if (!rc && per_pass > 1)
         rc = api_encoder_reserve(st, per_pass);
     if (rc)
         return rc;
@@ -92,21 +98,21 @@ whisperc_status wc_bench_encoder(whisperc_state *st, int n_threads, int n_window
     for (int i = 0; i < n_windows; i++)
         wins[i] = mel + (size_t)i * hp->n_mels * BENCH_FRAMES;
     double t0 = wc_now_ms();
-    for (int i = 0; i < n_windows && !s->err; i++) {
-        encoder_forward(&st->enc, s, wins[i], BENCH_FRAMES, st->audio_features);
-        wc_stream_sync(s); /* as transcribe() waits for each window before decoding it */
-    }
-    rc = wc_stream_sync(s);
-    out->alone_ms = wc_now_ms() - t0;
-    t0 = wc_now_ms();
     for (int i = 0; i < n_windows && !rc; i += per_pass) {
         int n = n_windows - i < per_pass ? n_windows - i : per_pass;
-        encoder_forward_batch(&st->enc, s, wins + i, BENCH_FRAMES, n, st->audio_features);
+        mark(s, 0);
+        if (per_pass == 1) /* as transcribe() encodes: one window, waited for */
+            encoder_forward(&st->enc, s, wins[i], BENCH_FRAMES, st->audio_features);
+        else
+            encoder_forward_batch(&st->enc, s, wins + i, BENCH_FRAMES, n, st->audio_features);
+        mark(s, 1);
         rc = wc_stream_sync(s);
+        out->dev_ms += rc ? 0.0 : elapsed(s, 0, 1);
+        rc = s->err;
     }
-    out->batch_ms = wc_now_ms() - t0;
+    out->ms = wc_now_ms() - t0;
     out->n_windows = n_windows;
-    out->n_per_pass = per_pass;
+    out->per_pass = per_pass;
     free(mel);
     free(wins);
     return rc ? bench_fail(st, rc, "encoder") : WHISPERC_OK;
@@ -121,32 +127,37 @@ whisperc_status wc_bench_window(whisperc_state *st, int n_threads, int n_tokens,
     const struct wc_hparams *hp = &st->m->file->hp;
     const struct wc_vocab *v = &st->m->vocab;
     struct wc_stream *s = st->s;
+    const struct wc_backend_ops *op = s->be->ops;
     int rc = bench_threads(st, n_threads);
     if (rc)
         return rc;
     float *mel = random_windows(hp, 1, seed);
-    float *logits = malloc((size_t)(n_seq < 2 ? 2 : n_seq) * v->n_vocab * sizeof *logits);
-    if (!mel || !logits) {
-        free(mel);
-        free(logits);
+    if (!mel)
         return WHISPERC_ERR_NO_MEMORY;
-    }
+    /* no ranges, no timestamp test, no suppress list: logits_greedy is the argmax */
+    struct wc_logit_rule rules[WC_MAX_GROUP];
+    struct wc_greedy_pick pick[WC_MAX_GROUP];
+    memset(rules, 0, sizeof rules);
 
-    double t0 = wc_now_ms();
+    double start = wc_now_ms(), t0 = start;
+    mark(s, 0);
     encoder_forward(&st->enc, s, mel, BENCH_FRAMES, st->audio_features);
+    mark(s, 1);
     rc = wc_stream_sync(s);
     out->encode_ms = wc_now_ms() - t0;
-    if (rc) {
-        free(mel);
-        free(logits);
+    out->encode_dev_ms = rc ? NAN : elapsed(s, 0, 1);
+    free(mel);
+    if (rc)
         return bench_fail(st, rc, "encoder");
-    }
 
     t0 = wc_now_ms();
     rc = decoder_reserve(&st->dec, s, n_seq);
     if (!rc) {
+        mark(s, 0);
         decoder_set_audio(&st->dec, s, st->audio_features);
+        mark(s, 1);
         rc = wc_stream_sync(s);
+        out->cross_dev_ms = rc ? NAN : elapsed(s, 0, 1);
     }
     out->cross_ms = wc_now_ms() - t0;
 
@@ -163,30 +174,35 @@ whisperc_status wc_bench_window(whisperc_state *st, int n_threads, int n_tokens,
         t0 = wc_now_ms();
         decoder_reset(&st->dec);
         int row = n - 1;
-        rc = decoder_forward(&st->dec, s, prompt, n, &row, 1, logits);
+        mark(s, 0);
+        decoder_forward(&st->dec, s, prompt, n, &row, 1, NULL); /* logits stay in st->dec */
+        op->logits_greedy(s, pick, st->dec.logits, rules, NULL, 0, 1, v->n_vocab);
+        mark(s, 1);
+        rc = wc_stream_sync(s);
         out->prompt_ms = wc_now_ms() - t0;
+        out->prompt_dev_ms = rc ? NAN : elapsed(s, 0, 1);
     }
     /* every sequence continues the prompt's one row of logits */
     for (int g = 0; !rc && g < n_seq; g++)
-        tok[g] = argmax(logits, v->n_vocab);
-    /* each step's argmax as greedy decoding takes it: the backend's logits_greedy (no rule
-     * here), so that only the picks cross to the host, not n_seq rows of logits */
-    struct wc_logit_rule rules[WC_MAX_GROUP];
-    struct wc_greedy_pick picks[WC_MAX_GROUP];
-    memset(rules, 0, sizeof rules);
+        tok[g] = pick[0].token;
     t0 = wc_now_ms();
     for (int i = 0; !rc && i < n_tokens && st->dec.n_past < hp->n_text_ctx; i++) {
-        rc = decoder_step(&st->dec, s, tok, n_seq, NULL);
+        mark(s, 0);
+        decoder_step(&st->dec, s, tok, n_seq, NULL);
+        mark(s, 1);
+        op->logits_greedy(s, pick, st->dec.logits, rules, NULL, 0, n_seq, v->n_vocab);
+        mark(s, 2);
+        rc = wc_stream_sync(s);
         if (!rc) {
-            s->be->ops->logits_greedy(s, picks, st->dec.logits, rules, NULL, 0, n_seq, v->n_vocab);
-            rc = wc_stream_sync(s);
+            out->steps_dev_ms += elapsed(s, 0, 1);
+            out->pick_dev_ms += elapsed(s, 1, 2);
+            rc = s->err;
         }
         for (int g = 0; !rc && g < n_seq; g++)
-            tok[g] = picks[g].token;
+            tok[g] = pick[g].token;
         out->n_steps += !rc;
     }
     out->steps_ms = wc_now_ms() - t0;
-    free(mel);
-    free(logits);
+    out->wall_ms = wc_now_ms() - start;
     return rc ? bench_fail(st, rc, "decoder") : WHISPERC_OK;
 }

@@ -11,36 +11,47 @@
 
 #include "libwhisperc.h"
 
-/* Wall-clock milliseconds of each stage; every stage ends with a stream sync or a download of
- * logits, so GPU work is inside the stage that queued it. */
+/* Host wall-clock milliseconds of each stage; every stage ends with a stream sync, so GPU
+ * work is inside the stage that queued it. The *_dev_ms are the same stages on the stream:
+ * from a timer mark queued before the stage's first op to one queued after its last
+ * (backend.h timer_mark: CUDA events; the CPU twin reads the clock as ops return). They leave
+ * out the host's time before the first op reaches the stream and after the last one ends;
+ * gaps between a stage's ops (launch-bound work) are inside them. NaN when the backend has no
+ * timer. */
 struct wc_bench_times {
-    double encode_ms; /* encoder_forward on the window */
+    double encode_ms; /* encoder_forward on the window (mel upload included) */
     double cross_ms;  /* cross-attention K/V of every decoder layer */
-    double prompt_ms; /* the SOT sequence as one batch */
-    double steps_ms;  /* n_steps decoder steps of n_seq sequences, each fed its argmax as
-                       * greedy decoding picks it (the backend's logits_greedy) */
+    double prompt_ms; /* the SOT sequence as one batch, and its first pick */
+    double steps_ms;  /* n_steps decoder steps of n_seq sequences, each fed its greedy pick */
+    double encode_dev_ms, cross_dev_ms, prompt_dev_ms;
+    double steps_dev_ms; /* sum over the steps of the decoder forward's interval */
+    double pick_dev_ms;  /* sum over the steps of logits_greedy's interval */
+    double wall_ms;      /* host time from the encoder's first mark to the last step's sync */
     int n_prompt, n_steps, n_seq;
 };
 
 /* Runs the window: seeded uniform [-1, 1) log-Mel input, the prompt <|startoftranscript|>
  * (<|en|>) <|transcribe|> <|notimestamps|>, then n_tokens steps (fewer if the text context
- * ends) of n_seq sequences, each fed its own argmax, end-of-text included. n_threads <= 0:
- * the state's. Returns a WHISPERC_* status (message in whisperc_state_errmsg). */
+ * ends) of n_seq sequences, each fed its own logits_greedy pick (no suppression: the argmax),
+ * end-of-text included. n_threads <= 0: the state's. Returns a WHISPERC_* status (message in
+ * whisperc_state_errmsg). */
 whisperc_status wc_bench_window(whisperc_state *st, int n_threads, int n_tokens, int n_seq,
                                 uint64_t seed, struct wc_bench_times *out);
 
-/* The encoder alone over n_windows windows (seeded random log-Mel, as above): one by one
- * (encoder_forward each), then as whisperc_full_batch encodes them, in passes of up to
- * ENCODER_MAX_WINDOWS windows (the state's encoder grows to that first). */
+/* The encoder over n_windows windows (seeded random log-Mel, as above): per_pass 1, one by
+ * one (encoder_forward each, synced, as transcribe() does); per_pass > 1, as
+ * whisperc_full_batch encodes them, in passes of up to per_pass windows (<=
+ * ENCODER_MAX_WINDOWS; the state's encoder grows to that first). Stream times as above. */
 struct wc_bench_encoder_times {
-    double alone_ms; /* all n_windows, one at a time */
-    double batch_ms; /* all n_windows, in passes of up to n_per_pass */
-    int n_windows, n_per_pass;
+    double ms;     /* host wall time, all n_windows */
+    double dev_ms; /* sum of the passes' stream intervals; NaN without a timer */
+    int n_windows, per_pass;
 };
-whisperc_status wc_bench_encoder(whisperc_state *st, int n_threads, int n_windows, uint64_t seed,
-                                 struct wc_bench_encoder_times *out);
+whisperc_status wc_bench_encoder(whisperc_state *st, int n_threads, int n_windows, int per_pass,
+                                 uint64_t seed, struct wc_bench_encoder_times *out);
 
-/* "cpu" or the CUDA device as the backend describes it ("NVIDIA H100 ... (sm_90, 79.1 GiB)"). */
+/* "cpu" or the CUDA device as the backend describes it: its cuDeviceGetName name first
+ * ("NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"). */
 const char *wc_bench_device(const whisperc_model *m);
 
 #endif /* WC_API_BENCH_H */

@@ -176,7 +176,18 @@ struct wc_backend_ops {
     void (*logits_greedy)(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                           const struct wc_logit_rule *rules, const int32_t *suppress,
                           int n_suppress, int n_rows, int n_vocab);
+
+    /* ---- stage timing (for bench; either may be NULL: the backend does not time) ----
+     * timer_mark queues mark `slot` (0 <= slot < WC_TIMER_SLOTS) on the stream; it is taken
+     * when every op queued before it has run (CUDA: an event recorded on the stream; CPU: the
+     * monotonic clock, as CPU ops have run when they return). Marking a slot again replaces
+     * it. timer_elapsed_ms: milliseconds from mark a to mark b, valid once a sync after both
+     * returned; NaN when a slot was never marked or the stream holds an error. */
+    void (*timer_mark)(struct wc_stream *s, int slot);
+    double (*timer_elapsed_ms)(struct wc_stream *s, int a, int b);
 };
+
+#define WC_TIMER_SLOTS 4
 
 struct wc_backend {
     const struct wc_backend_ops *ops;

@@ -155,8 +155,8 @@ try:
     # bench --synthetic --batch-size: the encoder per window, one by one and in one pass
     r = run(["bench", "--synthetic", "-m", model, "-t", "2", "-bs", "1", "--tokens", "1",
              "--batch-size", "2"])
-    check(r.returncode == 0 and "encoder, 2 windows" in r.stdout and "\n  alone " in r.stdout
-          and "\n  batched " in r.stdout,
+    check(r.returncode == 0 and "encoder, 2 windows" in r.stdout and "\n  1 (alone) " in r.stdout
+          and "\n  2 " in r.stdout and "\n  best batch " in r.stdout,
           f"bench --synthetic --batch-size 2: encoder alone and batched ({r.stdout[-200:]!r})")
 
     # default model via the environment, no flags

@@ -3,10 +3,12 @@
  * token), the real-time factor, and optionally whisper.cpp's whisper-cli side by side on the
  * same 16 kHz audio, model and thread count. `--synthetic` times a fixed amount of work instead
  * (api_bench.h): one random window and N decoder steps, for any model size and backend.
- * Times are wall clock; GPU work is synced at every stage boundary (no CUDA events).
+ * Times are wall clock, GPU work synced at every stage boundary; --synthetic adds each stage's
+ * time on the stream (CUDA events), the stream's idle fraction and the encoder's best batch.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sndfile.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 
 #include "api_bench.h"
 #include "cli.h"
+#include "encoder/encoder.h"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -149,38 +152,70 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Sorts v[0..n) and prints "min (median)". */
-static void print_stage(const char *name, double *v, int n, const char *note) {
+/* The minimum and median of v[0..n) (sorted in place). */
+struct stat2 {
+    double min, median;
+};
+static struct stat2 stats(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
-    printf("  %-9s %10.2f ms  (median %.2f)%s\n", name, v[0], v[n / 2], note);
+    return (struct stat2){v[0], v[n / 2]};
 }
 
-/* --synthetic --batch-size N: the encoder over N windows one by one, then as
- * whisperc_full_batch encodes them, after one warm-up of each (GPU: GEMM shapes, arena). */
-static int bench_encoder_batch(const struct cli_options *o, whisperc_state *st) {
-    int runs = o->runs, rc = 0;
-    double *t = calloc((size_t)runs * 2, sizeof *t); /* [alone, batched][run] */
-    struct wc_bench_encoder_times e = {0};
+/* "  name   host (median)   stream note": host min and median, stream min over the runs
+ * (host[] and dev[] are sorted in place; a stream time is NaN on a backend that does not
+ * time, printed "-"). */
+static void print_stage(const char *name, double *host, double *dev, int n, const char *note) {
+    struct stat2 h = stats(host, n), d = stats(dev, n);
+    char ds[32] = "        -";
+    if (!isnan(d.min))
+        snprintf(ds, sizeof ds, "%9.2f", d.min);
+    printf("  %-10s %9.2f  %9.2f  %s%s\n", name, h.min, h.median, ds, note);
+}
+
+/* The encoder over n_windows windows in passes of 1 (alone), 2, 4, ... up to the largest
+ * pass the state takes, after one warm-up of each (GPU: GEMM shapes, arena): ms per window.
+ * Batch 1 is what transcribe() does; the best batch is what whisperc_full_batch can reach. */
+static int bench_encoder_batch(const struct cli_options *o, whisperc_state *st, int n_windows) {
+    int runs = o->runs, rc = 0,
+        cap = n_windows < ENCODER_MAX_WINDOWS ? n_windows : ENCODER_MAX_WINDOWS;
+    double *t = calloc((size_t)runs * 2, sizeof *t); /* [host, stream][run] */
+    double one = 0, best = 0, best_dev = 0;
+    int best_pass = 1;
     if (!t)
         rc = WHISPERC_ERR_NO_MEMORY;
-    for (int r = -1; !rc && r < runs; r++) {
-        rc = wc_bench_encoder(st, o->n_threads, o->batch_size, 100 + (uint64_t)r, &e);
-        if (r >= 0) {
-            t[r] = e.alone_ms / e.n_windows;
-            t[runs + r] = e.batch_ms / e.n_windows;
+    if (!rc)
+        printf("encoder, %d windows (ms per window: host wall clock, stream from timer marks "
+               "around each pass; best of %d run(s))\n  %-10s %9s  %9s  %9s\n",
+               n_windows, runs, "batch", "host ms", "median", "stream ms");
+    /* 1, 2, 4, ... and cap itself */
+    for (int pass = 1; !rc && pass <= cap; pass = pass * 2 > cap && pass < cap ? cap : pass * 2) {
+        struct wc_bench_encoder_times e = {0};
+        for (int r = -1; !rc && r < runs; r++) {
+            rc = wc_bench_encoder(st, o->n_threads, n_windows, pass, 100 + (uint64_t)r, &e);
+            if (r >= 0) {
+                t[r] = e.ms / e.n_windows;
+                t[runs + r] = e.dev_ms / e.n_windows;
+            }
+        }
+        if (rc)
+            break;
+        char name[32];
+        snprintf(name, sizeof name, pass == 1 ? "1 (alone)" : "%d", pass);
+        print_stage(name, t, t + runs, runs, "");
+        if (pass == 1)
+            one = t[0];
+        if (pass == 1 || t[0] < best) {
+            best = t[0];
+            best_dev = t[runs];
+            best_pass = pass;
         }
     }
     if (rc) {
         fprintf(stderr, "whisper-c: %s\n",
                 whisperc_state_errmsg(st)[0] ? whisperc_state_errmsg(st) : whisperc_status_str(rc));
     } else {
-        char note[96];
-        printf("encoder, %d windows (ms per window; batched: up to %d windows per pass)\n",
-               e.n_windows, e.n_per_pass);
-        print_stage("alone", t, runs, "");
-        qsort(t + runs, (size_t)runs, sizeof *t, cmp_double);
-        snprintf(note, sizeof note, "  (%.2fx)", t[0] / t[runs]);
-        print_stage("batched", t + runs, runs, note);
+        printf("  best batch %d: %.2f ms per window host, %.2f stream (%.2fx batch 1)\n", best_pass,
+               best, best_dev, one / best);
     }
     free(t);
     return rc;
@@ -189,52 +224,95 @@ static int bench_encoder_batch(const struct cli_options *o, whisperc_state *st) 
 static int bench_synthetic(const struct cli_options *o, whisperc_model *m, double load_ms) {
     whisperc_state *st = NULL;
     int n_seq = o->beam_size, runs = o->runs, rc = whisperc_state_new(m, &st);
-    double *t = calloc((size_t)runs * 5, sizeof *t); /* [stage][run] */
-    struct wc_bench_times w = {0};
-    if (!rc && !t)
+    struct wc_bench_times *w = calloc((size_t)runs, sizeof *w);
+    double *t = calloc((size_t)runs * 12, sizeof *t); /* [stage][host, stream][run] */
+    struct wc_bench_times warm = {0};
+    if (!rc && (!t || !w))
         rc = WHISPERC_ERR_NO_MEMORY;
     double t0 = now_ms();
     if (!rc) /* warm-up: the first window pays for kernel loading and allocator growth */
-        rc = wc_bench_window(st, o->n_threads, o->n_tokens, n_seq, 1, &w);
+        rc = wc_bench_window(st, o->n_threads, o->n_tokens, n_seq, 1, &warm);
     double warm_ms = now_ms() - t0;
+    int best = 0; /* the run with the fastest window: per step, RTF and idle come from it */
     for (int r = 0; !rc && r < runs; r++) {
-        rc = wc_bench_window(st, o->n_threads, o->n_tokens, n_seq, 2 + (uint64_t)r, &w);
-        t[0 * runs + r] = w.encode_ms;
-        t[1 * runs + r] = w.cross_ms;
-        t[2 * runs + r] = w.prompt_ms;
-        t[3 * runs + r] = w.steps_ms;
-        t[4 * runs + r] = w.encode_ms + w.cross_ms + w.prompt_ms + w.steps_ms;
+        rc = wc_bench_window(st, o->n_threads, o->n_tokens, n_seq, 2 + (uint64_t)r, &w[r]);
+        if (w[r].wall_ms < w[best].wall_ms)
+            best = r;
     }
     if (rc) {
         fprintf(stderr, "whisper-c: %s\n",
                 st && whisperc_state_errmsg(st)[0] ? whisperc_state_errmsg(st)
                                                    : whisperc_status_str(rc));
     } else {
-        char per[96], prompt[64];
-        char threads[32] = "default threads";
+        for (int r = 0; r < runs; r++) {
+            const struct wc_bench_times *x = &w[r];
+            double host[6] = {x->encode_ms,
+                              x->cross_ms,
+                              x->prompt_ms,
+                              x->steps_ms,
+                              x->encode_ms + x->cross_ms + x->prompt_ms + x->steps_ms,
+                              0};
+            double dev[6] = {x->encode_dev_ms,
+                             x->cross_dev_ms,
+                             x->prompt_dev_ms,
+                             x->steps_dev_ms + x->pick_dev_ms,
+                             x->encode_dev_ms + x->cross_dev_ms + x->prompt_dev_ms +
+                                 x->steps_dev_ms + x->pick_dev_ms,
+                             0};
+            for (int k = 0; k < 5; k++) {
+                t[(2 * k) * runs + r] = host[k];
+                t[(2 * k + 1) * runs + r] = dev[k];
+            }
+        }
+        const struct wc_bench_times *b = &w[best];
+        double busy = b->encode_dev_ms + b->cross_dev_ms + b->prompt_dev_ms + b->steps_dev_ms +
+                      b->pick_dev_ms;
+        double idle = 1.0 - busy / b->wall_ms;
+        idle = idle < 0.0 ? 0.0 : idle; /* the clocks differ by microseconds */
+        int steps = b->n_steps ? b->n_steps : 1;
+        char note[96], threads[32] = "default threads";
         if (o->n_threads > 0)
             snprintf(threads, sizeof threads, "%d threads", o->n_threads);
         printf("whisper-c %s bench --synthetic (%s, %s backend: %s, %s)\n", whisperc_version(),
                whisperc_model_type(m), whisperc_model_backend(m), wc_bench_device(m), threads);
         printf("one 30 s window of random log-Mel, %d decoder steps x %d sequence(s), best of %d "
-               "run(s)\n(wall clock, the stream synced at each stage boundary)\n",
-               w.n_steps, n_seq, runs);
-        printf("  %-9s %10.1f ms\n", "load", load_ms);
-        printf("  %-9s %10.1f ms  (one window first, not counted: kernel loads, allocations)\n",
+               "run(s)\nhost: wall clock, the stream synced at each stage end; stream: from a "
+               "timer mark\nbefore a stage's first op to one after its last (CUDA events; CPU: "
+               "the clock as ops return)\n",
+               b->n_steps, n_seq, runs);
+        printf("  %-10s %s\n", "device", wc_bench_device(m));
+        printf("  %-10s %9.1f ms\n", "load", load_ms);
+        printf("  %-10s %9.1f ms  (one window first, not counted: kernel loads, allocations)\n",
                "warm-up", warm_ms);
-        snprintf(prompt, sizeof prompt, "  (%d tokens)", w.n_prompt);
-        print_stage("encoder", t, runs, "");
-        print_stage("cross K/V", t + runs, runs, "");
-        print_stage("prompt", t + 2 * runs, runs, prompt);
-        qsort(t + 3 * runs, (size_t)runs, sizeof *t, cmp_double);
-        snprintf(per, sizeof per, "  (%.3f ms per step)",
-                 w.n_steps ? t[3 * runs] / w.n_steps : 0.0);
-        print_stage("decoder", t + 3 * runs, runs, per);
-        print_stage("window", t + 4 * runs, runs, "");
+        printf("  %-10s %9s  %9s  %9s\n", "stage", "host ms", "median", "stream ms");
+        print_stage("encoder", t, t + runs, runs, "");
+        print_stage("cross K/V", t + 2 * runs, t + 3 * runs, runs, "");
+        snprintf(note, sizeof note, "  (%d tokens)", b->n_prompt);
+        print_stage("prompt", t + 4 * runs, t + 5 * runs, runs, note);
+        snprintf(note, sizeof note, "  (%d steps)", b->n_steps);
+        print_stage("decoder", t + 6 * runs, t + 7 * runs, runs, note);
+        print_stage("window", t + 8 * runs, t + 9 * runs, runs, "");
+        printf("  %-10s host %.3f ms, stream %.3f ms (forward %.3f + pick %.3f); host - stream "
+               "%.3f ms:\n  %-10s host time outside the stream's intervals (calls before the "
+               "first op runs, sync wake-up)\n",
+               "per step", b->steps_ms / steps, (b->steps_dev_ms + b->pick_dev_ms) / steps,
+               b->steps_dev_ms / steps, b->pick_dev_ms / steps,
+               (b->steps_ms - b->steps_dev_ms - b->pick_dev_ms) / steps, "");
+        printf("  %-10s %.6f  (%.1fx real time: the window's host time / 30 s of audio)\n", "RTF",
+               b->wall_ms / 30e3, 30e3 / b->wall_ms);
+        printf("  %-10s %.3f  (1 - busy / wall: busy %.2f ms = the stream intervals of encoder, "
+               "cross K/V,\n  %-10s prompt and each step's forward and pick; wall %.2f ms = host "
+               "time from the encoder's\n  %-10s first mark to the last step's sync; gaps between "
+               "a stage's ops count as busy)\n",
+               "idle", idle, busy, "", b->wall_ms, "");
     }
-    if (!rc && o->batch_size)
-        rc = bench_encoder_batch(o, st);
+    int n_windows = o->batch_size;
+    if (!n_windows && strcmp(whisperc_model_backend(m), "cpu") != 0)
+        n_windows = ENCODER_MAX_WINDOWS; /* on a GPU the encoder batch is part of the answer */
+    if (!rc && n_windows)
+        rc = bench_encoder_batch(o, st, n_windows);
     free(t);
+    free(w);
     whisperc_state_free(st);
     return rc ? 1 : 0;
 }

@@ -8,6 +8,7 @@
  * depend on OpenBLAS's threading. This is process-wide (OpenBLAS has no per-call setting).
  */
 #include <cblas.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,6 +159,8 @@ static int cpu_stream_new(struct wc_backend *be, int n_threads, struct wc_stream
     }
     s->be = be;
     s->impl = cs;
+    for (int i = 0; i < WC_TIMER_SLOTS; i++)
+        cs->timer_ms[i] = NAN;
     int rc = cpu_stream_set_threads(s, n_threads);
     if (rc) {
         cpu_stream_free(s);
@@ -213,6 +216,18 @@ static void cpu_memset0(struct wc_stream *s, void *dst, size_t bytes) {
 
 static int cpu_sync(struct wc_stream *s) { return s->err; }
 
+/* Ops have run when they return: a mark is the clock now, the CPU twin of a CUDA event. */
+static void cpu_timer_mark(struct wc_stream *s, int slot) {
+    if (slot >= 0 && slot < WC_TIMER_SLOTS)
+        cpu_stream(s)->timer_ms[slot] = wc_now_ms();
+}
+
+static double cpu_timer_elapsed_ms(struct wc_stream *s, int a, int b) {
+    if (s->err || a < 0 || b < 0 || a >= WC_TIMER_SLOTS || b >= WC_TIMER_SLOTS)
+        return NAN;
+    return cpu_stream(s)->timer_ms[b] - cpu_stream(s)->timer_ms[a];
+}
+
 static const struct wc_backend_ops cpu_ops = {
     .name = "cpu",
     .linear_exact_rows = CPU_GEMV_MAX_ROWS,
@@ -242,6 +257,8 @@ static const struct wc_backend_ops cpu_ops = {
     .embed = cpu_embed,
     .rows_scatter = cpu_rows_scatter,
     .logits_greedy = cpu_logits_greedy,
+    .timer_mark = cpu_timer_mark,
+    .timer_elapsed_ms = cpu_timer_elapsed_ms,
 };
 
 int cpu_backend_new(struct wc_backend **out, char *err, size_t err_size) {

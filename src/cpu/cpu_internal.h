@@ -32,7 +32,8 @@ struct cpu_scratch {
 struct cpu_stream {
     struct pool *pool;
     int n_threads;
-    struct cpu_scratch *scratch; /* [n_threads], grown by cpu_scratch_reserve */
+    struct cpu_scratch *scratch;     /* [n_threads], grown by cpu_scratch_reserve */
+    double timer_ms[WC_TIMER_SLOTS]; /* timer_mark's clock readings; NaN: never marked */
 };
 
 static inline struct cpu_stream *cpu_stream(struct wc_stream *s) { return s->impl; }

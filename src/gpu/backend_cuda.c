@@ -173,6 +173,8 @@ static const struct wc_backend_ops cuda_ops = {
     .embed = cuda_embed,
     .rows_scatter = cuda_rows_scatter,
     .logits_greedy = cuda_logits_greedy,
+    .timer_mark = cuda_timer_mark,
+    .timer_elapsed_ms = cuda_timer_elapsed_ms,
 };
 
 const char *cuda_backend_device(const struct wc_backend *be) {

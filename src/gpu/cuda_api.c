@@ -69,6 +69,13 @@ int cuda_api_load(struct cuda_api *api, char *err, size_t err_size) {
         {(void **)&api->module_get_function, "cuModuleGetFunction"},
         {(void **)&api->func_set_attribute, "cuFuncSetAttribute"},
         {(void **)&api->launch_kernel, "cuLaunchKernel"},
+        {(void **)&api->event_create, "cuEventCreate"},
+        {(void **)&api->event_record, "cuEventRecord"},
+        {(void **)&api->event_synchronize, "cuEventSynchronize"},
+        /* cuda.h 12.8+ maps the name to _v2 (same signature); older drivers have only v1 */
+        {(void **)&api->event_elapsed_time,
+         dlsym(api->lib, "cuEventElapsedTime_v2") ? "cuEventElapsedTime_v2" : "cuEventElapsedTime"},
+        {(void **)&api->event_destroy, "cuEventDestroy_v2"},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         /* dlsym returns void *; the driver's entry points are functions of the declared types */

@@ -46,6 +46,12 @@ struct cuda_api {
     CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int);
     CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                               unsigned, unsigned, CUstream, void **, void **);
+    /* events, for bench's stage times */
+    CUresult (*event_create)(CUevent *, unsigned int);
+    CUresult (*event_record)(CUevent, CUstream);
+    CUresult (*event_synchronize)(CUevent);
+    CUresult (*event_elapsed_time)(float *, CUevent, CUevent);
+    CUresult (*event_destroy)(CUevent);
 };
 
 /* Loads libcuda.so.1 and resolves every entry point, then cuInit(0). Returns 0, or -1 with a

@@ -88,6 +88,7 @@ struct cuda_stream {
     uint32_t *mask_host;
     int mask_words;
     uint64_t mask_addr;
+    CUevent timer[WC_TIMER_SLOTS]; /* created on first timer_mark of the slot; 0: never */
 };
 
 static inline struct cuda_stream *cuda_stream(struct wc_stream *s) { return s->impl; }
@@ -152,6 +153,8 @@ void cuda_upload(struct wc_stream *s, void *dst, const void *host_src, size_t by
 void cuda_download(struct wc_stream *s, void *host_dst, const void *src, size_t bytes);
 void cuda_memset0(struct wc_stream *s, void *dst, size_t bytes);
 int cuda_sync(struct wc_stream *s);
+void cuda_timer_mark(struct wc_stream *s, int slot);
+double cuda_timer_elapsed_ms(struct wc_stream *s, int a, int b);
 
 /* Chunk allocator for arenas on the device (ctx: struct cuda_model *). */
 int cuda_chunk_alloc(void *ctx, size_t bytes, uint64_t *addr, char *err, size_t err_size);

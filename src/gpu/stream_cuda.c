@@ -2,6 +2,7 @@
  * stream_cuda.c — the CUDA backend's streams: one CUstream, cuBLAS handle and activation arena
  * per state; copies and memsets queued on the stream; errors made sticky (backend.h).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,9 @@ void cuda_stream_free(struct wc_stream *s) {
             cu->stream_synchronize(cs->stream);
         if (cs->blas)
             cs->m->blas.destroy(cs->blas);
+        for (int i = 0; i < WC_TIMER_SLOTS; i++)
+            if (cs->timer[i])
+                cu->event_destroy(cs->timer[i]);
         arena_free(&cs->arena);
         if (cs->stream)
             cu->stream_destroy(cs->stream);
@@ -189,6 +193,33 @@ int cuda_sync(struct wc_stream *s) {
     cuda_stream_check(s, cuda_stream(s)->m->cu.stream_synchronize(cuda_stream(s)->stream),
                       "cuStreamSynchronize");
     return s->err;
+}
+
+/* Timing events (CU_EVENT_DEFAULT: with timing; a host waiting on one spins, as sync does). */
+void cuda_timer_mark(struct wc_stream *s, int slot) {
+    struct cuda_stream *cs = cuda_stream(s);
+    const struct cuda_api *cu = &cs->m->cu;
+    if (slot < 0 || slot >= WC_TIMER_SLOTS || cuda_op_begin(s))
+        return;
+    if (!cs->timer[slot] &&
+        cuda_stream_check(s, cu->event_create(&cs->timer[slot], CU_EVENT_DEFAULT), "cuEventCreate"))
+        return;
+    cuda_stream_check(s, cu->event_record(cs->timer[slot], cs->stream), "cuEventRecord");
+}
+
+double cuda_timer_elapsed_ms(struct wc_stream *s, int a, int b) {
+    struct cuda_stream *cs = cuda_stream(s);
+    const struct cuda_api *cu = &cs->m->cu;
+    float ms = 0;
+    if (a < 0 || b < 0 || a >= WC_TIMER_SLOTS || b >= WC_TIMER_SLOTS || !cs->timer[a] ||
+        !cs->timer[b] || cuda_op_begin(s))
+        return NAN;
+    /* both events are done after a sync; waiting on the later one keeps a misuse correct */
+    if (cuda_stream_check(s, cu->event_synchronize(cs->timer[b]), "cuEventSynchronize") ||
+        cuda_stream_check(s, cu->event_elapsed_time(&ms, cs->timer[a], cs->timer[b]),
+                          "cuEventElapsedTime"))
+        return NAN;
+    return ms;
 }
 
 uint64_t cuda_scratch(struct wc_stream *s, int which, size_t bytes) {

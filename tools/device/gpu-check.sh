@@ -165,9 +165,21 @@ stage_bench() {
                     "$OUT/bench.tmp" | tr -s ' ' | tr '\n' ';')"
             done
         done
+        # one random window: stage times from CUDA events, idle fraction, encoder batch sweep
+        timeout 30 "$B/whisper-c" bench --synthetic --device cuda -m "$S/models/ggml-$m.bin" \
+            --tokens 100 -bs 1 --runs 3 >"$OUT/bench.tmp" 2>&1 || rc=1
+        cat "$OUT/bench.tmp"
+        say "synthetic $m cuda: $(synthetic_lines "$OUT/bench.tmp")"
     done
     rm -f "$OUT/bench.tmp"
     return "$rc"
+}
+
+# The lines of bench --synthetic worth a summary: device, stage times (host, median, stream),
+# per step host vs stream, RTF, idle fraction, the encoder's batch sweep and best batch.
+synthetic_lines() {
+    grep -E '^  (device|warm-up|encoder|decoder|window|per step|RTF|idle|1 \(alone\)|[0-9]+ |best batch)' \
+        "$1" | tr -s ' ' | tr '\n' ';'
 }
 
 stage_random() {
@@ -176,13 +188,14 @@ stage_random() {
         python3 tools/make-random-model "$size" "/tmp/ggml-$size-random.bin" --seed 1 \
             --vocab-from "$S/models/ggml-base.bin" || { rc=1; continue; }
         for bs in 1 5; do
-            enc=() # -bs 1 also times the encoder on 8 windows, one by one and in one pass
+            # -bs 1 also times the encoder on 8 windows in passes of 1, 2, 4, 8 (the GPU's
+            # default); -bs 5 only one by one
+            enc=(--batch-size 1)
             [ "$bs" = 1 ] && enc=(--batch-size 8)
             timeout 100 "$B/whisper-c" bench --synthetic --device cuda -m "/tmp/ggml-$size-random.bin" \
                 --tokens 100 -bs "$bs" --runs 3 "${enc[@]}" >"$OUT/bench.tmp" 2>&1 || rc=1
             cat "$OUT/bench.tmp"
-            say "synthetic $size -bs $bs: $(grep -E '^  (warm-up|encoder|decoder|window|alone|batched)' \
-                "$OUT/bench.tmp" | tr -s ' ' | tr '\n' ';')"
+            say "synthetic $size -bs $bs: $(synthetic_lines "$OUT/bench.tmp")"
         done
         rm -f "/tmp/ggml-$size-random.bin"
     done
