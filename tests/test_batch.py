@@ -356,7 +356,7 @@ def main():
     finally:
         shutil.rmtree(tmp)
     print(f"{testlib.failures} failure(s)")
-    return 1 if testlib.failures else 0
+    return testlib.exit_status()
 
 
 sys.exit(main())

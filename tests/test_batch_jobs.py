@@ -20,9 +20,7 @@ exe, shared = sys.argv[1], testlib.shared_dir(sys.argv[2])
 model = os.path.join(shared, "models", "ggml-tiny.en.bin")
 clips = [os.path.join(shared, "audio", "ljspeech-dev", "wavs", f"LJ001-{i:04d}.flac")
          for i in (2, 8, 11, 13, 20, 37)]
-if not all(os.path.exists(p) for p in [model, *clips]):
-    print("shared model or audio missing: skipped")
-    sys.exit(77)
+testlib.skip_unless_exist([model, *clips])
 
 texts = []
 with tempfile.TemporaryDirectory() as tmp:

@@ -166,4 +166,4 @@ finally:
     shutil.rmtree(tmp)
 
 print(f"{testlib.failures} failure(s)")
-sys.exit(1 if testlib.failures else 0)
+sys.exit(testlib.exit_status())

@@ -34,9 +34,7 @@ from testlib import check
 exe, shared = os.path.abspath(sys.argv[1]), testlib.shared_dir(sys.argv[2])
 model = os.path.join(shared, "models", "ggml-tiny.en.bin")
 jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
-if not (os.path.exists(model) and os.path.exists(jfk)):
-    print(f"SKIP: {model} or {jfk} missing (set WHISPERC_SHARED)")
-    sys.exit(77)
+testlib.skip_unless_exist([model, jfk])
 
 
 def files(d):
@@ -157,4 +155,4 @@ for test in (batch_one_sigterm,
     finally:
         shutil.rmtree(tmp)
 print(f"{testlib.failures} failure(s)")
-sys.exit(1 if testlib.failures else 0)
+sys.exit(testlib.exit_status())

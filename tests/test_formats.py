@@ -197,11 +197,7 @@ exe, shared, what = sys.argv[1], testlib.shared_dir(sys.argv[2]), sys.argv[3]
 model = os.path.join(shared, "models", "ggml-tiny.en.bin")
 jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
 ljspeech = os.path.join(shared, "audio", "ljspeech-dev", "wavs")
-need = [model, jfk] + ([ljspeech] if what == "long" else [])
-missing = [p for p in need if not os.path.exists(p)]
-if missing:
-    print(f"SKIP: {missing} missing (set WHISPERC_SHARED)")
-    sys.exit(77)
+testlib.skip_unless_exist([model, jfk] + ([ljspeech] if what == "long" else []))
 
 variants = [[], ["-wt"], ["-ml", "1"], ["-wt", "-ml", "24", "-sow"],
             ["-wt", "--max-line-width", "20", "--max-line-count", "2"],
@@ -270,4 +266,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 print("formats: " + ("OK" if testlib.failures == 0 else f"{testlib.failures} NOT OK"))
-sys.exit(1 if testlib.failures else 0)
+sys.exit(testlib.exit_status())

@@ -36,10 +36,7 @@ update_doc = "--update-doc" in sys.argv[3:]
 model = os.path.join(shared, "models", "ggml-tiny.en.bin")
 header_only = os.path.join(shared, "reference", "for-tests-ggml-tiny.en.bin")
 jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
-for p in (model, header_only, jfk):
-    if not os.path.exists(p):
-        print(f"SKIP: {p} missing (set WHISPERC_SHARED)")
-        sys.exit(77)
+testlib.skip_unless_exist([model, header_only, jfk])
 
 
 # ---- hostile files -------------------------------------------------------------------------
@@ -459,4 +456,4 @@ else:
     check(old == table, "docs/reliability.md's table matches (tests/test_hostile.py "
           "build/whisper-c ../shared --update-doc rewrites it)")
 print(f"{testlib.failures} failure(s)")
-sys.exit(1 if testlib.failures else 0)
+sys.exit(testlib.exit_status())

@@ -23,9 +23,7 @@ from testlib import check
 build, source, shared, sanitize = sys.argv[1:5]
 source = pathlib.Path(source)
 model = pathlib.Path(shared) / "models" / "ggml-tiny.en.bin"
-if not model.exists():
-    print(f"skip: {model} not found")
-    sys.exit(77)
+testlib.skip_unless_exist([model])
 
 
 def run(cmd, **kw):
@@ -108,4 +106,4 @@ check(one == four, f"parallel: 4 threads on one model == 1 thread ({len(files)} 
 
 subprocess.run(["rm", "-rf", str(tmp)])
 print(f"{'FAILED' if testlib.failures else 'OK'}")
-sys.exit(1 if testlib.failures else 0)
+sys.exit(testlib.exit_status())

@@ -119,4 +119,4 @@ try:
 finally:
     shutil.rmtree(tmp)
 print(f"{testlib.failures} failure(s)")
-sys.exit(1 if testlib.failures else 0)
+sys.exit(testlib.exit_status())

@@ -433,9 +433,7 @@ shared = testlib.shared_dir(sys.argv[5])
 cache_dir = sys.argv[6]
 tiny_en = os.path.join(shared, "models", "ggml-tiny.en.bin")
 jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
-if not os.path.isfile(tiny_en):
-    print(f"SKIP: {tiny_en} missing (set WHISPERC_SHARED)")
-    sys.exit(77)
+testlib.skip_unless_exist([tiny_en])
 sys.path.insert(0, tools_dir)
 from whisperc_ggml import GgmlFile  # noqa: E402
 
@@ -448,4 +446,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 print(f"{part}: {testlib.failures} failure(s), {time.time() - t_start:.1f} s")
-sys.exit(1 if testlib.failures else 0)
+sys.exit(testlib.exit_status())

@@ -118,9 +118,7 @@ def main():
         os.execv(py, [py, *sys.argv])
     tools_dir, shared = sys.argv[1], testlib.shared_dir(sys.argv[2])
     model = os.path.join(shared, "models", "ggml-tiny.en.bin")
-    if not os.path.isfile(model):
-        print(f"SKIP: {model} not found")
-        return 77
+    testlib.skip_unless_exist([model])
     try:
         import torch  # noqa: F401
         import whisper  # noqa: F401
@@ -143,7 +141,7 @@ def main():
         else:
             print(f"SKIP: {model} not found")
     print(f"{testlib.failures} failed")
-    return 1 if testlib.failures else 0
+    return testlib.exit_status()
 
 
 sys.exit(main())

@@ -16,10 +16,8 @@ import sys
 import tempfile
 
 import testlib
+from check_transcripts import simple_normalise, word_edits  # this directory, as testlib
 from testlib import check
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_transcripts import simple_normalise, word_edits  # noqa: E402
 
 TOL = 0.1  # seconds, the tolerance on timestamps
 
@@ -40,9 +38,7 @@ def main():
     runner, shared, tool = sys.argv[1], testlib.shared_dir(sys.argv[2]), sys.argv[3]
     model = os.path.join(shared, "models", "ggml-tiny.en.bin")
     need = [model, os.path.join(shared, "audio", "librivox"), os.path.join(shared, "audio", "jfk")]
-    if not all(os.path.exists(p) for p in need):
-        print(f"SKIP: one of {need} is missing (set WHISPERC_SHARED)")
-        return 77
+    testlib.skip_unless_exist(need)
     with tempfile.TemporaryDirectory(prefix="wc_test_vad_") as tmp:
         wav, meta = os.path.join(tmp, "vad.wav"), os.path.join(tmp, "vad.json")
         subprocess.run([sys.executable, tool, shared, wav, meta], check=True)
@@ -72,7 +68,7 @@ def main():
     check(not bad, f"every segment inside one clip +- {TOL} s (outside: {bad[:5]})")
     hit = {clip_of(w["start"], w["end"]) for w in words}
     check(hit >= set(range(len(clips))), f"words in every clip ({sorted(hit)})")
-    return 1 if testlib.failures else 0
+    return testlib.exit_status()
 
 
 if __name__ == "__main__":

@@ -34,4 +34,5 @@ def skip_unless_exist(paths):
 
 
 def exit_status():
+    """The test's exit status: 1 when any check failed."""
     return 1 if failures else 0
