@@ -99,4 +99,4 @@ def main():
 
 main()
 print(f"{testlib.failures} failure(s)")
-sys.exit(1 if testlib.failures else 0)
+sys.exit(testlib.exit_status())
