@@ -6,7 +6,8 @@
  * size 400, squared, multiplied by the mel filters, and log10'd straight into the output. The
  * global max is known only at the end, so the clamp and (x + 4) / 4 are a second pass over the
  * output. Memory beyond the output is a few KiB per thread: frames go through in blocks of
- * MEL_BLOCK_FRAMES, never as a whole [201][n_frames] power matrix.
+ * MEL_BLOCK_FRAMES, never as a whole [201][n_frames] power matrix. Frames wholly inside the zero
+ * padding (most of a short clip's 30 s window) skip the FFT: their column is computed once.
  *
  * Threads split the frames by whole blocks, and every frame is computed the same way whatever
  * thread runs it, so the output is bit-identical for any n_threads.
@@ -19,6 +20,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,7 @@ struct mel_job {
     fftwf_plan plan;        /* r2c, WC_N_FFT; executed with each worker's own buffers */
     float *out;             /* [n_mels][n_frames]: log10 of the mel power, before the clamp */
     int n_frames;
+    const float *zero_log; /* [n_mels]: what a frame of zeros gives, computed as any frame */
 };
 
 struct mel_worker {
@@ -102,6 +105,14 @@ static float mel_sample_at(const struct mel_job *j, int64_t i) {
     return (size_t)i < j->n_samples ? j->samples[i] : 0.0f;
 }
 
+/* Whether frame t lies wholly in the zero padding (no reflection involved): its power is exactly
+ * zero in every bin, so its log-Mel column is job->zero_log. A short clip padded to 30 s is
+ * mostly such frames. */
+static bool mel_frame_is_padding(const struct mel_job *j, int64_t t) {
+    int64_t start = t * WC_HOP_LENGTH - MEL_PAD_CENTRE;
+    return start >= (int64_t)j->n_samples && (uint64_t)start + WC_N_FFT <= j->n_total;
+}
+
 /* |STFT|^2 of frame t into power[WC_N_FFT_BINS]. */
 static void mel_frame_power(struct mel_worker *w, int64_t t, float *power) {
     const struct mel_job *j = w->job;
@@ -123,29 +134,38 @@ static void mel_frame_power(struct mel_worker *w, int64_t t, float *power) {
 
 // ---- workers
 
-/* Frames of blocks [block_begin, block_end): power, filterbank, log10 (clamped at 1e-10 as
- * torch.clamp(min=1e-10) does; a NaN stays NaN). */
+/* Filterbank row m over one frame's power, log10'd (clamped at 1e-10 as torch.clamp(min=1e-10)
+ * does; a NaN stays NaN). */
+static float mel_log_energy(const struct mel_job *j, int m, const float *power) {
+    const float *filt = j->filters + (size_t)m * WC_N_FFT_BINS;
+    float acc = 0.0f;
+    for (int k = j->band_begin[m]; k < j->band_end[m]; k++)
+        acc += filt[k] * power[k];
+    return log10f(acc < 1e-10f ? 1e-10f : acc);
+}
+
+/* Frames of blocks [block_begin, block_end): power, filterbank, log10. Padding frames take the
+ * precomputed zero_log column, the same bits as computing it. */
 static void *mel_worker_run(void *arg) {
     struct mel_worker *w = arg;
     const struct mel_job *j = w->job;
     float max_log = -INFINITY;
+    bool padding[MEL_BLOCK_FRAMES];
     for (size_t b = w->block_begin; b < w->block_end; b++) {
         int64_t t0 = (int64_t)b * MEL_BLOCK_FRAMES;
         int nb = MEL_BLOCK_FRAMES;
         if (t0 + nb > j->n_frames)
             nb = (int)(j->n_frames - t0);
-        for (int f = 0; f < nb; f++)
-            mel_frame_power(w, t0 + f, w->power + (size_t)f * WC_N_FFT_BINS);
+        for (int f = 0; f < nb; f++) {
+            padding[f] = mel_frame_is_padding(j, t0 + f);
+            if (!padding[f])
+                mel_frame_power(w, t0 + f, w->power + (size_t)f * WC_N_FFT_BINS);
+        }
         for (int m = 0; m < j->n_mels; m++) {
-            const float *filt = j->filters + (size_t)m * WC_N_FFT_BINS;
             float *dst = j->out + (size_t)m * (size_t)j->n_frames + t0;
-            int kb = j->band_begin[m], ke = j->band_end[m];
             for (int f = 0; f < nb; f++) {
-                const float *p = w->power + (size_t)f * WC_N_FFT_BINS;
-                float acc = 0.0f;
-                for (int k = kb; k < ke; k++)
-                    acc += filt[k] * p[k];
-                float v = log10f(acc < 1e-10f ? 1e-10f : acc);
+                float v = padding[f] ? j->zero_log[m]
+                                     : mel_log_energy(j, m, w->power + (size_t)f * WC_N_FFT_BINS);
                 dst[f] = v;
                 if (v > max_log)
                     max_log = v;
@@ -259,15 +279,20 @@ int mel_compute(struct mel_spec *out, const float *samples, size_t n_samples, si
     size_t n_blocks = ((size_t)job.n_frames + MEL_BLOCK_FRAMES - 1) / MEL_BLOCK_FRAMES;
     int n_workers = (size_t)n_threads < n_blocks ? n_threads : (int)n_blocks;
     int *bands = malloc(2 * (size_t)n_mels * sizeof *bands);
+    float *zero_log = malloc((size_t)n_mels * sizeof *zero_log);
+    float zero_power[WC_N_FFT_BINS] = {0};
     struct mel_worker *w = calloc((size_t)n_workers, sizeof *w);
     job.out = malloc((size_t)n_mels * (size_t)job.n_frames * sizeof(float));
-    if (!bands || !w || !job.out) {
+    if (!bands || !zero_log || !w || !job.out) {
         rc = WHISPERC_ERR_NO_MEMORY;
         goto fail;
     }
     job.band_begin = bands;
     job.band_end = bands + n_mels;
     mel_bands(filters, n_mels, bands, bands + n_mels);
+    for (int m = 0; m < n_mels; m++)
+        zero_log[m] = mel_log_energy(&job, m, zero_power);
+    job.zero_log = zero_log;
     mel_hann(job.window);
     for (int i = 0; i < n_workers; i++) {
         w[i].job = &job;
@@ -306,6 +331,7 @@ fail:
     }
     free(w);
     free(bands);
+    free(zero_log);
     free(job.out);
     return rc;
 }
