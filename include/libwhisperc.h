@@ -361,7 +361,8 @@ WHISPERC_API const char *whisperc_full_text(const whisperc_state *state);
 struct whisperc_timings {
     size_t size;      /* set by the caller: sizeof(struct whisperc_timings) */
     double audio_ms;  /* decode + resample (whisperc_full_file only) */
-    double mel_ms;    /* log-Mel spectrogram */
+    double mel_ms;    /* log-Mel spectrogram (whisperc_full_batch on a GPU: the wait for it; it is
+                       * computed ahead on other threads) */
     double encode_ms; /* encoder, all windows, language detection included */
     double decode_ms; /* decoder, all windows and temperatures */
     double total_ms;

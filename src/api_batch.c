@@ -2,6 +2,7 @@
  * api_batch.c — whisperc_full_batch and the selection of its per-input results
  * (include/libwhisperc.h). The batching itself is src/decoder/transcribe_batch.c.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "decoder/transcribe_batch.h"
 #include "frontend/audio.h"
 #include "frontend/mel.h"
+#include "frontend/mel_prefetch.h"
 #include "util.h"
 
 #define MAX_BATCH 64
@@ -130,25 +132,59 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
     }
 }
 
-/* transcribe_batch's source of log-Mels: input i's, computed when it enters a lane. */
+/* transcribe_batch's source of log-Mels: input i's, needed when it enters a lane; computed
+ * then, or ahead on other threads by pf. */
 struct mel_source {
-    whisperc_state *st;
+    whisperc_state *st; /* the prefetcher's threads read its model, never its timings */
     const struct whisperc_full_params *p;
     const float *const *pcm;
     const int *n_samples;
+    struct mel_prefetch *pf; /* NULL: each computed when needed */
 };
 
-static int input_mel(void *user, int i, struct mel_spec *out, char *err, size_t err_size) {
-    struct mel_source *ms = user;
+/* Reads only what no thread writes during the batch: the prefetcher's threads call it. */
+static int compute_mel(const struct mel_source *ms, int i, int n_threads, struct mel_spec *out,
+                       char *err, size_t err_size) {
     const struct whisperc_model *m = ms->st->m;
     char why[256];
-    double t0 = wc_now_ms();
-    int rc =
-        mel_compute(out, ms->pcm[i], (size_t)ms->n_samples[i], WC_CHUNK_SAMPLES,
-                    m->file->mel_filters, m->file->hp.n_mels, ms->p->n_threads, why, sizeof why);
-    ms->st->timings.mel_ms += wc_now_ms() - t0;
+    int rc = mel_compute(out, ms->pcm[i], (size_t)ms->n_samples[i], WC_CHUNK_SAMPLES,
+                         m->file->mel_filters, m->file->hp.n_mels, n_threads, why, sizeof why);
     if (rc)
         wc_errf(err, err_size, "input %d: %s", i, why);
+    return rc;
+}
+
+static int prefetch_mel(void *user, int i, struct mel_spec *out, char *err, size_t err_size) {
+    return compute_mel(user, i, 1, out, err, err_size); /* one input per thread */
+}
+
+/* mel_ms counts the time the batch waits for the log-Mel: all of it without the prefetcher. */
+static int input_mel(void *user, int i, struct mel_spec *out, char *err, size_t err_size) {
+    struct mel_source *ms = user;
+    double t0 = wc_now_ms();
+    int rc = ms->pf ? mel_prefetch_take(ms->pf, i, out, err, err_size)
+                    : compute_mel(ms, i, ms->p->n_threads, out, err, err_size);
+    ms->st->timings.mel_ms += wc_now_ms() - t0;
+    return rc;
+}
+
+/* Log-Mels ahead of the lanes when the host's cores are free (a GPU backend), or as
+ * WHISPERC_MEL_PREFETCH=1/0 says: up to two inputs a lane and MEL_PREFETCH_BYTES ahead. */
+#define MEL_PREFETCH_BYTES ((size_t)256 << 20)
+static int start_prefetch(struct mel_source *ms, int n, int n_lanes) {
+    const char *env = getenv("WHISPERC_MEL_PREFETCH");
+    bool on = env && *env ? strcmp(env, "0") != 0 : ms->st->s->be->ops->host_cores_free;
+    if (!on || n < 2)
+        return 0;
+    size_t *bytes = malloc((size_t)n * sizeof *bytes);
+    if (!bytes)
+        return WHISPERC_ERR_NO_MEMORY;
+    for (int i = 0; i < n; i++)
+        bytes[i] = (size_t)ms->st->m->file->hp.n_mels *
+                   (((size_t)ms->n_samples[i] + WC_CHUNK_SAMPLES) / WC_HOP_LENGTH) * sizeof(float);
+    int rc = mel_prefetch_new(&ms->pf, n, bytes, ms->p->n_threads, 2 * n_lanes, MEL_PREFETCH_BYTES,
+                              prefetch_mel, ms);
+    free(bytes);
     return rc;
 }
 
@@ -181,10 +217,14 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
         st->errmsg[0] = '\0';
         rc = 0;
     }
-    struct mel_source ms = {st, p, pcm, n_samples};
+    struct mel_source ms = {st, p, pcm, n_samples, NULL};
+    rc = start_prefetch(&ms, n, st->db.n_lanes);
+    if (rc)
+        return api_fail(st, rc, "out of memory for the log-Mel prefetcher");
     struct batch_source src = {n, input_mel, &ms};
     struct transcribe_ctx t = api_transcribe_ctx(st, p, i_lang, on_window, (void *)p);
     rc = transcribe_batch(&t, &st->db, &src, st->batch_tr, st->errmsg, sizeof st->errmsg);
+    mel_prefetch_free(ms.pf);
     st->timings.encode_ms = t.encode_ms;
     st->timings.decode_ms = t.decode_ms;
     st->timings.n_windows = t.n_windows;

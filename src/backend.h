@@ -69,6 +69,10 @@ struct wc_backend_ops {
      * alone, since the GEMM may sum another way at another row count); 0 issues one call per
      * window, so that a window encoded in a batch has exactly the bits it has alone. */
     int linear_merge_windows;
+    /* 1: the host's cores are free while the backend computes (a GPU), so host work such as
+     * the next inputs' log-Mels can run beside it on other threads; 0: the backend's own
+     * threads use them (the CPU). */
+    int host_cores_free;
 
     /* ---- model level (weights) ---- */
     void (*backend_free)(struct wc_backend *be);

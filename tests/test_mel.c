@@ -16,6 +16,7 @@
 #include "common.h"
 #include "frontend/audio.h"
 #include "frontend/mel.h"
+#include "frontend/mel_prefetch.h"
 #include "libwhisperc.h"
 
 #define N_MELS 80
@@ -199,6 +200,85 @@ static void test_padding_frames(const float *filters) {
     }
 }
 
+/* The prefetcher's inputs: random signals of assorted lengths; input `fail` is refused. */
+struct pf_inputs {
+    const float *filters;
+    float *x[12];
+    size_t n[12];
+    int fail;
+};
+
+static int pf_mel(void *user, int i, struct mel_spec *out, char *err, size_t err_size) {
+    struct pf_inputs *in = user;
+    if (i == in->fail) {
+        snprintf(err, err_size, "input %d refused", i);
+        return WHISPERC_ERR_INVALID_ARG;
+    }
+    return mel_compute(out, in->x[i], in->n[i], 1600, in->filters, N_MELS, 1, err, err_size);
+}
+
+/* Log-Mels taken from the prefetcher are those computed directly, whatever the threads, the
+ * bounds, the order of takes; an error comes back with its input; untaken ones are freed. */
+static void test_prefetch(const float *filters) {
+    struct pf_inputs in = {.filters = filters, .fail = -1};
+    struct test_rng rng = {3};
+    size_t bytes[12];
+    for (int i = 0; i < 12; i++) {
+        in.n[i] = 400 + (size_t)(i * 7919 % 24000);
+        in.x[i] = malloc(in.n[i] * sizeof(float));
+        for (size_t k = 0; k < in.n[i]; k++)
+            in.x[i][k] = 0.2f * test_rng_uniform(&rng);
+        bytes[i] = (size_t)N_MELS * ((in.n[i] + 1600) / WC_HOP_LENGTH) * sizeof(float);
+    }
+    const struct {
+        int threads, ahead;
+        size_t max_bytes;
+        int order; /* 0 in order, 1 with a skip ahead (0, 2, 1, 3, ...), 2 only half taken */
+    } cases[] = {{3, 4, 1 << 30, 0},
+                 {1, 1, 0, 0},
+                 {0, 4, 1 << 30, 0},
+                 {2, 12, 200000, 1},
+                 {4, 3, 1 << 30, 2}};
+    char err[256];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct mel_prefetch *p = NULL;
+        CHECK(mel_prefetch_new(&p, 12, bytes, cases[c].threads, cases[c].ahead, cases[c].max_bytes,
+                               pf_mel, &in) == 0);
+        if (!p)
+            continue;
+        int n_take = cases[c].order == 2 ? 6 : 12;
+        for (int k = 0; k < n_take; k++) {
+            int i = cases[c].order == 1 && k % 4 == 1   ? k + 1
+                    : cases[c].order == 1 && k % 4 == 2 ? k - 1
+                                                        : k;
+            struct mel_spec got, want;
+            CHECK(mel_prefetch_take(p, i, &got, err, sizeof err) == 0);
+            CHECK(pf_mel(&in, i, &want, err, sizeof err) == 0);
+            CHECK(got.n_frames == want.n_frames && got.data &&
+                  memcmp(got.data, want.data, (size_t)N_MELS * want.n_frames * sizeof(float)) == 0);
+            mel_free(&got);
+            mel_free(&want);
+        }
+        struct mel_spec again;
+        CHECK(mel_prefetch_take(p, 0, &again, err, sizeof err) == WHISPERC_ERR_INVALID_ARG);
+        CHECK(strstr(err, "taken twice") && !again.data);
+        mel_prefetch_free(p);
+    }
+    in.fail = 5;
+    struct mel_prefetch *p = NULL;
+    CHECK(mel_prefetch_new(&p, 12, bytes, 2, 4, 1 << 30, pf_mel, &in) == 0);
+    for (int i = 0; p && i <= 5; i++) {
+        struct mel_spec got;
+        int rc = mel_prefetch_take(p, i, &got, err, sizeof err);
+        CHECK(i < 5 ? rc == 0 : rc == WHISPERC_ERR_INVALID_ARG && strstr(err, "input 5 refused"));
+        mel_free(&got);
+    }
+    mel_prefetch_free(p); /* with inputs after the error computed and never taken */
+    mel_prefetch_free(NULL);
+    for (int i = 0; i < 12; i++)
+        free(in.x[i]);
+}
+
 static void test_bad_args(const float *filters) {
     float x[400] = {0};
     struct mel_spec m;
@@ -242,6 +322,7 @@ int main(void) {
     if (filters) {
         test_synthetic(filters);
         test_padding_frames(filters);
+        test_prefetch(filters);
         test_bad_args(filters);
     }
     free(filters);

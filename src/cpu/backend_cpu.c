@@ -234,6 +234,7 @@ static const struct wc_backend_ops cpu_ops = {
     /* OpenBLAS picks kernels and blocking by shape, so a row's sum is not promised to be the
      * same at 1500 and 12000 rows; 1500-row sgemm calls already keep every core busy. */
     .linear_merge_windows = 0,
+    .host_cores_free = 0,
     .backend_free = cpu_backend_free,
     .upload_mat = cpu_upload_mat,
     .upload_conv = cpu_upload_conv,

@@ -150,6 +150,7 @@ static const struct wc_backend_ops cuda_ops = {
     .linear_exact_rows = KERNEL_GEMV_MAX_ROWS,
     /* one cuBLAS GEMM over B x 1500 encoder rows: B times the tiles at 1500x512x512 (base) */
     .linear_merge_windows = 1,
+    .host_cores_free = 1,
     .backend_free = cuda_backend_free,
     .upload_mat = cuda_upload_mat,
     .upload_conv = cuda_upload_conv,
