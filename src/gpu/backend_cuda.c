@@ -242,6 +242,8 @@ int cuda_backend_new(int gpu_index, struct wc_backend **out, char *err, size_t e
         WEIGHT_CHUNK, 0);
     const char *sync = getenv("WHISPERC_CUDA_SYNC");
     m->sync_each_op = sync && sync[0] == '1';
+    const char *attn = getenv("WHISPERC_CUDA_ATTN");
+    m->attn_simt = attn && strcmp(attn, "simt") == 0;
     int rc = open_device(m, gpu_index, err, err_size);
     if (rc) {
         cuda_backend_free(be);

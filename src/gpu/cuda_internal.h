@@ -34,6 +34,7 @@ enum cuda_kernel_kind {
     CK_ROWS,       /* a = n_head, b = d_head */
     CK_LOGITS,     /* a = n_vocab */
     CK_SCATTER,    /* a = c */
+    CK_ATTN_TC,    /* a = n_head, b = d_head */
 };
 
 struct cuda_kernel {
@@ -58,6 +59,7 @@ struct cuda_model {
     CUcontext ctx;    /* the device's primary context, retained */
     int sm;           /* PTX target: the device's, capped at the newest the generators know */
     int sync_each_op; /* WHISPERC_CUDA_SYNC=1: sync after every launch to name a faulting kernel */
+    int attn_simt;    /* WHISPERC_CUDA_ATTN=simt: no tensor-core attention (to compare) */
     struct arena weights; /* uploaded weights, freed with the backend */
     struct cuda_kernel_cache kernels;
     char device_desc[192];

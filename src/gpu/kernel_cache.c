@@ -26,14 +26,16 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     case CK_ROWS: return gen_attention_rows(sm, a, b);
     case CK_LOGITS: return gen_logits_greedy(sm, a);
     case CK_SCATTER: return gen_rows_scatter(sm, a);
+    case CK_ATTN_TC: return gen_attention_tc(sm, a, b);
     }
     return NULL;
 }
 
 static const char *kind_name(enum cuda_kernel_kind kind) {
-    static const char *const names[] = {"layernorm", "f32_to_f16", "embed",        "bias_act",
-                                        "im2col",    "attention",  "attn_gather",  "attn_scores",
-                                        "gemv_f16",  "attn_rows",  "logits_greedy", "rows_scatter"};
+    static const char *const names[] = {"layernorm", "f32_to_f16", "embed",         "bias_act",
+                                        "im2col",    "attention",  "attn_gather",   "attn_scores",
+                                        "gemv_f16",  "attn_rows",  "logits_greedy", "rows_scatter",
+                                        "attn_tc"};
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 

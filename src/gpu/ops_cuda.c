@@ -236,7 +236,13 @@ void cuda_attention(struct wc_stream *s, float *out, const float *q, const float
         cuda_attention_rows(s, out, q, k, v, ld_kv, 0, NULL, t_len, s_len, c, n_head);
         return;
     }
-    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ATTENTION, n_head, d, causal);
+    /* the encoder's self-attention and a prompt's cross-attention on tensor cores (fp16
+     * operands, fp32 accumulate: relative error ~1e-3, as openai-whisper in fp16); the same
+     * parameters and launch shape as attn_h */
+    const struct cuda_model *m = cuda_stream(s)->m;
+    bool tc = !causal && m->sm >= 80 && d % 16 == 0 && d <= 128 && !m->attn_simt;
+    const struct cuda_kernel *kn = tc ? cuda_kernel_get(s, CK_ATTN_TC, n_head, d, 0)
+                                      : cuda_kernel_get(s, CK_ATTENTION, n_head, d, causal);
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v);
     unsigned uld = (unsigned)ld_kv, ut = (unsigned)t_len, us = (unsigned)s_len;
     int pos0 = causal_pos0;

@@ -165,11 +165,14 @@ stage_bench() {
                     "$OUT/bench.tmp" | tr -s ' ' | tr '\n' ';')"
             done
         done
-        # one random window: stage times from CUDA events, idle fraction, encoder batch sweep
-        timeout 30 "$B/whisper-c" bench --synthetic --device cuda -m "$S/models/ggml-$m.bin" \
-            --tokens 100 -bs 1 --runs 3 >"$OUT/bench.tmp" 2>&1 || rc=1
-        cat "$OUT/bench.tmp"
-        say "synthetic $m cuda: $(synthetic_lines "$OUT/bench.tmp")"
+        # one random window: stage times from CUDA events, idle fraction, encoder batch sweep;
+        # then attention without tensor cores, for the encoder's gain from attn_tc
+        for attn in tc simt; do
+            WHISPERC_CUDA_ATTN=$attn timeout 30 "$B/whisper-c" bench --synthetic --device cuda \
+                -m "$S/models/ggml-$m.bin" --tokens 100 -bs 1 --runs 3 >"$OUT/bench.tmp" 2>&1 || rc=1
+            cat "$OUT/bench.tmp"
+            say "synthetic $m cuda (attention $attn): $(synthetic_lines "$OUT/bench.tmp")"
+        done
     done
     rm -f "$OUT/bench.tmp"
     return "$rc"
