@@ -19,6 +19,10 @@
 #             (fp16, batch 1 and 16) on the 186 ljspeech-dev clips as 16 kHz WAVs, tiny.en and
 #             base (needs .whl from tools/device/fetch-wheels.sh carried in the same call)
 #   torchlong the same on the 620 s file of the bench stage (long form), batch 1
+#   throughput whisper-c batch --gpus 0 over >= 8 hours of files (the ljspeech-dev FLACs listed
+#             24 times), files in, text out: x real time at --batch-size 16 and 64, tiny.en
+#             and base (THROUGHPUT_REPEAT, THROUGHPUT_CLIPS, THROUGHPUT_WORKERS="-j 1" for a dry
+#             run on the CPU)
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -271,7 +275,45 @@ stage_torchlong() {
     return "$rc"
 }
 
-[ $# -gt 0 ] || { sed -n '2,25p' "$0"; exit 2; }
+# The issue's batched figure: files in (FLAC at 22.05 kHz: decoding and resampling count),
+# text out, model loaded; x real time = audio seconds / wall seconds of the batch command.
+stage_throughput() {
+    local rc=0 m bs reps=${THROUGHPUT_REPEAT:-24} clips=${THROUGHPUT_CLIPS:-186}
+    local workers=${THROUGHPUT_WORKERS:---gpus 0} out=.device/throughput t0 t1
+    python3 - "$S/audio/ljspeech-dev/wavs" "$reps" "$clips" >.device/throughput.csv <<'PY' || return 1
+import os, sys
+d, reps, clips = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+files = sorted(f for f in os.listdir(d) if f.endswith(".flac"))[:clips]
+print("id,path")
+for r in range(reps):
+    for f in files:
+        print(f"r{r}/{f[:-5]},{os.path.abspath(os.path.join(d, f))}")
+PY
+    for m in tiny.en base; do
+        for bs in 16 64; do
+            rm -rf "$out"
+            t0=$(date +%s.%N)
+            # shellcheck disable=SC2086  # $workers is two words
+            timeout 280 "$B/whisper-c" batch $workers -m "$S/models/ggml-$m.bin" -l en -bs 1 \
+                --batch-size "$bs" -t "$(nproc)" --formats txt -q -o "$out" \
+                --manifest .device/throughput.csv || rc=1
+            t1=$(date +%s.%N)
+            say "throughput $m --batch-size $bs: $(python3 - "$out/results.jsonl" "$t0" "$t1" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ok = [r for r in rows if r["status"] == "ok"]
+audio, wall = sum(r["duration"] for r in ok), float(sys.argv[3]) - float(sys.argv[2])
+print(f"{len(ok)}/{len(rows)} ok, {audio / 3600:.2f} h of audio in {wall:.1f} s: "
+      f"{audio / wall:.0f}x real time")
+PY
+)"
+        done
+    done
+    rm -rf "$out"
+    return "$rc"
+}
+
+[ $# -gt 0 ] || { sed -n '2,29p' "$0"; exit 2; }
 load_env
 status=0
 for stage in "$@"; do
