@@ -188,6 +188,20 @@ static int start_prefetch(struct mel_source *ms, int n, int n_lanes) {
     return rc;
 }
 
+/* Windows an encoder pass waits for (transcribe_batch.h): where the backend merges the windows'
+ * linears into one GEMM (a GPU), up to `windows` (the pass's size), one for every 8 lanes, so
+ * that at most about 1 lane in 16 waits; else 1 (the CPU gains nothing from a fuller pass).
+ * WHISPERC_ENCODE_MIN_PASS=N sets it (tests run the waiting on the CPU with it). */
+static int min_pass(const whisperc_state *st, int windows) {
+    const char *env = getenv("WHISPERC_ENCODE_MIN_PASS");
+    if (env && *env)
+        return atoi(env) > 0 ? atoi(env) : 1;
+    if (!st->s->be->ops->linear_merge_windows)
+        return 1;
+    int n = st->db.n_lanes / 8;
+    return n < 1 ? 1 : n > windows ? windows : n;
+}
+
 /* The batched path: transcribe_batch over the state's lanes, each input's log-Mel made when it
  * enters a lane and freed when it leaves (memory grows with the batch, not the inputs). */
 static int batched(whisperc_state *st, const struct whisperc_full_params *p,
@@ -223,7 +237,8 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
         return api_fail(st, rc, "out of memory for the log-Mel prefetcher");
     struct batch_source src = {n, input_mel, &ms};
     struct transcribe_ctx t = api_transcribe_ctx(st, p, i_lang, on_window, (void *)p);
-    rc = transcribe_batch(&t, &st->db, &src, st->batch_tr, st->errmsg, sizeof st->errmsg);
+    rc = transcribe_batch(&t, &st->db, &src, min_pass(st, st->enc.n_windows), st->batch_tr,
+                          st->errmsg, sizeof st->errmsg);
     mel_prefetch_free(ms.pf);
     st->timings.encode_ms = t.encode_ms;
     st->timings.decode_ms = t.decode_ms;

@@ -8,7 +8,8 @@
  * batching: the clips and the long input after them, at batch size 4, take fewer batched
  * steps than rounds (each until its longest window ends) would. Batch size 8 computes each
  * log-Mel when its input enters a lane, the others ahead on other threads (the prefetcher a
- * GPU uses; WHISPERC_MEL_PREFETCH). Skips (77)
+ * GPU uses; WHISPERC_MEL_PREFETCH), and its lanes wait for three to need a window before an
+ * encoder pass (as on a GPU; WHISPERC_ENCODE_MIN_PASS). Skips (77)
  * without ../shared. `test_batch quick`: 5 clips and a shorter long input, batch size 3 (for
  * sanitizer builds).
  */
@@ -130,8 +131,10 @@ static int compare(whisperc_state *st, struct whisperc_full_params *fp, const fl
     int n_fallbacks = 0;
     for (int b = 0; b < n_sizes; b++) {
         fp->batch_size = sizes[b];
-        /* log-Mels computed ahead on other threads (a GPU's default) at every size but 8 */
+        /* log-Mels computed ahead on other threads (a GPU's default) at every size but 8; at 8,
+         * lanes wait for 3 to need a window before an encoder pass (a GPU's way) */
         setenv("WHISPERC_MEL_PREFETCH", sizes[b] == 8 ? "0" : "1", 1);
+        setenv("WHISPERC_ENCODE_MIN_PASS", sizes[b] == 8 ? "3" : "1", 1);
         int rc = whisperc_full_batch(st, fp, pcm, n, N_INPUTS);
         CHECK(rc == WHISPERC_OK);
         if (rc) {
@@ -152,15 +155,17 @@ static int compare(whisperc_state *st, struct whisperc_full_params *fp, const fl
             ok &= same_result(what, i, &alone[i], &r);
             result_free(&r);
         }
-        printf("%s, batch_size %d: %d inputs %s (%d windows, %d fallbacks, decode %.0f ms)\n", what,
-               sizes[b], N_INPUTS, ok ? "identical" : "DIFFER", tm.n_windows, tm.n_fallbacks,
-               tm.decode_ms);
+        printf("%s, batch_size %d: %d inputs %s (%d windows, %d fallbacks, %d batched steps, "
+               "decode %.0f ms)\n",
+               what, sizes[b], N_INPUTS, ok ? "identical" : "DIFFER", tm.n_windows, tm.n_fallbacks,
+               tm.n_batch_steps, tm.decode_ms);
         CHECK(ok);
         CHECK(whisperc_batch_select(st, N_INPUTS) == WHISPERC_ERR_INVALID_ARG);
         CHECK(whisperc_batch_select(st, -1) == WHISPERC_ERR_INVALID_ARG);
     }
     for (int i = 0; i < N_INPUTS; i++)
         result_free(&alone[i]);
+    unsetenv("WHISPERC_ENCODE_MIN_PASS"); /* the CPU's default (1) for the schedule test */
     return n_fallbacks;
 }
 

@@ -45,6 +45,8 @@ struct batch_run {
     const struct batch_source *src;
     struct mel_spec *mels; /* [src->n]; an input's is computed when it enters a lane, freed
                             * when it leaves */
+    int min_pass;          /* windows to wait for before an encoder pass (transcribe_batch.h) */
+    int waited;            /* steps taken since a lane began to wait for its window */
 };
 
 /* Ends input i's job and frees its log-Mel (the job points into it). */
@@ -160,8 +162,16 @@ static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char
     *idle = n_busy == 0;
     if (rc || *idle)
         return rc;
-    if (n_need && (rc = start_windows(b, n_need, err, err_size)))
-        return rc;
+    /* a pass of few windows, while other lanes still decode, can wait a few steps for more */
+    bool start =
+        n_need >= b->min_pass || n_need == n_busy || b->waited >= TRANSCRIBE_BATCH_MAX_WAIT;
+    if (n_need && start) {
+        b->waited = 0;
+        if ((rc = start_windows(b, n_need, err, err_size)))
+            return rc;
+    } else if (n_need) {
+        b->waited++;
+    }
     double t0 = wc_now_ms();
     rc = decode_batch_step(&b->d, NULL);
     t->decode_ms += wc_now_ms() - t0;
@@ -173,8 +183,8 @@ static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char
 }
 
 int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
-                     const struct batch_source *src, struct wc_transcript *outs, char *err,
-                     size_t err_size) {
+                     const struct batch_source *src, int min_pass, struct wc_transcript *outs,
+                     char *err, size_t err_size) {
     int B = db->n_lanes, n = src->n, next = 0, rc = 0;
     struct batch_run b = {
         .t = t,
@@ -187,6 +197,7 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
         .opts = calloc((size_t)B, sizeof *b.opts),
         .src = src,
         .mels = calloc((size_t)n, sizeof *b.mels),
+        .min_pass = min_pass < 1 ? 1 : min_pass,
     };
     for (int i = 0; i < n; i++)
         memset(&outs[i], 0, sizeof outs[i]);

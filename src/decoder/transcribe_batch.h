@@ -36,10 +36,15 @@ struct batch_source {
 };
 
 /* Input i of src into outs[i] (i < src->n). t's encoder and decoder serve language detection
- * and fallbacks; db's lanes the batches. Returns 0 or the first error, with err filled
- * (naming the input); then every outs[i] is freed. */
+ * and fallbacks; db's lanes the batches. min_pass (>= 1): lanes that need a window wait, while
+ * others decode, until this many need one (at most TRANSCRIBE_BATCH_MAX_WAIT steps), so that
+ * the encoder runs on several windows at once; 1 starts each window at once. The results do
+ * not depend on it where the encoder gives a window the same bits in any pass (the CPU).
+ * Returns 0 or the first error, with err filled (naming the input); then every outs[i] is
+ * freed. */
+#define TRANSCRIBE_BATCH_MAX_WAIT 8
 int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
-                     const struct batch_source *src, struct wc_transcript *outs, char *err,
-                     size_t err_size);
+                     const struct batch_source *src, int min_pass, struct wc_transcript *outs,
+                     char *err, size_t err_size);
 
 #endif /* WC_TRANSCRIBE_BATCH_H */
