@@ -240,6 +240,13 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
     rc = transcribe_batch(&t, &st->db, &src, min_pass(st, st->enc.n_windows), st->batch_tr,
                           st->errmsg, sizeof st->errmsg);
     mel_prefetch_free(ms.pf);
+    const struct wc_backend_ops *op = st->s->be->ops;
+    char why[384];
+    if (op->step_graph_state && !st->graph_warned &&
+        op->step_graph_state(st->s, why, sizeof why) < 0) {
+        st->graph_warned = 1; /* the steps ran, as plain launches */
+        api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN, "decoder step graphs: %s", why);
+    }
     st->timings.encode_ms = t.encode_ms;
     st->timings.decode_ms = t.decode_ms;
     st->timings.n_windows = t.n_windows;

@@ -12,6 +12,7 @@
 
 #include "api_internal.h"
 #include "decoder/decode_window.h"
+#include "decoder/decoder_batch.h"
 #ifdef WC_HAVE_CUDA
 #include "gpu/backend_cuda.h"
 #endif
@@ -205,4 +206,88 @@ whisperc_status wc_bench_window(whisperc_state *st, int n_threads, int n_tokens,
     out->steps_ms = wc_now_ms() - t0;
     out->wall_ms = wc_now_ms() - start;
     return rc ? bench_fail(st, rc, "decoder") : WHISPERC_OK;
+}
+
+/* The lanes' prompt (as wc_bench_window's) and first picks, then the timed steps. */
+static int batch_steps(whisperc_state *st, struct decoder_batch *db, int n_lanes, int n_tokens,
+                       struct wc_bench_batch_times *out) {
+    const struct wc_hparams *hp = &st->m->file->hp;
+    const struct wc_vocab *v = &st->m->vocab;
+    struct wc_stream *s = st->s;
+    const struct wc_backend_ops *op = s->be->ops;
+    struct wc_logit_rule rules[WC_MAX_GROUP];
+    struct wc_greedy_pick pick[WC_MAX_GROUP];
+    int32_t prompt[4], tok[WC_MAX_GROUP];
+    int lanes[WC_MAX_GROUP], n = 0, rc = 0;
+    memset(rules, 0, sizeof rules);
+    prompt[n++] = v->sot;
+    if (v->multilingual)
+        prompt[n++] = vocab_lang_token(v, 0); /* "en" */
+    prompt[n++] = v->transcribe;
+    prompt[n++] = v->no_timestamps;
+    for (int k = 0; !rc && k < n_lanes; k++) {
+        int row = n - 1;
+        decoder_batch_set_audio(db, s, k, st->audio_features);
+        rc = decoder_batch_prefill(db, s, k, prompt, n, &row, 1, NULL);
+        op->logits_greedy(s, &pick[k], db->logits, rules, NULL, 0, 1, v->n_vocab);
+        rc = rc ? rc : wc_stream_sync(s);
+        tok[k] = pick[k].token;
+        lanes[k] = k;
+    }
+    /* warm-up, not timed: two steps (a backend with step graphs runs the first plain and
+     * records the second) */
+    int max_steps = hp->n_text_ctx - n - 3;
+    for (int i = 0; !rc && i < 2; i++) {
+        rc = decoder_batch_step(db, s, lanes, tok, n_lanes, NULL);
+        op->logits_greedy(s, pick, db->logits, rules, NULL, 0, n_lanes, v->n_vocab);
+        rc = rc ? rc : wc_stream_sync(s);
+        for (int k = 0; !rc && k < n_lanes; k++)
+            tok[k] = pick[k].token;
+    }
+    double t0 = wc_now_ms();
+    for (int i = 0; !rc && i < n_tokens && i < max_steps; i++) {
+        mark(s, 0);
+        decoder_batch_step(db, s, lanes, tok, n_lanes, NULL);
+        op->logits_greedy(s, pick, db->logits, rules, NULL, 0, n_lanes, v->n_vocab);
+        mark(s, 1);
+        rc = wc_stream_sync(s);
+        if (!rc)
+            out->steps_dev_ms += elapsed(s, 0, 1);
+        for (int k = 0; !rc && k < n_lanes; k++)
+            tok[k] = pick[k].token;
+        out->n_steps += !rc;
+    }
+    out->steps_ms = wc_now_ms() - t0;
+    return rc;
+}
+
+whisperc_status wc_bench_batch_steps(whisperc_state *st, int n_lanes, int n_tokens, uint64_t seed,
+                                     struct wc_bench_batch_times *out) {
+    if (!st || !out || n_tokens < 0 || n_lanes < 1 || n_lanes > WC_MAX_GROUP)
+        return WHISPERC_ERR_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    out->n_lanes = n_lanes;
+    st->errmsg[0] = '\0';
+    const struct wc_hparams *hp = &st->m->file->hp;
+    struct wc_stream *s = st->s;
+    const struct wc_backend_ops *op = s->be->ops;
+    float *mel = random_windows(hp, 1, seed);
+    if (!mel)
+        return WHISPERC_ERR_NO_MEMORY;
+    encoder_forward(&st->enc, s, mel, BENCH_FRAMES, st->audio_features);
+    int rc = wc_stream_sync(s);
+    free(mel);
+    if (rc)
+        return bench_fail(st, rc, "encoder");
+    struct decoder_batch db;
+    rc = decoder_batch_init(&db, s, hp, &st->m->w, n_lanes);
+    if (rc)
+        return bench_fail(st, rc, "batch decoder");
+    rc = batch_steps(st, &db, n_lanes, n_tokens, out);
+    decoder_batch_free(&db, s);
+    out->graph =
+        op->step_graph_state ? op->step_graph_state(s, out->graph_why, sizeof out->graph_why) : 0;
+    if (!op->step_graph_state)
+        snprintf(out->graph_why, sizeof out->graph_why, "none on the %s backend", op->name);
+    return rc ? bench_fail(st, rc, "batch decoder") : WHISPERC_OK;
 }

@@ -50,6 +50,22 @@ struct wc_bench_encoder_times {
 whisperc_status wc_bench_encoder(whisperc_state *st, int n_threads, int n_windows, int per_pass,
                                  uint64_t seed, struct wc_bench_encoder_times *out);
 
+/* n_tokens steps (fewer if the text context ends) of the batch decoder over n_lanes lanes
+ * (decoder_batch, as whisperc_full_batch steps them), each lane's prompt as above over one
+ * random window, each lane fed its own logits_greedy pick, after two warm-up steps (not
+ * timed: a backend with step graphs records the step then). graph: the backend's
+ * step_graph_state after the run (1 steps ran as graphs, 0 not, -1 the recording failed),
+ * why: its one line. WHISPERC_NO_CUDA_GRAPH=1 times the same steps without graphs. */
+struct wc_bench_batch_times {
+    double steps_ms;     /* host wall time of the steps, each with its pick and sync */
+    double steps_dev_ms; /* sum over the steps of the forward's and pick's stream interval */
+    int n_steps, n_lanes;
+    int graph;
+    char graph_why[384];
+};
+whisperc_status wc_bench_batch_steps(whisperc_state *st, int n_lanes, int n_tokens, uint64_t seed,
+                                     struct wc_bench_batch_times *out);
+
 /* "cpu" or the CUDA device as the backend describes it: its cuDeviceGetName name first
  * ("NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"). */
 const char *wc_bench_device(const whisperc_model *m);

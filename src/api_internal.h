@@ -34,6 +34,7 @@ struct whisperc_state {
     struct decoder_batch db; /* whisperc_full_batch's lanes, made on first use (db.n_lanes 0) */
     int n_lanes_refused;     /* smallest batch size refused for lack of memory (0: none) */
     int n_windows_refused;   /* smallest encoder window count refused likewise (0: none) */
+    int graph_warned;        /* the batch step's graph failure was logged (once a state) */
     float *audio_features;   /* backend [enc.n_windows][n_audio_ctx][n_audio_state] */
     struct wc_transcript tr;
     bool has_result;

@@ -189,6 +189,27 @@ struct wc_backend_ops {
      * returned; NaN when a slot was never marked or the stream holds an error. */
     void (*timer_mark)(struct wc_stream *s, int slot);
     double (*timer_elapsed_ms)(struct wc_stream *s, int a, int b);
+
+    /* ---- step graphs (all NULL where the backend has none: ops run as issued) ----
+     * A decoder step issues the same ops on the same backend memory every time, only the
+     * values in its host inputs (embed's ids, uploads) differ; a backend may record such a
+     * step once per key and replay the recording (CUDA: a graph, one launch instead of ~90).
+     * The caller brackets the step's ops, issued exactly as without a graph:
+     *   if (step_graph_begin(s, key)) { ops...; if (step_graph_end(s, key)) ops again; }
+     *   else ops...;
+     * begin returns 1 when a graph pass is under way (end must follow), 0 when the ops just
+     * run. Within a pass: no sync, no timer marks, no op that could move a buffer; a key's
+     * steps must issue the same ops with the same sizes and backend pointers (a replay that
+     * differs is refused, not replayed). end returns 0 when the step ran (recorded and run,
+     * or replayed), 1 when it did not (the recording failed; graphs are then off for good on
+     * this stream and the caller issues the ops again, plainly). Errors are the stream's as
+     * always. Recordings hold backend pointers: whoever releases or moves a buffer that a
+     * recorded step uses calls step_graph_reset first. step_graph_state: 1 graphs in use, 0
+     * not (yet) or switched off, -1 turned off by a failure; a one-line reason in why. */
+    int (*step_graph_begin)(struct wc_stream *s, int key);
+    int (*step_graph_end)(struct wc_stream *s, int key);
+    void (*step_graph_reset)(struct wc_stream *s);
+    int (*step_graph_state)(const struct wc_stream *s, char *why, size_t why_size);
 };
 
 #define WC_TIMER_SLOTS 4

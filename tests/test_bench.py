@@ -78,6 +78,13 @@ def main():
             window = stage(out, "window")
             check(len(v) == 3 and window is not None and v[2] >= window[0] - 0.5,
                   f"{what}: wall covers the stages of the best window ({v}, {window})")
+            m = re.search(r"^  batch step +host " + NUM + r" ms, stream " + NUM + r" ms", out,
+                          re.M)
+            v = [float(x) for x in m.groups()] if m else []
+            check(len(v) == 2 and finite(*v) and v[0] > 0 and 0 <= v[1] <= v[0] + 0.05,
+                  f"{what}: batch decoder step, host and stream ms ({v})")
+            check(re.search(r"^  graphs +none on the cpu backend$", out, re.M) is not None,
+                  f"{what}: no step graphs on the CPU")
             rows = [stage(out, b) for b in ("1 (alone)", "2", "3")]
             check(all(t is not None and finite(*t) and 0 <= t[2] <= t[0] + 0.5 for t in rows),
                   f"{what}: encoder at batch 1, 2, 3: host and stream ms per window ({rows})")

@@ -3,7 +3,8 @@
  * on fresh random inputs at several shapes, with the GPU's outputs poisoned (NaN) first so an
  * unwritten value fails; then the encoder and decoder steps of a small random-weight model
  * (tests/ggml_synth.c), CPU vs CUDA through the public API, and three windows in one encoder
- * pass on the GPU against each alone on the CPU. fp16 GEMM paths pass at 1e-2
+ * pass on the GPU against each alone on the CPU, and batch decoder steps as CUDA graphs
+ * against the same steps as plain launches (identical bits). fp16 GEMM paths pass at 1e-2
  * relative, fp32 kernels tighter. Exits 77 without a CUDA driver, device or cuBLAS.
  */
 #include <math.h>
@@ -519,6 +520,153 @@ static void test_encoder_batch(whisperc_state *sc, whisperc_state *sg) {
     free(mel), free(want), free(got);
 }
 
+/* ---- decoder steps as CUDA graphs (backend.h step_graph_*) ---- */
+
+/* A graph pass that meets an op it cannot hold (a sync) is not recorded: end says the ops did
+ * not run, graphs are off for good on the stream, and the stream holds no error. */
+static void test_graph_refusal(struct pair *p) {
+    const struct wc_backend_ops *op = p->gpu->ops;
+    struct wc_stream *s = NULL;
+    char why[384];
+    CHECK(op->stream_new(p->gpu, 1, &s) == 0);
+    CHECK(op->step_graph_state(s, why, sizeof why) == 0);
+    void *buf = op->alloc(s, 256);
+    CHECK(op->step_graph_begin(s, 5) == 0); /* a key's first step runs plain */
+    CHECK(op->step_graph_begin(s, 5) == 1); /* the second is recorded */
+    op->memset0(s, buf, 256);
+    CHECK(wc_stream_sync(s) == 0); /* refused inside the pass */
+    CHECK(op->step_graph_end(s, 5) == 1);
+    CHECK(s->err == 0);
+    CHECK(op->step_graph_state(s, why, sizeof why) == -1);
+    printf("graph refusal: %s\n", why);
+    CHECK(strstr(why, "a sync") != NULL);
+    CHECK(op->step_graph_begin(s, 5) == 0); /* off for good */
+    op->release(s, buf);
+    CHECK(wc_stream_sync(s) == 0);
+    op->stream_free(s);
+}
+
+/* One state's run of batch steps: 8 lanes (prompts of 3..10 tokens over the same audio), then
+ * steps over changing row sets, each fed its own greedy picks. Writes every step's picks and
+ * logits, and the KV cache at the end. */
+struct graph_run {
+    struct wc_greedy_pick *picks; /* [n_steps][8] */
+    float *logits;                /* [n_steps][8][n_vocab] */
+    float *kv;                    /* k_cache then v_cache */
+    size_t n_kv;
+};
+
+static const int run_lanes[][8] = {
+    {0},
+    {0},
+    {0},
+    {0, 1, 2},
+    {0, 1, 2},
+    {0, 1, 2},
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {0, 2, 5}, /* lanes 1, 3 leave */
+    {0, 2, 5},
+    {7, 0, 5},
+    {4, 6, 1, 3, 2, 0, 7},
+    {4, 6, 1, 3, 2, 0, 7},
+    {3},
+    {3},
+};
+static const int run_n[] = {1, 1, 1, 3, 3, 3, 8, 8, 8, 3, 3, 3, 7, 7, 1, 1};
+#define RUN_STEPS ((int)(sizeof run_n / sizeof run_n[0]))
+
+static void graph_run(whisperc_state *st, const float *features_host, struct graph_run *out) {
+    const struct wc_hparams *hp = &st->m->file->hp;
+    const struct wc_backend_ops *op = st->s->be->ops;
+    struct wc_stream *s = st->s;
+    int n_vocab = hp->n_vocab, c = hp->n_text_state;
+    size_t nf = (size_t)hp->n_audio_ctx * hp->n_audio_state;
+    struct decoder_batch db;
+    CHECK(decoder_batch_init(&db, s, hp, &st->m->w, 8) == 0);
+    float *feat = op->alloc(s, nf * 4);
+    op->upload(s, feat, features_host, nf * 4);
+    int32_t tok[8];
+    float *host = malloc(2 * (size_t)n_vocab * 4);
+    for (int k = 0; k < 8; k++) {
+        int32_t prompt[10] = {50257, 50362, 440, 1000, 2000, 3000, 4000, 5000, 6000, 7000};
+        prompt[2] += k;
+        int row = 2 + k;
+        decoder_batch_set_audio(&db, s, k, feat);
+        CHECK(decoder_batch_prefill(&db, s, k, prompt, 3 + k, &row, 1, host) == 0);
+        tok[k] = 100 + 37 * k;
+    }
+    struct wc_logit_rule rules[8];
+    memset(rules, 0, sizeof rules);
+    out->picks = calloc((size_t)RUN_STEPS * 8, sizeof *out->picks);
+    out->logits = malloc((size_t)RUN_STEPS * 8 * n_vocab * 4);
+    for (int i = 0; i < RUN_STEPS; i++) {
+        int n = run_n[i];
+        int32_t in[8];
+        struct wc_greedy_pick *pk = out->picks + (size_t)i * 8;
+        for (int r = 0; r < n; r++)
+            in[r] = tok[run_lanes[i][r]];
+        CHECK(decoder_batch_step(&db, s, run_lanes[i], in, n, NULL) == 0);
+        op->download(s, out->logits + (size_t)i * 8 * n_vocab, db.logits, (size_t)n * n_vocab * 4);
+        op->logits_greedy(s, pk, db.logits, rules, NULL, 0, n, n_vocab);
+        CHECK(wc_stream_sync(s) == 0);
+        for (int r = 0; r < n; r++)
+            tok[run_lanes[i][r]] = pk[r].token;
+    }
+    size_t n_cache = (size_t)hp->n_text_layer * db.n_slots * c;
+    out->n_kv = 2 * n_cache;
+    out->kv = malloc(out->n_kv * 4);
+    op->download(s, out->kv, db.k_cache, n_cache * 4);
+    op->download(s, out->kv + n_cache, db.v_cache, n_cache * 4);
+    CHECK(wc_stream_sync(s) == 0);
+    op->release(s, feat);
+    decoder_batch_free(&db, s);
+    free(host);
+}
+
+/* The same steps with graphs and with plain launches give the same bits: picks, logits and
+ * KV cache (rows 1, 3, 7, 8; lanes leave and come back between replays). */
+static void test_graph_steps(const char *path) {
+    whisperc_model *mg = NULL, *mp = NULL;
+    whisperc_state *sg = open_state(path, WHISPERC_DEVICE_CUDA, &mg);
+    setenv("WHISPERC_NO_CUDA_GRAPH", "1", 1); /* read when the backend is made */
+    whisperc_state *sp = open_state(path, WHISPERC_DEVICE_CUDA, &mp);
+    unsetenv("WHISPERC_NO_CUDA_GRAPH");
+    if (sg && sp) {
+        const struct wc_hparams *hp = &sg->m->file->hp;
+        size_t nf = (size_t)hp->n_audio_ctx * hp->n_audio_state;
+        float *feat = rand_vec(nf, 1.0f);
+        struct graph_run g = {0}, q = {0};
+        graph_run(sg, feat, &g);
+        graph_run(sp, feat, &q);
+        char why[384];
+        int state = sg->s->be->ops->step_graph_state(sg->s, why, sizeof why);
+        printf("graph steps: %s\n", why);
+        CHECK(state == 1);
+        CHECK(sp->s->be->ops->step_graph_state(sp->s, why, sizeof why) == 0);
+        printf("plain steps: %s\n", why);
+        int n_vocab = hp->n_vocab, same_logits = 1, same_picks = 1;
+        for (int i = 0; i < RUN_STEPS; i++) {
+            size_t off = (size_t)i * 8;
+            same_picks &= memcmp(g.picks + off, q.picks + off, run_n[i] * sizeof *g.picks) == 0;
+            same_logits &= memcmp(g.logits + off * n_vocab, q.logits + off * n_vocab,
+                                  (size_t)run_n[i] * n_vocab * 4) == 0;
+        }
+        int same_kv = g.n_kv == q.n_kv && memcmp(g.kv, q.kv, g.n_kv * 4) == 0;
+        printf("graph vs plain, %d steps: picks %s, logits %s, KV cache %s\n", RUN_STEPS,
+               same_picks ? "same" : "DIFFER", same_logits ? "same" : "DIFFER",
+               same_kv ? "same" : "DIFFER");
+        CHECK(same_picks && same_logits && same_kv);
+        free(feat);
+        free(g.picks), free(g.logits), free(g.kv), free(q.picks), free(q.logits), free(q.kv);
+    }
+    whisperc_state_free(sg);
+    whisperc_state_free(sp);
+    whisperc_model_free(mg);
+    whisperc_model_free(mp);
+}
+
 static void test_model(int n_state, int n_head) {
     char path[] = "/tmp/wc_gpu_backend_XXXXXX";
     int fd = mkstemp(path);
@@ -552,6 +700,7 @@ static void test_model(int n_state, int n_head) {
         check_rel(name, lg, lc, (size_t)nl, 2e-2);
         printf("logits rel L2 %.3g\n", rel_l2(lg, lc, (size_t)nl));
         test_encoder_batch(sc, sg);
+        test_graph_steps(path);
         free(mel), free(ec), free(eg), free(lc), free(lg);
     }
     whisperc_state_free(sc);
@@ -692,6 +841,7 @@ int main(void) {
     test_logits_greedy(&p, 16, 51865, 91, 0); /* the scratch grows: the mask goes up again */
     test_logits_greedy(&p, 7, 51864, 1000, 0);
     test_logits_greedy(&p, 8, 51865, 577, 1);
+    test_graph_refusal(&p);
 
     p.gpu->ops->stream_free(p.gs);
     p.cpu->ops->stream_free(p.cs);

@@ -221,6 +221,28 @@ static int bench_encoder_batch(const struct cli_options *o, whisperc_state *st, 
     return rc;
 }
 
+/* The batch decoder's steps (whisperc_full_batch's), n_lanes lanes, fastest of o->runs, and
+ * whether they ran as step graphs (WHISPERC_NO_CUDA_GRAPH=1 for the same without). */
+static int bench_batch_steps(const struct cli_options *o, whisperc_state *st, int n_lanes) {
+    struct wc_bench_batch_times best = {0}, x;
+    for (int r = 0; r < o->runs; r++) {
+        int rc = wc_bench_batch_steps(st, n_lanes, o->n_tokens, 100 + (uint64_t)r, &x);
+        if (rc) {
+            fprintf(stderr, "whisper-c: %s\n", whisperc_state_errmsg(st));
+            return rc;
+        }
+        if (r == 0 || x.steps_ms < best.steps_ms)
+            best = x;
+    }
+    int steps = best.n_steps ? best.n_steps : 1;
+    printf("batch decoder steps (whisperc_full_batch's), %d lanes x %d steps, best of %d run(s):\n",
+           n_lanes, best.n_steps, o->runs);
+    printf("  %-10s host %.3f ms, stream %.3f ms (forward and pick)\n", "batch step",
+           best.steps_ms / steps, best.steps_dev_ms / steps);
+    printf("  %-10s %s\n", "graphs", best.graph_why);
+    return 0;
+}
+
 static int bench_synthetic(const struct cli_options *o, whisperc_model *m, double load_ms) {
     whisperc_state *st = NULL;
     int n_seq = o->beam_size, runs = o->runs, rc = whisperc_state_new(m, &st);
@@ -309,6 +331,8 @@ static int bench_synthetic(const struct cli_options *o, whisperc_model *m, doubl
     int n_windows = o->batch_size;
     if (!n_windows && strcmp(whisperc_model_backend(m), "cpu") != 0)
         n_windows = ENCODER_MAX_WINDOWS; /* on a GPU the encoder batch is part of the answer */
+    if (!rc)
+        rc = bench_batch_steps(o, st, n_seq);
     if (!rc && n_windows)
         rc = bench_encoder_batch(o, st, n_windows);
     free(t);

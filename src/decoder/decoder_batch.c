@@ -10,6 +10,8 @@
 #include "libwhisperc.h"
 
 static void release_all(struct decoder_batch *db, struct wc_stream *s) {
+    if (s->be->ops->step_graph_reset) /* recorded steps point into these buffers */
+        s->be->ops->step_graph_reset(s);
     float **bufs[] = {&db->k_cache, &db->v_cache, &db->xk,  &db->xv,  &db->x,
                       &db->h,       &db->q,       &db->att, &db->mlp, &db->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
@@ -62,6 +64,8 @@ int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const stru
                        const struct wc_weights *w, int n_lanes) {
     const struct wc_backend_ops *op = s->be->ops;
     memset(db, 0, sizeof *db);
+    if (op->step_graph_reset) /* steps recorded for another decoder's buffers */
+        op->step_graph_reset(s);
     db->hp = hp;
     db->w = w;
     struct batch_sizes z = batch_sizes(hp, n_lanes);
@@ -239,10 +243,25 @@ int decoder_batch_prefill(struct decoder_batch *db, struct wc_stream *s, int lan
     return logits_out(db, s, &br, rows, n_rows, logits_host);
 }
 
+/* A step's ops, after decoder_batch_step filled db->step_host and db->pos_host: the same
+ * launches on the same buffers for every step of n rows, so a backend may replay them. */
+static void step_ops(struct decoder_batch *db, struct wc_stream *s, const int *lanes,
+                     const int32_t *tokens, int n) {
+    const struct wc_backend_ops *op = s->be->ops;
+    int c = db->hp->n_text_state, n_ctx = db->hp->n_text_ctx;
+    op->embed(s, db->x, tokens, db->pos_host, n, &db->w->tok_emb, db->w->dec_pos, 0, c);
+    op->upload(s, db->step_idx, db->step_host,
+               ((size_t)3 * db->n_lanes + (size_t)n * n_ctx) * sizeof(int32_t));
+    struct block_rows br = {.n = n, .lanes = lanes};
+    for (int l = 0; l < db->hp->n_text_layer; l++)
+        decoder_block(db, s, l, &br);
+    logits_out(db, s, &br, NULL, n, NULL);
+}
+
 int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int *lanes,
                        const int32_t *tokens, int n, float *logits_host) {
     const struct wc_backend_ops *op = s->be->ops;
-    int c = db->hp->n_text_state, n_ctx = db->hp->n_text_ctx;
+    int n_ctx = db->hp->n_text_ctx;
     if (s->err)
         return s->err;
     if (n < 1 || n > db->n_lanes) {
@@ -267,13 +286,19 @@ int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int 
         memcpy(table + (size_t)k * n_ctx, db->slots_host + (size_t)lane * n_ctx,
                (size_t)(pos + 1) * sizeof(int32_t));
     }
-    op->embed(s, db->x, tokens, db->pos_host, n, &db->w->tok_emb, db->w->dec_pos, 0, c);
-    op->upload(s, db->step_idx, db->step_host,
-               ((size_t)3 * db->n_lanes + (size_t)n * n_ctx) * sizeof(int32_t));
-    struct block_rows br = {.n = n, .lanes = lanes};
-    for (int l = 0; l < db->hp->n_text_layer; l++)
-        decoder_block(db, s, l, &br);
+    /* one recording per row count (backend.h step_graph_*); the ops are issued again when
+     * a recording fails, as none of them ran */
+    if (op->step_graph_begin && op->step_graph_begin(s, n)) {
+        step_ops(db, s, lanes, tokens, n);
+        if (op->step_graph_end(s, n))
+            step_ops(db, s, lanes, tokens, n);
+    } else {
+        step_ops(db, s, lanes, tokens, n);
+    }
     for (int k = 0; k < n; k++)
         db->n_past[lanes[k]]++;
-    return logits_out(db, s, &br, NULL, n, logits_host);
+    if (!logits_host) /* kept in backend memory (db->logits) for the caller's next op */
+        return s->err;
+    op->download(s, logits_host, db->logits, (size_t)n * db->hp->n_vocab * sizeof(float));
+    return wc_stream_sync(s);
 }

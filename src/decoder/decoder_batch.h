@@ -14,6 +14,8 @@
  * A step issues each op once for all its lanes: embed with per-row positions,
  * attention_gather with per-row key counts, attention_rows over each row's own audio K/V, and
  * linears in calls of at most the backend's linear_exact_rows rows.
+ * Those launches depend on the row count only, so a backend with step graphs (backend.h
+ * step_graph_*) records a step once per row count and replays it.
  *
  * Exactness: a lane's arithmetic is the single-sequence decoder's (decoder.c), op for op on
  * the same rows, so a lane's logits have the bits struct decoder gives the same window alone:

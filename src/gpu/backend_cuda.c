@@ -176,6 +176,10 @@ static const struct wc_backend_ops cuda_ops = {
     .logits_greedy = cuda_logits_greedy,
     .timer_mark = cuda_timer_mark,
     .timer_elapsed_ms = cuda_timer_elapsed_ms,
+    .step_graph_begin = cuda_step_graph_begin,
+    .step_graph_end = cuda_step_graph_end,
+    .step_graph_reset = cuda_step_graph_reset,
+    .step_graph_state = cuda_step_graph_state,
 };
 
 const char *cuda_backend_device(const struct wc_backend *be) {
@@ -244,6 +248,8 @@ int cuda_backend_new(int gpu_index, struct wc_backend **out, char *err, size_t e
     m->sync_each_op = sync && sync[0] == '1';
     const char *attn = getenv("WHISPERC_CUDA_ATTN");
     m->attn_simt = attn && strcmp(attn, "simt") == 0;
+    const char *no_graph = getenv("WHISPERC_NO_CUDA_GRAPH");
+    m->no_graphs = no_graph && no_graph[0] == '1';
     int rc = open_device(m, gpu_index, err, err_size);
     if (rc) {
         cuda_backend_free(be);

@@ -27,6 +27,31 @@ void cuda_api_unload(struct cuda_api *api) {
     memset(api, 0, sizeof *api);
 }
 
+/* The graph entry points, all or none: a driver without them runs steps as plain launches.
+ * The names are the ones cuda.h 12+ selects (no per-thread-stream variants). */
+static void load_graph_api(struct cuda_api *api) {
+    struct {
+        void **slot;
+        const char *name;
+    } syms[] = {
+        {(void **)&api->stream_begin_capture, "cuStreamBeginCapture_v2"},
+        {(void **)&api->stream_end_capture, "cuStreamEndCapture"},
+        {(void **)&api->graph_instantiate, "cuGraphInstantiateWithFlags"},
+        {(void **)&api->graph_launch, "cuGraphLaunch"},
+        {(void **)&api->graph_exec_destroy, "cuGraphExecDestroy"},
+        {(void **)&api->graph_destroy, "cuGraphDestroy"},
+    };
+    size_t n = sizeof syms / sizeof syms[0], found = 0;
+    for (size_t i = 0; i < n; i++) {
+        void *f = dlsym(api->lib, syms[i].name);
+        memcpy(syms[i].slot, &f, sizeof f);
+        found += f != NULL;
+    }
+    if (found != n)
+        for (size_t i = 0; i < n; i++)
+            memset(syms[i].slot, 0, sizeof(void *));
+}
+
 int cuda_api_load(struct cuda_api *api, char *err, size_t err_size) {
     memset(api, 0, sizeof *api);
     api->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -76,6 +101,8 @@ int cuda_api_load(struct cuda_api *api, char *err, size_t err_size) {
         {(void **)&api->event_elapsed_time,
          dlsym(api->lib, "cuEventElapsedTime_v2") ? "cuEventElapsedTime_v2" : "cuEventElapsedTime"},
         {(void **)&api->event_destroy, "cuEventDestroy_v2"},
+        {(void **)&api->mem_host_alloc, "cuMemHostAlloc"},
+        {(void **)&api->mem_free_host, "cuMemFreeHost"},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         /* dlsym returns void *; the driver's entry points are functions of the declared types */
@@ -87,6 +114,7 @@ int cuda_api_load(struct cuda_api *api, char *err, size_t err_size) {
         }
         memcpy(syms[i].slot, &f, sizeof f);
     }
+    load_graph_api(api);
     if (cuda_check(api, api->init(0), "cuInit", err, err_size)) {
         cuda_api_unload(api);
         return -1;

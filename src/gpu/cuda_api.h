@@ -52,6 +52,17 @@ struct cuda_api {
     CUresult (*event_synchronize)(CUevent);
     CUresult (*event_elapsed_time)(float *, CUevent, CUevent);
     CUresult (*event_destroy)(CUevent);
+    /* page-locked host memory, for the streams' staging */
+    CUresult (*mem_host_alloc)(void **, size_t, unsigned int);
+    CUresult (*mem_free_host)(void *);
+    /* stream capture into graphs (decoder steps); NULL where the driver lacks one of them
+     * (cuGraphInstantiateWithFlags: 11.4+), and then steps run as plain launches */
+    CUresult (*stream_begin_capture)(CUstream, CUstreamCaptureMode);
+    CUresult (*stream_end_capture)(CUstream, CUgraph *);
+    CUresult (*graph_instantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*graph_launch)(CUgraphExec, CUstream);
+    CUresult (*graph_exec_destroy)(CUgraphExec);
+    CUresult (*graph_destroy)(CUgraph);
 };
 
 /* Loads libcuda.so.1 and resolves every entry point, then cuInit(0). Returns 0, or -1 with a

@@ -60,6 +60,7 @@ struct cuda_model {
     int sm;           /* PTX target: the device's, capped at the newest the generators know */
     int sync_each_op; /* WHISPERC_CUDA_SYNC=1: sync after every launch to name a faulting kernel */
     int attn_simt;    /* WHISPERC_CUDA_ATTN=simt: no tensor-core attention (to compare) */
+    int no_graphs;    /* WHISPERC_NO_CUDA_GRAPH=1: decoder steps as plain launches */
     struct arena weights; /* uploaded weights, freed with the backend */
     struct cuda_kernel_cache kernels;
     char device_desc[192];
@@ -78,6 +79,50 @@ struct cuda_scratch {
     size_t bytes;
 };
 
+/* Page-locked host memory (cuMemHostAlloc) that every upload and download up to its size goes
+ * through, so that a step's copies are asynchronous from fixed host addresses and can be
+ * captured in a graph. Bump-allocated from the start after each sync: a block is in use until
+ * the next sync (an async copy from or to it may be queued), which empties it, grows it when
+ * something did not fit (the copy went pageable, or failed a capture), and copies the
+ * downloads that landed in it to the caller's memory. */
+struct cuda_deferred {
+    void *dst;       /* the caller's host memory */
+    const void *src; /* in the staging */
+    size_t bytes;
+};
+struct cuda_staging {
+    unsigned char *host; /* pinned, owned; NULL: none (allocation failed), copies go pageable */
+    size_t bytes, used;  /* capacity; taken since the last sync */
+    size_t want;         /* what the blocks since the last sync asked for in all, fitting or not */
+    struct cuda_deferred *defer; /* owned, [cap_defer]: downloads to finish at sync */
+    int n_defer, cap_defer;
+};
+
+/* Decoder step graphs (backend.h step_graph_*): one recording per key, replayed by
+ * cuGraphLaunch. A graph pass is the host's issuing of one step's ops between begin and end:
+ * CUDA_GRAPH_CAPTURE records them (cuStreamBeginCapture), CUDA_GRAPH_REPLAY only runs their
+ * host side (checks, staging writes) and skips every launch and copy, which the recording
+ * replays. Both passes fold each launch's and copy's shape, addresses and staging offset into a
+ * signature: a replay whose signature differs from its recording's is not launched. */
+#define CUDA_GRAPH_KEYS 32
+enum cuda_graph_mode { CUDA_GRAPH_NONE = 0, CUDA_GRAPH_CAPTURE, CUDA_GRAPH_REPLAY };
+struct cuda_step_graph {
+    CUgraphExec exec; /* 0: not recorded */
+    uint64_t sig;     /* the recording's signature */
+    size_t staged;    /* staging bytes its pass took */
+    int n_plain;      /* steps with this key run plain so far (the first warms kernels) */
+};
+struct cuda_graphs {
+    int off;       /* 1: plain launches for good (why says why) */
+    char why[384]; /* a prefix and a stream message (256) */
+    enum cuda_graph_mode mode;
+    int key;             /* of the pass under way */
+    uint64_t sig;        /* of the pass under way */
+    const char *refused; /* set by an op the pass cannot hold (static text); NULL: none */
+    struct cuda_step_graph g[CUDA_GRAPH_KEYS + 1]; /* indexed by key 1..CUDA_GRAPH_KEYS */
+    long n_captured, n_replayed;
+};
+
 struct cuda_stream {
     struct cuda_model *m;
     CUstream stream;
@@ -91,6 +136,8 @@ struct cuda_stream {
     int mask_words;
     uint64_t mask_addr;
     CUevent timer[WC_TIMER_SLOTS]; /* created on first timer_mark of the slot; 0: never */
+    struct cuda_staging stage;
+    struct cuda_graphs graphs;
 };
 
 static inline struct cuda_stream *cuda_stream(struct wc_stream *s) { return s->impl; }
@@ -157,6 +204,28 @@ void cuda_memset0(struct wc_stream *s, void *dst, size_t bytes);
 int cuda_sync(struct wc_stream *s);
 void cuda_timer_mark(struct wc_stream *s, int slot);
 double cuda_timer_elapsed_ms(struct wc_stream *s, int a, int b);
+
+/* Staging (stream_cuda.c): `bytes` of the stream's pinned memory until the next sync, or NULL
+ * when they do not fit (the sync after grows it) or are too many to stage (over 1 MiB). */
+void *cuda_stage_take(struct cuda_stream *cs, size_t bytes);
+void cuda_stage_init(struct cuda_stream *cs);
+void cuda_stage_free(struct cuda_stream *cs);
+/* After the stream synchronized: finishes the deferred downloads, empties the staging and
+ * grows it if it was short (dropping the graphs, which point into it). */
+void cuda_stage_done(struct wc_stream *s);
+
+/* Step graphs (graph_cuda.c). cuda_graph_note folds one launch's or copy's shape into the
+ * pass's signature and returns 1 when the op must not be issued (a replay pass); it is 0
+ * outside a pass. cuda_graph_refuse marks the pass as one that cannot be recorded or replayed
+ * (`what`: static text), and returns 1 where the op must be skipped (in a pass). */
+int cuda_graph_note(struct cuda_stream *cs, uint64_t a, uint64_t b, uint64_t c);
+int cuda_graph_refuse(struct cuda_stream *cs, const char *what);
+/* Destroys every recording (after the stream's queued work is done: one may be running). */
+void cuda_graph_drop_all(struct cuda_stream *cs);
+int cuda_step_graph_begin(struct wc_stream *s, int key);
+int cuda_step_graph_end(struct wc_stream *s, int key);
+void cuda_step_graph_reset(struct wc_stream *s);
+int cuda_step_graph_state(const struct wc_stream *s, char *why, size_t why_size);
 
 /* Chunk allocator for arenas on the device (ctx: struct cuda_model *). */
 int cuda_chunk_alloc(void *ctx, size_t bytes, uint64_t *addr, char *err, size_t err_size);

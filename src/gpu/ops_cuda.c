@@ -41,7 +41,9 @@ static void gemm(struct wc_stream *s, float *c, int ldc, const struct wc_mat *w,
                  int n_rows, float beta) {
     struct cuda_stream *cs = cuda_stream(s);
     const float alpha = 1.0f;
-    if (s->err)
+    /* a step's rows (<= KERNEL_GEMV_MAX_ROWS) take gemv; a GEMM in a step graph is refused
+     * rather than captured, as a replay pass could not skip it */
+    if (s->err || cuda_graph_refuse(cs, "a cuBLAS GEMM"))
         return;
     cublas_stream_check(s,
                         cs->m->blas.gemm_ex(cs->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n_rows,

@@ -1,6 +1,7 @@
 /*
- * stream_cuda.c — the CUDA backend's streams: one CUstream, cuBLAS handle and activation arena
- * per state; copies and memsets queued on the stream; errors made sticky (backend.h).
+ * stream_cuda.c — the CUDA backend's streams: one CUstream, cuBLAS handle, activation arena
+ * and pinned staging per state; copies and memsets queued on the stream; errors made sticky
+ * (backend.h).
  */
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +14,81 @@
 
 /* Activation chunks: the first large enough for a small model's encoder, each later one at
  * least doubling the total, so a state reserves memory a handful of times in its life. */
-#define ACT_MIN_CHUNK ((size_t)64 << 20)
+#define ACT_MIN_CHUNK   ((size_t)64 << 20)
+/* Pinned staging to start with: a batch step's uploads (~15 KB for 8 rows) many times over. */
+#define STAGE_MIN       ((size_t)256 << 10)
+#define STAGE_ALIGN     64
+/* Larger copies (a step's logits, an encoder's input) go pageable, as the driver bounces them
+ * through its own pinned buffers anyway; the staging grows to at most STAGE_MAX. */
+#define STAGE_MAX_BLOCK ((size_t)1 << 20)
+#define STAGE_MAX       ((size_t)8 << 20)
+
+/* Without pinned memory (cuMemHostAlloc failing) copies go pageable and steps run plain. */
+void cuda_stage_init(struct cuda_stream *cs) {
+    void *p = NULL;
+    if (cs->m->cu.mem_host_alloc(&p, STAGE_MIN, 0) != CUDA_SUCCESS)
+        return;
+    cs->stage.host = p;
+    cs->stage.bytes = STAGE_MIN;
+}
+
+void cuda_stage_free(struct cuda_stream *cs) {
+    if (cs->stage.host)
+        cs->m->cu.mem_free_host(cs->stage.host);
+    free(cs->stage.defer);
+    memset(&cs->stage, 0, sizeof cs->stage);
+}
+
+void *cuda_stage_take(struct cuda_stream *cs, size_t bytes) {
+    struct cuda_staging *st = &cs->stage;
+    if (bytes > STAGE_MAX_BLOCK)
+        return NULL;
+    size_t need = (bytes + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+    st->want += need;
+    if (!st->host || need > st->bytes - st->used)
+        return NULL;
+    void *p = st->host + st->used;
+    st->used += need;
+    return p;
+}
+
+/* Remembers a download that landed in the staging; 0, or -1 when out of host memory. */
+static int stage_defer(struct cuda_stream *cs, void *dst, const void *src, size_t bytes) {
+    struct cuda_staging *st = &cs->stage;
+    if (st->n_defer == st->cap_defer) {
+        int cap = st->cap_defer ? 2 * st->cap_defer : 16;
+        struct cuda_deferred *d = realloc(st->defer, (size_t)cap * sizeof *d);
+        if (!d)
+            return -1;
+        st->defer = d, st->cap_defer = cap;
+    }
+    st->defer[st->n_defer++] = (struct cuda_deferred){dst, src, bytes};
+    return 0;
+}
+
+void cuda_stage_done(struct wc_stream *s) {
+    struct cuda_stream *cs = cuda_stream(s);
+    struct cuda_staging *st = &cs->stage;
+    for (int i = 0; !s->err && i < st->n_defer; i++)
+        memcpy(st->defer[i].dst, st->defer[i].src, st->defer[i].bytes);
+    st->n_defer = 0;
+    size_t want = st->want < STAGE_MAX ? st->want : STAGE_MAX;
+    st->used = st->want = 0;
+    if (want <= st->bytes || s->err)
+        return;
+    /* grow to what the last stretch between syncs asked for: the next one likely asks the same */
+    size_t bytes = st->bytes ? st->bytes : STAGE_MIN;
+    while (bytes < want)
+        bytes *= 2;
+    void *p = NULL;
+    if (cs->m->cu.mem_host_alloc(&p, bytes, 0) != CUDA_SUCCESS)
+        return;              /* keep what there is: the rest goes pageable, as before */
+    cuda_graph_drop_all(cs); /* recordings copy from the old block */
+    if (st->host)
+        cs->m->cu.mem_free_host(st->host);
+    st->host = p;
+    st->bytes = bytes;
+}
 
 int cuda_stream_check(struct wc_stream *s, CUresult r, const char *what) {
     if (r == CUDA_SUCCESS)
@@ -65,6 +140,7 @@ void cuda_stream_free(struct wc_stream *s) {
         cu->ctx_set_current(cs->m->ctx);
         if (cs->stream) /* queued work may still use the arena */
             cu->stream_synchronize(cs->stream);
+        cuda_graph_drop_all(cs);
         if (cs->blas)
             cs->m->blas.destroy(cs->blas);
         for (int i = 0; i < WC_TIMER_SLOTS; i++)
@@ -73,6 +149,7 @@ void cuda_stream_free(struct wc_stream *s) {
         arena_free(&cs->arena);
         if (cs->stream)
             cu->stream_destroy(cs->stream);
+        cuda_stage_free(cs);
         free(cs->mask_host);
         free(cs);
     }
@@ -113,8 +190,9 @@ int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out
         !cublas_stream_check(s, m->blas.set_stream(cs->blas, cs->stream), "cublasSetStream"))
         /* fp16 inputs with fp32 accumulation use tensor cores in the default math mode;
          * CUBLAS_DEFAULT_MATH keeps cuBLAS from lowering fp32 GEMMs to TF32 behind our back */
-        cublas_stream_check(s, m->blas.set_math_mode(cs->blas, CUBLAS_DEFAULT_MATH),
-                            "cublasSetMathMode");
+        if (!cublas_stream_check(s, m->blas.set_math_mode(cs->blas, CUBLAS_DEFAULT_MATH),
+                                 "cublasSetMathMode"))
+            cuda_stage_init(cs);
     int rc = s->err;
     if (rc) { /* stream_new returns only the code (backend.h); the message goes with s */
         cuda_stream_free(s);
@@ -157,41 +235,68 @@ void cuda_release(struct wc_stream *s, void *p) {
                        "cuda: release of %p, which this stream did not allocate", p);
 }
 
+/* Offset of a staging block in the signature of a graph pass; a pageable block is refused. */
+static uint64_t stage_off(struct cuda_stream *cs, const void *h) {
+    return h ? (uint64_t)((const unsigned char *)h - cs->stage.host) : UINT64_MAX;
+}
+
 void cuda_upload(struct wc_stream *s, void *dst, const void *host_src, size_t bytes) {
     if (!bytes || cuda_op_begin(s))
         return;
-    /* from pageable memory the driver stages the data before returning: host_src may be
-     * reused at once */
-    cuda_stream_check(
-        s,
-        cuda_stream(s)->m->cu.memcpy_htod_async(dptr(dst), host_src, bytes, cuda_stream(s)->stream),
-        "cuMemcpyHtoDAsync");
+    struct cuda_stream *cs = cuda_stream(s);
+    /* through the staging: an async copy from pinned memory (capturable); host_src may be
+     * reused at once either way (from pageable memory the driver stages it before returning) */
+    void *h = cuda_stage_take(cs, bytes);
+    if (h)
+        memcpy(h, host_src, bytes);
+    else if (cuda_graph_refuse(cs, "an upload larger than the staging"))
+        return;
+    if (cuda_graph_note(cs, 1, dptr(dst) ^ bytes << 48, stage_off(cs, h)))
+        return;
+    cuda_stream_check(s,
+                      cs->m->cu.memcpy_htod_async(dptr(dst), h ? h : host_src, bytes, cs->stream),
+                      "cuMemcpyHtoDAsync");
 }
 
 void cuda_download(struct wc_stream *s, void *host_dst, const void *src, size_t bytes) {
     if (!bytes || cuda_op_begin(s))
         return;
-    /* host_dst holds the data once sync() returns (backend.h), as with any op */
-    cuda_stream_check(
-        s,
-        cuda_stream(s)->m->cu.memcpy_dtoh_async(host_dst, dptr(src), bytes, cuda_stream(s)->stream),
-        "cuMemcpyDtoHAsync");
+    struct cuda_stream *cs = cuda_stream(s);
+    /* host_dst holds the data once sync() returns (backend.h), as with any op: a download
+     * into the staging is copied there by the sync */
+    void *h = cuda_stage_take(cs, bytes);
+    if (h && stage_defer(cs, host_dst, h, bytes)) {
+        wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "cuda: out of host memory");
+        return;
+    }
+    if (!h && cuda_graph_refuse(cs, "a download larger than the staging"))
+        return;
+    if (cuda_graph_note(cs, 2, dptr(src) ^ bytes << 48, stage_off(cs, h)))
+        return;
+    cuda_stream_check(s,
+                      cs->m->cu.memcpy_dtoh_async(h ? h : host_dst, dptr(src), bytes, cs->stream),
+                      "cuMemcpyDtoHAsync");
 }
 
 void cuda_memset0(struct wc_stream *s, void *dst, size_t bytes) {
     if (!bytes || cuda_op_begin(s))
         return;
-    cuda_stream_check(
-        s, cuda_stream(s)->m->cu.memset_d8_async(dptr(dst), 0, bytes, cuda_stream(s)->stream),
-        "cuMemsetD8Async");
+    struct cuda_stream *cs = cuda_stream(s);
+    if (cuda_graph_note(cs, 3, dptr(dst), bytes))
+        return;
+    cuda_stream_check(s, cs->m->cu.memset_d8_async(dptr(dst), 0, bytes, cs->stream),
+                      "cuMemsetD8Async");
 }
 
 /* A kernel fault shows up here, not at its launch (set WHISPERC_CUDA_SYNC=1 to find which). */
 int cuda_sync(struct wc_stream *s) {
     if (cuda_op_begin(s))
         return s->err;
-    cuda_stream_check(s, cuda_stream(s)->m->cu.stream_synchronize(cuda_stream(s)->stream),
-                      "cuStreamSynchronize");
+    struct cuda_stream *cs = cuda_stream(s);
+    if (cuda_graph_refuse(cs, "a sync")) /* waiting inside a step's recording: refused */
+        return s->err;
+    cuda_stream_check(s, cs->m->cu.stream_synchronize(cs->stream), "cuStreamSynchronize");
+    cuda_stage_done(s);
     return s->err;
 }
 
@@ -199,7 +304,8 @@ int cuda_sync(struct wc_stream *s) {
 void cuda_timer_mark(struct wc_stream *s, int slot) {
     struct cuda_stream *cs = cuda_stream(s);
     const struct cuda_api *cu = &cs->m->cu;
-    if (slot < 0 || slot >= WC_TIMER_SLOTS || cuda_op_begin(s))
+    if (slot < 0 || slot >= WC_TIMER_SLOTS || cuda_op_begin(s) ||
+        cuda_graph_refuse(cs, "a timer mark"))
         return;
     if (!cs->timer[slot] &&
         cuda_stream_check(s, cu->event_create(&cs->timer[slot], CU_EVENT_DEFAULT), "cuEventCreate"))
@@ -230,8 +336,12 @@ uint64_t cuda_scratch(struct wc_stream *s, int which, size_t bytes) {
         return 0;
     if (sc->bytes >= bytes)
         return sc->addr;
-    if (sc->addr)
+    if (cuda_graph_refuse(cs, "a scratch buffer that grows"))
+        return 0;
+    if (sc->addr) {
+        cuda_graph_drop_all(cs); /* recordings may use the old buffer */
         arena_release(&cs->arena, sc->addr);
+    }
     *sc = (struct cuda_scratch){0, 0};
     char err[sizeof s->errmsg];
     if (arena_alloc(&cs->arena, bytes, &sc->addr, err, sizeof err)) {
@@ -239,6 +349,6 @@ uint64_t cuda_scratch(struct wc_stream *s, int which, size_t bytes) {
                        bytes >> 20, what[which], err);
         return 0;
     }
-    sc->bytes = bytes;
+    sc->bytes = (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; /* what the block holds */
     return sc->addr;
 }
