@@ -562,7 +562,10 @@ static int run_pcm(whisperc_state *st, const struct whisperc_full_params *p, con
             snprintf(st->errmsg, sizeof st->errmsg, "language detection: %s",
                      st->s->errmsg[0] ? st->s->errmsg : whisperc_status_str(rc));
     } else {
-        rc = transcribe(&t, &mel, &st->tr, st->errmsg, sizeof st->errmsg);
+        rc = api_single_batched(st, p) ? api_transcribe_one_batched(st, p, &t, &mel, &st->tr)
+                                       : WHISPERC_ERR_NO_MEMORY;
+        if (rc == WHISPERC_ERR_NO_MEMORY && mel.data) /* not tried, or no room for a lane */
+            rc = transcribe(&t, &mel, &st->tr, st->errmsg, sizeof st->errmsg);
     }
     mel_free(&mel);
     st->timings.encode_ms = t.encode_ms;

@@ -132,6 +132,48 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
     }
 }
 
+bool api_single_batched(const whisperc_state *st, const struct whisperc_full_params *p) {
+    const char *env = getenv("WHISPERC_DECODER");
+    if (!transcribe_batch_supported(p) || (env && !strcmp(env, "single")) ||
+        st->n_lanes_refused == 1)
+        return false;
+    return (env && !strcmp(env, "batch")) || st->s->be->ops->step_graph_begin != NULL;
+}
+
+/* The single input's log-Mel, moved out of the caller's (transcribe_batch frees it). */
+static int given_mel(void *user, int i, struct mel_spec *out, char *err, size_t err_size) {
+    struct mel_spec *mel = user;
+    (void)i, (void)err, (void)err_size;
+    *out = *mel;
+    memset(mel, 0, sizeof *mel);
+    return 0;
+}
+
+int api_transcribe_one_batched(whisperc_state *st, const struct whisperc_full_params *p,
+                               struct transcribe_ctx *t, struct mel_spec *mel,
+                               struct wc_transcript *out) {
+    if (st->db.n_lanes < 1) { /* a batch's lanes, if there are some, serve as they are */
+        if (wc_stream_sync(st->s))
+            return api_fail(st, st->s->err, "%s", st->s->errmsg);
+        struct whisperc_full_params one = *p;
+        one.batch_size = 1;
+        int rc = batch_lanes(st, &one);
+        if (rc == WHISPERC_ERR_NO_MEMORY) {
+            /* as batch_lanes for a larger batch: the failed allocation was the stream's only
+             * error; transcribe() runs instead, now and from now on */
+            st->s->err = 0;
+            st->s->errmsg[0] = '\0';
+            st->errmsg[0] = '\0';
+            st->n_lanes_refused = 1;
+            return rc;
+        }
+        if (rc)
+            return rc;
+    }
+    struct batch_source src = {1, given_mel, mel};
+    return transcribe_batch(t, &st->db, &src, 1, out, st->errmsg, sizeof st->errmsg);
+}
+
 /* transcribe_batch's source of log-Mels: input i's, needed when it enters a lane; computed
  * then, or ahead on other threads by pf. */
 struct mel_source {

@@ -87,5 +87,15 @@ whisperc_status api_full(whisperc_state *st, const struct whisperc_full_params *
                          const float *pcm16k, int n_samples);
 /* Frees the batch results (api_batch.c); the selected one in tr stays for the caller. */
 void api_batch_clear(whisperc_state *st);
+/* Whether whisperc_full decodes p through the batch decoder, one lane (api_batch.c): greedy
+ * params it supports, on a backend with step graphs (each step then replays as one graph), or
+ * as WHISPERC_DECODER=batch / single says. */
+bool api_single_batched(const whisperc_state *st, const struct whisperc_full_params *p);
+/* transcribe() of one log-Mel through the batch decoder (one lane); takes mel over (freed).
+ * WHISPERC_ERR_NO_MEMORY, with nothing done, when the lane does not fit: the caller then
+ * runs transcribe(). */
+int api_transcribe_one_batched(whisperc_state *st, const struct whisperc_full_params *p,
+                               struct transcribe_ctx *t, struct mel_spec *mel,
+                               struct wc_transcript *out);
 
 #endif /* WC_API_INTERNAL_H */

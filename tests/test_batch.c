@@ -9,7 +9,9 @@
  * steps than rounds (each until its longest window ends) would. Batch size 8 computes each
  * log-Mel when its input enters a lane, the others ahead on other threads (the prefetcher a
  * GPU uses; WHISPERC_MEL_PREFETCH), and its lanes wait for three to need a window before an
- * encoder pass (as on a GPU; WHISPERC_ENCODE_MIN_PASS). Skips (77)
+ * encoder pass (as on a GPU; WHISPERC_ENCODE_MIN_PASS). whisperc_full through the batch
+ * decoder with one lane (a GPU's path, WHISPERC_DECODER=batch) gives the same results as the
+ * single decoder. Skips (77)
  * without ../shared. `test_batch quick`: 5 clips and a shorter long input, batch size 3 (for
  * sanitizer builds).
  */
@@ -127,6 +129,25 @@ static int compare(whisperc_state *st, struct whisperc_full_params *fp, const fl
     for (int i = 0; i < N_INPUTS; i++) {
         CHECK(whisperc_full(st, fp, pcm[i], n[i]) == WHISPERC_OK);
         take_result(st, &alone[i]);
+    }
+    /* whisperc_full through the batch decoder, one lane (a GPU's way: its steps replay as
+     * graphs); the first time only */
+    static bool single_checked;
+    if (!single_checked) {
+        single_checked = true;
+        setenv("WHISPERC_DECODER", "batch", 1);
+        int ok = 1;
+        for (int i = 0; i < N_INPUTS; i++) {
+            CHECK(whisperc_full(st, fp, pcm[i], n[i]) == WHISPERC_OK);
+            struct result r;
+            take_result(st, &r);
+            ok &= same_result("whisperc_full, batch decoder", i, &alone[i], &r);
+            result_free(&r);
+        }
+        unsetenv("WHISPERC_DECODER");
+        printf("%s, whisperc_full through the batch decoder: %d inputs %s\n", what, N_INPUTS,
+               ok ? "identical" : "DIFFER");
+        CHECK(ok);
     }
     int n_fallbacks = 0;
     for (int b = 0; b < n_sizes; b++) {
