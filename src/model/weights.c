@@ -33,8 +33,8 @@ static void up_mat(struct upload_ctx *u, struct wc_mat *out, const char *name) {
     const struct wc_tensor_view *t = find(u, name);
     if (!t || u->rc)
         return;
-    u->rc = u->be->ops->upload_mat(u->be, out, t->data, t->dtype, (int)t->shape[0],
-                                   (int)t->shape[1]);
+    u->rc =
+        u->be->ops->upload_mat(u->be, out, t->data, t->dtype, (int)t->shape[0], (int)t->shape[1]);
     if (u->rc)
         wc_errf(u->err, u->err_size, "%s: cannot upload %s to the %s backend", u->f->path, name,
                 u->be->ops->name);

@@ -15,7 +15,7 @@
 struct wc_model_file;
 
 struct wc_attn_w {
-    struct wc_mat q, k, v, o;   /* [s][s] each */
+    struct wc_mat q, k, v, o;     /* [s][s] each */
     const float *q_b, *v_b, *o_b; /* [s]; key has no bias */
 };
 
@@ -33,17 +33,17 @@ struct wc_block_w {
 
 struct wc_weights {
     /* encoder */
-    struct wc_mat conv1;        /* [n_audio_state][n_mels][3] */
-    const float *conv1_b;       /* [n_audio_state] */
-    struct wc_mat conv2;        /* [n_audio_state][n_audio_state][3] */
-    const float *conv2_b;       /* [n_audio_state] */
-    const float *enc_pos;       /* [n_audio_ctx][n_audio_state] sinusoids */
-    struct wc_block_w *enc;     /* [n_audio_layer], host array */
+    struct wc_mat conv1;    /* [n_audio_state][n_mels][3] */
+    const float *conv1_b;   /* [n_audio_state] */
+    struct wc_mat conv2;    /* [n_audio_state][n_audio_state][3] */
+    const float *conv2_b;   /* [n_audio_state] */
+    const float *enc_pos;   /* [n_audio_ctx][n_audio_state] sinusoids */
+    struct wc_block_w *enc; /* [n_audio_layer], host array */
     const float *ln_post_g, *ln_post_b;
     /* decoder */
-    struct wc_mat tok_emb;      /* [n_vocab][n_text_state], also the output projection */
-    const float *dec_pos;       /* [n_text_ctx][n_text_state] learned */
-    struct wc_block_w *dec;     /* [n_text_layer], host array */
+    struct wc_mat tok_emb;  /* [n_vocab][n_text_state], also the output projection */
+    const float *dec_pos;   /* [n_text_ctx][n_text_state] learned */
+    struct wc_block_w *dec; /* [n_text_layer], host array */
     const float *dec_ln_g, *dec_ln_b;
 };
 
