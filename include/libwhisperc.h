@@ -307,6 +307,14 @@ WHISPERC_API whisperc_status whisperc_state_load_audio(whisperc_state *state,
                                                        const struct whisperc_full_params *params,
                                                        const char *path, float **out,
                                                        int *n_samples);
+/* The same limits and messages with no state: the message goes to errbuf. Safe to call from
+ * many threads at once on one model, beside its states' work (a caller's read-ahead).
+ * (Appended in 0.1.) */
+WHISPERC_API whisperc_status whisperc_model_load_audio(const whisperc_model *model,
+                                                       const struct whisperc_full_params *params,
+                                                       const char *path, float **out,
+                                                       int *n_samples, char *errbuf,
+                                                       size_t errbuf_size);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Results (valid after a successful whisperc_full*; out-of-range indices give NULL, 0, or  */

@@ -792,8 +792,18 @@ whisperc_status whisperc_state_load_audio(whisperc_state *st,
                                           const char *path, float **out, int *n_samples) {
     if (!st)
         return WHISPERC_ERR_INVALID_ARG;
-    if (!path || !out || !n_samples)
-        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "path, out and n_samples must not be NULL");
+    return whisperc_model_load_audio(st->m, params, path, out, n_samples, st->errmsg,
+                                     sizeof st->errmsg);
+}
+
+whisperc_status whisperc_model_load_audio(const whisperc_model *m,
+                                          const struct whisperc_full_params *params,
+                                          const char *path, float **out, int *n_samples,
+                                          char *errbuf, size_t errbuf_size) {
+    if (!m || !path || !out || !n_samples) {
+        wc_errf(errbuf, errbuf_size, "model, path, out and n_samples must not be NULL");
+        return WHISPERC_ERR_INVALID_ARG;
+    }
     *out = NULL;
     *n_samples = 0;
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
@@ -803,19 +813,19 @@ whisperc_status whisperc_state_load_audio(whisperc_state *st,
      * samples) and room for the STFT's scratch. */
     struct audio_limits lim = {
         .max_s = p.max_audio_s,
-        .max_bytes = mem_budget(st->m->max_memory_bytes),
+        .max_bytes = mem_budget(m->max_memory_bytes),
         .bytes_per_sample = 8.0,
-        .max_memory_bytes = st->m->max_memory_bytes,
+        .max_memory_bytes = m->max_memory_bytes,
     };
     float *pcm = NULL;
     size_t n_load = 0;
-    int rc = audio_load_limited(path, &lim, &pcm, &n_load, st->errmsg, sizeof st->errmsg);
+    int rc = audio_load_limited(path, &lim, &pcm, &n_load, errbuf, errbuf_size);
     if (rc)
         return rc;
     if (n_load > (size_t)INT32_MAX) { /* ~37 hours at 16 kHz */
         free(pcm);
-        return api_fail(st, WHISPERC_ERR_UNSUPPORTED, "%s: too long (%.0f hours)", path,
-                        n_load / 16000.0 / 3600.0);
+        wc_errf(errbuf, errbuf_size, "%s: too long (%.0f hours)", path, n_load / 16000.0 / 3600.0);
+        return WHISPERC_ERR_UNSUPPORTED;
     }
     *out = pcm;
     *n_samples = (int)n_load;

@@ -362,6 +362,29 @@ static void test_words(whisperc_state *st, const float *pcm, int n, const char *
     CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
 }
 
+/* whisperc_model_load_audio: the samples of whisperc_load_audio, the limits and messages of
+ * whisperc_state_load_audio, into the caller's buffer. */
+static void test_model_load_audio(const whisperc_model *m, whisperc_state *st, const float *pcm,
+                                  int n) {
+    const char *jfk = shared_path_or_skip("audio/jfk/jfk.wav");
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    float *got = NULL;
+    int n_got = 0;
+    char err[512] = "";
+    CHECK(whisperc_model_load_audio(m, &p, jfk, &got, &n_got, err, sizeof err) == WHISPERC_OK);
+    CHECK(n_got == n && got && memcmp(got, pcm, (size_t)n * sizeof *pcm) == 0);
+    free(got);
+    p.max_audio_s = 5.0f;
+    CHECK(whisperc_model_load_audio(m, &p, jfk, &got, &n_got, err, sizeof err) != WHISPERC_OK);
+    CHECK(!got && n_got == 0 && strstr(err, "jfk.wav"));
+    CHECK(whisperc_state_load_audio(st, &p, jfk, &got, &n_got) != WHISPERC_OK);
+    CHECK(strcmp(whisperc_state_errmsg(st), err) == 0); /* the same message */
+    CHECK(whisperc_model_load_audio(NULL, &p, jfk, &got, &n_got, err, sizeof err) ==
+          WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_model_load_audio(m, &p, "/nonexistent.wav", &got, &n_got, NULL, 0) ==
+          WHISPERC_ERR_IO);
+}
+
 int main(void) {
     char *model_path = strdup(shared_path_or_skip("models/ggml-tiny.en.bin"));
     test_null_args(model_path);
@@ -387,6 +410,7 @@ int main(void) {
                               sizeof err) == WHISPERC_OK);
     test_bad_params(st, pcm, n);
     test_budget(model_path, pcm, n);
+    test_model_load_audio(m, st, pcm, n);
 
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);

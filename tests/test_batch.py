@@ -282,7 +282,8 @@ def test_manifests(tmp, paths):
 
 
 def test_batch_size(tmp, paths):
-    """--batch-size 4 against the default run, byte for byte, through a kill and a resume."""
+    """--batch-size 4 against the default run, byte for byte, through a kill and a resume, the
+    next group's files read ahead on 3 threads (--read-threads, a GPU worker's default)."""
     d = os.path.join(tmp, "bsz")
     os.makedirs(d)
     fmts = ["--formats", "txt,json,srt,vtt,csv,tsv,lrc"]
@@ -292,14 +293,15 @@ def test_batch_size(tmp, paths):
     check(r.returncode == 0, f"--batch-size reference run: exit 0 ({r.stderr.strip()[-200:]})")
     out = os.path.join(d, "out")
     res = os.path.join(out, "results.jsonl")
-    p = start([*one, "--batch-size", "4", "-o", out, *paths])
+    ahead = ["--batch-size", "4", "--read-threads", "3"]
+    p = start([*one, *ahead, "-o", out, *paths])
     reached = wait_lines(res, 4, p)
     p.kill()
     p.wait()
     n_killed = len(read_lines(res))
     check(reached and 0 < n_killed < len(paths),
           f"--batch-size 4: SIGKILL after {n_killed} of {len(paths)} items")
-    r = batch([*one, "--batch-size", "4", "-o", out, *paths])
+    r = batch([*one, *ahead, "-o", out, *paths])
     check(r.returncode == 0 and f"{n_killed} done before" in r.stderr,
           f"--batch-size 4: the resumed run skips the {n_killed} finished items ({r.returncode})")
     no_sanitizer_report(r, "--batch-size 4")
@@ -316,7 +318,7 @@ def test_batch_size(tmp, paths):
           f"(differ: {sorted(set(want) - set(same))[:4]})")
     # an English-only model asked for German: the batched call fails, each item then alone
     errs = []
-    for extra in ([], ["--batch-size", "4"]):
+    for extra in ([], ["--batch-size", "4", "--read-threads", "2"]):
         o = os.path.join(d, "de" + str(len(extra)))
         r = batch([*one, *extra, "-l", "de", "-o", o, *paths[:3]])
         errs.append(sorted((l["id"], l["status"], l["error"]) for l in read_lines(

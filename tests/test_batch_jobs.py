@@ -3,7 +3,8 @@
 its own state and a CPU pool of two threads, share one model. Every item ok with a text, and no
 sanitizer report: .ci/run runs it in the ThreadSanitizer build, where it is the race test of
 the batch tool (work queue, results file, progress) and of the CPU pool. Then the same with
---batch-size 3 (each worker one group through whisperc_full_batch): the same texts.
+--batch-size 2 --read-threads 2 (each worker groups through whisperc_full_batch, the next
+group read ahead on two threads; under TSan in CI): the same texts.
 
 usage: test_batch_jobs.py WHISPER_C SHARED_DIR
 Exits 77 (skip) when the shared model or audio is missing.
@@ -24,7 +25,7 @@ testlib.skip_unless_exist([model, *clips])
 
 texts = []
 with tempfile.TemporaryDirectory() as tmp:
-    for extra in ([], ["--batch-size", "3"]):
+    for extra in ([], ["--batch-size", "2", "--read-threads", "2"]):
         out = os.path.join(tmp, "out" + str(len(extra)))
         r = subprocess.run([exe, "batch", "-m", model, "-j", "2", "-t", "2", "-bs", "1", *extra,
                             "-o", out, *clips], capture_output=True, text=True, timeout=900)
@@ -40,5 +41,5 @@ with tempfile.TemporaryDirectory() as tmp:
             print(r.stderr[-8000:])
             sys.exit(1)
 if texts[0] != texts[1]:
-    print("--batch-size 3: texts differ from the run without it")
+    print("--batch-size 2: texts differ from the run without it")
     sys.exit(1)

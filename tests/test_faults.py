@@ -14,6 +14,9 @@ usage: test_faults.py WHISPER_C SHARED_DIR
     outlasts --stop-timeout 1 (the abort is seen only at the end of a window): the watchdog ends
     the process within 1 + 2 s, exit 143, one line saying so; no output or results line for the
     item; then the same command resumes it to a complete result
+  - `whisper-c batch --batch-size 2 --read-threads 2` stopped by SIGTERM after a group: outputs
+    only for the items with a results line (the group read ahead is dropped); the rerun
+    completes every item once
 Exits 77 (skip) when the shared model or audio is missing.
 """
 import json
@@ -144,7 +147,44 @@ def batch_one_sigterm(tmp):
     no_sanitizer_report(r.stderr, "batch resumed")
 
 
+def batch_read_ahead_sigterm(tmp):
+    """--batch-size 2 --read-threads 2: SIGTERM while a group runs and the next one is being read
+    (or was read) ends the run with 143; every item with outputs has its line and the next group,
+    read but not started, has neither; the same command then completes every item once."""
+    inputs = os.path.join(tmp, "in")
+    os.mkdir(inputs)
+    for i in range(8):
+        shutil.copy(jfk, os.path.join(inputs, f"c{i}.wav"))
+    out = os.path.join(tmp, "out")
+    cmd = [exe, "batch", "-m", model, "-j", "1", "-t", "1", "-bs", "1", "-l", "en",
+           "--batch-size", "2", "--read-threads", "2", "--formats", "txt", "-o", out, inputs]
+    results = os.path.join(out, "results.jsonl")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 120 and p.poll() is None and not (
+            os.path.exists(results) and open(results).read().count("\n") >= 2):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=300)
+    lines = [json.loads(l) for l in open(results).read().splitlines()]
+    done = sorted(l["id"] for l in lines)
+    txts = sorted(f[:-4] for f in os.listdir(out) if f.endswith(".txt"))
+    check(p.returncode == 143 and 2 <= len(done) < 8,
+          f"batch, read ahead, SIGTERM: exit 143 after {len(done)} of 8 items ({p.returncode})")
+    check(txts == done and all(l["status"] == "ok" for l in lines),
+          f"batch, read ahead, SIGTERM: outputs exactly for the items with a line ({txts}, {done})")
+    no_sanitizer_report(err, "batch, read ahead, SIGTERM")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    lines = [json.loads(l) for l in open(results).read().splitlines()]
+    ids = sorted(l["id"] for l in lines)
+    check(r.returncode == 0 and ids == [f"c{i}" for i in range(8)] and
+          all("fellow Americans" in open(os.path.join(out, i + ".txt")).read() for i in ids),
+          f"batch, read ahead, resumed: every item once, whole ({r.returncode}, {ids})")
+    no_sanitizer_report(r.stderr, "batch, read ahead, resumed")
+
+
 for test in (batch_one_sigterm,
+             batch_read_ahead_sigterm,
              file_size_limit,
              lambda t: stopped_by(t, signal.SIGTERM, 143, "SIGTERM"),
              lambda t: stopped_by(t, signal.SIGINT, 130, "SIGINT"),

@@ -42,6 +42,7 @@ struct batch_config {
     int gpus[BATCH_MAX_GPUS];
     int n_gpus;
     int stop_timeout_s; /* --stop-timeout: an abort may take this long, then the run ends */
+    int read_threads;   /* --read-threads: threads reading a worker's next group ahead; 0 none */
     bool formats[OUT_N_FORMATS]; /* by enum out_format */
     bool retry_failed, quiet, merge;
 };

@@ -39,6 +39,9 @@ void batch_usage(void) {
         "                          (whisperc_full_batch: the decoder steps them together; the\n"
         "                          same outputs). Batched: greedy decoding (-bs 1); beam search,\n"
         "                          -wt, -ml and --vad run the items one by one. 1..64\n"
+        "       --read-threads N   with --batch-size: N threads per worker read the next group's\n"
+        "                          files while the current one is transcribed (default: 8 with\n"
+        "                          --gpus, 0 on the CPU, whose workers use every core); 0..64\n"
         "       --shard K/N        only the items whose id hashes to K (0 <= K < N); results go\n"
         "                          to DIR/results.shard-K-of-N.jsonl\n"
         "       --merge DIR        join DIR/results.shard-*.jsonl into DIR/results.jsonl; with\n"
@@ -143,6 +146,9 @@ static int take_batch_option(struct batch_config *c, int argc, char **argv, int 
     } else if (!strcmp(a, "-j") || !strcmp(a, "--jobs")) {
         if (v && parse_count(v, 1, 1024, &c->jobs))
             rc = usage_error("--jobs needs a number in 1..1024, got '%s'", v);
+    } else if (!strcmp(a, "--read-threads")) {
+        if (v && parse_count(v, 0, 64, &c->read_threads))
+            rc = usage_error("--read-threads needs a number in 0..64, got '%s'", v);
     } else if (!strcmp(a, "--stop-timeout")) {
         if (v && parse_count(v, 0, 86400, &c->stop_timeout_s))
             rc = usage_error("--stop-timeout needs a number of seconds in 0..86400, got '%s'", v);
@@ -197,6 +203,8 @@ static int finish(struct batch_config *c) {
     if (c->jobs < 1)
         c->jobs = 1;
     c->n_threads = o->n_threads ? o->n_threads : cores / c->jobs > 0 ? cores / c->jobs : 1;
+    if (c->read_threads < 0) /* a GPU worker leaves the cores idle; CPU workers use them all */
+        c->read_threads = c->n_gpus ? (cores < 8 ? cores : 8) : 0;
     if (c->shard_n == 0)
         c->shard_n = 1;
     return 0;
@@ -205,6 +213,7 @@ static int finish(struct batch_config *c) {
 int batch_parse(struct batch_config *c, int argc, char **argv) {
     memset(c, 0, sizeof *c);
     c->stop_timeout_s = 5;
+    c->read_threads = -1; /* the default, picked in finish() */
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     if (!rest)
         return usage_error("out of memory%s", NULL);

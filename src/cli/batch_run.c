@@ -11,6 +11,9 @@
  * one whisperc_full_batch call; then each item's outputs and line are written as above. The
  * items of a group are all in flight until the call returns. If the call fails (one input
  * refused, say), the group's items run again one at a time, so that each gets its own result.
+ * With --read-threads R the worker takes its next group as it starts one, and R threads read
+ * that group's files meanwhile (whisperc_model_load_audio: no state); a group read but not
+ * started when the run stops is dropped, so it runs on resume.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -227,11 +230,81 @@ static void process(struct worker *w, const struct batch_item *it,
 // a group of items (--batch-size)
 
 struct group {
+    int idx[BATCH_MAX_GROUP]; /* the items taken, by index into the run's items */
+    int n_idx;
+    float *loaded[BATCH_MAX_GROUP]; /* per idx: the samples (malloc'd), or NULL and err[] */
+    int n_loaded[BATCH_MAX_GROUP];
+    double load_s[BATCH_MAX_GROUP];
+    char err[BATCH_MAX_GROUP][512];
+    /* what a reader needs, set when the group is taken */
+    const struct batch_items *items;
+    const whisperc_model *model;
+    const struct whisperc_full_params *fp;
+    int n_readers;
+    atomic_int next_read;
+    /* the items loaded, for whisperc_full_batch */
     const struct batch_item *it[BATCH_MAX_GROUP];
-    const float *pcm[BATCH_MAX_GROUP]; /* malloc'd by whisperc_state_load_audio, owned */
+    const float *pcm[BATCH_MAX_GROUP];
     int n_samples[BATCH_MAX_GROUP];
-    int n; /* items loaded */
+    int n;
 };
+
+/* Reads the group's files not taken by another reader yet. */
+static void *group_read(void *arg) {
+    struct group *g = arg;
+    for (int j; (j = atomic_fetch_add(&g->next_read, 1)) < g->n_idx;) {
+        double t0 = batch_now();
+        g->err[j][0] = '\0';
+        if (whisperc_model_load_audio(g->model, g->fp, g->items->v[g->idx[j]].path, &g->loaded[j],
+                                      &g->n_loaded[j], g->err[j],
+                                      sizeof g->err[j]) != WHISPERC_OK &&
+            !g->err[j][0])
+            snprintf(g->err[j], sizeof g->err[j], "cannot read the file");
+        g->load_s[j] = batch_now() - t0;
+    }
+    return NULL;
+}
+
+/* Reads every file of the group on g->n_readers threads (this one among them). */
+static void group_read_all(struct group *g) {
+    pthread_t th[64];
+    int n_th = 0;
+    atomic_store(&g->next_read, 0);
+    while (n_th + 1 < g->n_readers && n_th + 1 < g->n_idx &&
+           pthread_create(&th[n_th], NULL, group_read, g) == 0)
+        n_th++;
+    group_read(g);
+    for (int i = 0; i < n_th; i++)
+        pthread_join(th[i], NULL);
+}
+
+static void *group_read_main(void *arg) {
+    group_read_all(arg);
+    return NULL;
+}
+
+/* Takes up to max items into g (0: none left, or the run stops); nothing read yet. */
+static int take_next(struct pool *p, int *idx, int max);
+static int group_take(struct worker *w, struct group *g, const struct whisperc_full_params *fp,
+                      int max, int n_readers) {
+    const struct batch_run *r = w->pool->run;
+    g->n_idx = take_next(w->pool, g->idx, max);
+    g->items = r->items;
+    g->model = r->models[w->index % r->n_models];
+    g->fp = fp;
+    g->n_readers = n_readers < 1 ? 1 : n_readers;
+    g->n = 0;
+    return g->n_idx;
+}
+
+/* Frees what was read and not handed on (a group dropped at a stop: no line, runs again). */
+static void group_drop(struct group *g) {
+    for (int j = 0; j < g->n_idx; j++) {
+        free(g->loaded[j]);
+        g->loaded[j] = NULL;
+    }
+    g->n_idx = 0;
+}
 
 /* A group whose whisperc_full_batch failed: each item alone (its audio loaded), so that each
  * gets its own result or error, as without --batch-size. A fresh state first: a backend error
@@ -266,49 +339,78 @@ static void group_one_by_one(struct worker *w, const struct group *g,
     }
 }
 
-/* Items idx[0..n): each loaded (a file that cannot be is recorded as failed at once), then all
- * through whisperc_full_batch; each item's time is the group's shared by audio duration. */
-static void process_group(struct worker *w, const int *idx, int n,
-                          const struct whisperc_full_params *fp) {
-    const struct batch_items *items = w->pool->run->items;
-    struct group g = {.n = 0};
+/* The group read: a file that could not be read is recorded as failed, the others go through
+ * whisperc_full_batch; each item's time is its reading plus the call's time shared by audio
+ * duration. */
+static void group_run(struct worker *w, struct group *g, const struct whisperc_full_params *fp) {
     double t0 = batch_now(), audio_s = 0;
-    for (int j = 0; j < n; j++) {
-        const struct batch_item *it = &items->v[idx[j]];
-        float *pcm = NULL;
-        double t_load = batch_now();
-        whisperc_status rc =
-            whisperc_state_load_audio(w->st, fp, it->path, &pcm, &g.n_samples[g.n]);
-        if (rc != WHISPERC_OK) {
-            const char *msg = whisperc_state_errmsg(w->st);
-            char err[1024];
-            snprintf(err, sizeof err, "%s", *msg ? msg : whisperc_status_str(rc));
-            record(w, it, false, -1, NULL, batch_now() - t_load, err);
+    g->n = 0;
+    for (int j = 0; j < g->n_idx; j++) {
+        const struct batch_item *it = &g->items->v[g->idx[j]];
+        if (!g->loaded[j]) {
+            record(w, it, false, -1, NULL, g->load_s[j], g->err[j]);
             continue;
         }
-        g.it[g.n] = it;
-        g.pcm[g.n++] = pcm;
-        audio_s += g.n_samples[g.n - 1] / 16000.0;
+        g->it[g->n] = it;
+        g->n_samples[g->n] = g->n_loaded[j];
+        g->pcm[g->n++] = g->loaded[j];
+        audio_s += g->n_loaded[j] / 16000.0;
     }
-    whisperc_status rc = g.n ? whisperc_full_batch(w->st, fp, g.pcm, g.n_samples, g.n) : 0;
-    if (g.n && rc == WHISPERC_OK) {
+    whisperc_status rc = g->n ? whisperc_full_batch(w->st, fp, g->pcm, g->n_samples, g->n) : 0;
+    if (g->n && rc == WHISPERC_OK) {
         double seconds = batch_now() - t0;
-        for (int j = 0; j < g.n; j++) {
+        for (int j = 0; j < g->n; j++) {
             char err[1024] = "";
-            double dur = g.n_samples[j] / 16000.0;
+            double dur = g->n_samples[j] / 16000.0;
             whisperc_batch_select(w->st, j);
             if (!finishing_begin())
                 break;
-            write_outputs(w, g.it[j], fp, dur, err, sizeof err); /* timings: the group's */
-            record(w, g.it[j], err[0] == '\0', dur, whisperc_full_language(w->st),
-                   audio_s > 0 ? seconds * dur / audio_s : seconds / g.n, err);
+            write_outputs(w, g->it[j], fp, dur, err, sizeof err); /* timings: the group's */
+            record(w, g->it[j], err[0] == '\0', dur, whisperc_full_language(w->st),
+                   audio_s > 0 ? seconds * dur / audio_s : seconds / g->n, err);
             finishing_end();
         }
-    } else if (g.n && rc != WHISPERC_ERR_ABORTED) {
-        group_one_by_one(w, &g, fp);
+    } else if (g->n && rc != WHISPERC_ERR_ABORTED) {
+        group_one_by_one(w, g, fp);
     }
-    for (int j = 0; j < g.n; j++)
-        free((void *)g.pcm[j]);
+    group_drop(g);
+}
+
+/* --batch-size: groups of items through whisperc_full_batch. With --read-threads, the next
+ * group's files are read on other threads while this one is transcribed (a GPU worker would
+ * otherwise wait for them); a group read but not started when the run stops is dropped. */
+static void run_groups(struct worker *w, const struct whisperc_full_params *fp, int size) {
+    const struct batch_config *cfg = w->pool->run->cfg;
+    int readers = cfg->read_threads;
+    struct group *cur = calloc(1, sizeof *cur), *next = calloc(1, sizeof *next);
+    if (!cur || !next) {
+        free(cur), free(next);
+        pthread_mutex_lock(&w->pool->mu);
+        snprintf(w->pool->run->fatal, sizeof w->pool->run->fatal, "out of memory");
+        pthread_mutex_unlock(&w->pool->mu);
+        return;
+    }
+    if (group_take(w, cur, fp, size, readers))
+        group_read_all(cur);
+    while (cur->n_idx) {
+        pthread_t th;
+        bool ahead = readers > 0 && group_take(w, next, fp, size, readers) &&
+                     pthread_create(&th, NULL, group_read_main, next) == 0;
+        group_run(w, cur, fp);
+        if (ahead)
+            pthread_join(th, NULL);
+        else if (readers > 0 && next->n_idx)
+            group_read_all(next); /* no thread for it: read now */
+        else if (!group_take(w, next, fp, size, 1))
+            next->n_idx = 0;
+        else
+            group_read_all(next);
+        struct group *t = cur;
+        cur = next, next = t;
+        if (stop_level > 0)
+            group_drop(cur);
+    }
+    free(cur), free(next);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -350,14 +452,14 @@ static void *worker_main(void *arg) {
     fp.progress_user_data = w;
     fp.log_fn = on_log;
     fp.log_user_data = p;
-    int idx[BATCH_MAX_GROUP], group = r->cfg->o.batch_size > 1 ? r->cfg->o.batch_size : 1;
-    if (group > 1)
+    int idx[1], group = r->cfg->o.batch_size > 1 ? r->cfg->o.batch_size : 1;
+    if (group > 1) {
         fp.batch_size = group;
-    for (int n; (n = take_next(p, idx, group)) > 0;)
-        if (group > 1)
-            process_group(w, idx, n, &fp);
-        else
+        run_groups(w, &fp, group);
+    } else {
+        while (take_next(p, idx, 1) > 0)
             process(w, &r->items->v[idx[0]], &fp);
+    }
     pthread_mutex_lock(&p->mu);
     p->n_running--;
     pthread_cond_broadcast(&p->cv);
