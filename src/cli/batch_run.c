@@ -38,8 +38,9 @@
  * more for that, and meanwhile no other worker starts one (stopping), so that no item is left
  * with outputs but no line. Both are seq_cst atomics, lock-free, so a handler may use them:
  * the handler sets stopping then reads n_finishing, a worker adds to n_finishing then reads
- * stopping, and at least one of them sees the other. */
-static volatile sig_atomic_t stop_level, stop_signal, stop_timeout_s;
+ * stopping, and at least one of them sees the other. The stop level and signal are atomics
+ * too: the handler runs on whichever thread the signal lands on, and workers read them. */
+static atomic_int stop_level, stop_signal, stop_timeout_s;
 static atomic_int n_finishing, stopping;
 
 static void write_err(const char *s) {
@@ -67,36 +68,40 @@ static bool finishing_begin(void) {
 static void finishing_end(void) { atomic_fetch_sub(&n_finishing, 1); }
 
 static void on_signal(int sig) {
-    if (stop_level >= 2) {
+    int level = atomic_load(&stop_level);
+    if (level >= 2) {
         write_err("whisper-c: batch: stopped at once; rerun to resume\n");
         _exit(128 + sig);
     }
-    stop_signal = sig;
-    stop_level = sig == SIGINT && stop_level == 0 ? 1 : 2;
-    if (stop_level == 2 && stop_timeout_s > 0)
-        alarm((unsigned)stop_timeout_s);
+    atomic_store(&stop_signal, sig);
+    level = sig == SIGINT && level == 0 ? 1 : 2;
+    atomic_store(&stop_level, level);
+    int timeout_s = atomic_load(&stop_timeout_s);
+    if (level == 2 && timeout_s > 0)
+        alarm((unsigned)timeout_s);
 }
 
 static void on_alarm(int sig) {
     (void)sig;
-    if (stop_level < 2)
+    if (atomic_load(&stop_level) < 2)
         return;
     atomic_store(&stopping, 1);
     if (atomic_load(&n_finishing) > 0) {
         alarm(1);
         return;
     }
-    write_err(stop_signal == SIGINT ? "whisper-c: batch: the running items did not stop within "
-                                      "--stop-timeout of SIGINT; stopped at once; rerun to resume\n"
-                                    : "whisper-c: batch: the running items did not stop within "
-                                      "--stop-timeout of SIGTERM; stopped at once; rerun to "
-                                      "resume\n");
-    _exit(128 + stop_signal);
+    int sig_stop = atomic_load(&stop_signal);
+    write_err(sig_stop == SIGINT ? "whisper-c: batch: the running items did not stop within "
+                                   "--stop-timeout of SIGINT; stopped at once; rerun to resume\n"
+                                 : "whisper-c: batch: the running items did not stop within "
+                                   "--stop-timeout of SIGTERM; stopped at once; rerun to "
+                                   "resume\n");
+    _exit(128 + sig_stop);
 }
 
 static bool abort_requested(void *user) {
     (void)user;
-    return stop_level >= 2;
+    return atomic_load(&stop_level) >= 2;
 }
 
 struct pool;
@@ -407,7 +412,7 @@ static void run_groups(struct worker *w, const struct whisperc_full_params *fp, 
             group_read_all(next);
         struct group *t = cur;
         cur = next, next = t;
-        if (stop_level > 0)
+        if (atomic_load(&stop_level) > 0)
             group_drop(cur);
     }
     free(cur), free(next);
@@ -434,7 +439,8 @@ static void on_log(whisperc_log_level level, const char *msg, void *user) {
 static int take_next(struct pool *p, int *idx, int max) {
     pthread_mutex_lock(&p->mu);
     int n = 0;
-    while (n < max && stop_level == 0 && !p->run->fatal[0] && p->next < p->run->n_todo)
+    while (n < max && atomic_load(&stop_level) == 0 && !p->run->fatal[0] &&
+           p->next < p->run->n_todo)
         idx[n++] = p->run->todo[p->next++];
     pthread_mutex_unlock(&p->mu);
     return n;
@@ -480,9 +486,11 @@ static void supervise(struct pool *p) {
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += p->tty ? 1 : 5;
         pthread_cond_timedwait(&p->cv, &p->mu, &ts);
-        if (stop_level > announced) {
-            announced = stop_level;
-            progress_message(p->tty, "%s: %s", stop_signal == SIGINT ? "interrupt" : "terminated",
+        int level = atomic_load(&stop_level);
+        if (level > announced) {
+            announced = level;
+            progress_message(p->tty, "%s: %s",
+                             atomic_load(&stop_signal) == SIGINT ? "interrupt" : "terminated",
                              announced == 1 ? "finishing the current items (Ctrl-C again to "
                                               "abort them)"
                                             : "aborting the current items");
@@ -536,9 +544,10 @@ int batch_run_items(struct batch_run *r) {
     struct sigaction old_int, old_term, old_alarm;
     sigemptyset(&sa.sa_mask);
     sigemptyset(&sa_alarm.sa_mask);
-    stop_level = stop_signal = 0;
+    atomic_store(&stop_level, 0);
+    atomic_store(&stop_signal, 0);
     atomic_store(&stopping, 0);
-    stop_timeout_s = r->cfg->stop_timeout_s;
+    atomic_store(&stop_timeout_s, r->cfg->stop_timeout_s);
     sigaction(SIGALRM, &sa_alarm, &old_alarm);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
@@ -546,7 +555,7 @@ int batch_run_items(struct batch_run *r) {
 
     int n_started = 0;
     if (start_workers(&p) != 0)
-        stop_level = 2; /* let the started ones end at once */
+        atomic_store(&stop_level, 2); /* let the started ones end at once */
     n_started = p.n_running;
     supervise(&p);
     for (int i = 0; i < n_started; i++)
@@ -560,7 +569,7 @@ int batch_run_items(struct batch_run *r) {
     sigaction(SIGALRM, &old_alarm, NULL);
     if (!p.quiet)
         progress_show(&r->progress, p.tty, true);
-    r->signal = stop_signal;
+    r->signal = atomic_load(&stop_signal);
     pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);
     free(p.w);
