@@ -21,8 +21,8 @@
  * aborted (libsndfile looping on a corrupt header, a long window). Only while outputs are being
  * written (temporary file, then rename) does the handler leave it to the loop below, which stops
  * once they are whole. */
-static volatile sig_atomic_t stop_signal, writing_outputs;
-static const char *volatile current_file; /* the file being transcribed, for the message */
+static atomic_int stop_signal, writing_outputs; /* atomics: the handler runs on any thread */
+static _Atomic(const char *) current_file;      /* the file being transcribed, for the message */
 
 static void write_str(const char *s) {
     size_t n = 0;
@@ -37,8 +37,8 @@ static void write_str(const char *s) {
 }
 
 static void on_stop_signal(int sig) {
-    stop_signal = sig;
-    if (writing_outputs)
+    atomic_store(&stop_signal, sig);
+    if (atomic_load(&writing_outputs))
         return;
     /* `timeout` signals the process and its group: two handlers may run at once in two
      * threads. One writes the message and exits; the other waits for that exit. */
@@ -46,7 +46,7 @@ static void on_stop_signal(int sig) {
     if (atomic_flag_test_and_set(&exiting))
         for (;;)
             pause();
-    const char *file = current_file;
+    const char *file = atomic_load(&current_file);
     write_str("whisper-c: ");
     if (file) {
         write_str(file);
@@ -59,7 +59,7 @@ static void on_stop_signal(int sig) {
 
 static bool stop_requested(void *user) {
     (void)user;
-    return stop_signal != 0;
+    return atomic_load(&stop_signal) != 0;
 }
 
 static void log_to_stderr(whisperc_log_level level, const char *msg, void *user) {
@@ -238,12 +238,13 @@ static int cmd_transcribe(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     int failed = 0;
-    for (int i = 0; i < o.n_files && !stop_signal; i++) {
-        current_file = o.files[i];
+    for (int i = 0; i < o.n_files && !atomic_load(&stop_signal); i++) {
+        atomic_store(&current_file, o.files[i]);
         whisperc_status rc = whisperc_full_file(st, &fp, o.files[i]);
-        if (stop_signal) {
+        int sig = atomic_load(&stop_signal);
+        if (sig) {
             fprintf(stderr, "whisper-c: %s: stopped by %s; no output written for it\n", o.files[i],
-                    stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+                    sig == SIGINT ? "SIGINT" : "SIGTERM");
             break;
         }
         if (rc != WHISPERC_OK) {
@@ -256,11 +257,11 @@ static int cmd_transcribe(int argc, char **argv) {
             fprintf(stderr, "whisper-c: %s: auto-detected language: %s (p = %.2f)\n", o.files[i],
                     whisperc_full_language(st), whisperc_full_language_prob(st));
         char err[1024];
-        writing_outputs = 1;
+        atomic_store(&writing_outputs, 1);
         int wrc = cli_write_outputs(&o, o.out, st, model, &fp, -1,
                                     o.output_base ? o.output_base : o.files[i], err, sizeof err);
-        writing_outputs = 0;
-        current_file = NULL;
+        atomic_store(&writing_outputs, 0);
+        atomic_store(&current_file, NULL);
         if (wrc != 0) {
             fprintf(stderr, "whisper-c: %s\n", err);
             failed = 1;
@@ -268,7 +269,8 @@ static int cmd_transcribe(int argc, char **argv) {
     }
     whisperc_state_free(st);
     whisperc_model_free(model);
-    return stop_signal ? 128 + stop_signal : failed;
+    int sig = atomic_load(&stop_signal);
+    return sig ? 128 + sig : failed;
 }
 
 int main(int argc, char **argv) {
