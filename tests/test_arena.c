@@ -12,11 +12,12 @@
 
 struct host_chunks {
     int n_alloc, n_free, fail;
+    size_t refuse_above; /* nonzero: chunks larger than this are refused (memory nearly full) */
 };
 
 static int host_alloc(void *ctx, size_t bytes, uint64_t *addr, char *err, size_t err_size) {
     struct host_chunks *h = ctx;
-    if (h->fail) {
+    if (h->fail || (h->refuse_above && bytes > h->refuse_above)) {
         snprintf(err, err_size, "refused %zu bytes", bytes);
         return -1;
     }
@@ -40,7 +41,7 @@ static void host_free(void *ctx, uint64_t addr) {
 #define N_LIVE 64
 
 int main(void) {
-    struct host_chunks h = {0, 0, 0};
+    struct host_chunks h = {0, 0, 0, 0};
     struct arena_chunk_ops ops = {host_alloc, host_free, &h};
     struct arena a;
     char err[256];
@@ -126,6 +127,16 @@ int main(void) {
     CHECK(x == 0 && strstr(err, "refused") != NULL && a.reserved == reserved);
     CHECK(arena_alloc(&a, (size_t)-1, &x, err, sizeof err) == -1);
     h.fail = 0;
+
+    /* memory nearly full: the padded chunk (min_chunk) is refused, the exact size is not */
+    struct arena f;
+    arena_init(&f, &ops, 1 << 20, 1);
+    h.refuse_above = 1 << 18;
+    CHECK(arena_alloc(&f, 1000, &x, err, sizeof err) == 0);
+    CHECK(f.n_chunks == 1 && f.reserved == 1024);
+    CHECK(arena_alloc(&f, (1 << 18) + 1, &x, err, sizeof err) == -1 && f.reserved == 1024);
+    h.refuse_above = 0;
+    arena_free(&f);
 
     arena_free(&a);
     CHECK(h.n_alloc == h.n_free);

@@ -42,8 +42,12 @@ static void insert_block(struct arena *a, size_t at, struct arena_block b) {
     a->n_blocks++;
 }
 
-/* Reserves a chunk of at least `bytes` and adds it as one free block. Returns its index. */
+/* Reserves a chunk of at least `bytes` and adds it as one free block. Returns its index.
+ * The chunk is padded (min_chunk, doubling) so that chunks are few; when the padded size is
+ * refused, exactly `bytes` is tried, as memory close to full may still hold that much. */
 static int add_chunk(struct arena *a, size_t bytes, size_t *index, char *err, size_t err_size) {
+    size_t exact =
+        (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; /* no overflow: see arena_alloc */
     size_t size = bytes > a->min_chunk ? bytes : a->min_chunk;
     if (a->grow && a->reserved > size)
         size = a->reserved;
@@ -63,8 +67,11 @@ static int add_chunk(struct arena *a, size_t bytes, size_t *index, char *err, si
         a->cap_chunks = cap;
     }
     uint64_t addr = 0;
-    if (a->ops.alloc(a->ops.ctx, size, &addr, err, err_size))
-        return -1;
+    if (a->ops.alloc(a->ops.ctx, size, &addr, err, err_size)) {
+        if (size == exact || a->ops.alloc(a->ops.ctx, exact, &addr, err, err_size))
+            return -1;
+        size = exact;
+    }
     a->chunks[a->n_chunks++] = (struct arena_chunk){addr, size};
     a->reserved += size;
     size_t at = 0;
