@@ -73,6 +73,10 @@ typedef enum whisperc_status {
     WHISPERC_ERR_UNSUPPORTED = 6,  /* valid but not supported (quantized model, language) */
     WHISPERC_ERR_BACKEND = 7,      /* the compute backend failed (e.g. a CUDA error) */
     WHISPERC_ERR_ABORTED = 8,      /* the abort callback asked to stop */
+    /* The GPU failed inside a kernel (an illegal address, ...): the driver has spoiled the
+     * context, so every state of this model fails from now on and the GPU is unusable to this
+     * process until it restarts (CUDA's rule). A service should exit and be restarted. */
+    WHISPERC_ERR_DEVICE = 9,
 } whisperc_status;
 
 /* "WHISPERC_ERR_IO" etc.; never NULL. */

@@ -463,6 +463,16 @@ struct transcribe_job {
     int n_prompt;
 };
 
+/* An allocation failed: the stream's message where it has one (which memory, how much: a
+ * GPU's device memory), else the host's. */
+static void no_memory(struct run *r) {
+    const struct wc_stream *s = r->t->s;
+    if (s->err == WHISPERC_ERR_NO_MEMORY && s->errmsg[0])
+        wc_errf(r->err, r->err_size, "%s", s->errmsg);
+    else
+        wc_errf(r->err, r->err_size, "out of memory");
+}
+
 int transcribe_job_start(struct transcribe_ctx *t, const struct mel_spec *mel,
                          struct wc_transcript *out, char *err, size_t err_size,
                          struct transcribe_job **job) {
@@ -481,7 +491,7 @@ int transcribe_job_start(struct transcribe_ctx *t, const struct mel_spec *mel,
         rc = choose_language(&j->r, out);
     j->n_initial_prompt = out->n_all;
     if (rc == WHISPERC_ERR_NO_MEMORY)
-        wc_errf(err, err_size, "out of memory");
+        no_memory(&j->r);
     return rc;
 }
 
@@ -545,7 +555,7 @@ static int job_window_end(struct transcribe_job *j, struct decode_result *d) {
         wc_errf(r->err, r->err_size, "aborted by the caller");
     }
     if (rc == WHISPERC_ERR_NO_MEMORY)
-        wc_errf(r->err, r->err_size, "out of memory");
+        no_memory(r);
     return rc;
 }
 

@@ -26,7 +26,7 @@ static int weights_alloc(struct cuda_model *m, size_t bytes, uint64_t *addr) {
     m->cu.ctx_set_current(m->ctx);
     if (arena_alloc(&m->weights, bytes, addr, why, sizeof why)) {
         wc_errf(m->errmsg, sizeof m->errmsg, "cuda: no device memory for %zu MiB of weights: %s",
-                bytes >> 20, why);
+                mib_up(bytes), why);
         return WHISPERC_ERR_NO_MEMORY;
     }
     return 0;

@@ -138,14 +138,20 @@ struct cuda_stream {
     CUevent timer[WC_TIMER_SLOTS]; /* created on first timer_mark of the slot; 0: never */
     struct cuda_staging stage;
     struct cuda_graphs graphs;
+    /* the last kernel queued (a kernel cache name): a fault inside a kernel surfaces at a later
+     * call, and the message names this one as the likely culprit */
+    const char *last_kernel;
 };
 
 static inline struct cuda_stream *cuda_stream(struct wc_stream *s) { return s->impl; }
 static inline CUdeviceptr dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
+/* Sizes in messages: MiB rounded up, so that a small tensor is not "0 MiB". */
+static inline size_t mib_up(size_t bytes) { return (bytes + ((size_t)1 << 20) - 1) >> 20; }
 
 /* Makes the context current; 0 when the op may go ahead, else the sticky (or new) error. */
 int cuda_op_begin(struct wc_stream *s);
-/* Records a failed driver/cuBLAS call ("what: CUDA_ERROR_X (...)") as WHISPERC_ERR_BACKEND. */
+/* Records a failed driver/cuBLAS call ("what: CUDA_ERROR_X (...)") as WHISPERC_ERR_BACKEND, or
+ * WHISPERC_ERR_DEVICE for a fault inside a kernel (the context is spoiled). */
 int cuda_stream_check(struct wc_stream *s, CUresult r, const char *what);
 int cublas_stream_check(struct wc_stream *s, cublasStatus_t st, const char *what);
 /* Scratch buffer `which` (CUDA_SCRATCH_*) of at least `bytes`: its previous contents are gone

@@ -149,6 +149,7 @@ void cuda_launch(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid
         return;
     if (grid_x == 0 || grid_y == 0) /* empty shapes: nothing to do (a zero grid is an error) */
         return;
+    cs->last_kernel = k->name;
     if (cuda_graph_note(cs, (uint64_t)(uintptr_t)k->fn, grid_x | (uint64_t)grid_y << 32, block))
         return; /* a replay pass: the recording launches it */
     snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);

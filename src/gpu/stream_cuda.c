@@ -90,12 +90,29 @@ void cuda_stage_done(struct wc_stream *s) {
     st->bytes = bytes;
 }
 
+/* Errors of a kernel that ran (and spoil the context), reported by whatever call comes next. */
+static bool kernel_fault(CUresult r) {
+    return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED ||
+           r == CUDA_ERROR_MISALIGNED_ADDRESS || r == CUDA_ERROR_ILLEGAL_INSTRUCTION ||
+           r == CUDA_ERROR_INVALID_ADDRESS_SPACE || r == CUDA_ERROR_INVALID_PC ||
+           r == CUDA_ERROR_HARDWARE_STACK_ERROR || r == CUDA_ERROR_ASSERT ||
+           r == CUDA_ERROR_LAUNCH_TIMEOUT;
+}
+
 int cuda_stream_check(struct wc_stream *s, CUresult r, const char *what) {
     if (r == CUDA_SUCCESS)
         return 0;
+    struct cuda_stream *cs = cuda_stream(s);
     char msg[sizeof s->errmsg];
-    cuda_check(&cuda_stream(s)->m->cu, r, what, msg, sizeof msg);
-    wc_stream_fail(s, WHISPERC_ERR_BACKEND, "cuda: %s", msg);
+    cuda_check(&cs->m->cu, r, what, msg, sizeof msg);
+    if (kernel_fault(r) && cs->last_kernel && !cs->m->sync_each_op)
+        wc_stream_fail(s, WHISPERC_ERR_DEVICE,
+                       "cuda: %s; the last kernel queued was %s (WHISPERC_CUDA_SYNC=1 names the "
+                       "one that failed)",
+                       msg, cs->last_kernel);
+    else
+        wc_stream_fail(s, kernel_fault(r) ? WHISPERC_ERR_DEVICE : WHISPERC_ERR_BACKEND, "cuda: %s",
+                       msg);
     return s->err;
 }
 
@@ -119,7 +136,7 @@ int cuda_chunk_alloc(void *ctx, size_t bytes, uint64_t *addr, char *err, size_t 
     struct cuda_model *m = ctx;
     CUdeviceptr p = 0;
     char what[64];
-    snprintf(what, sizeof what, "cuMemAlloc(%zu MiB)", bytes >> 20);
+    snprintf(what, sizeof what, "cuMemAlloc(%zu MiB)", mib_up(bytes));
     if (cuda_check(&m->cu, m->cu.mem_alloc(&p, bytes), what, err, err_size))
         return -1;
     *addr = (uint64_t)p;
@@ -213,7 +230,7 @@ void *cuda_alloc(struct wc_stream *s, size_t bytes) {
     if (arena_alloc(&cs->arena, bytes, &addr, err, sizeof err)) {
         wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY,
                        "cuda: no device memory for %zu MiB of activations (%zu MiB held): %s",
-                       bytes >> 20, cs->arena.reserved >> 20, err);
+                       mib_up(bytes), mib_up(cs->arena.reserved), err);
         return NULL;
     }
     return (void *)(uintptr_t)addr;
@@ -346,7 +363,7 @@ uint64_t cuda_scratch(struct wc_stream *s, int which, size_t bytes) {
     char err[sizeof s->errmsg];
     if (arena_alloc(&cs->arena, bytes, &sc->addr, err, sizeof err)) {
         wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "cuda: no device memory for %zu MiB of %s: %s",
-                       bytes >> 20, what[which], err);
+                       mib_up(bytes), what[which], err);
         return 0;
     }
     sc->bytes = (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; /* what the block holds */
