@@ -41,6 +41,7 @@ const char *whisperc_status_str(whisperc_status rc) {
     case WHISPERC_ERR_UNSUPPORTED: return "WHISPERC_ERR_UNSUPPORTED";
     case WHISPERC_ERR_BACKEND: return "WHISPERC_ERR_BACKEND";
     case WHISPERC_ERR_ABORTED: return "WHISPERC_ERR_ABORTED";
+    case WHISPERC_ERR_DEVICE: return "WHISPERC_ERR_DEVICE";
     }
     return "WHISPERC_ERR_UNKNOWN";
 }
@@ -123,11 +124,36 @@ static uint64_t model_memory_bytes(const struct wc_model_file *f) {
 }
 
 #ifdef WC_HAVE_CUDA
-/* AUTO on a GPU without room for the weights: the CUDA backend given back (its weights arena
- * with it; weights_upload has freed the host side), the model loaded on the CPU, with a warning.
- * Not yet run on hardware (docs/reliability.md). */
+static uint64_t state_memory_bytes(const struct wc_hparams *hp, int n_group, int n_windows,
+                                   int n_lanes);
+
+/* AUTO: the weights fitting is not enough. A GPU that cannot also hold a decoding state (five
+ * sequences, the CLI's default beam, one window, a batch of one) would fail every transcription,
+ * so that much is allocated once on a fresh stream and given back. WHISPERC_ERR_NO_MEMORY (and
+ * the reason in err) when it does not fit. */
+static int state_fits(struct whisperc_model *m, char *err, size_t err_size) {
+    const struct wc_backend_ops *op = m->be->ops;
+    struct wc_stream *s = NULL;
+    int rc = op->stream_new(m->be, 1, &s);
+    if (rc) {
+        wc_errf(err, err_size, "cannot create a stream");
+        return rc;
+    }
+    void *p = op->alloc(s, state_memory_bytes(&m->file->hp, 5, 1, 1));
+    rc = s->err;
+    if (rc)
+        wc_errf(err, err_size, "%s", s->errmsg);
+    if (p)
+        op->release(s, p);
+    op->stream_free(s);
+    return rc;
+}
+
+/* AUTO on a GPU without room for the model: the CUDA backend given back (its weights arena with
+ * it; weights_upload has freed the host side), the model loaded on the CPU, with a warning.
+ * tests/test_gpu_faults.py runs it on a fake driver with little memory. */
 static int fall_back_to_cpu(struct whisperc_model *m, const struct whisperc_model_params *p,
-                            char *err, size_t err_size) {
+                            const char *what, char *err, size_t err_size) {
     char why[512];
     snprintf(why, sizeof why, "%s", err && err_size ? err : "out of device memory");
     m->be->ops->backend_free(m->be);
@@ -137,8 +163,7 @@ static int fall_back_to_cpu(struct whisperc_model *m, const struct whisperc_mode
         rc = weights_upload(&m->w, m->be, m->file, err, err_size);
     if (!rc)
         api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
-                "the weights do not fit on CUDA device %d (%s); running on the CPU", p->gpu_index,
-                why);
+                "%s on CUDA device %d (%s); running on the CPU", what, p->gpu_index, why);
     return rc;
 }
 #endif
@@ -181,9 +206,12 @@ whisperc_status whisperc_model_load(const char *path, const struct whisperc_mode
         size_t n = errbuf && errbuf_size ? strlen(errbuf) : 0;
         if (rc && why[0] && n + 3 < errbuf_size)
             snprintf(errbuf + n, errbuf_size - n, ": %s", why);
-        if (rc == WHISPERC_ERR_NO_MEMORY && p.device == WHISPERC_DEVICE_AUTO &&
-            strcmp(m->be->ops->name, "cuda") == 0)
-            rc = fall_back_to_cpu(m, &p, errbuf, errbuf_size);
+        bool auto_cuda = p.device == WHISPERC_DEVICE_AUTO && strcmp(m->be->ops->name, "cuda") == 0;
+        if (rc == WHISPERC_ERR_NO_MEMORY && auto_cuda)
+            rc = fall_back_to_cpu(m, &p, "the weights do not fit", errbuf, errbuf_size);
+        else if (!rc && auto_cuda && state_fits(m, errbuf, errbuf_size) == WHISPERC_ERR_NO_MEMORY)
+            rc = fall_back_to_cpu(m, &p, "no room for a decoding state beside the weights", errbuf,
+                                  errbuf_size);
 #endif
     }
     if (rc) {
@@ -274,17 +302,28 @@ int api_encoder_reserve(whisperc_state *st, int n_windows) {
     if (api_state_budget_check(st->m, st, st->dec.n_group_max, n_windows, st->db.n_lanes,
                                st->errmsg, sizeof st->errmsg))
         return WHISPERC_ERR_NO_MEMORY;
-    /* the old buffers go first, so that the peak is the new size (a failure is sticky in the
-     * stream, as every allocation failure of a state) */
-    encoder_free(&st->enc, st->s);
-    op->release(st->s, st->audio_features);
-    st->audio_features =
-        op->alloc(st->s, (size_t)n_windows * hp->n_audio_ctx * hp->n_audio_state * sizeof(float));
-    if (!st->s->err)
-        encoder_init(&st->enc, st->s, hp, &st->m->w, n_windows);
-    if (st->s->err)
-        return api_fail(st, st->s->err, "encoder for %d windows: %s", n_windows, st->s->errmsg);
-    return 0;
+    if (wc_stream_sync(st->s)) /* an earlier failure: the stream does nothing more */
+        return api_fail(st, st->s->err, "%s", st->s->errmsg);
+    /* the old buffers go first, so that the peak is the new size */
+    int old = st->enc.n_windows;
+    for (int w = n_windows;; w = old) {
+        encoder_free(&st->enc, st->s);
+        op->release(st->s, st->audio_features);
+        st->audio_features =
+            op->alloc(st->s, (size_t)w * hp->n_audio_ctx * hp->n_audio_state * sizeof(float));
+        if (!st->s->err)
+            encoder_init(&st->enc, st->s, hp, &st->m->w, w);
+        if (!st->s->err)
+            return w == n_windows ? 0 : WHISPERC_ERR_NO_MEMORY;
+        if (st->s->err != WHISPERC_ERR_NO_MEMORY || w == old || old < 1)
+            return api_fail(st, st->s->err, "encoder for %d windows: %s", w, st->s->errmsg);
+        /* Device memory ran out (the stream was synced without error and allocations queue
+         * no work: that failure is its only error). Back to the old size, whose blocks the
+         * arena still holds; the caller may ask for fewer. */
+        api_fail(st, WHISPERC_ERR_NO_MEMORY, "%s", st->s->errmsg);
+        st->s->err = 0;
+        st->s->errmsg[0] = '\0';
+    }
 }
 
 whisperc_status whisperc_state_new(const whisperc_model *m, whisperc_state **out) {

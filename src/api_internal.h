@@ -80,7 +80,9 @@ struct transcribe_ctx api_transcribe_ctx(whisperc_state *st, const struct whispe
                                          int i_lang, bool (*on_window)(void *, int, int),
                                          void *user);
 /* Gives st's encoder room for n_windows windows per pass (and audio_features room for their
- * output), within the model's memory budget; never shrinks. 0 or api_fail. */
+ * output), within the model's memory budget; never shrinks. 0 or api_fail; on
+ * WHISPERC_ERR_NO_MEMORY with the stream's error clear (the budget refused, or device memory
+ * ran out) the encoder keeps its old size and fewer windows may be asked for. */
 int api_encoder_reserve(whisperc_state *st, int n_windows);
 /* whisperc_full without touching the batch results. */
 whisperc_status api_full(whisperc_state *st, const struct whisperc_full_params *params,
