@@ -209,6 +209,21 @@ static void record(struct worker *w, const struct batch_item *it, bool ok, doubl
     sbuf_free(&line);
 }
 
+/* A fault inside a GPU kernel spoils the context of every worker on that GPU, for the life of
+ * the process: the run stops, the items not started stay to do (a rerun resumes them), and
+ * the ones running when it happened are recorded failed (one of them may be the cause;
+ * --retry-failed runs them again). */
+static void device_lost(struct worker *w, const char *err) {
+    struct batch_run *r = w->pool->run;
+    pthread_mutex_lock(&w->pool->mu);
+    if (!r->fatal[0])
+        snprintf(r->fatal, sizeof r->fatal,
+                 "the GPU failed and cannot be used again by this process (%.300s); stopped: run "
+                 "the same command again to resume",
+                 err);
+    pthread_mutex_unlock(&w->pool->mu);
+}
+
 static void process(struct worker *w, const struct batch_item *it,
                     const struct whisperc_full_params *fp) {
     double t0 = batch_now();
@@ -229,6 +244,8 @@ static void process(struct worker *w, const struct batch_item *it,
     record(w, it, err[0] == '\0', timed ? tm.audio_seconds : -1,
            rc == WHISPERC_OK ? whisperc_full_language(w->st) : NULL, batch_now() - t0, err);
     finishing_end();
+    if (rc == WHISPERC_ERR_DEVICE)
+        device_lost(w, err);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -313,16 +330,20 @@ static void group_drop(struct group *g) {
 
 /* A group whose whisperc_full_batch failed: each item alone (its audio loaded), so that each
  * gets its own result or error, as without --batch-size. A fresh state first: a backend error
- * stays with the stream that had it. */
+ * stays with the stream that had it. The old one goes before, as its memory (a batch's) may be
+ * what the new one needs; a worker that cannot get a state again stops the run, as at start. */
 static void group_one_by_one(struct worker *w, const struct group *g,
                              const struct whisperc_full_params *fp) {
-    const struct batch_run *r = w->pool->run;
+    struct batch_run *r = w->pool->run;
     char err[1024] = "";
-    whisperc_state *fresh = NULL;
-    if (whisperc_state_new_v2(r->models[w->index % r->n_models], &fresh, err, sizeof err) ==
+    whisperc_state_free(w->st);
+    if (whisperc_state_new_v2(r->models[w->index % r->n_models], &w->st, err, sizeof err) !=
         WHISPERC_OK) {
-        whisperc_state_free(w->st);
-        w->st = fresh;
+        pthread_mutex_lock(&w->pool->mu);
+        if (!r->fatal[0])
+            snprintf(r->fatal, sizeof r->fatal, "decoding state %d: %.400s", w->index + 1, err);
+        pthread_mutex_unlock(&w->pool->mu);
+        return; /* the group: no line, it runs again on resume */
     }
     for (int j = 0; j < g->n; j++) {
         double t0 = batch_now();
@@ -341,6 +362,10 @@ static void group_one_by_one(struct worker *w, const struct group *g,
         record(w, g->it[j], err[0] == '\0', g->n_samples[j] / 16000.0,
                rc == WHISPERC_OK ? whisperc_full_language(w->st) : NULL, batch_now() - t0, err);
         finishing_end();
+        if (rc == WHISPERC_ERR_DEVICE) {
+            device_lost(w, err);
+            break; /* the rest of the group: no line, they run again on resume */
+        }
     }
 }
 
@@ -350,6 +375,10 @@ static void group_one_by_one(struct worker *w, const struct group *g,
 static void group_run(struct worker *w, struct group *g, const struct whisperc_full_params *fp) {
     double t0 = batch_now(), audio_s = 0;
     g->n = 0;
+    if (!w->st) { /* lost (group_one_by_one): the run stops, the group runs on resume */
+        group_drop(g);
+        return;
+    }
     for (int j = 0; j < g->n_idx; j++) {
         const struct batch_item *it = &g->items->v[g->idx[j]];
         if (!g->loaded[j]) {
@@ -375,6 +404,14 @@ static void group_run(struct worker *w, struct group *g, const struct whisperc_f
                    audio_s > 0 ? seconds * dur / audio_s : seconds / g->n, err);
             finishing_end();
         }
+    } else if (g->n && rc == WHISPERC_ERR_DEVICE) {
+        char err[1024]; /* the whole group was on the GPU: each item recorded failed */
+        snprintf(err, sizeof err, "%s", whisperc_state_errmsg(w->st));
+        for (int j = 0; j < g->n && finishing_begin(); j++) {
+            record(w, g->it[j], false, g->n_samples[j] / 16000.0, NULL, batch_now() - t0, err);
+            finishing_end();
+        }
+        device_lost(w, err);
     } else if (g->n && rc != WHISPERC_ERR_ABORTED) {
         group_one_by_one(w, g, fp);
     }
