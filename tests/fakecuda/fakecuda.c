@@ -1,0 +1,688 @@
+/*
+ * fakecuda.c — a stand-in libcuda.so.1 for tests on machines without a GPU. It implements the
+ * driver entry points whisper-c's CUDA backend resolves (src/gpu/cuda_api.c) over host memory:
+ * device memory is mmap'd, copies are memcpy, streams run in order on the calling thread, graphs
+ * record and replay their copies. Kernels do not run (a launch computes nothing), so outputs are
+ * meaningless; what the fake checks is the host side of the backend, which is what fails when
+ * a GPU is out of memory or a kernel faults:
+ *
+ *   - every copy and memset lies inside one live allocation, every free names one;
+ *   - every pointer parameter of a launch (a .u64 param the PTX converts with cvta.to.global) is
+ *     0 or points into a live allocation; grid and block shapes are within the limits;
+ *   - nothing synchronises a stream while it is being captured;
+ *   - PTX loads only if it has a .version and the named .entry exists.
+ *
+ * A broken rule returns the error a driver would (CUDA_ERROR_INVALID_VALUE, …) and prints one
+ * line starting "fakecuda:" on stderr. Faults are injected through the environment:
+ *
+ *   FAKECUDA_DEVICES=n        devices (default 1; 0: cuInit fails with CUDA_ERROR_NO_DEVICE)
+ *   FAKECUDA_MEM_MB=n         device memory (default 81559, an H100's); cuMemAlloc past it fails
+ *                             with CUDA_ERROR_OUT_OF_MEMORY
+ *   FAKECUDA_FAIL_KERNEL=p[:async][@n]
+ *                             the n-th (default 1st) launch of a kernel whose name starts with p
+ *                             fails: at once with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, or with
+ *                             :async as a fault inside the kernel would — the launch succeeds
+ *                             and every later call returns CUDA_ERROR_ILLEGAL_ADDRESS (sticky)
+ *   FAKECUDA_REPORT=1         at exit, one line of counts (launches, copies, graphs, peak memory,
+ *                             rule violations, allocations still live)
+ *
+ * Test code standing in for a process-wide driver, so its state is process-wide too.
+ */
+#include <cuda.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "fakecuda.h"
+
+#define MAX_PARAMS 32
+
+struct fake_alloc {
+    uintptr_t base;
+    size_t size, mapped;
+    struct fake_alloc *next;
+};
+
+struct fake_entry { /* one .entry of a module */
+    char name[128];
+    int n_params;
+    int param_size[MAX_PARAMS]; /* bytes */
+    char is_ptr[MAX_PARAMS];
+    int max_dyn_smem;
+};
+
+struct CUmod_st {
+    int n_entries;
+    struct fake_entry *entries;
+};
+
+enum node_kind { NODE_COPY, NODE_SET, NODE_KERNEL };
+struct fake_node {
+    enum node_kind kind;
+    int dev_dst; /* a copy's device side: dst (else src) */
+    void *dst;
+    const void *src;
+    size_t n;
+    unsigned char value;
+    const struct fake_entry *fn;
+    uint64_t args[MAX_PARAMS]; /* pointer params by value, as a graph keeps them */
+};
+
+struct CUgraph_st {
+    int n, cap;
+    struct fake_node *nodes;
+};
+struct CUgraphExec_st {
+    struct CUgraph_st g;
+};
+struct CUstream_st {
+    struct CUgraph_st *capture; /* non-NULL while capturing */
+};
+struct CUevent_st {
+    int recorded;
+};
+struct CUctx_st {
+    int refs;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct fake_alloc *allocs;
+static size_t mem_total, mem_used, mem_peak;
+static int n_devices = 1, inited;
+static atomic_int sticky; /* a CUresult: a fault inside a kernel spoils the context */
+static char fail_prefix[128];
+static int fail_async, fail_at = 1, fail_seen;
+static long n_launch, n_copy, n_graph_launch, n_violation;
+static struct CUctx_st primary;
+
+static void report(void) {
+    long live = 0;
+    for (struct fake_alloc *a = allocs; a; a = a->next)
+        live++;
+    fprintf(stderr,
+            "fakecuda: %ld launches, %ld copies, %ld graph launches, peak %zu MiB, %ld violations, "
+            "%ld allocations live\n",
+            n_launch, n_copy, n_graph_launch, mem_peak >> 20, n_violation, live);
+}
+
+static void configure(void) {
+    const char *e = getenv("FAKECUDA_DEVICES");
+    n_devices = e ? atoi(e) : 1;
+    e = getenv("FAKECUDA_MEM_MB");
+    mem_total = (size_t)(e ? atoll(e) : 81559) << 20;
+    e = getenv("FAKECUDA_FAIL_KERNEL");
+    if (e && *e) {
+        snprintf(fail_prefix, sizeof fail_prefix, "%s", e);
+        char *at = strchr(fail_prefix, '@');
+        if (at)
+            *at = '\0', fail_at = atoi(at + 1) > 0 ? atoi(at + 1) : 1;
+        char *colon = strchr(fail_prefix, ':');
+        if (colon)
+            fail_async = strcmp(colon + 1, "async") == 0, *colon = '\0';
+    }
+    e = getenv("FAKECUDA_REPORT");
+    if (e && *e == '1')
+        atexit(report);
+}
+
+/* A broken rule: one line on stderr, counted. Caller holds mu. */
+static CUresult violation(CUresult r, const char *fmt, ...) {
+    char line[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    n_violation++;
+    fprintf(stderr, "fakecuda: %s\n", line);
+    return r;
+}
+
+/* The allocation holding [p, p + n), or NULL. Caller holds mu. */
+static struct fake_alloc *find(uintptr_t p, size_t n) {
+    for (struct fake_alloc *a = allocs; a; a = a->next)
+        if (p >= a->base && p - a->base <= a->size && n <= a->size - (p - a->base))
+            return a;
+    return NULL;
+}
+
+int fakecuda_range_ok(const void *p, size_t n, const char *what) {
+    pthread_mutex_lock(&mu);
+    int ok = find((uintptr_t)p, n) != NULL;
+    if (!ok)
+        violation(CUDA_ERROR_INVALID_VALUE, "%s: [%p, +%zu) is outside every allocation", what, p,
+                  n);
+    pthread_mutex_unlock(&mu);
+    return ok;
+}
+
+CUresult fakecuda_sticky(void) { return (CUresult)atomic_load(&sticky); }
+
+// ---------------------------------------------------------------------------------------------
+// init, errors, devices, context
+
+CUresult cuInit(unsigned int flags) {
+    (void)flags;
+    pthread_mutex_lock(&mu);
+    if (!inited)
+        configure(), inited = 1;
+    pthread_mutex_unlock(&mu);
+    return n_devices > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
+}
+
+CUresult cuDriverGetVersion(int *v) {
+    *v = 13000;
+    return CUDA_SUCCESS;
+}
+
+static const struct {
+    CUresult r;
+    const char *name, *text;
+} errors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+     "an illegal memory access was encountered"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+     "too many resources requested for launch"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+};
+
+CUresult cuGetErrorName(CUresult r, const char **s) {
+    for (size_t i = 0; i < sizeof errors / sizeof *errors; i++)
+        if (errors[i].r == r)
+            return *s = errors[i].name, CUDA_SUCCESS;
+    *s = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGetErrorString(CUresult r, const char **s) {
+    for (size_t i = 0; i < sizeof errors / sizeof *errors; i++)
+        if (errors[i].r == r)
+            return *s = errors[i].text, CUDA_SUCCESS;
+    *s = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuDeviceGetCount(int *n) {
+    *n = n_devices;
+    return inited ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+CUresult cuDeviceGet(CUdevice *d, int i) {
+    if (i < 0 || i >= n_devices)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *d = i;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *s, int len, CUdevice d) {
+    (void)d;
+    snprintf(s, (size_t)len, "fakecuda (no GPU: kernels do not run)");
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
+    (void)d;
+    switch (a) { /* an H100's */
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 232448; break;
+    default: *v = 0; break;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
+    (void)d;
+    *bytes = mem_total;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+    (void)d;
+    pthread_mutex_lock(&mu);
+    primary.refs++;
+    pthread_mutex_unlock(&mu);
+    *c = &primary;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+    (void)d;
+    pthread_mutex_lock(&mu);
+    CUresult r = primary.refs > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (primary.refs > 0 && --primary.refs == 0) {
+        for (struct fake_alloc *a = allocs; a; a = a->next) /* the driver would free them */
+            violation(CUDA_SUCCESS, "context release: %p (%zu bytes) still allocated",
+                      (void *)a->base, a->size);
+        atomic_store(&sticky, CUDA_SUCCESS); /* a fresh context */
+    }
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+CUresult cuCtxSetCurrent(CUcontext c) {
+    return c == &primary ? fakecuda_sticky() : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuCtxSynchronize(void) { return fakecuda_sticky(); }
+
+// ---------------------------------------------------------------------------------------------
+// streams and memory
+
+CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
+    (void)flags;
+    *s = calloc(1, sizeof **s);
+    return *s ? fakecuda_sticky() : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuStreamDestroy_v2(CUstream s) {
+    if (s && s->capture)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    free(s);
+    return CUDA_SUCCESS;
+}
+
+static CUresult not_capturing(CUstream s, const char *what) {
+    if (!s || !s->capture)
+        return CUDA_SUCCESS;
+    pthread_mutex_lock(&mu);
+    CUresult r = violation(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "%s on a capturing stream", what);
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+CUresult cuStreamSynchronize(CUstream s) {
+    CUresult r = not_capturing(s, "cuStreamSynchronize");
+    return r ? r : fakecuda_sticky();
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+    if (fakecuda_sticky())
+        return fakecuda_sticky();
+    if (bytes == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mu);
+    CUresult r = CUDA_SUCCESS;
+    size_t mapped = (bytes + 4095) & ~(size_t)4095;
+    struct fake_alloc *a = NULL;
+    void *m = MAP_FAILED;
+    if (mapped > mem_total - mem_used)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    else if (!(a = malloc(sizeof *a)) ||
+             (m = mmap(NULL, mapped, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)) == MAP_FAILED)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == CUDA_SUCCESS) {
+        *a = (struct fake_alloc){(uintptr_t)m, bytes, mapped, allocs};
+        allocs = a;
+        mem_used += mapped;
+        mem_peak = mem_used > mem_peak ? mem_used : mem_peak;
+        *p = (CUdeviceptr)a->base;
+    } else
+        free(a);
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr p) {
+    pthread_mutex_lock(&mu);
+    CUresult r = CUDA_SUCCESS;
+    struct fake_alloc **pa = &allocs;
+    while (*pa && (*pa)->base != (uintptr_t)p)
+        pa = &(*pa)->next;
+    if (!*pa)
+        r = violation(CUDA_ERROR_INVALID_VALUE, "cuMemFree: %p is not an allocation", (void *)p);
+    else {
+        struct fake_alloc *a = *pa;
+        *pa = a->next;
+        munmap((void *)a->base, a->mapped);
+        mem_used -= a->mapped;
+        free(a);
+    }
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+static CUresult node_add(struct CUgraph_st *g, const struct fake_node *n) {
+    if (g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 64;
+        struct fake_node *p = realloc(g->nodes, (size_t)cap * sizeof *p);
+        if (!p)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        g->nodes = p, g->cap = cap;
+    }
+    g->nodes[g->n++] = *n;
+    return CUDA_SUCCESS;
+}
+
+/* A copy or memset with its device side checked (again on each replay: the memory may have
+ * gone since the capture). */
+static CUresult copy_run(const struct fake_node *c, const char *what) {
+    pthread_mutex_lock(&mu);
+    const void *dev = c->dev_dst ? c->dst : c->src;
+    CUresult r = find((uintptr_t)dev, c->n)
+                     ? CUDA_SUCCESS
+                     : violation(CUDA_ERROR_INVALID_VALUE,
+                                 "%s: [%p, +%zu) is outside every allocation", what, dev, c->n);
+    n_copy++;
+    pthread_mutex_unlock(&mu);
+    if (r)
+        return r;
+    if (c->kind == NODE_SET)
+        memset(c->dst, c->value, c->n);
+    else
+        memcpy(c->dst, c->src, c->n);
+    return CUDA_SUCCESS;
+}
+
+/* Done now, or recorded in the stream's capture. */
+static CUresult copy(CUstream s, void *dst, const void *src, size_t n, int dev_dst, int set,
+                     unsigned char value, const char *what) {
+    if (fakecuda_sticky())
+        return fakecuda_sticky();
+    struct fake_node node = {.kind = set ? NODE_SET : NODE_COPY,
+                             .dev_dst = dev_dst,
+                             .dst = dst,
+                             .src = src,
+                             .n = n,
+                             .value = value};
+    if (s && s->capture) {
+        pthread_mutex_lock(&mu);
+        CUresult r = find((uintptr_t)(dev_dst ? dst : src), n)
+                         ? CUDA_SUCCESS
+                         : violation(CUDA_ERROR_INVALID_VALUE,
+                                     "%s (captured): [%p, +%zu) is outside every allocation", what,
+                                     dev_dst ? dst : src, n);
+        pthread_mutex_unlock(&mu);
+        return r ? r : node_add(s->capture, &node);
+    }
+    return copy_run(&node, what);
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) {
+    return copy(NULL, (void *)d, h, n, 1, 0, 0, "cuMemcpyHtoD");
+}
+CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) {
+    return copy(NULL, h, (const void *)d, n, 0, 0, 0, "cuMemcpyDtoH");
+}
+CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
+    return copy(NULL, (void *)d, NULL, n, 1, 1, v, "cuMemsetD8");
+}
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, CUstream s) {
+    return copy(s, (void *)d, h, n, 1, 0, 0, "cuMemcpyHtoDAsync");
+}
+CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, CUstream s) {
+    return copy(s, h, (const void *)d, n, 0, 0, 0, "cuMemcpyDtoHAsync");
+}
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
+    return copy(s, (void *)d, NULL, n, 1, 1, v, "cuMemsetD8Async");
+}
+
+CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags) {
+    (void)flags;
+    *p = malloc(bytes ? bytes : 1);
+    return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuMemFreeHost(void *p) {
+    free(p);
+    return CUDA_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------
+// modules: the .entry lines and their parameters, read from the PTX text
+
+/* Whether param `name` is loaded into a register that is then converted to a global address:
+ * "ld.param.u64 %rdN, [name];" followed by "cvta.to.global.u64 %rdN, %rdN;". */
+static int param_is_pointer(const char *body, const char *name) {
+    char pat[160];
+    snprintf(pat, sizeof pat, ", [%s];", name);
+    for (const char *p = strstr(body, pat); p; p = strstr(p + 1, pat)) {
+        const char *line = p;
+        while (line > body && line[-1] != '\n')
+            line--;
+        char reg[32], cvta[96];
+        if (sscanf(line, " ld.param.u64 %31[^,]", reg) != 1)
+            continue;
+        const char *next = strchr(p, '\n');
+        if (!next)
+            return 0;
+        next += 1 + strspn(next + 1, " \t");
+        snprintf(cvta, sizeof cvta, "cvta.to.global.u64 %s, %s;", reg, reg);
+        if (strncmp(next, cvta, strlen(cvta)) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int parse_entry(const char *at, struct fake_entry *e) {
+    memset(e, 0, sizeof *e);
+    if (sscanf(at, ".entry %127[A-Za-z0-9_](", e->name) != 1)
+        return -1;
+    const char *p = strchr(at, '('), *end = p ? strchr(p, ')') : NULL;
+    if (!end)
+        return -1;
+    const char *body = strchr(end, '{');
+    const char *q = p;
+    while ((q = strstr(q, ".param")) && q < end) {
+        char type[16], name[96];
+        if (e->n_params == MAX_PARAMS || sscanf(q, ".param .%15s %95[A-Za-z0-9_]", type, name) != 2)
+            return -1;
+        int i = e->n_params++, bits = atoi(type + 1); /* u64, s32, f16, b8, ... */
+        if (bits != 8 && bits != 16 && bits != 32 && bits != 64)
+            return -1;
+        e->param_size[i] = bits / 8;
+        e->is_ptr[i] = e->param_size[i] == 8 && body && param_is_pointer(body, name);
+        q += 6;
+    }
+    e->max_dyn_smem = 48 * 1024;
+    return 0;
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int n, CUjit_option *opt,
+                            void **val) {
+    if (fakecuda_sticky())
+        return fakecuda_sticky();
+    const char *ptx = image;
+    char *log = NULL;
+    size_t log_size = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (opt[i] == CU_JIT_ERROR_LOG_BUFFER)
+            log = val[i];
+        if (opt[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+            log_size = (size_t)(uintptr_t)val[i];
+    }
+    struct CUmod_st *m = calloc(1, sizeof *m);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (const char *p = strstr(ptx, ".entry "); p; p = strstr(p + 1, ".entry "))
+        m->n_entries++;
+    m->entries = calloc((size_t)(m->n_entries ? m->n_entries : 1), sizeof *m->entries);
+    int i = 0, bad = !m->entries || !strstr(ptx, ".version") || m->n_entries == 0;
+    for (const char *p = strstr(ptx, ".entry "); p && !bad; p = strstr(p + 1, ".entry "))
+        bad = parse_entry(p, &m->entries[i++]) != 0;
+    if (bad) {
+        if (log && log_size)
+            snprintf(log, log_size, "fakecuda: not PTX this fake can read (.version, .entry)");
+        free(m->entries), free(m);
+        return CUDA_ERROR_INVALID_PTX;
+    }
+    *out = m;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleUnload(CUmodule m) {
+    if (!m)
+        return CUDA_ERROR_INVALID_HANDLE;
+    free(m->entries), free(m);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+    for (int i = 0; i < m->n_entries; i++)
+        if (strcmp(m->entries[i].name, name) == 0)
+            return *f = (CUfunction)(void *)&m->entries[i], CUDA_SUCCESS;
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) {
+    struct fake_entry *e = (struct fake_entry *)(void *)f;
+    if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+        if (v < 0 || v > 232448)
+            return CUDA_ERROR_INVALID_VALUE;
+        e->max_dyn_smem = v;
+    }
+    return CUDA_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------
+// launches
+
+/* Checks a launch's pointer arguments (taken by value) and applies an injected fault. */
+static CUresult kernel_run(const struct fake_entry *e, const uint64_t *args) {
+    if (fakecuda_sticky())
+        return fakecuda_sticky();
+    pthread_mutex_lock(&mu);
+    CUresult r = CUDA_SUCCESS;
+    n_launch++;
+    for (int i = 0; i < e->n_params && !r; i++)
+        if (e->is_ptr[i] && args[i] && !find((uintptr_t)args[i], 0))
+            r = violation(CUDA_ERROR_INVALID_VALUE,
+                          "launch of %s: pointer parameter %d (%p) is not device memory", e->name,
+                          i, (void *)(uintptr_t)args[i]);
+    if (!r && fail_prefix[0] && strncmp(e->name, fail_prefix, strlen(fail_prefix)) == 0 &&
+        ++fail_seen == fail_at) {
+        if (fail_async) /* the launch itself succeeds; what follows fails */
+            atomic_store(&sticky, CUDA_ERROR_ILLEGAL_ADDRESS);
+        else
+            r = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    }
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned smem, CUstream s, void **params,
+                        void **extra) {
+    const struct fake_entry *e = (const struct fake_entry *)(void *)f;
+    if (fakecuda_sticky())
+        return fakecuda_sticky();
+    if (!e || extra || gx == 0 || gy == 0 || gz == 0 || gy > 65535 || gz > 65535 || bx == 0 ||
+        by == 0 || bz == 0 || (size_t)bx * by * bz > 1024 || (int)smem > e->max_dyn_smem ||
+        (e->n_params > 0 && !params)) {
+        pthread_mutex_lock(&mu);
+        CUresult r = violation(CUDA_ERROR_INVALID_VALUE,
+                               "launch of %s: grid %ux%ux%u, block %ux%ux%u, %u bytes of shared "
+                               "memory: out of bounds",
+                               e ? e->name : "(null)", gx, gy, gz, bx, by, bz, smem);
+        pthread_mutex_unlock(&mu);
+        return r;
+    }
+    struct fake_node node = {.kind = NODE_KERNEL, .fn = e};
+    for (int i = 0; i < e->n_params; i++)
+        memcpy(&node.args[i], params[i], (size_t)e->param_size[i]);
+    if (s && s->capture) /* checked when the graph runs */
+        return node_add(s->capture, &node);
+    return kernel_run(e, node.args);
+}
+
+// ---------------------------------------------------------------------------------------------
+// events
+
+CUresult cuEventCreate(CUevent *e, unsigned int flags) {
+    (void)flags;
+    *e = calloc(1, sizeof **e);
+    return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuEventRecord(CUevent e, CUstream s) {
+    (void)s;
+    e->recorded = 1;
+    return fakecuda_sticky();
+}
+CUresult cuEventSynchronize(CUevent e) {
+    (void)e;
+    return fakecuda_sticky();
+}
+CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
+    *ms = 0.001f;
+    return a->recorded && b->recorded ? fakecuda_sticky() : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult cuEventDestroy_v2(CUevent e) {
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------
+// graphs: a capture records the stream's copies and launches; a launch replays them
+
+CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+    (void)mode;
+    if (!s || s->capture)
+        return CUDA_ERROR_INVALID_VALUE;
+    s->capture = calloc(1, sizeof *s->capture);
+    return s->capture ? fakecuda_sticky() : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuStreamEndCapture(CUstream s, CUgraph *g) {
+    if (!s || !s->capture)
+        return CUDA_ERROR_INVALID_VALUE;
+    *g = s->capture;
+    s->capture = NULL;
+    return fakecuda_sticky();
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long flags) {
+    (void)flags;
+    struct CUgraphExec_st *x = calloc(1, sizeof *x);
+    if (!x)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    x->g.n = x->g.cap = g->n;
+    x->g.nodes = malloc((size_t)(g->n ? g->n : 1) * sizeof *g->nodes);
+    if (!x->g.nodes)
+        return free(x), CUDA_ERROR_OUT_OF_MEMORY;
+    memcpy(x->g.nodes, g->nodes, (size_t)g->n * sizeof *g->nodes);
+    *out = x;
+    return fakecuda_sticky();
+}
+
+CUresult cuGraphLaunch(CUgraphExec x, CUstream s) {
+    if (fakecuda_sticky())
+        return fakecuda_sticky();
+    CUresult r = not_capturing(s, "cuGraphLaunch");
+    pthread_mutex_lock(&mu);
+    n_graph_launch++;
+    pthread_mutex_unlock(&mu);
+    for (int i = 0; i < x->g.n && !r; i++) {
+        const struct fake_node *n = &x->g.nodes[i];
+        r = n->kind == NODE_KERNEL ? kernel_run(n->fn, n->args) : copy_run(n, "graph copy");
+    }
+    return r;
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec x) {
+    if (x)
+        free(x->g.nodes);
+    free(x);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph g) {
+    if (g)
+        free(g->nodes);
+    free(g);
+    return CUDA_SUCCESS;
+}

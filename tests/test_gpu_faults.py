@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""test_gpu_faults.py — the CUDA backend's host side and its failures, without a GPU.
+
+usage: test_gpu_faults.py WHISPER_C SHARED_DIR FAKECUDA_DIR
+
+whisper-c runs with LD_LIBRARY_PATH=FAKECUDA_DIR, where tests/fakecuda/ builds a stand-in
+libcuda.so.1 and libcublas.so.13 over host memory (kernels compute nothing, so transcripts on
+the "GPU" are meaningless; what runs is every allocation, copy, launch and graph of the backend,
+each checked against the live allocations). Faults come from the fake's environment:
+
+  - clean runs (greedy through step graphs, and the default beam search): exit 0, no rule
+    broken, nothing left allocated at exit
+  - device memory too small for the weights / for a decoding state beside them: --device auto
+    says so in one line and transcribes on the CPU (the right text); --device cuda fails with
+    the reason
+  - no device: --device auto runs on the CPU, --device cuda fails saying CUDA is unavailable
+  - a launch refused (sync) and a fault inside a kernel (async, sticky): exit 1 with the CUDA
+    error name and the kernel (the last one queued, or with WHISPERC_CUDA_SYNC=1 the one that
+    failed)
+  - `whisper-c batch` when a kernel faults, item by item and in groups: the run stops (exit 1,
+    one line: run the same command again); the items not started have no line; the rerun
+    (--retry-failed) completes every item
+  - `whisper-c batch --batch-size 4` in too little device memory: fewer lanes and fewer encoder
+    windows, each with a warning, every item done
+Exits 77 (skip) when the shared model or audio is missing.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import testlib
+from testlib import check
+
+exe, shared = os.path.abspath(sys.argv[1]), testlib.shared_dir(sys.argv[2])
+fake_dir = os.path.abspath(sys.argv[3])
+model = os.path.join(shared, "models", "ggml-tiny.en.bin")
+jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
+testlib.skip_unless_exist([model, jfk])
+
+REPORT = re.compile(r"fakecuda: (\d+) launches, (\d+) copies, (\d+) graph launches, peak (\d+) MiB, "
+                    r"(\d+) violations, (\d+) allocations live")
+
+
+def run(args, timeout=300, **fake):
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = fake_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH")
+                                         else "")
+    env["FAKECUDA_REPORT"] = "1"
+    env.pop("WHISPERC_CUDA_SYNC", None)
+    env.update({k: str(v) for k, v in fake.items()})
+    r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=timeout, env=env)
+    check("Sanitizer" not in r.stderr and "runtime error" not in r.stderr,
+          f"{' '.join(args[:1] + [a for a in args if a.startswith('--')])}: no sanitizer report")
+    return r
+
+
+def report(r):
+    """The fake's counts at exit: dict, or None when it printed none."""
+    m = REPORT.search(r.stderr)
+    if not m:
+        return None
+    keys = ("launches", "copies", "graphs", "peak", "violations", "live")
+    return dict(zip(keys, map(int, m.groups())))
+
+
+def clean_exit(r):
+    rep = report(r)
+    return rep is not None and rep["violations"] == 0 and rep["live"] == 0
+
+
+def transcribe(*extra, **fake):
+    return run(["transcribe", "-m", model, "-t", "2", *extra, jfk], **fake)
+
+
+def right_text(r):
+    return "ask not what your country can do for you" in r.stdout
+
+
+def clean_runs():
+    r = transcribe("--device", "cuda", "-bs", "1")
+    rep = report(r)
+    check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0 and rep["graphs"] > 0,
+          f"greedy on the fake GPU: exit 0, step graphs, no rule broken, nothing left ({rep})")
+    r = transcribe("--device", "cuda")
+    rep = report(r)
+    check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0,
+          f"beam search on the fake GPU: exit 0, no rule broken, nothing left ({rep})")
+
+
+def out_of_memory():
+    for mb, auto_says, cuda_says in (
+            (60, "the weights do not fit on CUDA device 0", "CUDA_ERROR_OUT_OF_MEMORY"),
+            (170, "no room for a decoding state beside the weights on CUDA device 0",
+             "no device memory for")):
+        r = transcribe("--device", "auto", "-bs", "1", FAKECUDA_MEM_MB=mb)
+        check(r.returncode == 0 and auto_says in r.stderr and "running on the CPU" in r.stderr
+              and right_text(r) and clean_exit(r),
+              f"{mb} MiB, --device auto: one line, then the CPU's transcript "
+              f"({r.returncode}, {r.stderr.strip()[:300]!r})")
+        r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_MEM_MB=mb)
+        check(r.returncode == 1 and cuda_says in r.stderr and clean_exit(r),
+              f"{mb} MiB, --device cuda: exit 1 with the reason ({r.returncode}, "
+              f"{r.stderr.strip()[:300]!r})")
+
+
+def no_device():
+    r = transcribe("--device", "auto", "-bs", "1", FAKECUDA_DEVICES=0)
+    check(r.returncode == 0 and right_text(r), f"no device, --device auto: the CPU ({r.returncode})")
+    r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_DEVICES=0)
+    check(r.returncode == 1 and "CUDA unavailable" in r.stderr and "CUDA_ERROR_NO_DEVICE" in r.stderr,
+          f"no device, --device cuda: exit 1, CUDA unavailable ({r.stderr.strip()[:200]!r})")
+
+
+def kernel_faults():
+    r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_KERNEL="layernorm")
+    check(r.returncode == 1 and "cuLaunchKernel(layernorm_c384)" in r.stderr and
+          "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES" in r.stderr and clean_exit(r),
+          f"a launch refused: exit 1, the kernel and the error ({r.stderr.strip()[:300]!r})")
+    r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_KERNEL="attn:async")
+    check(r.returncode == 1 and "CUDA_ERROR_ILLEGAL_ADDRESS" in r.stderr and
+          "the last kernel queued was attn_" in r.stderr and "WHISPERC_CUDA_SYNC=1" in r.stderr
+          and report(r) is not None,
+          f"a fault in a kernel: exit 1, the last kernel queued ({r.stderr.strip()[:300]!r})")
+    r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_KERNEL="attn:async",
+                   WHISPERC_CUDA_SYNC=1)
+    check(r.returncode == 1 and "kernel attn_tc_h6_d64: CUDA_ERROR_ILLEGAL_ADDRESS" in r.stderr,
+          f"a fault in a kernel, WHISPERC_CUDA_SYNC=1: the kernel that failed "
+          f"({r.stderr.strip()[:300]!r})")
+
+
+def results(out):
+    path = os.path.join(out, "results.jsonl")
+    return [json.loads(l) for l in open(path).read().splitlines()] if os.path.exists(path) else []
+
+
+def batch_cmd(inputs, out, size):
+    return ["batch", "-m", model, "-j", "1", "-t", "2", "-bs", "1", "-l", "en", "--device", "cuda",
+            "--batch-size", str(size), "--formats", "txt", "-o", out, inputs]
+
+
+def batch_device_lost(tmp, size, n_items, n_failed):
+    inputs, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+    os.mkdir(inputs)
+    for i in range(n_items):
+        shutil.copy(jfk, os.path.join(inputs, f"c{i}.wav"))
+    what = f"batch --batch-size {size}, a kernel faults"
+    r = run(batch_cmd(inputs, out, size), FAKECUDA_FAIL_KERNEL="layernorm:async@300")
+    lines = results(out)
+    check(r.returncode == 1 and "the GPU failed and cannot be used again by this process" in
+          r.stderr and "run the same command again to resume" in r.stderr,
+          f"{what}: exit 1, the run stops saying why ({r.returncode}, {r.stderr.strip()[-300:]!r})")
+    check(len(lines) == n_failed and all(l["status"] == "failed" and "ILLEGAL_ADDRESS" in l["error"]
+                                         for l in lines),
+          f"{what}: {n_failed} item(s) failed, the {n_items - n_failed} not started have no line "
+          f"({[(l['id'], l['status']) for l in lines]})")
+    r = run(batch_cmd(inputs, out, size) + ["--retry-failed"])
+    lines = results(out)
+    done = sorted(l["id"] for l in lines if l["status"] == "ok")
+    check(r.returncode == 0 and done == [f"c{i}" for i in range(n_items)] and clean_exit(r),
+          f"{what}: the rerun completes every item ({r.returncode}, {done})")
+
+
+def batch_small_memory(tmp):
+    inputs, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+    os.mkdir(inputs)
+    for i in range(4):
+        shutil.copy(jfk, os.path.join(inputs, f"c{i}.wav"))
+    r = run(batch_cmd(inputs, out, 4), FAKECUDA_MEM_MB=240)
+    lines = results(out)
+    check(r.returncode == 0 and "batch of 4 does not fit in memory" in r.stderr and
+          "encoder windows do not fit in memory" in r.stderr and
+          sorted(l["status"] for l in lines) == ["ok"] * 4 and clean_exit(r),
+          f"batch --batch-size 4 in 240 MiB: fewer lanes and windows, each said, every item done "
+          f"({r.returncode}, {[l['status'] for l in lines]}, {r.stderr.strip()[-400:]!r})")
+
+
+clean_runs()
+out_of_memory()
+no_device()
+kernel_faults()
+for test in (lambda t: batch_device_lost(t, 1, 3, 1),
+             lambda t: batch_device_lost(t, 2, 3, 2),
+             batch_small_memory):
+    tmp = tempfile.mkdtemp(prefix="wc_gpu_faults_")
+    try:
+        test(tmp)
+    finally:
+        shutil.rmtree(tmp)
+print(f"{testlib.failures} failure(s)")
+sys.exit(testlib.exit_status())
