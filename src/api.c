@@ -149,13 +149,14 @@ static int state_fits(struct whisperc_model *m, char *err, size_t err_size) {
     return rc;
 }
 
-/* AUTO on a GPU without room for the model: the CUDA backend given back (its weights arena with
- * it; weights_upload has freed the host side), the model loaded on the CPU, with a warning.
+/* AUTO on a GPU without room for the model or a state: the weights' host side and the CUDA
+ * backend given back (its weights arena with it), the model loaded on the CPU, with a warning.
  * tests/test_gpu_faults.py runs it on a fake driver with little memory. */
 static int fall_back_to_cpu(struct whisperc_model *m, const struct whisperc_model_params *p,
                             const char *what, char *err, size_t err_size) {
     char why[512];
     snprintf(why, sizeof why, "%s", err && err_size ? err : "out of device memory");
+    weights_free(&m->w); /* uploaded (a state did not fit) or not: its tables are the host's */
     m->be->ops->backend_free(m->be);
     m->be = NULL;
     int rc = cpu_backend_new(&m->be, err, err_size);
