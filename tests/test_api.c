@@ -57,6 +57,7 @@ static void test_null_args(const char *model_path) {
     CHECK(whisperc_state_timings(NULL, &t) == WHISPERC_ERR_INVALID_ARG);
 
     CHECK(whisperc_status_str((whisperc_status)999) != NULL);
+    CHECK(strcmp(whisperc_status_str(WHISPERC_ERR_DEVICE), "WHISPERC_ERR_DEVICE") == 0);
     CHECK(whisperc_lang_code(-1) == NULL && whisperc_lang_code(whisperc_lang_count()) == NULL);
     CHECK(whisperc_lang_name(1000) == NULL);
     CHECK(whisperc_lang_index(NULL) == -1 && whisperc_lang_index("klingon") == -1);
