@@ -24,7 +24,8 @@
  *                             :async as a fault inside the kernel would — the launch succeeds
  *                             and every later call returns CUDA_ERROR_ILLEGAL_ADDRESS (sticky)
  *   FAKECUDA_REPORT=1         at exit, one line of counts (launches, copies, graphs, peak memory,
- *                             rule violations, allocations still live)
+ *                             rule violations, allocations still live); =2 also the launches
+ *                             of each kernel, most first
  *
  * Test code standing in for a process-wide driver, so its state is process-wide too.
  */
@@ -100,6 +101,38 @@ static int fail_async, fail_at = 1, fail_seen;
 static long n_launch, n_copy, n_graph_launch, n_violation;
 static struct CUctx_st primary;
 
+/* FAKECUDA_REPORT=2: launches per kernel name (the host's launch structure: what a step costs) */
+#define MAX_NAMES 512
+struct kernel_count {
+    char name[128];
+    long n;
+};
+static struct kernel_count per_kernel[MAX_NAMES];
+static int n_names;
+
+static void count_kernel(const char *name) { /* under mu */
+    for (int i = 0; i < n_names; i++)
+        if (!strcmp(per_kernel[i].name, name)) {
+            per_kernel[i].n++;
+            return;
+        }
+    if (n_names < MAX_NAMES) {
+        snprintf(per_kernel[n_names].name, sizeof per_kernel[n_names].name, "%s", name);
+        per_kernel[n_names++].n = 1;
+    }
+}
+
+static int by_count(const void *a, const void *b) {
+    long x = ((const struct kernel_count *)a)->n, y = ((const struct kernel_count *)b)->n;
+    return (x < y) - (x > y);
+}
+
+static void report_kernels(void) {
+    qsort(per_kernel, (size_t)n_names, sizeof per_kernel[0], by_count);
+    for (int i = 0; i < n_names; i++)
+        fprintf(stderr, "fakecuda: %10ld %s\n", per_kernel[i].n, per_kernel[i].name);
+}
+
 static void report(void) {
     long live = 0;
     for (struct fake_alloc *a = allocs; a; a = a->next)
@@ -126,8 +159,10 @@ static void configure(void) {
             fail_async = strcmp(colon + 1, "async") == 0, *colon = '\0';
     }
     e = getenv("FAKECUDA_REPORT");
-    if (e && *e == '1')
+    if (e && (*e == '1' || *e == '2'))
         atexit(report);
+    if (e && *e == '2')
+        atexit(report_kernels); /* runs first: the counts above the totals */
 }
 
 /* A broken rule: one line on stderr, counted. Caller holds mu. */
@@ -559,6 +594,7 @@ static CUresult kernel_run(const struct fake_entry *e, const uint64_t *args) {
     pthread_mutex_lock(&mu);
     CUresult r = CUDA_SUCCESS;
     n_launch++;
+    count_kernel(e->name);
     for (int i = 0; i < e->n_params && !r; i++)
         if (e->is_ptr[i] && args[i] && !find((uintptr_t)args[i], 0))
             r = violation(CUDA_ERROR_INVALID_VALUE,
