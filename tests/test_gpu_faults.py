@@ -130,6 +130,10 @@ def kernel_faults():
     check(r.returncode == 1 and "kernel attn_tc_h6_d64: CUDA_ERROR_ILLEGAL_ADDRESS" in r.stderr,
           f"a fault in a kernel, WHISPERC_CUDA_SYNC=1: the kernel that failed "
           f"({r.stderr.strip()[:300]!r})")
+    r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_KERNEL="layernorm:async@300")
+    check(r.returncode == 1 and "cuGraphLaunch: CUDA_ERROR_ILLEGAL_ADDRESS" in r.stderr and
+          ", at the end of a step graph (WHISPERC_CUDA_SYNC=1" in r.stderr,
+          f"a fault in a step graph's kernel: said so ({r.stderr.strip()[:300]!r})")
 
 
 def results(out):

@@ -13,6 +13,7 @@
 #define WC_CUDA_INTERNAL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -141,6 +142,7 @@ struct cuda_stream {
     /* the last kernel queued (a kernel cache name): a fault inside a kernel surfaces at a later
      * call, and the message names this one as the likely culprit */
     const char *last_kernel;
+    bool last_in_graph; /* ... as the last node of a step graph launched since */
 };
 
 static inline struct cuda_stream *cuda_stream(struct wc_stream *s) { return s->impl; }

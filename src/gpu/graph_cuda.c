@@ -129,6 +129,7 @@ static int replay_end(struct wc_stream *s, struct cuda_step_graph *sg) {
         graphs_fail(cs, msg);
         return 1;
     }
+    cs->last_in_graph = true;
     if (!cuda_stream_check(s, cs->m->cu.graph_launch(sg->exec, cs->stream), "cuGraphLaunch"))
         g->n_replayed++;
     return 0;
@@ -168,6 +169,7 @@ static int capture_end(struct wc_stream *s, struct cuda_step_graph *sg) {
     sg->sig = g->sig;
     sg->staged = cs->stage.used;
     g->n_captured++;
+    cs->last_in_graph = true;
     if (!cuda_stream_check(s, cu->graph_launch(exec, cs->stream), "cuGraphLaunch"))
         g->n_replayed++;
     return 0;

@@ -152,6 +152,7 @@ void cuda_launch(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid
     cs->last_kernel = k->name;
     if (cuda_graph_note(cs, (uint64_t)(uintptr_t)k->fn, grid_x | (uint64_t)grid_y << 32, block))
         return; /* a replay pass: the recording launches it */
+    cs->last_in_graph = false;
     snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
     if (cuda_stream_check(
             s, cu->launch_kernel(k->fn, grid_x, grid_y, 1, block, 1, 1, 0, cs->stream, args, NULL),

@@ -107,9 +107,10 @@ int cuda_stream_check(struct wc_stream *s, CUresult r, const char *what) {
     cuda_check(&cs->m->cu, r, what, msg, sizeof msg);
     if (kernel_fault(r) && cs->last_kernel && !cs->m->sync_each_op)
         wc_stream_fail(s, WHISPERC_ERR_DEVICE,
-                       "cuda: %s; the last kernel queued was %s (WHISPERC_CUDA_SYNC=1 names the "
+                       "cuda: %s; the last kernel queued was %s%s (WHISPERC_CUDA_SYNC=1 names the "
                        "one that failed)",
-                       msg, cs->last_kernel);
+                       msg, cs->last_kernel,
+                       cs->last_in_graph ? ", at the end of a step graph" : "");
     else
         wc_stream_fail(s, kernel_fault(r) ? WHISPERC_ERR_DEVICE : WHISPERC_ERR_BACKEND, "cuda: %s",
                        msg);
