@@ -62,7 +62,8 @@ extern "C" {
 /* "0.1.0": the version of the library actually linked. */
 WHISPERC_API const char *whisperc_version(void);
 
-/* Status codes. Append only; values never change. */
+/* Status codes. Append only; values never change. A state stays usable after any of them but
+ * WHISPERC_ERR_DEVICE: the next call on it starts on fresh buffers. */
 typedef enum whisperc_status {
     WHISPERC_OK = 0,
     WHISPERC_ERR_INVALID_ARG = 1,  /* NULL handle, out-of-range parameter */

@@ -327,6 +327,44 @@ int api_encoder_reserve(whisperc_state *st, int n_windows) {
     }
 }
 
+static void state_close(whisperc_state *st);
+
+/* A state's stream and buffers (st->m and st->n_threads set): 0, or the status and why. */
+static int state_open(whisperc_state *st, char *err, size_t err_size) {
+    const struct whisperc_model *m = st->m;
+    const struct wc_hparams *hp = &m->file->hp;
+    int rc = m->be->ops->stream_new(m->be, st->n_threads, &st->s);
+    if (!rc) {
+        st->audio_features =
+            m->be->ops->alloc(st->s, (size_t)hp->n_audio_ctx * hp->n_audio_state * sizeof(float));
+        rc = st->s->err;
+    }
+    if (!rc)
+        rc = encoder_init(&st->enc, st->s, hp, &m->w, 1);
+    if (!rc)
+        rc = decoder_init(&st->dec, st->s, hp, &m->w);
+    if (rc) {
+        wc_errf(err, err_size, "cannot create a decoding state: %s",
+                st->s && st->s->errmsg[0] ? st->s->errmsg : whisperc_status_str(rc));
+        state_close(st);
+    }
+    return rc;
+}
+
+/* Gives back what state_open made (any part of it); st->s is NULL after. */
+static void state_close(whisperc_state *st) {
+    if (!st->s)
+        return;
+    decoder_batch_free(&st->db, st->s);
+    encoder_free(&st->enc, st->s);
+    decoder_free(&st->dec, st->s);
+    if (st->audio_features)
+        st->s->be->ops->release(st->s, st->audio_features);
+    st->audio_features = NULL;
+    st->s->be->ops->stream_free(st->s);
+    st->s = NULL;
+}
+
 whisperc_status whisperc_state_new(const whisperc_model *m, whisperc_state **out) {
     return whisperc_state_new_v2(m, out, NULL, 0);
 }
@@ -348,21 +386,9 @@ whisperc_status whisperc_state_new_v2(const whisperc_model *m, whisperc_state **
     }
     st->m = m;
     st->n_threads = default_threads();
-    const struct wc_hparams *hp = &m->file->hp;
-    int rc = m->be->ops->stream_new(m->be, st->n_threads, &st->s);
-    if (!rc) {
-        st->audio_features =
-            m->be->ops->alloc(st->s, (size_t)hp->n_audio_ctx * hp->n_audio_state * sizeof(float));
-        rc = st->s->err;
-    }
-    if (!rc)
-        rc = encoder_init(&st->enc, st->s, hp, &m->w, 1);
-    if (!rc)
-        rc = decoder_init(&st->dec, st->s, hp, &m->w);
+    int rc = state_open(st, errbuf, errbuf_size);
     if (rc) {
-        wc_errf(errbuf, errbuf_size, "cannot create a decoding state: %s",
-                st->s && st->s->errmsg[0] ? st->s->errmsg : whisperc_status_str(rc));
-        whisperc_state_free(st);
+        free(st);
         return rc;
     }
     *out = st;
@@ -374,15 +400,19 @@ void whisperc_state_free(whisperc_state *st) {
         return;
     api_batch_clear(st);
     transcript_free(&st->tr);
-    if (st->s) {
-        decoder_batch_free(&st->db, st->s);
-        encoder_free(&st->enc, st->s);
-        decoder_free(&st->dec, st->s);
-        if (st->audio_features)
-            st->s->be->ops->release(st->s, st->audio_features);
-        st->s->be->ops->stream_free(st->s);
-    }
+    state_close(st);
     free(st);
+}
+
+int api_state_ready(whisperc_state *st) {
+    if (st->s && !st->s->err)
+        return 0;
+    if (st->s && st->s->err == WHISPERC_ERR_DEVICE) /* the context, not the stream */
+        return api_fail(st, WHISPERC_ERR_DEVICE, "%s", st->s->errmsg);
+    state_close(st); /* first: its memory may be what the new one needs */
+    char why[sizeof st->errmsg];
+    int rc = state_open(st, why, sizeof why);
+    return rc ? api_fail(st, rc, "%s", why) : 0;
 }
 
 const char *whisperc_state_errmsg(const whisperc_state *st) {
@@ -769,6 +799,8 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     /* beams at T = 0 and best_of samples at T > 0 share the decoder's caches (transcribe.c) */
     int n_group = p.strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p.beam_size : 1;
     n_group = p.best_of > n_group ? p.best_of : n_group;
+    if (!rc)
+        rc = api_state_ready(st);
     if (!rc && !det && n_group > st->dec.n_group_max &&
         api_state_budget_check(st->m, st, n_group, st->enc.n_windows, st->db.n_lanes, st->errmsg,
                                sizeof st->errmsg))

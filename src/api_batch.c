@@ -330,6 +330,8 @@ whisperc_status whisperc_full_batch(whisperc_state *st, const struct whisperc_fu
             api_fail(st, rc, "input %d: %s", i, msg);
         }
     if (!rc)
+        rc = api_state_ready(st);
+    if (!rc)
         rc = api_set_threads(st, p.n_threads);
     st->batch_tr = rc ? NULL : calloc((size_t)n_inputs, sizeof *st->batch_tr);
     if (!rc && !st->batch_tr)

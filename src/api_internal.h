@@ -75,6 +75,10 @@ int api_check_samples(whisperc_state *st, const struct whisperc_full_params *p, 
 /* 0, or api_fail for bad params; *i_lang: the language index (-1: detect or English-only). */
 int api_check_params(whisperc_state *st, const struct whisperc_full_params *p, int *i_lang);
 int api_set_threads(whisperc_state *st, int n_threads);
+/* Before a call's work: a state whose stream failed (its error is sticky) gets a fresh stream
+ * and buffers, so that one failure does not fail every later call; 0 or api_fail. Not after
+ * WHISPERC_ERR_DEVICE (the GPU context is spoiled: that error again). */
+int api_state_ready(whisperc_state *st);
 /* The transcription context of st's model, encoder and decoder for params p. */
 struct transcribe_ctx api_transcribe_ctx(whisperc_state *st, const struct whisperc_full_params *p,
                                          int i_lang, bool (*on_window)(void *, int, int),

@@ -17,6 +17,8 @@ each checked against the live allocations). Faults come from the fake's environm
   - a launch refused (sync) and a fault inside a kernel (async, sticky): exit 1 with the CUDA
     error name and the kernel (the last one queued, or with WHISPERC_CUDA_SYNC=1 the one that
     failed)
+  - several files: a refused launch fails its file (named) and the next is transcribed on a
+    state made again; a kernel fault stops the files after it; the same for batch items
   - `whisper-c batch` when a kernel faults, item by item and in groups: the run stops (exit 1,
     one line: run the same command again); the items not started have no line; the rerun
     (--retry-failed) completes every item
@@ -136,6 +138,42 @@ def kernel_faults():
           f"a fault in a step graph's kernel: said so ({r.stderr.strip()[:300]!r})")
 
 
+def later_files(tmp):
+    """transcribe over several files: a refused launch fails its file only (the state's stream
+    is made again for the next); a fault inside a kernel stops the run, saying how many files
+    were left."""
+    files = []
+    for i in range(3):
+        files.append(os.path.join(tmp, f"f{i}.wav"))
+        shutil.copy(jfk, files[-1])
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "--device", "cuda", "-otxt",
+             files[0], files[1]], FAKECUDA_FAIL_KERNEL="layernorm")
+    errors = [l for l in r.stderr.splitlines() if l.startswith("whisper-c:")]
+    check(r.returncode == 1 and len(errors) == 1 and errors[0].startswith(
+        f"whisper-c: {files[0]}: encoder: cuda: cuLaunchKernel(layernorm_c384)") and
+          not os.path.exists(files[0] + ".txt") and os.path.exists(files[1] + ".txt") and
+          clean_exit(r),
+          f"a refused launch fails its file, named, and the next one is transcribed ({errors})")
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "--device", "cuda", "-np"] + files,
+            FAKECUDA_FAIL_KERNEL="layernorm:async@300")
+    check(r.returncode == 1 and f"whisper-c: {files[0]}: decoder: cuda: cuGraphLaunch" in r.stderr
+          and "cannot be used again by this process; 2 more file(s) not transcribed" in r.stderr,
+          f"a kernel fault stops the files after it ({r.stderr.strip()[-300:]!r})")
+
+
+def batch_launch_refused(tmp):
+    """batch: a refused launch fails one item; the worker's state is made again and the other
+    items are done."""
+    inputs, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+    os.mkdir(inputs)
+    for i in range(3):
+        shutil.copy(jfk, os.path.join(inputs, f"c{i}.wav"))
+    r = run(batch_cmd(inputs, out, 1), FAKECUDA_FAIL_KERNEL="layernorm")
+    st = sorted(l["status"] for l in results(out))
+    check(r.returncode == 1 and st == ["failed", "ok", "ok"] and clean_exit(r),
+          f"batch, a refused launch: that item failed, the others done ({r.returncode}, {st})")
+
+
 def results(out):
     path = os.path.join(out, "results.jsonl")
     return [json.loads(l) for l in open(path).read().splitlines()] if os.path.exists(path) else []
@@ -186,7 +224,9 @@ clean_runs()
 out_of_memory()
 no_device()
 kernel_faults()
-for test in (lambda t: batch_device_lost(t, 1, 3, 1),
+for test in (later_files,
+             batch_launch_refused,
+             lambda t: batch_device_lost(t, 1, 3, 1),
              lambda t: batch_device_lost(t, 2, 3, 2),
              batch_small_memory):
     tmp = tempfile.mkdtemp(prefix="wc_gpu_faults_")

@@ -248,8 +248,19 @@ static int cmd_transcribe(int argc, char **argv) {
             break;
         }
         if (rc != WHISPERC_OK) {
-            fprintf(stderr, "whisper-c: %s\n", whisperc_state_errmsg(st));
+            const char *msg = whisperc_state_errmsg(st);
+            if (strncmp(msg, o.files[i], strlen(o.files[i])) == 0) /* audio errors name it */
+                fprintf(stderr, "whisper-c: %s\n", msg);
+            else
+                fprintf(stderr, "whisper-c: %s: %s\n", o.files[i], msg);
             failed = 1;
+            if (rc == WHISPERC_ERR_DEVICE && i + 1 < o.n_files) {
+                fprintf(stderr,
+                        "whisper-c: the GPU failed and cannot be used again by this process; "
+                        "%d more file(s) not transcribed\n",
+                        o.n_files - i - 1);
+                break;
+            }
             continue;
         }
         if (strcmp(o.language, "auto") == 0 && whisperc_model_is_multilingual(model) &&
