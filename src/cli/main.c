@@ -249,7 +249,8 @@ static int cmd_transcribe(int argc, char **argv) {
         }
         if (rc != WHISPERC_OK) {
             const char *msg = whisperc_state_errmsg(st);
-            if (strncmp(msg, o.files[i], strlen(o.files[i])) == 0) /* audio errors name it */
+            /* audio errors name the file already; bad params are no file's */
+            if (rc == WHISPERC_ERR_INVALID_ARG || strncmp(msg, o.files[i], strlen(o.files[i])) == 0)
                 fprintf(stderr, "whisper-c: %s\n", msg);
             else
                 fprintf(stderr, "whisper-c: %s: %s\n", o.files[i], msg);
