@@ -176,7 +176,7 @@ struct wc_backend_ops {
      * decode_argmax + wc_logsumexp. Other backends: logprob within 1e-5 relative of the
      * CPU's; the token and the timestamp test equal except where two candidates tie to within
      * the arithmetic's error (backend docs state it). A row with every token forbidden gives
-     * token 0 and a NaN logprob, as torch's argmax and log_softmax. */
+     * token 0 and logprob -inf (torch's log_softmax would give NaN: no NaN leaves here). */
     void (*logits_greedy)(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                           const struct wc_logit_rule *rules, const int32_t *suppress,
                           int n_suppress, int n_rows, int n_vocab);

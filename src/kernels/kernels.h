@@ -107,8 +107,8 @@ char *gen_gemv_f16(int sm, int k_in, int flags);
  * mask: u32[ceil(V / 32)], bit i%32 of word i/32 set = token i suppressed; rules [n_rows] of
  * KERNEL_LOGITS_RULE_WORDS u32: lo[KERNEL_LOGITS_RANGES], width[KERNEL_LOGITS_RANGES] (token
  * i is forbidden when (u32)(i - lo) < width; 0 for unused ranges), tb (the timestamp test's
- * first timestamp; tb >= V: no test), padding. V >= 256. Accuracy: src/kernels/logits.c. */
-#define KERNEL_LOGITS_THREADS    256
+ * first timestamp; tb >= V: no test), padding. V >= 1. Accuracy: src/kernels/logits.c. */
+#define KERNEL_LOGITS_THREADS    1024
 #define KERNEL_LOGITS_RANGES     8
 #define KERNEL_LOGITS_RULE_WORDS (2 * KERNEL_LOGITS_RANGES + 4)
 char *gen_logits_greedy(int sm, int n_vocab);

@@ -1,6 +1,8 @@
 /*
- * logits.c — gen_logits_greedy: backend.h's logits_greedy, one CTA of 256 threads per row;
- * thread t reads columns t, t + 256, … (coalesced) twice:
+ * logits.c — gen_logits_greedy: backend.h's logits_greedy, one CTA of 1024 threads per row
+ * (a step's few rows alone: 256 threads walking 51,865 columns a load at a time took ~100 µs
+ * on an H100, latency-bound); thread t reads columns t, t + 1024, … (coalesced), LG_U loads in
+ * flight, twice:
  *   pass 1: the masked row's maximum and its first index, apart for text tokens [0, tb) and
  *           timestamps [tb, V) (tb = V without the timestamp test);
  *   pass 2: rest = sum of exp(x - max) over every other unmasked column, per part, each
@@ -19,6 +21,7 @@
 #include "kernels/ptx.h"
 
 #define LG_WARPS (KERNEL_LOGITS_THREADS / 32)
+#define LG_U     4 /* columns a thread loads at once */
 #define LG_NONE  "0xFFFFFFFF" /* no index: every column of the part is masked */
 #define NEG_INF  "0fFF800000"
 
@@ -137,16 +140,21 @@ struct lg_rule {
     struct ptx_reg lo[KERNEL_LOGITS_RANGES], width[KERNEL_LOGITS_RANGES], tb;
 };
 
-/* x = the masked logit at column i (addr its address): -inf when suppressed or in a range. */
+/* x = the masked logit at column i (addr its address): -inf when suppressed, in a range or
+ * past the row (i >= V: nothing read). */
 static void masked_load(struct ptx_kernel *k, struct ptx_reg x, struct ptx_reg addr,
-                        struct ptx_reg i, struct ptx_reg mask, const struct lg_rule *ru) {
+                        struct ptx_reg i, struct ptx_reg mask, const struct lg_rule *ru,
+                        int n_vocab) {
     struct ptx_reg wi = ptx_reg(k, PTX_B32), mw = ptx_reg(k, PTX_B32), f = ptx_reg(k, PTX_PRED);
-    ptx_ins(k, "ld.global.nc.f32 %s, [%s]", x.s, addr.s);
+    struct ptx_reg in = ptx_reg(k, PTX_PRED);
+    ptx_ins(k, "setp.lt.u32 %s, %s, %d", in.s, i.s, n_vocab);
+    ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", in.s, x.s, addr.s);
     ptx_ins(k, "shr.u32 %s, %s, 5", wi.s, i.s);
     struct ptx_reg ma = ptx_addr(k, mask, wi, 4);
-    ptx_ins(k, "ld.global.nc.u32 %s, [%s]", mw.s, ma.s);
+    ptx_ins(k, "mov.u32 %s, 1", mw.s);
+    ptx_ins(k, "@%s ld.global.nc.u32 %s, [%s]", in.s, mw.s, ma.s);
     ptx_ins(k, "and.b32 %s, %s, 31", wi.s, i.s);
-    ptx_ins(k, "shr.b32 %s, %s, %s", mw.s, mw.s, wi.s);
+    ptx_ins(k, "@%s shr.b32 %s, %s, %s", in.s, mw.s, mw.s, wi.s);
     ptx_ins(k, "and.b32 %s, %s, 1", mw.s, mw.s);
     ptx_ins(k, "setp.ne.u32 %s, %s, 0", f.s, mw.s);
     for (int j = 0; j < KERNEL_LOGITS_RANGES; j++) { /* lo <= i < lo + width, unsigned */
@@ -156,26 +164,40 @@ static void masked_load(struct ptx_kernel *k, struct ptx_reg x, struct ptx_reg a
     ptx_ins(k, "@%s mov.f32 %s, " NEG_INF, f.s, x.s);
 }
 
-/* The columns of this thread: i = tid, tid + 256, … < V, addr = &row[i]; `body` between. */
+/* The columns of this thread, LG_U at a time (their loads in flight together): i = tid + T u
+ * for u < LG_U, then i += T LG_U while the first is below V (T = KERNEL_LOGITS_THREADS);
+ * x[u] = the masked logit of column i[u] (-inf past the row). */
 struct lg_loop {
-    struct ptx_reg i, addr, top;
+    struct ptx_reg i0, addr, top, end;
+    struct ptx_reg i[LG_U], x[LG_U];
 };
 
-static struct lg_loop loop_begin(struct ptx_kernel *k, struct ptx_reg tid, struct ptx_reg row) {
-    struct lg_loop l = {ptx_reg(k, PTX_B32), ptx_reg(k, PTX_B64), ptx_label(k)};
-    ptx_ins(k, "mov.u32 %s, %s", l.i.s, tid.s);
+static void loop_begin(struct ptx_kernel *k, struct lg_loop *l, struct ptx_reg tid,
+                       struct ptx_reg row, struct ptx_reg mask, const struct lg_rule *ru,
+                       int n_vocab) {
+    struct ptx_reg p = ptx_reg(k, PTX_PRED);
+    l->i0 = ptx_reg(k, PTX_B32), l->addr = ptx_reg(k, PTX_B64);
+    l->top = ptx_label(k), l->end = ptx_label(k);
+    ptx_ins(k, "mov.u32 %s, %s", l->i0.s, tid.s);
     struct ptx_reg a = ptx_addr(k, row, tid, 4);
-    ptx_ins(k, "mov.b64 %s, %s", l.addr.s, a.s);
-    ptx_place(k, l.top);
-    return l;
+    ptx_ins(k, "mov.b64 %s, %s", l->addr.s, a.s);
+    ptx_place(k, l->top);
+    ptx_ins(k, "setp.ge.u32 %s, %s, %d", p.s, l->i0.s, n_vocab);
+    ptx_ins(k, "@%s bra %s", p.s, l->end.s);
+    struct ptx_reg au = ptx_reg(k, PTX_B64);
+    for (int u = 0; u < LG_U; u++) {
+        l->i[u] = ptx_reg(k, PTX_B32), l->x[u] = ptx_reg(k, PTX_F32);
+        ptx_ins(k, "add.u32 %s, %s, %d", l->i[u].s, l->i0.s, u * KERNEL_LOGITS_THREADS);
+        ptx_ins(k, "add.s64 %s, %s, %d", au.s, l->addr.s, 4 * u * KERNEL_LOGITS_THREADS);
+        masked_load(k, l->x[u], au, l->i[u], mask, ru, n_vocab);
+    }
 }
 
-static void loop_end(struct ptx_kernel *k, const struct lg_loop *l, int n_vocab) {
-    struct ptx_reg p = ptx_reg(k, PTX_PRED);
-    ptx_ins(k, "add.u32 %s, %s, %d", l->i.s, l->i.s, KERNEL_LOGITS_THREADS);
-    ptx_ins(k, "add.s64 %s, %s, %d", l->addr.s, l->addr.s, 4 * KERNEL_LOGITS_THREADS);
-    ptx_ins(k, "setp.lt.u32 %s, %s, %d", p.s, l->i.s, n_vocab);
-    ptx_ins(k, "@%s bra %s", p.s, l->top.s);
+static void loop_end(struct ptx_kernel *k, const struct lg_loop *l) {
+    ptx_ins(k, "add.u32 %s, %s, %d", l->i0.s, l->i0.s, LG_U * KERNEL_LOGITS_THREADS);
+    ptx_ins(k, "add.s64 %s, %s, %d", l->addr.s, l->addr.s, 4 * LG_U * KERNEL_LOGITS_THREADS);
+    ptx_ins(k, "bra.uni %s", l->top.s);
+    ptx_place(k, l->end);
 }
 
 /* Thread 0's decision and output (see the file comment); tmax/tidx/tr: text, s*: timestamps. */
@@ -212,14 +234,16 @@ static void pick(struct ptx_kernel *k, struct ptx_reg out, struct ptx_reg tb, in
     ptx_ins(k, "@%s mov.f64 %s, %s", fb.s, lp.s, lts.s);
     ptx_ins(k, "neg.f64 %s, %s", lp.s, lp.s);
     ptx_ins(k, "cvt.rn.f32.f64 %s, %s", lpf.s, lp.s);
-    ptx_ins(k, "setp.eq.u32 %s, %s, " LG_NONE, big.s, tok.s); /* all masked: token 0, as the CPU */
+    /* all masked: token 0 with log-probability -inf, as the CPU */
+    ptx_ins(k, "setp.eq.u32 %s, %s, " LG_NONE, big.s, tok.s);
     ptx_ins(k, "@%s mov.u32 %s, 0", big.s, tok.s);
+    ptx_ins(k, "@%s mov.f32 %s, " NEG_INF, big.s, lpf.s);
     ptx_ins(k, "st.global.u32 [%s], %s", out.s, tok.s);
     ptx_ins(k, "st.global.f32 [%s+4], %s", out.s, lpf.s);
 }
 
 char *gen_logits_greedy(int sm, int n_vocab) {
-    if (n_vocab < KERNEL_LOGITS_THREADS)
+    if (n_vocab < 1)
         return NULL;
     char name[64];
     snprintf(name, sizeof name, "logits_greedy_v%d", n_vocab);
@@ -238,7 +262,7 @@ char *gen_logits_greedy(int sm, int n_vocab) {
     struct ptx_reg out = ptx_ld_ptr(&k, "p_out"), logits = ptx_ld_ptr(&k, "p_logits");
     struct ptx_reg rules = ptx_ld_ptr(&k, "p_rules"), mask = ptx_ld_ptr(&k, "p_mask");
     struct ptx_reg warp = ptx_reg(&k, PTX_B32), lane0 = ptx_reg(&k, PTX_PRED);
-    struct ptx_reg idx = ptx_reg(&k, PTX_B32), x = ptx_reg(&k, PTX_F32);
+    struct ptx_reg idx = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "shr.u32 %s, %s, 5", warp.s, tid.s);
     ptx_ins(&k, "and.b32 %s, %s, 31", idx.s, tid.s);
     ptx_ins(&k, "setp.eq.u32 %s, %s, 0", lane0.s, idx.s);
@@ -265,16 +289,18 @@ char *gen_logits_greedy(int sm, int n_vocab) {
     ptx_ins(&k, "mov.f32 %s, " NEG_INF, smax.s);
     ptx_ins(&k, "mov.u32 %s, " LG_NONE, tidx.s);
     ptx_ins(&k, "mov.u32 %s, " LG_NONE, sidx.s);
-    struct lg_loop l = loop_begin(&k, tid, base);
-    masked_load(&k, x, l.addr, l.i, mask, &ru);
-    ptx_ins(&k, "setp.lt.u32 %s, %s, %s", pt.s, l.i.s, ru.tb.s);
-    ptx_ins(&k, "setp.gt.and.f32 %s, %s, %s, %s", pu.s, x.s, tmax.s, pt.s);
-    ptx_ins(&k, "@%s mov.f32 %s, %s", pu.s, tmax.s, x.s);
-    ptx_ins(&k, "@%s mov.u32 %s, %s", pu.s, tidx.s, l.i.s);
-    ptx_ins(&k, "setp.gt.and.f32 %s, %s, %s, !%s", pu.s, x.s, smax.s, pt.s);
-    ptx_ins(&k, "@%s mov.f32 %s, %s", pu.s, smax.s, x.s);
-    ptx_ins(&k, "@%s mov.u32 %s, %s", pu.s, sidx.s, l.i.s);
-    loop_end(&k, &l, n_vocab);
+    struct lg_loop l;
+    loop_begin(&k, &l, tid, base, mask, &ru, n_vocab);
+    for (int u = 0; u < LG_U; u++) { /* columns in increasing order: the first max stays */
+        ptx_ins(&k, "setp.lt.u32 %s, %s, %s", pt.s, l.i[u].s, ru.tb.s);
+        ptx_ins(&k, "setp.gt.and.f32 %s, %s, %s, %s", pu.s, l.x[u].s, tmax.s, pt.s);
+        ptx_ins(&k, "@%s mov.f32 %s, %s", pu.s, tmax.s, l.x[u].s);
+        ptx_ins(&k, "@%s mov.u32 %s, %s", pu.s, tidx.s, l.i[u].s);
+        ptx_ins(&k, "setp.gt.and.f32 %s, %s, %s, !%s", pu.s, l.x[u].s, smax.s, pt.s);
+        ptx_ins(&k, "@%s mov.f32 %s, %s", pu.s, smax.s, l.x[u].s);
+        ptx_ins(&k, "@%s mov.u32 %s, %s", pu.s, sidx.s, l.i[u].s);
+    }
+    loop_end(&k, &l);
     block_argmax(&k, tmax, tidx, "s_tv", "s_ti", warp, lane0);
     block_argmax(&k, smax, sidx, "s_sv", "s_si", warp, lane0);
 
@@ -284,22 +310,23 @@ char *gen_logits_greedy(int sm, int n_vocab) {
     struct ptx_reg bi = ptx_reg(&k, PTX_B32), pk = ptx_reg(&k, PTX_PRED);
     ptx_ins(&k, "mov.f64 %s, 0d0000000000000000", tr.s);
     ptx_ins(&k, "mov.f64 %s, 0d0000000000000000", sr.s);
-    l = loop_begin(&k, tid, base);
-    masked_load(&k, x, l.addr, l.i, mask, &ru);
-    ptx_ins(&k, "setp.lt.u32 %s, %s, %s", pt.s, l.i.s, ru.tb.s);
-    ptx_ins(&k, "selp.f32 %s, %s, %s, %s", m.s, tmax.s, smax.s, pt.s);
-    ptx_ins(&k, "selp.b32 %s, %s, %s, %s", bi.s, tidx.s, sidx.s, pt.s);
-    ptx_ins(&k, "setp.ne.u32 %s, %s, %s", pk.s, l.i.s, bi.s);
-    ptx_ins(&k, "setp.gt.and.f32 %s, %s, " NEG_INF ", %s", pk.s, x.s, pk.s);
-    ptx_ins(&k, "sub.f32 %s, %s, %s", e.s, x.s, m.s);
-    ptx_exp(&k, e, e);
-    ptx_ins(&k, "cvt.f64.f32 %s, %s", ed.s, e.s);
-    ptx_ins(&k, "and.pred %s, %s, %s", pu.s, pk.s, pt.s);
-    ptx_ins(&k, "@%s add.f64 %s, %s, %s", pu.s, tr.s, tr.s, ed.s);
-    ptx_ins(&k, "not.pred %s, %s", pt.s, pt.s);
-    ptx_ins(&k, "and.pred %s, %s, %s", pu.s, pk.s, pt.s);
-    ptx_ins(&k, "@%s add.f64 %s, %s, %s", pu.s, sr.s, sr.s, ed.s);
-    loop_end(&k, &l, n_vocab);
+    loop_begin(&k, &l, tid, base, mask, &ru, n_vocab);
+    for (int u = 0; u < LG_U; u++) {
+        ptx_ins(&k, "setp.lt.u32 %s, %s, %s", pt.s, l.i[u].s, ru.tb.s);
+        ptx_ins(&k, "selp.f32 %s, %s, %s, %s", m.s, tmax.s, smax.s, pt.s);
+        ptx_ins(&k, "selp.b32 %s, %s, %s, %s", bi.s, tidx.s, sidx.s, pt.s);
+        ptx_ins(&k, "setp.ne.u32 %s, %s, %s", pk.s, l.i[u].s, bi.s);
+        ptx_ins(&k, "setp.gt.and.f32 %s, %s, " NEG_INF ", %s", pk.s, l.x[u].s, pk.s);
+        ptx_ins(&k, "sub.f32 %s, %s, %s", e.s, l.x[u].s, m.s);
+        ptx_exp(&k, e, e);
+        ptx_ins(&k, "cvt.f64.f32 %s, %s", ed.s, e.s);
+        ptx_ins(&k, "and.pred %s, %s, %s", pu.s, pk.s, pt.s);
+        ptx_ins(&k, "@%s add.f64 %s, %s, %s", pu.s, tr.s, tr.s, ed.s);
+        ptx_ins(&k, "not.pred %s, %s", pt.s, pt.s);
+        ptx_ins(&k, "and.pred %s, %s, %s", pu.s, pk.s, pt.s);
+        ptx_ins(&k, "@%s add.f64 %s, %s, %s", pu.s, sr.s, sr.s, ed.s);
+    }
+    loop_end(&k, &l);
     block_sum_f64(&k, tr, "s_tr", warp, lane0);
     block_sum_f64(&k, sr, "s_sr", warp, lane0);
 
