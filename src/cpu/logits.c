@@ -38,7 +38,8 @@ static void pick_row(struct wc_greedy_pick *out, float *x, const struct wc_logit
             best = i;
     out->token = best;
     /* every token masked: token 0 with log-probability -inf (not -inf - -inf = NaN) */
-    out->logprob = x[best] == -INFINITY ? -INFINITY : (float)(x[best] - wc_logsumexp(x, 0, n_vocab));
+    out->logprob =
+        x[best] == -INFINITY ? -INFINITY : (float)(x[best] - wc_logsumexp(x, 0, n_vocab));
 }
 
 void cpu_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,

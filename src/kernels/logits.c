@@ -21,7 +21,7 @@
 #include "kernels/ptx.h"
 
 #define LG_WARPS (KERNEL_LOGITS_THREADS / 32)
-#define LG_U     4 /* columns a thread loads at once */
+#define LG_U     4            /* columns a thread loads at once */
 #define LG_NONE  "0xFFFFFFFF" /* no index: every column of the part is masked */
 #define NEG_INF  "0fFF800000"
 
