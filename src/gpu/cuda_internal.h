@@ -36,6 +36,7 @@ enum cuda_kernel_kind {
     CK_LOGITS,     /* a = n_vocab */
     CK_SCATTER,    /* a = c */
     CK_ATTN_TC,    /* a = n_head, b = d_head */
+    CK_COMBINE,    /* a = n_head, b = d_head */
 };
 
 struct cuda_kernel {
@@ -73,7 +74,8 @@ enum {
     CUDA_SCRATCH_HALF = 0,   /* fp16 GEMM inputs, im2col output */
     CUDA_SCRATCH_TOKENS = 1, /* embed's token ids */
     CUDA_SCRATCH_LOGITS = 2, /* logits_greedy: suppress mask, picks, rules */
-    CUDA_N_SCRATCH = 3
+    CUDA_SCRATCH_ATTN = 3,   /* the key splits of attn_gather / attn_rows (kernels.h) */
+    CUDA_N_SCRATCH = 4
 };
 struct cuda_scratch {
     uint64_t addr;
@@ -172,6 +174,9 @@ void cuda_kernel_cache_free(struct cuda_model *m);
 /* Launches k with args on the stream; a failure names the kernel. */
 void cuda_launch(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid_x, unsigned grid_y,
                  unsigned block, void **args);
+/* The same over a 3-D grid. */
+void cuda_launch_3d(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid_x,
+                    unsigned grid_y, unsigned grid_z, unsigned block, void **args);
 
 /* Ops (backend.h has their contracts). */
 void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,

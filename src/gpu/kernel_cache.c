@@ -27,15 +27,16 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     case CK_LOGITS: return gen_logits_greedy(sm, a);
     case CK_SCATTER: return gen_rows_scatter(sm, a);
     case CK_ATTN_TC: return gen_attention_tc(sm, a, b);
+    case CK_COMBINE: return gen_attention_combine(sm, a, b);
     }
     return NULL;
 }
 
 static const char *kind_name(enum cuda_kernel_kind kind) {
-    static const char *const names[] = {"layernorm", "f32_to_f16", "embed",         "bias_act",
-                                        "im2col",    "attention",  "attn_gather",   "attn_scores",
-                                        "gemv_f16",  "attn_rows",  "logits_greedy", "rows_scatter",
-                                        "attn_tc"};
+    static const char *const names[] = {"layernorm", "f32_to_f16",  "embed",         "bias_act",
+                                        "im2col",    "attention",   "attn_gather",   "attn_scores",
+                                        "gemv_f16",  "attn_rows",   "logits_greedy", "rows_scatter",
+                                        "attn_tc",   "attn_combine"};
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
@@ -142,21 +143,29 @@ const struct cuda_kernel *cuda_kernel_get(struct wc_stream *s, enum cuda_kernel_
 
 void cuda_launch(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid_x, unsigned grid_y,
                  unsigned block, void **args) {
+    cuda_launch_3d(s, k, grid_x, grid_y, 1, block, args);
+}
+
+void cuda_launch_3d(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid_x,
+                    unsigned grid_y, unsigned grid_z, unsigned block, void **args) {
     struct cuda_stream *cs = cuda_stream(s);
     const struct cuda_api *cu = &cs->m->cu;
     char what[96];
     if (s->err || !k)
         return;
-    if (grid_x == 0 || grid_y == 0) /* empty shapes: nothing to do (a zero grid is an error) */
+    if (grid_x == 0 || grid_y == 0 ||
+        grid_z == 0) /* empty shapes: nothing to do (a zero grid is an error) */
         return;
     cs->last_kernel = k->name;
-    if (cuda_graph_note(cs, (uint64_t)(uintptr_t)k->fn, grid_x | (uint64_t)grid_y << 32, block))
+    if (cuda_graph_note(cs, (uint64_t)(uintptr_t)k->fn, grid_x | (uint64_t)grid_y << 32,
+                        block | (uint64_t)grid_z << 32))
         return; /* a replay pass: the recording launches it */
     cs->last_in_graph = false;
     snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
-    if (cuda_stream_check(
-            s, cu->launch_kernel(k->fn, grid_x, grid_y, 1, block, 1, 1, 0, cs->stream, args, NULL),
-            what))
+    if (cuda_stream_check(s,
+                          cu->launch_kernel(k->fn, grid_x, grid_y, grid_z, block, 1, 1, 0,
+                                            cs->stream, args, NULL),
+                          what))
         return;
     if (cs->m->sync_each_op) { /* a fault inside the kernel surfaces here, under its name */
         snprintf(what, sizeof what, "kernel %s", k->name);

@@ -253,6 +253,32 @@ void cuda_attention(struct wc_stream *s, float *out, const float *q, const float
                 KERNEL_ATTN_THREADS, args);
 }
 
+/* A decoder step's attention kernel kn over n_rows rows and up to n_keys keys, its key splits
+ * (kernels.h: KERNEL_ATTN_SPLIT keys a CTA) and, with more than one, attn_combine. args: the
+ * kernel's own, its last (the split records' address) filled here. The scratch is sized for
+ * max_keys (gather: the cache's slots), so it does not grow from step to step under a step
+ * graph. */
+static void attention_split(struct wc_stream *s, const struct cuda_kernel *kn, void **args,
+                            int n_args, int n_rows, int n_keys, int max_keys, int n_head, int d) {
+    unsigned nz = (unsigned)ceil_div((size_t)n_keys, KERNEL_ATTN_SPLIT);
+    size_t zmax = ceil_div((size_t)(max_keys > n_keys ? max_keys : n_keys), KERNEL_ATTN_SPLIT);
+    CUdeviceptr part = 0;
+    if (nz > 1) {
+        part = cuda_scratch(s, CUDA_SCRATCH_ATTN,
+                            (size_t)n_rows * (size_t)n_head * zmax * (size_t)(d + 2) * 4);
+        if (!part)
+            return;
+    }
+    args[n_args - 1] = &part;
+    cuda_launch_3d(s, kn, (unsigned)n_rows, (unsigned)n_head, nz, KERNEL_GATHER_THREADS, args);
+    if (nz > 1) {
+        const struct cuda_kernel *kc = cuda_kernel_get(s, CK_COMBINE, n_head, d, 0);
+        CUdeviceptr po = *(CUdeviceptr *)args[0];
+        void *cargs[] = {&po, &part, &nz};
+        cuda_launch(s, kc, (unsigned)n_rows, (unsigned)n_head, KERNEL_GATHER_THREADS, cargs);
+    }
+}
+
 void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, const float *k,
                            const float *v, const int32_t *slots, int ld_slots,
                            const int32_t *n_kv_seq, int n_seq, int n_kv, int c, int n_head) {
@@ -270,8 +296,8 @@ void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, cons
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v), ps = dptr(slots);
     CUdeviceptr pn = dptr(n_kv_seq);
     unsigned uld = (unsigned)ld_slots, useq = (unsigned)n_seq, ukv = (unsigned)n_kv;
-    void *args[] = {&po, &pq, &pk, &pv, &ps, &uld, &pn, &useq, &ukv};
-    cuda_launch(s, kn, useq, (unsigned)n_head, KERNEL_GATHER_THREADS, args);
+    void *args[] = {&po, &pq, &pk, &pv, &ps, &uld, &pn, &useq, &ukv, NULL};
+    attention_split(s, kn, args, 10, n_seq, n_kv, ld_slots, n_head, d);
 }
 
 void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const float *k,
@@ -292,8 +318,8 @@ void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const 
     CUdeviceptr pl = dptr(lane_of_row);
     unsigned uld = (unsigned)ld_kv, urows = (unsigned)n_rows, us = (unsigned)s_len;
     uint64_t stride = lane_stride;
-    void *args[] = {&po, &pq, &pk, &pv, &uld, &stride, &pl, &urows, &us};
-    cuda_launch(s, kn, urows, (unsigned)n_head, KERNEL_GATHER_THREADS, args);
+    void *args[] = {&po, &pq, &pk, &pv, &uld, &stride, &pl, &urows, &us, NULL};
+    attention_split(s, kn, args, 10, n_rows, s_len, s_len, n_head, d);
 }
 
 void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k,

@@ -5,14 +5,20 @@
  * - rows: backend.h's `attention_rows`, cross-attention over s_len contiguous keys (ld_kv apart)
  *   at g's own base, k + lane_of_row[g] * lane_stride.
  *
- * One CTA per (row g, head), 4 warps splitting the keys: warp w takes keys w, w+4, ...,
- * GATHER_U of them per step (their loads in flight together). A warp handles one key with its
- * 32 lanes across the head's columns (lane owns columns lane + 32 i: coalesced 128-byte rows),
- * the dot product joined by a butterfly so every lane holds the score, and keeps its own online
- * softmax (max m, sum l, acc) in the log2 domain. At the end the 4 partial results meet in
- * shared memory: thread `col` < d rescales each warp's acc and l by 2^(m_w - max m) and divides.
- * d_head a multiple of 32, at most 128; n_kv >= 1 (a warp with no key ends with l = 0, m = -1e30
- * and weighs nothing). The two modes differ only in where key j's row is (struct key_rows).
+ * One CTA per (row g, head, split z) over keys [z S, (z + 1) S) (S = KERNEL_ATTN_SPLIT: a step's
+ * few rows alone would leave most SMs idle, and one CTA walking 1500 keys waits on memory
+ * ~200 times), 4 warps splitting them: warp w takes keys w, w+4, ..., GATHER_U of them per step
+ * (their key and value loads in flight together). A warp handles one key with its 32 lanes
+ * across the head's columns (lane owns columns lane + 32 i: coalesced 128-byte rows), the dot
+ * product joined by a butterfly so every lane holds the score, and keeps its own online softmax
+ * (max m, sum l, acc) in the log2 domain. At the end the 4 partial results meet in shared
+ * memory: thread `col` < d rescales each warp's acc and l by 2^(m_w - max m); with one split it
+ * divides and stores the output, else it stores (max, sum, acc) for attn_combine. The splits
+ * sit at fixed key indices, so a row's bits do not depend on the other rows or the grid: a
+ * split with no keys weighs exactly 0, and one split through attn_combine gives the bits of
+ * the direct division. d_head a multiple of 32, at most 128; n_kv >= 1 (a warp with no key ends
+ * with l = 0, m = -1e30 and weighs nothing). The two modes differ only in where key j's row is
+ * (struct key_rows).
  */
 #include <math.h>
 #include <stdio.h>
@@ -21,7 +27,7 @@
 #include "kernels/ptx.h"
 
 #define GATHER_WARPS (KERNEL_GATHER_THREADS / 32)
-#define GATHER_U     4 /* keys per warp per step */
+#define GATHER_U     8 /* keys per warp per step */
 #define GATHER_MAXD  128
 #define NEG_BIG      "0fF149F2CA" /* -1e30, see attention.c */
 
@@ -39,6 +45,7 @@ static void gather_step(struct ptx_kernel *k, struct ptx_reg j, struct ptx_reg n
                         const struct key_rows *kr, const struct ptx_reg *q, struct ptx_reg *acc,
                         struct ptx_reg m, struct ptx_reg l, int c, int nd) {
     struct ptx_reg ok[GATHER_U], ka[GATHER_U], va[GATHER_U], s[GATHER_U];
+    struct ptx_reg vv[GATHER_U][GATHER_MAXD / 32];
     struct ptx_reg kv = ptx_reg(k, PTX_F32), r = ptx_reg(k, PTX_B32), ju = ptx_reg(k, PTX_B32);
     struct ptx_reg off = ptx_reg(k, PTX_B64), sa = ptx_reg(k, PTX_B64);
     for (int u = 0; u < GATHER_U; u++) {
@@ -63,6 +70,11 @@ static void gather_step(struct ptx_kernel *k, struct ptx_reg j, struct ptx_reg n
             ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, kv.s, ka[u].s, 128 * i);
             ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", s[u].s, q[i].s, kv.s, s[u].s);
         }
+        for (int i = 0; i < nd; i++) { /* in flight with the keys: one memory wait per step */
+            vv[u][i] = ptx_reg(k, PTX_F32);
+            ptx_ins(k, "mov.f32 %s, 0f00000000", vv[u][i].s);
+            ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, vv[u][i].s, va[u].s, 128 * i);
+        }
     }
     struct ptx_reg mt = ptx_reg(k, PTX_F32), corr = ptx_reg(k, PTX_F32);
     ptx_ins(k, "mov.f32 %s, %s", mt.s, m.s);
@@ -81,11 +93,8 @@ static void gather_step(struct ptx_kernel *k, struct ptx_reg j, struct ptx_reg n
         ptx_ins(k, "sub.f32 %s, %s, %s", s[u].s, s[u].s, m.s);
         ptx_ins(k, "ex2.approx.f32 %s, %s", s[u].s, s[u].s);
         ptx_ins(k, "add.f32 %s, %s, %s", l.s, l.s, s[u].s);
-        for (int i = 0; i < nd; i++) {
-            ptx_ins(k, "mov.f32 %s, 0f00000000", kv.s);
-            ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, kv.s, va[u].s, 128 * i);
-            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", acc[i].s, s[u].s, kv.s, acc[i].s);
-        }
+        for (int i = 0; i < nd; i++)
+            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", acc[i].s, s[u].s, vv[u][i].s, acc[i].s);
     }
 }
 
@@ -168,6 +177,7 @@ static char *gen_one_row(int sm, int n_head, int d, int gather) {
         ptx_param(&k, "u32", "p_n_seq");
         ptx_param(&k, "u32", "p_s_len");
     }
+    ptx_param(&k, "u64", "p_part");
     ptx_raw(&k, "    .shared .align 4 .f32 s_m[%d];\n    .shared .align 4 .f32 s_l[%d];\n",
             GATHER_WARPS, GATHER_WARPS);
     ptx_raw(&k, "    .shared .align 4 .f32 s_acc[%d];\n", GATHER_WARPS * d);
@@ -197,15 +207,20 @@ static char *gen_one_row(int sm, int n_head, int d, int gather) {
         ptx_ins(&k, "mul.f32 %s, %s, %s", q[i].s, q[i].s, scale.s);
         ptx_ins(&k, "mov.f32 %s, 0f00000000", acc[i].s);
     }
+    /* this CTA's keys: [z S, min(n_kv, (z + 1) S)), S = KERNEL_ATTN_SPLIT */
+    struct ptx_reg z = ptx_special(&k, "%ctaid.z"), nz = ptx_special(&k, "%nctaid.z");
+    struct ptx_reg j_end = ptx_reg(&k, PTX_B32);
     struct ptx_reg m = ptx_reg(&k, PTX_F32), l = ptx_reg(&k, PTX_F32), j = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mov.f32 %s, %s", m.s, NEG_BIG);
     ptx_ins(&k, "mov.f32 %s, 0f00000000", l.s);
-    ptx_ins(&k, "mov.u32 %s, %s", j.s, warp.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", j.s, z.s, KERNEL_ATTN_SPLIT, warp.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %d", j_end.s, z.s, KERNEL_ATTN_SPLIT, KERNEL_ATTN_SPLIT);
+    ptx_ins(&k, "min.u32 %s, %s, %s", j_end.s, j_end.s, n_kv.s);
     struct ptx_reg loop = ptx_label(&k), end = ptx_label(&k);
     ptx_place(&k, loop); /* uniform per warp: j depends on the warp only */
-    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, j.s, n_kv.s);
+    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, j.s, j_end.s);
     ptx_ins(&k, "@%s bra %s", p.s, end.s);
-    gather_step(&k, j, n_kv, &kr, q, acc, m, l, c, nd);
+    gather_step(&k, j, j_end, &kr, q, acc, m, l, c, nd);
     ptx_ins(&k, "add.u32 %s, %s, %d", j.s, j.s, GATHER_WARPS * GATHER_U);
     ptx_ins(&k, "bra %s", loop.s);
     ptx_place(&k, end);
@@ -247,12 +262,26 @@ static char *gen_one_row(int sm, int n_head, int d, int gather) {
         ptx_ins(&k, "ld.shared.f32 %s, [%s+%d]", t.s, a.s, 4 * d * w);
         ptx_ins(&k, "fma.rn.f32 %s, %s, %s, %s", o.s, f.s, t.s, o.s);
     }
+    struct ptx_reg oi = ptx_reg(&k, PTX_B32), part = ptx_label(&k);
+    ptx_ins(&k, "setp.ne.u32 %s, %s, 1", p.s, nz.s);
+    ptx_ins(&k, "@%s bra %s", p.s, part.s);
     ptx_ins(&k, "div.rn.f32 %s, %s, %s", o.s, o.s, l.s);
-    struct ptx_reg oi = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, head.s, d, tid.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, g.s, c, oi.s);
     struct ptx_reg oa = ptx_addr(&k, ptx_ld_ptr(&k, "p_out"), oi, 4);
     ptx_ins(&k, "st.global.f32 [%s], %s", oa.s, o.s);
+    ptx_ins(&k, "bra.uni %s", done.s);
+    /* split keys: this CTA's (max, sum, unnormalised acc) for attn_combine, kernels.h's layout */
+    ptx_place(&k, part);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, g.s, n_head, head.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", oi.s, oi.s, nz.s, z.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, oi.s, d + 2, tid.s);
+    struct ptx_reg pa = ptx_addr(&k, ptx_ld_ptr(&k, "p_part"), oi, 4); /* thread 0: the record */
+    ptx_ins(&k, "st.global.f32 [%s+8], %s", pa.s, o.s);
+    ptx_ins(&k, "setp.ne.u32 %s, %s, 0", p.s, tid.s);
+    ptx_ins(&k, "@%s bra %s", p.s, done.s);
+    ptx_ins(&k, "st.global.f32 [%s], %s", pa.s, mx.s);
+    ptx_ins(&k, "st.global.f32 [%s+4], %s", pa.s, l.s);
     ptx_place(&k, done);
     return ptx_end(&k);
 }

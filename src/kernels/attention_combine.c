@@ -1,0 +1,84 @@
+/* attention_combine.c — gen_attention_combine: the key splits of attn_gather / attn_rows joined
+ * into one output row (kernels.h). One CTA per (row g, head h); thread i < d walks the splits in
+ * order twice: first their maximum M, then sum += 2^(max_z - M) sum_z and acc += 2^(max_z - M)
+ * acc_z[i] with the same fma as the split kernel's own join of its warps, so a row whose keys
+ * all sit in split 0 (the others weigh exactly 2^-huge = 0, their sums 0) gets the bits of the
+ * split kernel's direct division.
+ */
+#include <stdio.h>
+
+#include "kernels/kernels.h"
+#include "kernels/ptx.h"
+
+#define NEG_BIG "0fF149F2CA" /* -1e30, the split kernels' running max before any key */
+
+char *gen_attention_combine(int sm, int n_head, int d) {
+    if (n_head <= 0 || d <= 0 || d > KERNEL_GATHER_THREADS)
+        return NULL;
+    char name[64];
+    snprintf(name, sizeof name, "attn_combine_h%d_d%d", n_head, d);
+    struct ptx_kernel k;
+    ptx_begin(&k, name, sm);
+    ptx_param(&k, "u64", "p_out");
+    ptx_param(&k, "u64", "p_part");
+    ptx_param(&k, "u32", "p_n_split");
+    struct ptx_reg g = ptx_special(&k, "%ctaid.x"), head = ptx_special(&k, "%ctaid.y");
+    struct ptx_reg tid = ptx_special(&k, "%tid.x"), nz = ptx_reg(&k, PTX_B32);
+    struct ptx_reg p = ptx_reg(&k, PTX_PRED), done = ptx_label(&k);
+    ptx_ins(&k, "setp.ge.u32 %s, %s, %d", p.s, tid.s, d);
+    ptx_ins(&k, "@%s bra %s", p.s, done.s);
+    ptx_ins(&k, "ld.param.u32 %s, [p_n_split]", nz.s);
+
+    /* rec = this (row, head)'s first record; this thread's acc at rec + 4 (2 + tid) */
+    struct ptx_reg ri = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", ri.s, g.s, n_head, head.s);
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %s", ri.s, ri.s, nz.s);
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", ri.s, ri.s, d + 2);
+    struct ptx_reg rec = ptx_addr(&k, ptx_ld_ptr(&k, "p_part"), ri, 4);
+    struct ptx_reg a = ptx_reg(&k, PTX_B64), z = ptx_reg(&k, PTX_B32);
+    struct ptx_reg mx = ptx_reg(&k, PTX_F32), mz = ptx_reg(&k, PTX_F32);
+    struct ptx_reg l = ptx_reg(&k, PTX_F32), o = ptx_reg(&k, PTX_F32), t = ptx_reg(&k, PTX_F32);
+    struct ptx_reg f = ptx_reg(&k, PTX_F32);
+
+    /* pass 1: M */
+    struct ptx_reg top1 = ptx_label(&k), top2 = ptx_label(&k);
+    ptx_ins(&k, "mov.f32 %s, %s", mx.s, NEG_BIG);
+    ptx_ins(&k, "mov.b64 %s, %s", a.s, rec.s);
+    ptx_ins(&k, "mov.u32 %s, 0", z.s);
+    ptx_place(&k, top1);
+    ptx_ins(&k, "ld.global.f32 %s, [%s]", mz.s, a.s);
+    ptx_ins(&k, "max.f32 %s, %s, %s", mx.s, mx.s, mz.s);
+    ptx_ins(&k, "add.s64 %s, %s, %d", a.s, a.s, 4 * (d + 2));
+    ptx_ins(&k, "add.u32 %s, %s, 1", z.s, z.s);
+    ptx_ins(&k, "setp.lt.u32 %s, %s, %s", p.s, z.s, nz.s);
+    ptx_ins(&k, "@%s bra %s", p.s, top1.s);
+
+    /* pass 2: the rescaled sums, splits in order */
+    struct ptx_reg ai = ptx_addr(&k, rec, tid, 4);
+    ptx_ins(&k, "mov.f32 %s, 0f00000000", l.s);
+    ptx_ins(&k, "mov.f32 %s, 0f00000000", o.s);
+    ptx_ins(&k, "mov.b64 %s, %s", a.s, rec.s);
+    ptx_ins(&k, "mov.u32 %s, 0", z.s);
+    ptx_place(&k, top2);
+    ptx_ins(&k, "ld.global.f32 %s, [%s]", mz.s, a.s);
+    ptx_ins(&k, "sub.f32 %s, %s, %s", f.s, mz.s, mx.s);
+    ptx_ins(&k, "ex2.approx.f32 %s, %s", f.s, f.s);
+    ptx_ins(&k, "ld.global.f32 %s, [%s+4]", t.s, a.s);
+    ptx_ins(&k, "fma.rn.f32 %s, %s, %s, %s", l.s, f.s, t.s, l.s);
+    ptx_ins(&k, "ld.global.f32 %s, [%s+8]", t.s, ai.s);
+    ptx_ins(&k, "fma.rn.f32 %s, %s, %s, %s", o.s, f.s, t.s, o.s);
+    ptx_ins(&k, "add.s64 %s, %s, %d", a.s, a.s, 4 * (d + 2));
+    ptx_ins(&k, "add.s64 %s, %s, %d", ai.s, ai.s, 4 * (d + 2));
+    ptx_ins(&k, "add.u32 %s, %s, 1", z.s, z.s);
+    ptx_ins(&k, "setp.lt.u32 %s, %s, %s", p.s, z.s, nz.s);
+    ptx_ins(&k, "@%s bra %s", p.s, top2.s);
+
+    ptx_ins(&k, "div.rn.f32 %s, %s, %s", o.s, o.s, l.s);
+    struct ptx_reg oi = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, head.s, d, tid.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, g.s, n_head * d, oi.s);
+    struct ptx_reg oa = ptx_addr(&k, ptx_ld_ptr(&k, "p_out"), oi, 4);
+    ptx_ins(&k, "st.global.f32 [%s], %s", oa.s, o.s);
+    ptx_place(&k, done);
+    return ptx_end(&k);
+}
