@@ -404,9 +404,10 @@ static void test_attention_rows(int sm, struct wc_stream *s, int n_head, int d, 
     free(q), free(kk), free(v), free(lane_of), free(want), free(got);
 }
 
-/* gemv_f16 against the CPU's linear on the same fp16 weights (8 rows, out rows ld apart), then
- * each row alone (n_rows 1, pointers moved to the row): bit for bit what the 8-row launch gave
- * it, which is what lets the CUDA backend declare linear_exact_rows = 8. */
+/* gemv_f16 against the CPU's linear on the same fp16 weights (n_rows, out rows ld apart; past 8
+ * rows several CTA rows), then each row alone (n_rows 1, pointers moved to the row): bit for bit
+ * what the launch over all rows gave it, which is what lets the CUDA backend declare
+ * linear_exact_rows = KERNEL_GEMV_LAUNCH_ROWS. */
 static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n, int k_in,
                       int n_rows, int flags, int ld_pad) {
     char name[64];
@@ -442,8 +443,9 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
     CUdeviceptr db = dev_upload(b, (size_t)n * 4), dout = dev_upload(out0, nout * 4);
     unsigned uld = (unsigned)ld, un = (unsigned)n, urows = (unsigned)n_rows;
     unsigned grid = (unsigned)((n + KERNEL_GEMV_COLS - 1) / KERNEL_GEMV_COLS);
+    unsigned grid_y = (unsigned)((n_rows + KERNEL_GEMV_MAX_ROWS - 1) / KERNEL_GEMV_MAX_ROWS);
     void *args[] = {&dout, &uld, &din, &dw, &db, &un, &urows};
-    launch(f, grid, KERNEL_GEMV_THREADS, args);
+    launch2d(f, grid, grid_y, KERNEL_GEMV_THREADS, args);
     CU(api.memcpy_dtoh(got, dout, nout * 4));
     char what[128];
     snprintf(what, sizeof what, "%s n=%d rows=%d ld=%d", name, n, n_rows, ld);
@@ -690,6 +692,8 @@ int main(void) {
     test_gemv(sm, be, s, 1280, 1280, 1, GB, 0);
     test_gemv(sm, be, s, 51865, 384, 8, 0, 0); /* logits */
     test_gemv(sm, be, s, 33, 8, 2, GB, 0);     /* tiny K: a partial step only */
+    test_gemv(sm, be, s, 512, 512, 21, GB, 0); /* three CTA rows, the last partial */
+    test_gemv(sm, be, s, 2048, 512, KERNEL_GEMV_LAUNCH_ROWS, GB | GG, 0);
 
     test_attention_scores(sm, s, 8, 64, 1, 1500, 512, 3);
     test_attention_scores(sm, s, 20, 64, 5, 1500, 1280, 19);

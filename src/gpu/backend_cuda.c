@@ -145,9 +145,9 @@ static void cuda_backend_free(struct wc_backend *be) {
 
 static const struct wc_backend_ops cuda_ops = {
     .name = "cuda",
-    /* up to 8 rows go through gemv_f16, whose summation order does not depend on the row
+    /* up to 64 rows go through gemv_f16, whose summation order does not depend on the row
      * count (cuBLAS, beyond, may choose another algorithm for another n_rows) */
-    .linear_exact_rows = KERNEL_GEMV_MAX_ROWS,
+    .linear_exact_rows = KERNEL_GEMV_LAUNCH_ROWS,
     /* one cuBLAS GEMM over B x 1500 encoder rows: B times the tiles at 1500x512x512 (base) */
     .linear_merge_windows = 1,
     .host_cores_free = 1,

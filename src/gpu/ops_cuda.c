@@ -41,7 +41,7 @@ static void gemm(struct wc_stream *s, float *c, int ldc, const struct wc_mat *w,
                  int n_rows, float beta) {
     struct cuda_stream *cs = cuda_stream(s);
     const float alpha = 1.0f;
-    /* a step's rows (<= KERNEL_GEMV_MAX_ROWS) take gemv; a GEMM in a step graph is refused
+    /* a step's rows (<= KERNEL_GEMV_LAUNCH_ROWS) take gemv; a GEMM in a step graph is refused
      * rather than captured, as a replay pass could not skip it */
     if (s->err || cuda_graph_refuse(cs, "a cuBLAS GEMM"))
         return;
@@ -69,8 +69,8 @@ static void epilogue(struct wc_stream *s, float *x, int ld, const float *b, cons
                 args);
 }
 
-/* linear over n_rows <= KERNEL_GEMV_MAX_ROWS in one gemv_f16 launch (bias, GELU, residual
- * fused); each row gets the bits it gets alone. */
+/* linear over n_rows <= KERNEL_GEMV_LAUNCH_ROWS in one gemv_f16 launch (bias, GELU, residual
+ * fused; a CTA row per 8 rows); each row gets the bits it gets alone. */
 static void gemv(struct wc_stream *s, float *out, int ld_out, const float *in,
                  const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
                  int accumulate) {
@@ -80,7 +80,8 @@ static void gemv(struct wc_stream *s, float *out, int ld_out, const float *in,
     CUdeviceptr po = dptr(out), pi = dptr(in), pw = dptr(w->data), pb = dptr(b);
     unsigned uld = (unsigned)ld_out, un = (unsigned)w->rows, urows = (unsigned)n_rows;
     void *args[] = {&po, &uld, &pi, &pw, &pb, &un, &urows};
-    cuda_launch(s, k, ceil_div((size_t)w->rows, KERNEL_GEMV_COLS), 1, KERNEL_GEMV_THREADS, args);
+    cuda_launch(s, k, ceil_div((size_t)w->rows, KERNEL_GEMV_COLS),
+                ceil_div((size_t)n_rows, KERNEL_GEMV_MAX_ROWS), KERNEL_GEMV_THREADS, args);
 }
 
 void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
@@ -101,7 +102,7 @@ void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
     if (!fits_u32(s, "linear", n_in) || !fits_u32(s, "linear", (size_t)n_rows * (size_t)ld_out) ||
         !fits_u32(s, "linear", (size_t)w->rows * (size_t)w->cols))
         return;
-    if (n_rows <= KERNEL_GEMV_MAX_ROWS) {
+    if (n_rows <= KERNEL_GEMV_LAUNCH_ROWS) {
         /* gemv's 16-byte weight loads need K % 8 == 0 and aligned rows (every Whisper width is
          * a multiple of 64, the arena aligns to 256). No cuBLAS fallback: its bits depend on the
          * row count, which would break linear_exact_rows without a word. */

@@ -1,6 +1,8 @@
-/* gemv.c — gen_gemv_f16: backend.h's `linear` for a few rows (decoder steps: M <= 8 rows), fp16
- * weights as uploaded ([N][K] row-major), fp32 activations, fp32 accumulation, with the bias,
- * GELU or residual add fused. Memory-bound: every weight row is read once for all M rows.
+/* gemv.c — gen_gemv_f16: backend.h's `linear` for a few rows (decoder steps: one row per lane),
+ * fp16 weights as uploaded ([N][K] row-major), fp32 activations, fp32 accumulation, with the
+ * bias, GELU or residual add fused. Memory-bound: a CTA reads its weight rows once for its M <= 8
+ * rows; CTA row y of the grid takes rows 8y ... 8y + 7, so a launch over more rows re-reads the
+ * weights per 8 rows (from L2) instead of issuing one launch per 8 rows.
  *
  * CTA of 256 threads = 8 warps; warp w of CTA b owns the 4 output columns n0 = 4 (8 b + w) ...
  * n0 + 3. K goes in tiles of GEMV_TILE: the CTA stages in[m][tile] (m < M) in shared memory,
@@ -12,8 +14,8 @@
  *
  * Summation order: acc[col][m] sums its lane's groups in k order; then the warp's 32 sums
  * (4 columns x 8 rows) are reduced by recursive halving (31 shuffles), after which lane L holds
- * value L = (column L / 8, row L % 8) and writes it. Nothing in that order depends on M, so a
- * row has the bits it has alone (backend.h linear_exact_rows).
+ * value L = (column L / 8, row L % 8) and writes it. Nothing in that order depends on M or on the
+ * CTA row, so a row has the bits it has alone (backend.h linear_exact_rows).
  */
 #include <stdio.h>
 
@@ -155,16 +157,21 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
 
     struct gemv_regs r;
     struct ptx_reg cta = ptx_special(&k, "%ctaid.x"), warp = ptx_reg(&k, PTX_B32);
+    struct ptx_reg row0 = ptx_special(&k, "%ctaid.y"); /* this CTA's rows: 8 y ... */
     struct ptx_reg n = ptx_reg(&k, PTX_B32), n0 = ptx_reg(&k, PTX_B32), t = ptx_reg(&k, PTX_B32);
     r.tid = ptx_special(&k, "%tid.x");
     r.lane = ptx_reg(&k, PTX_B32), r.n_rows = ptx_reg(&k, PTX_B32), r.k0 = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "shr.u32 %s, %s, 5", warp.s, r.tid.s);
     ptx_ins(&k, "and.b32 %s, %s, 31", r.lane.s, r.tid.s);
     ptx_ins(&k, "ld.param.u32 %s, [p_rows]", r.n_rows.s);
+    ptx_ins(&k, "shl.b32 %s, %s, 3", row0.s, row0.s);
+    ptx_ins(&k, "sub.u32 %s, %s, %s", r.n_rows.s, r.n_rows.s, row0.s); /* >= 1 here */
     ptx_ins(&k, "ld.param.u32 %s, [p_n]", n.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", n0.s, cta.s, GEMV_WARPS, warp.s);
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", n0.s, n0.s, GEMV_WCOLS);
-    r.in = ptx_ld_ptr(&k, "p_in");
+    struct ptx_reg in_off = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", in_off.s, row0.s, k_in);
+    r.in = ptx_addr(&k, ptx_ld_ptr(&k, "p_in"), in_off, 4);
     r.s_row = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mov.u32 %s, s_in", r.s_row.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, 16, %s", r.s_row.s, r.lane.s, r.s_row.s);
@@ -214,6 +221,7 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     ptx_ins(&k, "@%s bra %s", p.s, done.s);
     struct ptx_reg oi = ptx_reg(&k, PTX_B32), ld = ptx_reg(&k, PTX_B32), x = ptx_reg(&k, PTX_F32);
     ptx_ins(&k, "ld.param.u32 %s, [p_ld_out]", ld.s);
+    ptx_ins(&k, "add.u32 %s, %s, %s", row.s, row.s, row0.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", oi.s, row.s, ld.s, col.s);
     struct ptx_reg oa = ptx_addr(&k, ptx_ld_ptr(&k, "p_out"), oi, 4);
     if (flags & KERNEL_GEMV_ACCUMULATE) { /* the CPU's order: (out + sum) + b */

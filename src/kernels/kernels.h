@@ -97,19 +97,21 @@ char *gen_attention_combine(int sm, int n_head, int d_head);
  * s_len, head); out[t][j] fp32; grid (t_len, ceil(s_len / 128)) x 128 threads. */
 char *gen_attention_scores(int sm, int n_head, int d_head);
 
-/* backend.h's `linear` over 1..KERNEL_GEMV_MAX_ROWS rows, fp16 weights [N][K] as uploaded,
+/* backend.h's `linear` over a few rows (the CUDA backend: up to KERNEL_GEMV_LAUNCH_ROWS), fp16
+ * weights [N][K] as uploaded,
  * fp32 in/out: gemv_f16_k<K>_f<flags>(out, ld_out, in, w, b, n, n_rows):
  *   out[m][j] (+)= act(sum_i in[m][i] * w[j][i] + b[j]),  m < n_rows, j < n; in rows K apart,
  * out rows ld_out apart; the bias term with KERNEL_GEMV_BIAS, exact-erf GELU with
  * KERNEL_GEMV_GELU, out + sum (+ b) with KERNEL_GEMV_ACCUMULATE (not with GELU). K % 8 == 0,
  * w 16-byte aligned. A row's result does not depend on n_rows (bit for bit).
- * grid ceil(n / KERNEL_GEMV_COLS) x KERNEL_GEMV_THREADS. */
-#define KERNEL_GEMV_MAX_ROWS   8
-#define KERNEL_GEMV_THREADS    256
-#define KERNEL_GEMV_COLS       32 /* output columns per CTA */
-#define KERNEL_GEMV_BIAS       1
-#define KERNEL_GEMV_GELU       2
-#define KERNEL_GEMV_ACCUMULATE 4
+ * grid (ceil(n / KERNEL_GEMV_COLS), ceil(n_rows / KERNEL_GEMV_MAX_ROWS)) x KERNEL_GEMV_THREADS. */
+#define KERNEL_GEMV_MAX_ROWS    8  /* rows a CTA takes */
+#define KERNEL_GEMV_LAUNCH_ROWS 64 /* rows the backend sends to one launch (then cuBLAS) */
+#define KERNEL_GEMV_THREADS     256
+#define KERNEL_GEMV_COLS        32 /* output columns per CTA */
+#define KERNEL_GEMV_BIAS        1
+#define KERNEL_GEMV_GELU        2
+#define KERNEL_GEMV_ACCUMULATE  4
 char *gen_gemv_f16(int sm, int k_in, int flags);
 
 /* backend.h's `logits_greedy`: logits_greedy_v<V>(out, logits, rules, mask), grid n_rows x
