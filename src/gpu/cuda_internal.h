@@ -107,7 +107,7 @@ struct cuda_staging {
  * host side (checks, staging writes) and skips every launch and copy, which the recording
  * replays. Both passes fold each launch's and copy's shape, addresses and staging offset into a
  * signature: a replay whose signature differs from its recording's is not launched. */
-#define CUDA_GRAPH_KEYS 32
+#define CUDA_GRAPH_KEYS 64 /* row counts 1..64: whisper-c batch --batch-size 64 steps 64 lanes */
 enum cuda_graph_mode { CUDA_GRAPH_NONE = 0, CUDA_GRAPH_CAPTURE, CUDA_GRAPH_REPLAY };
 struct cuda_step_graph {
     CUgraphExec exec; /* 0: not recorded */
