@@ -270,7 +270,6 @@ whisperc_status wc_bench_batch_steps(whisperc_state *st, int n_lanes, int n_toke
     st->errmsg[0] = '\0';
     const struct wc_hparams *hp = &st->m->file->hp;
     struct wc_stream *s = st->s;
-    const struct wc_backend_ops *op = s->be->ops;
     float *mel = random_windows(hp, 1, seed);
     if (!mel)
         return WHISPERC_ERR_NO_MEMORY;
@@ -285,9 +284,14 @@ whisperc_status wc_bench_batch_steps(whisperc_state *st, int n_lanes, int n_toke
         return bench_fail(st, rc, "batch decoder");
     rc = batch_steps(st, &db, n_lanes, n_tokens, out);
     decoder_batch_free(&db, s);
-    out->graph =
-        op->step_graph_state ? op->step_graph_state(s, out->graph_why, sizeof out->graph_why) : 0;
-    if (!op->step_graph_state)
-        snprintf(out->graph_why, sizeof out->graph_why, "none on the %s backend", op->name);
+    out->graph = wc_bench_graphs(st, out->graph_why, sizeof out->graph_why);
     return rc ? bench_fail(st, rc, "batch decoder") : WHISPERC_OK;
+}
+
+int wc_bench_graphs(const whisperc_state *st, char *why, size_t why_size) {
+    const struct wc_backend_ops *op = st->s->be->ops;
+    if (op->step_graph_state)
+        return op->step_graph_state(st->s, why, why_size);
+    snprintf(why, why_size, "none on the %s backend", op->name);
+    return 0;
 }

@@ -66,6 +66,10 @@ struct wc_bench_batch_times {
 whisperc_status wc_bench_batch_steps(whisperc_state *st, int n_lanes, int n_tokens, uint64_t seed,
                                      struct wc_bench_batch_times *out);
 
+/* The state's step graphs as backend.h step_graph_state says (1 in use, 0 not, -1 turned off by
+ * a failure) and its one line in why ("none on the cpu backend" without graphs). */
+int wc_bench_graphs(const whisperc_state *st, char *why, size_t why_size);
+
 /* "cpu" or the CUDA device as the backend describes it: its cuDeviceGetName name first
  * ("NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"). */
 const char *wc_bench_device(const whisperc_model *m);

@@ -392,6 +392,18 @@ static int bench_batch(const struct cli_options *o, whisperc_model *m,
         snprintf(what, sizeof what, "the same files, whisperc_full_batch with batch size %d",
                  o->batch_size);
         print_run(what, &best[1], 0.0);
+        /* where a batched run's decoder time goes: steps (each one token for every lane
+         * decoding), and whether they replayed as step graphs */
+        const struct whisperc_timings *b = &best[1];
+        char why[384];
+        wc_bench_graphs(st, why, sizeof why);
+        double per = b->n_batch_steps ? 1.0 / b->n_batch_steps : 0.0;
+        printf("  batch    %6d steps   (%.2f ms a step with the prompts", b->n_batch_steps,
+               b->decode_ms * per);
+        if (b->n_fallbacks == 0) /* a fallback decodes alone: its tokens are no step's */
+            printf(", %.1f lanes a step", b->n_decode_tokens * per);
+        printf(")\n");
+        printf("  graphs   %s\n", why);
         double alone = best[0].mel_ms + best[0].encode_ms + best[0].decode_ms;
         double batch = best[1].mel_ms + best[1].encode_ms + best[1].decode_ms;
         printf("speed-up: %.2fx overall, %.2fx in the decoder\n", alone / batch,
