@@ -19,6 +19,8 @@
 #             (fp16, batch 1 and 16) on the 186 ljspeech-dev clips as 16 kHz WAVs, tiny.en and
 #             base (needs .whl from tools/device/fetch-wheels.sh carried in the same call)
 #   torchlong the same on the 620 s file of the bench stage (long form), batch 1
+#   batchbench whisperc_full_batch on the 186 clips at --batch-size 16 and 64 (tiny.en, base):
+#             encoder, decoder, batch steps and step graphs
 #   throughput whisper-c batch --gpus 0 over >= 8 hours of files (the ljspeech-dev FLACs listed
 #             24 times), files in, text out: x real time at --batch-size 16 and 64, tiny.en
 #             and base (THROUGHPUT_REPEAT, THROUGHPUT_CLIPS, THROUGHPUT_WORKERS="-j 1" for a dry
@@ -247,17 +249,23 @@ compare_torch() {
     return "$rc"
 }
 
-stage_torch() {
-    local rc=0 f m
-    load_wheels || return 1
-    # 16 kHz WAVs written by whisper-c's own decoder + resampler: every engine reads the same
-    # samples (compare-torch reads WAVs with scipy; the machine has no soundfile)
+# .device/wav16: the 186 ljspeech-dev clips as 16 kHz WAVs written by whisper-c's own decoder
+# + resampler, so that every engine reads the same samples (compare-torch reads WAVs with scipy;
+# the machine has no soundfile)
+make_wav16() {
+    local f
     mkdir -p .device/wav16
     for f in "$S"/audio/ljspeech-dev/wavs/*.flac; do
         [ -f ".device/wav16/$(basename "$f" .flac).wav" ] ||
             "$B/tests/run_transcribe" --write-wav ".device/wav16/$(basename "$f" .flac).wav" "$f" \
                 >/dev/null || return 1
     done
+}
+
+stage_torch() {
+    local rc=0 m
+    load_wheels || return 1
+    make_wav16 || return 1
     for m in tiny.en base; do
         compare_torch "$m" dev 280 --batch-size 16 -l en .device/wav16 || rc=1
     done
@@ -298,6 +306,27 @@ PY
     return "$rc"
 }
 
+# whisperc_full_batch over the 186 clips (model loaded, audio in memory) at 16 and 64 lanes:
+# encoder, decoder, batch steps (ms a step, lanes a step) and the step graphs' state, to see
+# where a batched run's time goes
+stage_batchbench() {
+    local rc=0 m bs
+    make_wav16 || return 1
+    for m in tiny.en base; do
+        for bs in 16 64; do
+            timeout 120 "$B/whisper-c" bench --device cuda -m "$S/models/ggml-$m.bin" -l en \
+                -bs 1 -bo 1 --batch-size "$bs" --runs 1 -t "$(nproc)" .device/wav16/*.wav \
+                >"$OUT/bench.tmp" 2>&1 || rc=1
+            cat "$OUT/bench.tmp"
+            say "batchbench $m --batch-size $bs: $(sed -n '/whisperc_full_batch/,$p' \
+                "$OUT/bench.tmp" | grep -E '^  (encoder|decoder|total|batch|graphs)|speed-up' |
+                tr -s ' ' | tr '\n' ';')"
+        done
+    done
+    rm -f "$OUT/bench.tmp"
+    return "$rc"
+}
+
 stage_throughput() {
     local rc=0 m bs reps=${THROUGHPUT_REPEAT:-24} clips=${THROUGHPUT_CLIPS:-186}
     local workers=${THROUGHPUT_WORKERS:---gpus 0} out=.device/throughput
@@ -321,7 +350,7 @@ PY
     return "$rc"
 }
 
-[ $# -gt 0 ] || { sed -n '2,29p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,27p' "$0"; exit 2; }
 load_env
 status=0
 for stage in "$@"; do
