@@ -21,6 +21,7 @@
 #   torchlong the same on the 620 s file of the bench stage (long form), batch 1
 #   batchbench whisperc_full_batch on the 186 clips at --batch-size 16 and 64 (tiny.en, base):
 #             encoder, decoder, batch steps and step graphs
+#   profile   ncu per-kernel durations of base decoder steps, 1 and 16 lanes
 #   throughput whisper-c batch --gpus 0 over >= 8 hours of files (the ljspeech-dev FLACs listed
 #             24 times), files in, text out: x real time at --batch-size 16 and 64, tiny.en
 #             and base (THROUGHPUT_REPEAT, THROUGHPUT_CLIPS, THROUGHPUT_WORKERS="-j 1" for a dry
@@ -327,6 +328,39 @@ stage_batchbench() {
     return "$rc"
 }
 
+# ncu's per-kernel durations over 300 launches of decoder steps (one lane, and 16 lanes through
+# the batch decoder), base: where a step's time goes, kernel by kernel (the machine has ncu,
+# not nsys). One summary line per kernel: name, grid, launches, mean µs, total µs.
+stage_profile() {
+    local rc=0 lanes
+    command -v ncu >/dev/null || { say "profile: no ncu"; return 1; }
+    for lanes in 1 16; do
+        timeout 250 ncu --print-summary per-kernel --launch-skip 3000 --launch-count 300 \
+            "$B/whisper-c" bench --synthetic --device cuda -m "$S/models/ggml-base.bin" \
+            --tokens 40 -bs "$lanes" --runs 1 --batch-size 1 >"$OUT/ncu-base-$lanes.txt" 2>&1 ||
+            rc=1
+        say "profile base, $lanes lane(s), 300 launches from the 3000th:"
+        python3 - "$OUT/ncu-base-$lanes.txt" <<'PY' | tee -a "$SUMMARY"
+import re, sys
+rows, name = [], None
+for line in open(sys.argv[1]):
+    m = re.match(r"\s+(\w+) \(([\d, ]+)\)x\(([\d, ]+)\).*Invocations (\d+)", line)
+    if m:
+        name = (m.group(1), m.group(2).replace(" ", ""), int(m.group(4)))
+        continue
+    m = re.match(r"\s+Duration\s+(\S+)\s+([\d.,]+)\s+([\d.,]+)\s+([\d.,]+)", line)
+    if m and name:
+        scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3}.get(m.group(1), 1.0)
+        mean = float(m.group(4).replace(",", "")) * scale
+        rows.append((mean * name[2], name, mean))
+        name = None
+for total, (k, grid, n), mean in sorted(rows, reverse=True):
+    print(f"    {k:32s} grid {grid:>12s} x{n:<4d} {mean:8.2f} us  {total:9.1f} us")
+PY
+    done
+    return "$rc"
+}
+
 stage_throughput() {
     local rc=0 m bs reps=${THROUGHPUT_REPEAT:-24} clips=${THROUGHPUT_CLIPS:-186}
     local workers=${THROUGHPUT_WORKERS:---gpus 0} out=.device/throughput
@@ -350,7 +384,7 @@ PY
     return "$rc"
 }
 
-[ $# -gt 0 ] || { sed -n '2,27p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,28p' "$0"; exit 2; }
 load_env
 status=0
 for stage in "$@"; do
