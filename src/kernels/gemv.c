@@ -12,6 +12,13 @@
  * a row's tile as two planes (k % 8 < 4, then k % 8 >= 4) so a warp's 16-byte reads are
  * contiguous (no bank conflicts).
  *
+ * Latency: a decoder step's gemv is a few µs, most of it memory waits, so loads are issued as
+ * early as their addresses are known and used as late as possible: the epilogue's old output
+ * and bias at the start, a tile's weights (all its steps) before its inputs are staged, the
+ * inputs of all rows before the stores to shared memory. On the H100 (2026-11-24) each step of
+ * a tile and each row of the staging waited for its own loads: 5 µs for a 512 x 512 weight,
+ * 11 µs for 512 x 2048.
+ *
  * Summation order: acc[col][m] sums its lane's groups in k order; then the warp's 32 sums
  * (4 columns x 8 rows) are reduced by recursive halving (31 shuffles), after which lane L holds
  * value L = (column L / 8, row L % 8) and writes it. Nothing in that order depends on M or on the
@@ -35,50 +42,94 @@ struct gemv_regs {
     struct ptx_reg acc[GEMV_WCOLS][GEMV_M];
 };
 
-/* Copies in[m][k0 + kk] (kk < kt, m < M) into the shared planes. */
+/* Copies in[m][k0 + kk] (kk < kt, m < M) into the shared planes: every load first (distinct
+ * registers, all in flight), then the barrier that frees the previous tile, then the stores. */
+#define GEMV_STAGE (GEMV_TILE / KERNEL_GEMV_THREADS) /* loads a thread makes per row: 4 */
 static void stage_tile(struct ptx_kernel *k, const struct gemv_regs *r, int k_in, int kt) {
-    struct ptx_reg p = ptx_reg(k, PTX_PRED), skip = ptx_label(k), idx = ptx_reg(k, PTX_B32);
-    struct ptx_reg kk = ptx_reg(k, PTX_B32), sa = ptx_reg(k, PTX_B32), v = ptx_reg(k, PTX_F32);
-    struct ptx_reg t = ptx_reg(k, PTX_B32);
-    ptx_ins(k, "bar.sync 0"); /* every warp is done with the previous tile */
-    for (int m = 0; m < GEMV_M; m++) {
-        ptx_ins(k, "setp.le.u32 %s, %s, %d", p.s, r->n_rows.s, m); /* uniform: rows >= M */
-        ptx_ins(k, "@%s bra %s", p.s, skip.s);
-        for (int i = 0; i * KERNEL_GEMV_THREADS < kt; i++) {
-            struct ptx_reg ok = ptx_reg(k, PTX_PRED);
-            ptx_ins(k, "add.u32 %s, %s, %d", kk.s, r->tid.s, i * KERNEL_GEMV_THREADS);
-            ptx_ins(k, "setp.lt.u32 %s, %s, %d", ok.s, kk.s, kt);
+    struct ptx_reg idx = ptx_reg(k, PTX_B32), t = ptx_reg(k, PTX_B32);
+    struct ptx_reg row_ok[GEMV_M], ok[GEMV_STAGE], sa[GEMV_STAGE], v[GEMV_M][GEMV_STAGE];
+    int n_i = (kt + KERNEL_GEMV_THREADS - 1) / KERNEL_GEMV_THREADS;
+    for (int i = 0; i < n_i; i++) {
+        struct ptx_reg kk = ptx_reg(k, PTX_B32);
+        ok[i] = ptx_reg(k, PTX_PRED), sa[i] = ptx_reg(k, PTX_B32);
+        ptx_ins(k, "add.u32 %s, %s, %d", kk.s, r->tid.s, i * KERNEL_GEMV_THREADS);
+        ptx_ins(k, "setp.lt.u32 %s, %s, %d", ok[i].s, kk.s, kt);
+        /* kk -> plane (kk / 4) % 2, place (kk / 8) * 4 + kk % 4 */
+        ptx_ins(k, "shr.u32 %s, %s, 3", sa[i].s, kk.s);
+        ptx_ins(k, "shl.b32 %s, %s, 2", sa[i].s, sa[i].s);
+        ptx_ins(k, "and.b32 %s, %s, 3", t.s, kk.s);
+        ptx_ins(k, "add.u32 %s, %s, %s", sa[i].s, sa[i].s, t.s);
+        ptx_ins(k, "and.b32 %s, %s, 4", t.s, kk.s);
+        ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", sa[i].s, t.s, GEMV_TILE / 8, sa[i].s);
+        ptx_ins(k, "mov.u32 %s, s_in", t.s);
+        ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", sa[i].s, sa[i].s, t.s);
+        for (int m = 0; m < GEMV_M; m++) {
+            struct ptx_reg pm = ptx_reg(k, PTX_PRED);
+            if (i == 0) {
+                row_ok[m] = ptx_reg(k, PTX_PRED);
+                ptx_ins(k, "setp.gt.u32 %s, %s, %d", row_ok[m].s, r->n_rows.s, m);
+            }
+            v[m][i] = ptx_reg(k, PTX_F32);
+            ptx_ins(k, "and.pred %s, %s, %s", pm.s, ok[i].s, row_ok[m].s);
             ptx_ins(k, "add.u32 %s, %s, %s", idx.s, kk.s, r->k0.s);
             ptx_ins(k, "add.u32 %s, %s, %d", idx.s, idx.s, m * k_in);
             struct ptx_reg ga = ptx_addr(k, r->in, idx, 4);
-            ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", ok.s, v.s, ga.s);
-            /* kk -> plane (kk / 4) % 2, place (kk / 8) * 4 + kk % 4 */
-            ptx_ins(k, "shr.u32 %s, %s, 3", sa.s, kk.s);
-            ptx_ins(k, "shl.b32 %s, %s, 2", sa.s, sa.s);
-            ptx_ins(k, "and.b32 %s, %s, 3", t.s, kk.s);
-            ptx_ins(k, "add.u32 %s, %s, %s", sa.s, sa.s, t.s);
-            ptx_ins(k, "and.b32 %s, %s, 4", t.s, kk.s);
-            ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", sa.s, t.s, GEMV_TILE / 8, sa.s);
-            ptx_ins(k, "mov.u32 %s, s_in", t.s);
-            ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", sa.s, sa.s, t.s);
-            ptx_ins(k, "@%s st.shared.f32 [%s+%d], %s", ok.s, sa.s, 4 * m * GEMV_TILE, v.s);
+            ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", pm.s, v[m][i].s, ga.s);
         }
     }
-    ptx_place(k, skip);
+    ptx_ins(k, "bar.sync 0"); /* every warp is done with the previous tile */
+    for (int m = 0; m < GEMV_M; m++)
+        for (int i = 0; i < n_i; i++) {
+            struct ptx_reg pm = ptx_reg(k, PTX_PRED);
+            ptx_ins(k, "and.pred %s, %s, %s", pm.s, ok[i].s, row_ok[m].s);
+            ptx_ins(k, "@%s st.shared.f32 [%s+%d], %s", pm.s, sa[i].s, 4 * m * GEMV_TILE,
+                    v[m][i].s);
+        }
     ptx_ins(k, "bar.sync 0");
 }
 
-/* The products of one tile of kt columns (kt % 8 == 0) folded into acc. */
-static void tile_products(struct ptx_kernel *k, struct gemv_regs *r, int kt) {
+/* A tile's weights, loaded ahead of its products: wv[i][c][e] = the 16 bytes of column c that
+ * lane takes in step i (step i: groups 32 i + lane), zeros where the column is out of range or
+ * the lane has no group in a partial step. All of a tile's loads are issued at once, before its
+ * inputs are staged, so that their latency is paid once per tile, not once per step. */
+#define GEMV_STEPS (GEMV_TILE / 8 / 32) /* steps of a full tile: 4 */
+struct gemv_tile_w {
+    struct ptx_reg wv[GEMV_STEPS][GEMV_WCOLS][4];
+};
+
+static void tile_loads(struct ptx_kernel *k, struct gemv_regs *r, struct gemv_tile_w *tw, int kt) {
     int groups = kt / 8;
-    struct ptx_reg wv[GEMV_WCOLS][4], wf[GEMV_WCOLS][8], a[8], h[2];
+    struct ptx_reg in_step = ptx_reg(k, PTX_PRED), ok = ptx_reg(k, PTX_PRED);
+    for (int i = 0; 32 * i < groups; i++) {
+        int partial = 32 * (i + 1) > groups;
+        if (partial) /* lanes past the tile's groups load nothing */
+            ptx_ins(k, "setp.lt.u32 %s, %s, %d", in_step.s, r->lane.s, groups - 32 * i);
+        for (int c = 0; c < GEMV_WCOLS; c++) {
+            struct ptx_reg *wv = tw->wv[i][c];
+            for (int e = 0; e < 4; e++) {
+                wv[e] = ptx_reg(k, PTX_B32);
+                ptx_ins(k, "mov.b32 %s, 0", wv[e].s);
+            }
+            if (partial)
+                ptx_ins(k, "and.pred %s, %s, %s", ok.s, in_step.s, r->col_ok[c].s);
+            ptx_ins(k, "@%s ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d]",
+                    partial ? ok.s : r->col_ok[c].s, wv[0].s, wv[1].s, wv[2].s, wv[3].s,
+                    r->wrow[c].s, 512 * i);
+        }
+    }
+}
+
+/* The products of one tile of kt columns (kt % 8 == 0, weights from tile_loads) folded into
+ * acc: step by step, row by row, column by column, in k order (the order the file comment
+ * states). */
+static void tile_products(struct ptx_kernel *k, struct gemv_regs *r, const struct gemv_tile_w *tw,
+                          int kt) {
+    int groups = kt / 8;
+    struct ptx_reg wf[GEMV_WCOLS][8], a[8], h[2];
     struct ptx_reg p = ptx_reg(k, PTX_PRED), ok = ptx_reg(k, PTX_PRED);
-    for (int c = 0; c < GEMV_WCOLS; c++) {
-        for (int e = 0; e < 4; e++)
-            wv[c][e] = ptx_reg(k, PTX_B32);
+    for (int c = 0; c < GEMV_WCOLS; c++)
         for (int e = 0; e < 8; e++)
             wf[c][e] = ptx_reg(k, PTX_F32);
-    }
     for (int e = 0; e < 8; e++)
         a[e] = ptx_reg(k, PTX_F32);
     h[0] = ptx_reg(k, PTX_B16), h[1] = ptx_reg(k, PTX_B16);
@@ -88,17 +139,12 @@ static void tile_products(struct ptx_kernel *k, struct gemv_regs *r, int kt) {
             ptx_ins(k, "setp.ge.u32 %s, %s, %d", p.s, r->lane.s, groups - 32 * i);
             ptx_ins(k, "@%s bra %s", p.s, step_end.s);
         }
-        for (int c = 0; c < GEMV_WCOLS; c++) {
-            for (int e = 0; e < 4; e++)
-                ptx_ins(k, "mov.b32 %s, 0", wv[c][e].s);
-            ptx_ins(k, "@%s ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d]", r->col_ok[c].s,
-                    wv[c][0].s, wv[c][1].s, wv[c][2].s, wv[c][3].s, r->wrow[c].s, 512 * i);
+        for (int c = 0; c < GEMV_WCOLS; c++)
             for (int e = 0; e < 4; e++) {
-                ptx_ins(k, "mov.b32 {%s, %s}, %s", h[0].s, h[1].s, wv[c][e].s);
+                ptx_ins(k, "mov.b32 {%s, %s}, %s", h[0].s, h[1].s, tw->wv[i][c][e].s);
                 ptx_ins(k, "cvt.f32.f16 %s, %s", wf[c][2 * e].s, h[0].s);
                 ptx_ins(k, "cvt.f32.f16 %s, %s", wf[c][2 * e + 1].s, h[1].s);
             }
-        }
         for (int m = 0; m < GEMV_M; m++) {
             ptx_ins(k, "setp.le.u32 %s, %s, %d", ok.s, r->n_rows.s, m); /* uniform */
             ptx_ins(k, "@%s bra %s", ok.s, step_end.s);
@@ -189,14 +235,39 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
         }
     }
 
+    /* this lane's output after the reduction, lane L: column n0 + L / 8, row L % 8; what the
+     * epilogue adds to it (the old out, the bias) is loaded now, its wait hidden by the tiles */
+    struct ptx_reg col = ptx_reg(&k, PTX_B32), row = ptx_reg(&k, PTX_B32);
+    struct ptx_reg st_ok = ptx_reg(&k, PTX_PRED), q = ptx_reg(&k, PTX_PRED);
+    struct ptx_reg oi = ptx_reg(&k, PTX_B32), ld = ptx_reg(&k, PTX_B32);
+    struct ptx_reg x_old = ptx_reg(&k, PTX_F32), x_b = ptx_reg(&k, PTX_F32);
+    ptx_ins(&k, "shr.u32 %s, %s, 3", col.s, r.lane.s);
+    ptx_ins(&k, "add.u32 %s, %s, %s", col.s, col.s, n0.s);
+    ptx_ins(&k, "and.b32 %s, %s, 7", row.s, r.lane.s);
+    ptx_ins(&k, "setp.lt.u32 %s, %s, %s", st_ok.s, col.s, n.s);
+    ptx_ins(&k, "setp.lt.u32 %s, %s, %s", q.s, row.s, r.n_rows.s);
+    ptx_ins(&k, "and.pred %s, %s, %s", st_ok.s, st_ok.s, q.s);
+    ptx_ins(&k, "ld.param.u32 %s, [p_ld_out]", ld.s);
+    ptx_ins(&k, "add.u32 %s, %s, %s", row.s, row.s, row0.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", oi.s, row.s, ld.s, col.s);
+    struct ptx_reg oa = ptx_addr(&k, ptx_ld_ptr(&k, "p_out"), oi, 4);
+    if (flags & KERNEL_GEMV_ACCUMULATE)
+        ptx_ins(&k, "@%s ld.global.f32 %s, [%s]", st_ok.s, x_old.s, oa.s);
+    if (flags & KERNEL_GEMV_BIAS) {
+        struct ptx_reg ba = ptx_addr(&k, ptx_ld_ptr(&k, "p_b"), col, 4);
+        ptx_ins(&k, "@%s ld.global.nc.f32 %s, [%s]", st_ok.s, x_b.s, ba.s);
+    }
+
     /* full tiles in a loop (weight addresses advance by a tile), then the rest */
+    struct gemv_tile_w tw;
     int n_full = k_in / GEMV_TILE, rest = k_in % GEMV_TILE;
     ptx_ins(&k, "mov.u32 %s, 0", r.k0.s);
     if (n_full) {
         struct ptx_reg loop = ptx_label(&k), p = ptx_reg(&k, PTX_PRED);
         ptx_place(&k, loop);
+        tile_loads(&k, &r, &tw, GEMV_TILE);
         stage_tile(&k, &r, k_in, GEMV_TILE);
-        tile_products(&k, &r, GEMV_TILE);
+        tile_products(&k, &r, &tw, GEMV_TILE);
         for (int c = 0; c < GEMV_WCOLS; c++)
             ptx_ins(&k, "add.s64 %s, %s, %d", r.wrow[c].s, r.wrow[c].s, 2 * GEMV_TILE);
         ptx_ins(&k, "add.u32 %s, %s, %d", r.k0.s, r.k0.s, GEMV_TILE);
@@ -204,35 +275,18 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
         ptx_ins(&k, "@%s bra %s", p.s, loop.s);
     }
     if (rest) {
+        tile_loads(&k, &r, &tw, rest);
         stage_tile(&k, &r, k_in, rest);
-        tile_products(&k, &r, rest);
+        tile_products(&k, &r, &tw, rest);
     }
     reduce_scatter(&k, &r);
 
-    /* lane L: column n0 + L / 8, row L % 8 */
-    struct ptx_reg col = ptx_reg(&k, PTX_B32), row = ptx_reg(&k, PTX_B32);
-    struct ptx_reg p = ptx_reg(&k, PTX_PRED), done = ptx_label(&k), v = r.acc[0][0];
-    ptx_ins(&k, "shr.u32 %s, %s, 3", col.s, r.lane.s);
-    ptx_ins(&k, "add.u32 %s, %s, %s", col.s, col.s, n0.s);
-    ptx_ins(&k, "and.b32 %s, %s, 7", row.s, r.lane.s);
-    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, col.s, n.s);
-    ptx_ins(&k, "@%s bra %s", p.s, done.s);
-    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, row.s, r.n_rows.s);
-    ptx_ins(&k, "@%s bra %s", p.s, done.s);
-    struct ptx_reg oi = ptx_reg(&k, PTX_B32), ld = ptx_reg(&k, PTX_B32), x = ptx_reg(&k, PTX_F32);
-    ptx_ins(&k, "ld.param.u32 %s, [p_ld_out]", ld.s);
-    ptx_ins(&k, "add.u32 %s, %s, %s", row.s, row.s, row0.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", oi.s, row.s, ld.s, col.s);
-    struct ptx_reg oa = ptx_addr(&k, ptx_ld_ptr(&k, "p_out"), oi, 4);
-    if (flags & KERNEL_GEMV_ACCUMULATE) { /* the CPU's order: (out + sum) + b */
-        ptx_ins(&k, "ld.global.f32 %s, [%s]", x.s, oa.s);
-        ptx_ins(&k, "add.f32 %s, %s, %s", v.s, x.s, v.s);
-    }
-    if (flags & KERNEL_GEMV_BIAS) {
-        struct ptx_reg ba = ptx_addr(&k, ptx_ld_ptr(&k, "p_b"), col, 4);
-        ptx_ins(&k, "ld.global.nc.f32 %s, [%s]", x.s, ba.s);
-        ptx_ins(&k, "add.f32 %s, %s, %s", v.s, v.s, x.s);
-    }
+    struct ptx_reg done = ptx_label(&k), v = r.acc[0][0];
+    ptx_ins(&k, "@!%s bra %s", st_ok.s, done.s);
+    if (flags & KERNEL_GEMV_ACCUMULATE) /* the CPU's order: (out + sum) + b */
+        ptx_ins(&k, "add.f32 %s, %s, %s", v.s, x_old.s, v.s);
+    if (flags & KERNEL_GEMV_BIAS)
+        ptx_ins(&k, "add.f32 %s, %s, %s", v.s, v.s, x_b.s);
     if (flags & KERNEL_GEMV_GELU)
         ptx_gelu(&k, v);
     ptx_ins(&k, "st.global.f32 [%s], %s", oa.s, v.s);
