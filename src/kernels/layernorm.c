@@ -58,15 +58,20 @@ char *gen_layernorm(int sm, int c) {
     struct ptx_reg src = ptx_addr(&k, in, idx, 4), dst = ptx_addr(&k, out, idx, 4);
     struct ptx_reg gp = ptx_addr(&k, g, tid, 4), bp = ptx_addr(&k, b, tid, 4);
 
-    struct ptx_reg x[LN_MAX_PER];
+    /* every load first (the gain and bias too: the reductions' barriers would hold them back),
+     * so the row costs one memory wait */
+    struct ptx_reg x[LN_MAX_PER], gv[LN_MAX_PER], bv[LN_MAX_PER];
     struct ptx_reg sum = ptx_reg(&k, PTX_F32), sq = ptx_reg(&k, PTX_F32);
-    ptx_ins(&k, "mov.f32 %s, 0f00000000", sum.s);
     for (int i = 0; i < per; i++) {
-        x[i] = ptx_reg(&k, PTX_F32);
+        x[i] = ptx_reg(&k, PTX_F32), gv[i] = ptx_reg(&k, PTX_F32), bv[i] = ptx_reg(&k, PTX_F32);
         /* not .nc: out may alias in */
         ptx_ins(&k, "ld.global.f32 %s, [%s+%d]", x[i].s, src.s, 4 * KERNEL_LN_THREADS * i);
-        ptx_ins(&k, "add.f32 %s, %s, %s", sum.s, sum.s, x[i].s);
+        ptx_ins(&k, "ld.global.nc.f32 %s, [%s+%d]", gv[i].s, gp.s, 4 * KERNEL_LN_THREADS * i);
+        ptx_ins(&k, "ld.global.nc.f32 %s, [%s+%d]", bv[i].s, bp.s, 4 * KERNEL_LN_THREADS * i);
     }
+    ptx_ins(&k, "mov.f32 %s, 0f00000000", sum.s);
+    for (int i = 0; i < per; i++)
+        ptx_ins(&k, "add.f32 %s, %s, %s", sum.s, sum.s, x[i].s);
     block_sum(&k, sum, "s_sum", warp, lane);
     struct ptx_reg mean = ptx_reg(&k, PTX_F32), d = ptx_reg(&k, PTX_F32);
     ptx_ins(&k, "mov.f32 %s, %s", d.s, ptx_f32(c).s);
@@ -77,16 +82,14 @@ char *gen_layernorm(int sm, int c) {
         ptx_ins(&k, "fma.rn.f32 %s, %s, %s, %s", sq.s, x[i].s, x[i].s, sq.s);
     }
     block_sum(&k, sq, "s_sq", warp, lane);
-    struct ptx_reg inv = ptx_reg(&k, PTX_F32), gv = ptx_reg(&k, PTX_F32), bv = ptx_reg(&k, PTX_F32);
+    struct ptx_reg inv = ptx_reg(&k, PTX_F32);
     ptx_ins(&k, "div.rn.f32 %s, %s, %s", inv.s, sq.s, d.s);
     ptx_ins(&k, "add.f32 %s, %s, %s", inv.s, inv.s, ptx_f32(1e-5f).s);
     ptx_ins(&k, "sqrt.rn.f32 %s, %s", inv.s, inv.s);
     ptx_ins(&k, "rcp.rn.f32 %s, %s", inv.s, inv.s);
     for (int i = 0; i < per; i++) {
-        ptx_ins(&k, "ld.global.nc.f32 %s, [%s+%d]", gv.s, gp.s, 4 * KERNEL_LN_THREADS * i);
-        ptx_ins(&k, "ld.global.nc.f32 %s, [%s+%d]", bv.s, bp.s, 4 * KERNEL_LN_THREADS * i);
         ptx_ins(&k, "mul.f32 %s, %s, %s", x[i].s, x[i].s, inv.s);
-        ptx_ins(&k, "fma.rn.f32 %s, %s, %s, %s", x[i].s, x[i].s, gv.s, bv.s);
+        ptx_ins(&k, "fma.rn.f32 %s, %s, %s, %s", x[i].s, x[i].s, gv[i].s, bv[i].s);
         ptx_ins(&k, "st.global.f32 [%s+%d], %s", dst.s, 4 * KERNEL_LN_THREADS * i, x[i].s);
     }
     ptx_place(&k, done);
