@@ -44,37 +44,45 @@ struct key_rows {
 static void gather_step(struct ptx_kernel *k, struct ptx_reg j, struct ptx_reg n_kv,
                         const struct key_rows *kr, const struct ptx_reg *q, struct ptx_reg *acc,
                         struct ptx_reg m, struct ptx_reg l, int c, int nd) {
-    struct ptx_reg ok[GATHER_U], ka[GATHER_U], va[GATHER_U], s[GATHER_U];
-    struct ptx_reg vv[GATHER_U][GATHER_MAXD / 32];
-    struct ptx_reg kv = ptx_reg(k, PTX_F32), r = ptx_reg(k, PTX_B32), ju = ptx_reg(k, PTX_B32);
-    struct ptx_reg off = ptx_reg(k, PTX_B64), sa = ptx_reg(k, PTX_B64);
+    struct ptx_reg ok[GATHER_U], ka[GATHER_U], va[GATHER_U], s[GATHER_U], r[GATHER_U];
+    struct ptx_reg kv[GATHER_U][GATHER_MAXD / 32], vv[GATHER_U][GATHER_MAXD / 32];
+    struct ptx_reg ju = ptx_reg(k, PTX_B32), off = ptx_reg(k, PTX_B64), sa = ptx_reg(k, PTX_B64);
+    /* every load of the step before any use (one memory wait per step, two with the slot
+     * table): the keys' rows (gather: their slots first), then their keys and values */
     for (int u = 0; u < GATHER_U; u++) {
-        ok[u] = ptx_reg(k, PTX_PRED), ka[u] = ptx_reg(k, PTX_B64), va[u] = ptx_reg(k, PTX_B64);
-        s[u] = ptx_reg(k, PTX_F32);
+        ok[u] = ptx_reg(k, PTX_PRED), r[u] = ptx_reg(k, PTX_B32);
         ptx_ins(k, "add.u32 %s, %s, %d", ju.s, j.s, GATHER_WARPS * u);
         ptx_ins(k, "setp.lt.u32 %s, %s, %s", ok[u].s, ju.s, n_kv.s);
         if (kr->gather) {
             ptx_ins(k, "mul.wide.u32 %s, %s, 4", off.s, ju.s);
             ptx_ins(k, "add.s64 %s, %s, %s", sa.s, kr->slot_row.s, off.s);
-            ptx_ins(k, "mov.u32 %s, 0", r.s);
-            ptx_ins(k, "@%s ld.global.nc.u32 %s, [%s]", ok[u].s, r.s, sa.s);
-            ptx_ins(k, "mul.wide.u32 %s, %s, %d", off.s, r.s, 4 * c);
+            ptx_ins(k, "mov.u32 %s, 0", r[u].s);
+            ptx_ins(k, "@%s ld.global.nc.u32 %s, [%s]", ok[u].s, r[u].s, sa.s);
         } else {
-            ptx_ins(k, "mul.wide.u32 %s, %s, %s", off.s, ju.s, kr->row_bytes.s);
+            ptx_ins(k, "mov.u32 %s, %s", r[u].s, ju.s);
         }
+    }
+    for (int u = 0; u < GATHER_U; u++) {
+        ka[u] = ptx_reg(k, PTX_B64), va[u] = ptx_reg(k, PTX_B64);
+        if (kr->gather)
+            ptx_ins(k, "mul.wide.u32 %s, %s, %d", off.s, r[u].s, 4 * c);
+        else
+            ptx_ins(k, "mul.wide.u32 %s, %s, %s", off.s, r[u].s, kr->row_bytes.s);
         ptx_ins(k, "add.s64 %s, %s, %s", ka[u].s, kr->kbase.s, off.s);
         ptx_ins(k, "add.s64 %s, %s, %s", va[u].s, kr->vbase.s, off.s);
-        ptx_ins(k, "mov.f32 %s, 0f00000000", s[u].s);
         for (int i = 0; i < nd; i++) {
-            ptx_ins(k, "mov.f32 %s, 0f00000000", kv.s);
-            ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, kv.s, ka[u].s, 128 * i);
-            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", s[u].s, q[i].s, kv.s, s[u].s);
-        }
-        for (int i = 0; i < nd; i++) { /* in flight with the keys: one memory wait per step */
-            vv[u][i] = ptx_reg(k, PTX_F32);
+            kv[u][i] = ptx_reg(k, PTX_F32), vv[u][i] = ptx_reg(k, PTX_F32);
+            ptx_ins(k, "mov.f32 %s, 0f00000000", kv[u][i].s);
+            ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, kv[u][i].s, ka[u].s, 128 * i);
             ptx_ins(k, "mov.f32 %s, 0f00000000", vv[u][i].s);
             ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, vv[u][i].s, va[u].s, 128 * i);
         }
+    }
+    for (int u = 0; u < GATHER_U; u++) {
+        s[u] = ptx_reg(k, PTX_F32);
+        ptx_ins(k, "mov.f32 %s, 0f00000000", s[u].s);
+        for (int i = 0; i < nd; i++)
+            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", s[u].s, q[i].s, kv[u][i].s, s[u].s);
     }
     struct ptx_reg mt = ptx_reg(k, PTX_F32), corr = ptx_reg(k, PTX_F32);
     ptx_ins(k, "mov.f32 %s, %s", mt.s, m.s);
