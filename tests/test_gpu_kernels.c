@@ -528,14 +528,18 @@ static void pack_rules(uint32_t *w, const struct wc_logit_rule *rules, int n_row
     }
 }
 
-/* logits_greedy_v<V> against the CPU's logits_greedy: tokens equal, logprob within 1e-5
- * relative (random N(0, 3) rows have no near-ties; exact ties, planted, must go to the first
- * index); timestamps boosted in some rows so that the timestamp test fires both ways. */
+/* logits_part_v<V> then logits_pick_v<V> against the CPU's logits_greedy: tokens equal,
+ * logprob within 1e-5 relative (random N(0, 3) rows have no near-ties; exact ties, planted, must
+ * go to the first index, often in another chunk); timestamps boosted in some rows so that the
+ * timestamp test fires both ways. */
 static void test_logits_greedy(int sm, struct wc_stream *s, int n_vocab, int n_rows) {
-    char name[64];
-    snprintf(name, sizeof name, "logits_greedy_v%d", n_vocab);
-    CUmodule mod;
-    CUfunction f = load(gen_logits_greedy(sm, n_vocab), name, &mod);
+    char name[64], pick_name[64];
+    snprintf(name, sizeof name, "logits_part_v%d", n_vocab);
+    snprintf(pick_name, sizeof pick_name, "logits_pick_v%d", n_vocab);
+    CUmodule mod, pick_mod;
+    CUfunction f = load(gen_logits_part(sm, n_vocab), name, &mod);
+    CUfunction fp = load(gen_logits_pick(sm, n_vocab), pick_name, &pick_mod);
+    unsigned n_part = (unsigned)((n_vocab + KERNEL_LOGITS_CHUNK - 1) / KERNEL_LOGITS_CHUNK);
     int tb = n_vocab > 3000 ? n_vocab - 1501 : n_vocab / 2, n_words = (n_vocab + 31) / 32;
     int n_sup = 90;
     size_t n = (size_t)n_rows * n_vocab;
@@ -572,8 +576,11 @@ static void test_logits_greedy(int sm, struct wc_stream *s, int n_vocab, int n_r
     CUdeviceptr dx = dev_upload(x, n * 4), dout = dev_poisoned((size_t)n_rows * 2);
     CUdeviceptr drules = dev_upload(packed, (size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4);
     CUdeviceptr dmask = dev_upload(mask, (size_t)n_words * 4);
-    void *args[] = {&dout, &dx, &drules, &dmask};
-    launch(f, (unsigned)n_rows, KERNEL_LOGITS_THREADS, args);
+    CUdeviceptr dpart = dev_poisoned((size_t)n_rows * n_part * KERNEL_LOGITS_RECORD / 4);
+    void *args[] = {&dpart, &dx, &drules, &dmask};
+    launch2d(f, (unsigned)n_rows, n_part, KERNEL_LOGITS_THREADS, args);
+    void *pick_args[] = {&dout, &dpart, &drules};
+    launch(fp, (unsigned)n_rows, KERNEL_LOGITS_PICK_WARP, pick_args);
     CU(api.memcpy_dtoh(got, dout, (size_t)n_rows * sizeof *got));
     int bad = 0;
     for (int r = 0; r < n_rows; r++) {
@@ -588,7 +595,8 @@ static void test_logits_greedy(int sm, struct wc_stream *s, int n_vocab, int n_r
     printf("%s (%d rows): %s\n", name, n_rows, bad ? "NOT OK" : "OK");
     CHECK(bad == 0);
     api.mem_free(dx), api.mem_free(dout), api.mem_free(drules), api.mem_free(dmask);
-    api.module_unload(mod);
+    api.mem_free(dpart);
+    api.module_unload(mod), api.module_unload(pick_mod);
     free(x), free(cpu), free(sup), free(mask), free(rules), free(packed), free(want), free(got);
 }
 
@@ -704,7 +712,8 @@ int main(void) {
     test_logits_greedy(sm, s, 51865, 64);
     test_logits_greedy(sm, s, 51864, 37);
     test_logits_greedy(sm, s, 51866, 5); /* large-v3 */
-    test_logits_greedy(sm, s, 300, 9);   /* ragged: one partial pass per thread */
+    test_logits_greedy(sm, s, 300, 9);   /* one partial chunk */
+    test_logits_greedy(sm, s, 4096, 3);  /* two whole chunks */
     be->ops->stream_free(s);
     be->ops->backend_free(be);
     api.primary_ctx_release(dev.dev);

@@ -23,20 +23,21 @@
 
 /* Which generator builds a kernel, and its shape arguments (kernels.h). */
 enum cuda_kernel_kind {
-    CK_LAYERNORM,  /* a = c */
-    CK_F32_TO_F16, /* no arguments */
-    CK_EMBED,      /* a = c */
-    CK_BIAS_ACT,   /* a = n, b = flags */
-    CK_IM2COL,     /* a = c_in, b = stride */
-    CK_ATTENTION,  /* a = n_head, b = d_head, c = causal */
-    CK_GATHER,     /* a = n_head, b = d_head */
-    CK_SCORES,     /* a = n_head, b = d_head */
-    CK_GEMV,       /* a = k_in, b = flags */
-    CK_ROWS,       /* a = n_head, b = d_head */
-    CK_LOGITS,     /* a = n_vocab */
-    CK_SCATTER,    /* a = c */
-    CK_ATTN_TC,    /* a = n_head, b = d_head */
-    CK_COMBINE,    /* a = n_head, b = d_head */
+    CK_LAYERNORM,   /* a = c */
+    CK_F32_TO_F16,  /* no arguments */
+    CK_EMBED,       /* a = c */
+    CK_BIAS_ACT,    /* a = n, b = flags */
+    CK_IM2COL,      /* a = c_in, b = stride */
+    CK_ATTENTION,   /* a = n_head, b = d_head, c = causal */
+    CK_GATHER,      /* a = n_head, b = d_head */
+    CK_SCORES,      /* a = n_head, b = d_head */
+    CK_GEMV,        /* a = k_in, b = flags */
+    CK_ROWS,        /* a = n_head, b = d_head */
+    CK_LOGITS,      /* logits_part; a = n_vocab */
+    CK_SCATTER,     /* a = c */
+    CK_ATTN_TC,     /* a = n_head, b = d_head */
+    CK_COMBINE,     /* a = n_head, b = d_head */
+    CK_LOGITS_PICK, /* a = n_vocab */
 };
 
 struct cuda_kernel {
@@ -73,7 +74,7 @@ struct cuda_model {
 enum {
     CUDA_SCRATCH_HALF = 0,   /* fp16 GEMM inputs, im2col output */
     CUDA_SCRATCH_TOKENS = 1, /* embed's token ids */
-    CUDA_SCRATCH_LOGITS = 2, /* logits_greedy: suppress mask, picks, rules */
+    CUDA_SCRATCH_LOGITS = 2, /* logits_greedy: suppress mask, picks, rules, chunk records */
     CUDA_SCRATCH_ATTN = 3,   /* the key splits of attn_gather / attn_rows (kernels.h) */
     CUDA_N_SCRATCH = 4
 };

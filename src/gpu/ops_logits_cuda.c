@@ -1,8 +1,9 @@
 /*
  * ops_logits_cuda.c — backend.h's logits_greedy on the GPU: the suppress list becomes a
  * bitmask (uploaded when it changes), each row's rule is packed as kernels.h states and
- * uploaded (80 bytes a row), logits_greedy_v<V> runs one CTA per row, and the picks come back,
- * 8 bytes a row. The logits never leave the device.
+ * uploaded (80 bytes a row), logits_part_v<V> reduces each chunk of a row and logits_pick_v<V>
+ * joins a row's chunks (kernels.h), and the picks come back, 8 bytes a row. The logits never
+ * leave the device.
  *
  * tests/test_gpu_kernels.c and test_gpu_backend.c check it against the CPU twin (passed on an
  * H100, 2026-11-24, docs/gpu-validation.md).
@@ -52,7 +53,10 @@ void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *
     size_t mask_bytes = ((size_t)n_words * 4 + 255) & ~(size_t)255;
     size_t out_bytes = (size_t)n_rows * sizeof *out;
     size_t rule_bytes = (size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4;
-    if (n_vocab < KERNEL_LOGITS_THREADS || (size_t)n_rows * (size_t)n_vocab > UINT32_MAX) {
+    int n_part = (n_vocab + KERNEL_LOGITS_CHUNK - 1) / KERNEL_LOGITS_CHUNK;
+    size_t part_bytes = (size_t)n_rows * (size_t)n_part * KERNEL_LOGITS_RECORD;
+    if (n_vocab < 1 || n_part > KERNEL_LOGITS_PICK_WARP ||
+        (size_t)n_rows * (size_t)n_vocab > UINT32_MAX) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda logits_greedy: %d rows of %d", n_rows,
                        n_vocab);
         return;
@@ -74,8 +78,10 @@ void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *
     if (bad)
         wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "cuda logits_greedy: out of memory");
     size_t had = cs->scratch[CUDA_SCRATCH_LOGITS].bytes;
-    uint64_t base =
-        s->err ? 0 : cuda_scratch(s, CUDA_SCRATCH_LOGITS, mask_bytes + out_bytes + rule_bytes);
+    /* mask | picks | rules | chunk records (rule_bytes is a multiple of 80: round the records
+     * up to 8 bytes for their f64 sums) */
+    size_t part_off = (mask_bytes + out_bytes + rule_bytes + 255) & ~(size_t)255;
+    uint64_t base = s->err ? 0 : cuda_scratch(s, CUDA_SCRATCH_LOGITS, part_off + part_bytes);
     if (cs->scratch[CUDA_SCRATCH_LOGITS].bytes != had)
         cs->mask_addr = 0; /* a grown scratch is new memory: the mask is not there */
     if (base) {
@@ -88,11 +94,14 @@ void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *
             mask = NULL;
         }
         cuda_upload(s, (void *)(uintptr_t)(base + mask_bytes + out_bytes), packed, rule_bytes);
-        const struct cuda_kernel *k = cuda_kernel_get(s, CK_LOGITS, n_vocab, 0, 0);
+        const struct cuda_kernel *kp = cuda_kernel_get(s, CK_LOGITS, n_vocab, 0, 0);
+        const struct cuda_kernel *kk = cuda_kernel_get(s, CK_LOGITS_PICK, n_vocab, 0, 0);
         CUdeviceptr po = base + mask_bytes, pl = dptr(logits);
-        CUdeviceptr pr = base + mask_bytes + out_bytes, pm = base;
-        void *args[] = {&po, &pl, &pr, &pm};
-        cuda_launch(s, k, (unsigned)n_rows, 1, KERNEL_LOGITS_THREADS, args);
+        CUdeviceptr pr = base + mask_bytes + out_bytes, pm = base, pp = base + part_off;
+        void *args[] = {&pp, &pl, &pr, &pm};
+        cuda_launch(s, kp, (unsigned)n_rows, (unsigned)n_part, KERNEL_LOGITS_THREADS, args);
+        void *pick_args[] = {&po, &pp, &pr};
+        cuda_launch(s, kk, (unsigned)n_rows, 1, KERNEL_LOGITS_PICK_WARP, pick_args);
         cuda_download(s, out, (const void *)(uintptr_t)po, out_bytes);
     }
     free(mask);

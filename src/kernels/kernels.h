@@ -114,16 +114,27 @@ char *gen_attention_scores(int sm, int n_head, int d_head);
 #define KERNEL_GEMV_ACCUMULATE  4
 char *gen_gemv_f16(int sm, int k_in, int flags);
 
-/* backend.h's `logits_greedy`: logits_greedy_v<V>(out, logits, rules, mask), grid n_rows x
- * KERNEL_LOGITS_THREADS. logits [n_rows][V] fp32; out [n_rows] of {u32 token, f32 logprob};
- * mask: u32[ceil(V / 32)], bit i%32 of word i/32 set = token i suppressed; rules [n_rows] of
- * KERNEL_LOGITS_RULE_WORDS u32: lo[KERNEL_LOGITS_RANGES], width[KERNEL_LOGITS_RANGES] (token
- * i is forbidden when (u32)(i - lo) < width; 0 for unused ranges), tb (the timestamp test's
- * first timestamp; tb >= V: no test), padding. V >= 1. Accuracy: src/kernels/logits.c. */
-#define KERNEL_LOGITS_THREADS    1024
+/* backend.h's `logits_greedy` in two kernels, over P = ceil(V / KERNEL_LOGITS_CHUNK) <= 32
+ * chunks of each row (V <= 65,536):
+ *   logits_part_v<V>(part, logits, rules, mask), grid (n_rows, P) x KERNEL_LOGITS_THREADS: CTA
+ *   (r, p) takes columns [p C, (p + 1) C) of row r and writes the record at part + (r P + p)
+ *   KERNEL_LOGITS_RECORD bytes: {f32 text max, u32 its first column, f32 timestamp max, u32 its
+ *   first column, f64 text rest, f64 timestamp rest} (column 0xFFFFFFFF: every one masked;
+ *   rest: sum of exp(x - max) over the chunk's other unmasked columns of the part);
+ *   logits_pick_v<V>(out, part, rules), grid n_rows x 32: joins row r's records and picks.
+ * logits [n_rows][V] fp32; out [n_rows] of {u32 token, f32 logprob}; mask: u32[ceil(V / 32)],
+ * bit i%32 of word i/32 set = token i suppressed; rules [n_rows] of KERNEL_LOGITS_RULE_WORDS
+ * u32: lo[KERNEL_LOGITS_RANGES], width[KERNEL_LOGITS_RANGES] (token i is forbidden when (u32)(i
+ * - lo) < width; 0 for unused ranges), tb (the timestamp test's first timestamp; tb >= V: no
+ * test), padding. Accuracy: src/kernels/logits_pick.c. */
+#define KERNEL_LOGITS_THREADS    256
+#define KERNEL_LOGITS_CHUNK      (8 * KERNEL_LOGITS_THREADS)
+#define KERNEL_LOGITS_RECORD     32
+#define KERNEL_LOGITS_PICK_WARP  32
 #define KERNEL_LOGITS_RANGES     8
 #define KERNEL_LOGITS_RULE_WORDS (2 * KERNEL_LOGITS_RANGES + 4)
-char *gen_logits_greedy(int sm, int n_vocab);
+char *gen_logits_part(int sm, int n_vocab);
+char *gen_logits_pick(int sm, int n_vocab);
 
 /* One generated kernel of a model. */
 struct kernel_src {
