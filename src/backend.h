@@ -49,7 +49,9 @@ struct wc_logit_rule {
                        * forbid [0, ts_begin) as well; 0: no test */
 };
 
-/* What logits_greedy picks in one row. */
+#define WC_LOGIT_MAX_TOPK 17 /* logits_topk's k: beam_size + 1, beam_size <= WC_MAX_GROUP */
+
+/* What logits_greedy picks in one row (logits_topk: one of a row's k). */
 struct wc_greedy_pick {
     int32_t token; /* argmax of the masked row, the first maximum (torch.argmax) */
     float logprob; /* log_softmax(masked row)[token] */
@@ -180,6 +182,14 @@ struct wc_backend_ops {
     void (*logits_greedy)(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                           const struct wc_logit_rule *rules, const int32_t *suppress,
                           int n_suppress, int n_rows, int n_vocab);
+    /* Beam search's, the same masking, then out[r * k + j] (j < k <= WC_LOGIT_MAX_TOPK) = the
+     * j-th largest log_softmax(x) of row r and its token, equal values by the lower token (the
+     * beams' candidates). CPU: the bits of logit_filters_apply + wc_log_softmax + wc_topk.
+     * Other backends: logprobs within 1e-5 relative; the order equal except near-ties. NULL
+     * where a backend has none: the caller downloads the rows and ranks them itself. */
+    void (*logits_topk)(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                        const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                        int n_rows, int n_vocab, int k);
 
     /* ---- stage timing (for bench; either may be NULL: the backend does not time) ----
      * timer_mark queues mark `slot` (0 <= slot < WC_TIMER_SLOTS) on the stream; it is taken

@@ -89,6 +89,34 @@ char *wc_py_strip(char *s) {
     return s;
 }
 
+void wc_log_softmax(float *x, int n) {
+    float m = -INFINITY;
+    for (int i = 0; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    if (m == -INFINITY) /* every value -inf: they stay so (not -inf - -inf = NaN) */
+        return;
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += exp((double)x[i] - m);
+    double lse = m + log(sum);
+    for (int i = 0; i < n; i++)
+        x[i] = (float)(x[i] - lse);
+}
+
+void wc_topk(const float *x, int n, int k, int *idx) {
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m == k && !(x[i] > x[idx[k - 1]]))
+            continue;
+        int j = m < k ? m++ : k - 1;
+        while (j > 0 && x[i] > x[idx[j - 1]]) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = i;
+    }
+}
+
 double wc_logsumexp(const float *x, int from, int to) {
     float m = -INFINITY;
     for (int i = from; i < to; i++)

@@ -44,6 +44,13 @@ static inline float wc_f16_to_f32(uint16_t h) {
  * the decoder's rules and the backends' logits_greedy twins, so both give the same bits. */
 double wc_logsumexp(const float *x, int from, int to);
 
+/* log_softmax in place, float32 results (x - (max + log(sum exp(x - max))), the sum in double;
+ * a row of -inf stays -inf): beam search's, on the host and in the CPU's logits_topk. */
+void wc_log_softmax(float *x, int n);
+
+/* idx[0..k): the k largest of x, descending, equal values by the lower index (k small). */
+void wc_topk(const float *x, int n, int k, int *idx);
+
 /* Reads n values of an unaligned f32 or f16 source into dst. */
 void wc_to_f32(float *dst, const void *src, int src_is_f16, size_t n);
 

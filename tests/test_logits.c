@@ -1,6 +1,7 @@
 /*
- * test_logits.c — the CPU backend's logits_greedy against the decoder's host path
- * (logit_filters_apply, decode_argmax, wc_logsumexp), bit for bit, on random rows in
+ * test_logits.c — the CPU backend's logits_greedy and logits_topk against the decoder's host
+ * paths (logit_filters_apply, then decode_argmax and wc_logsumexp, or wc_log_softmax and wc_topk
+ * as beam search), bit for bit, on random rows in
  * every rule state: first step (suppress blank, max_initial_timestamp), after text, after one
  * timestamp, after a pair, without timestamps; with boosted timestamps (the probability test
  * firing), with exact ties (argmax = first maximum) and confident rows.
@@ -73,6 +74,29 @@ static void check_rows(struct wc_stream *s, const struct logit_filters *lf, int 
             fprintf(stderr, "%s row %d: got (%d, %.9g), want (%d, %.9g)\n", what, r, got[r].token,
                     got[r].logprob, tok, lp);
             test_failures++;
+        }
+    }
+    /* logits_topk against beam search's host path (the filters, wc_log_softmax, wc_topk):
+     * 6 (5 beams + 1) and the most, 17 */
+    for (int k = 6; k <= WC_LOGIT_MAX_TOPK; k += WC_LOGIT_MAX_TOPK - 6) {
+        struct wc_greedy_pick top[8 * WC_LOGIT_MAX_TOPK];
+        int idx[WC_LOGIT_MAX_TOPK];
+        memcpy(x, orig, (size_t)n * N_VOCAB * sizeof *x);
+        s->be->ops->logits_topk(s, top, x, rules, lf->suppress, lf->n_suppress, n, N_VOCAB, k);
+        CHECK(s->be->ops->sync(s) == 0);
+        for (int r = 0; r < n; r++) {
+            memcpy(ref, orig + (size_t)r * N_VOCAB, N_VOCAB * sizeof *ref);
+            logit_filters_apply(lf, ref, hist[r], n_hist[r]);
+            wc_log_softmax(ref, N_VOCAB);
+            wc_topk(ref, N_VOCAB, k, idx);
+            for (int j = 0; j < k; j++) {
+                const struct wc_greedy_pick *t = &top[r * k + j];
+                if (t->token != idx[j] || memcmp(&t->logprob, &ref[idx[j]], sizeof(float))) {
+                    fprintf(stderr, "%s topk %d row %d #%d: got (%d, %.9g), want (%d, %.9g)\n",
+                            what, k, r, j, t->token, t->logprob, idx[j], ref[idx[j]]);
+                    test_failures++;
+                }
+            }
         }
     }
     free(x), free(ref), free(orig);

@@ -258,6 +258,7 @@ static const struct wc_backend_ops cpu_ops = {
     .embed = cpu_embed,
     .rows_scatter = cpu_rows_scatter,
     .logits_greedy = cpu_logits_greedy,
+    .logits_topk = cpu_logits_topk,
     .timer_mark = cpu_timer_mark,
     .timer_elapsed_ms = cpu_timer_elapsed_ms,
 };

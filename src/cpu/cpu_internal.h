@@ -69,6 +69,9 @@ void cpu_embed(struct wc_stream *s, float *out, const int32_t *tokens, const int
                int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
 void cpu_rows_scatter(struct wc_stream *s, float *dst, const float *src, const int32_t *dst_row,
                       int n_rows, int c);
+void cpu_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                     const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                     int n_rows, int n_vocab, int k);
 void cpu_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                        const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                        int n_rows, int n_vocab);

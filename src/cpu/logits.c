@@ -1,9 +1,10 @@
 /*
- * logits.c — cpu_logits_greedy (backend.h logits_greedy): masking, ApplyTimestampRules'
- * probability test, argmax and log-softmax on host rows. The arithmetic is the decoder's own
- * (decoder/logit_filters.c timestamp_rules, decode_window.c decode_argmax, util.c
- * wc_logsumexp), operation for operation, so a greedy step gives the same bits whichever
- * path the decoder takes; tests/test_logits.c holds it to that.
+ * logits.c — cpu_logits_greedy and cpu_logits_topk (backend.h): masking, ApplyTimestampRules'
+ * probability test, then argmax and log-softmax (greedy) or log-softmax and the top k (beam
+ * search) on host rows. The arithmetic is the decoder's own (decoder/logit_filters.c
+ * timestamp_rules, decode_window.c decode_argmax, util.c wc_logsumexp, wc_log_softmax,
+ * wc_topk), operation for operation, so a step gives the same bits whichever path the decoder
+ * takes; tests/test_logits.c holds it to that.
  */
 #include <math.h>
 
@@ -23,8 +24,10 @@ static float max_of(const float *x, int from, int to) {
     return m;
 }
 
-static void pick_row(struct wc_greedy_pick *out, float *x, const struct wc_logit_rule *r,
-                     const int32_t *suppress, int n_suppress, int n_vocab) {
+/* The row as logit_filters_apply leaves it: suppressed tokens, the rule's ranges, its
+ * timestamp test. */
+static void mask_row(float *x, const struct wc_logit_rule *r, const int32_t *suppress,
+                     int n_suppress, int n_vocab) {
     for (int i = 0; i < n_suppress; i++)
         x[suppress[i]] = -INFINITY;
     for (int i = 0; i < r->n_ranges; i++)
@@ -32,6 +35,11 @@ static void pick_row(struct wc_greedy_pick *out, float *x, const struct wc_logit
     int tb = r->ts_begin;
     if (tb > 0 && tb < n_vocab && wc_logsumexp(x, tb, n_vocab) > (double)max_of(x, 0, tb))
         forbid(x, 0, tb);
+}
+
+static void pick_row(struct wc_greedy_pick *out, float *x, const struct wc_logit_rule *r,
+                     const int32_t *suppress, int n_suppress, int n_vocab) {
+    mask_row(x, r, suppress, n_suppress, n_vocab);
     int best = 0; /* the first maximum, as torch.argmax */
     for (int i = 1; i < n_vocab; i++)
         if (x[i] > x[best])
@@ -42,24 +50,50 @@ static void pick_row(struct wc_greedy_pick *out, float *x, const struct wc_logit
         x[best] == -INFINITY ? -INFINITY : (float)(x[best] - wc_logsumexp(x, 0, n_vocab));
 }
 
+/* The arguments both ops share: 0, or the stream failed with why. */
+static int check_args(struct wc_stream *s, const char *op, const struct wc_logit_rule *rules,
+                      const int32_t *suppress, int n_suppress, int n_rows, int n_vocab) {
+    if (s->err)
+        return -1;
+    for (int i = 0; i < n_suppress; i++)
+        if (suppress[i] < 0 || suppress[i] >= n_vocab) {
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "%s: suppressed token %d outside [0, %d)",
+                           op, suppress[i], n_vocab);
+            return -1;
+        }
+    for (int r = 0; r < n_rows; r++)
+        if (rules[r].n_ranges < 0 || rules[r].n_ranges > WC_LOGIT_MAX_RANGES) {
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "%s: %d ranges", op, rules[r].n_ranges);
+            return -1;
+        }
+    return 0;
+}
+
 void cpu_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                        const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                        int n_rows, int n_vocab) {
-    if (s->err)
+    if (check_args(s, "logits_greedy", rules, suppress, n_suppress, n_rows, n_vocab))
         return;
-    for (int i = 0; i < n_suppress; i++)
-        if (suppress[i] < 0 || suppress[i] >= n_vocab) {
-            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
-                           "logits_greedy: suppressed token %d outside [0, %d)", suppress[i],
-                           n_vocab);
-            return;
-        }
-    for (int r = 0; r < n_rows; r++) {
-        if (rules[r].n_ranges < 0 || rules[r].n_ranges > WC_LOGIT_MAX_RANGES) {
-            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "logits_greedy: %d ranges",
-                           rules[r].n_ranges);
-            return;
-        }
+    for (int r = 0; r < n_rows; r++)
         pick_row(&out[r], logits + (size_t)r * n_vocab, &rules[r], suppress, n_suppress, n_vocab);
+}
+
+void cpu_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                     const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                     int n_rows, int n_vocab, int k) {
+    if (check_args(s, "logits_topk", rules, suppress, n_suppress, n_rows, n_vocab))
+        return;
+    if (k < 1 || k > WC_LOGIT_MAX_TOPK || k > n_vocab) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "logits_topk: k %d", k);
+        return;
+    }
+    int idx[WC_LOGIT_MAX_TOPK];
+    for (int r = 0; r < n_rows; r++) {
+        float *x = logits + (size_t)r * n_vocab;
+        mask_row(x, &rules[r], suppress, n_suppress, n_vocab);
+        wc_log_softmax(x, n_vocab);
+        wc_topk(x, n_vocab, k, idx);
+        for (int j = 0; j < k; j++)
+            out[(size_t)r * k + j] = (struct wc_greedy_pick){idx[j], x[idx[j]]};
     }
 }

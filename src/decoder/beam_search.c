@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "decoder/decode_window.h"
 #include "decoder/decoder.h"
 #include "decoder/hypothesis.h"
@@ -17,6 +18,7 @@
 #include "libwhisperc.h"
 #include "model/model_file.h"
 #include "model/vocab.h"
+#include "util.h"
 
 struct cand {
     float score; /* sum of the source beam + lp */
@@ -33,39 +35,11 @@ static int cmp_cand(const void *a, const void *b) {
     return x->order - y->order;
 }
 
-/* log_softmax in place, float32 results. */
-static void log_softmax(float *x, int n) {
-    float m = -INFINITY;
-    for (int i = 0; i < n; i++)
-        m = x[i] > m ? x[i] : m;
-    double sum = 0;
-    for (int i = 0; i < n; i++)
-        sum += exp((double)x[i] - m);
-    double lse = m + log(sum);
-    for (int i = 0; i < n; i++)
-        x[i] = (float)(x[i] - lse);
-}
-
-/* idx[0..k): the k largest of x, descending; equal values by lower index (k small). */
-static void topk(const float *x, int n, int k, int *idx) {
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (m == k && !(x[i] > x[idx[k - 1]]))
-            continue;
-        int j = m < k ? m++ : k - 1;
-        while (j > 0 && x[i] > x[idx[j - 1]]) {
-            idx[j] = idx[j - 1];
-            j--;
-        }
-        idx[j] = i;
-    }
-}
-
 struct beams {
     struct hyp_set cur, next, fin;
     int n_fin;
     struct cand *cands;
-    int *top;
+    struct wc_greedy_pick *top; /* [G][G + 1]: each row's best tokens */
 };
 
 static void beams_free(struct beams *b) {
@@ -76,20 +50,45 @@ static void beams_free(struct beams *b) {
     free(b->top);
 }
 
-/* BeamSearchDecoder.update for one step over n_src rows of logits (one per beam; the first
- * step has one, as every beam is still the prompt). src_of[g]: the beam new beam g extends. */
+/* b->top: the G + 1 best (token, log-probability) of each of n_src rows, filtered after
+ * beam j's tokens. host: the rows on the host (filtered, log-softmaxed and ranked here); NULL:
+ * the step's rows in the decoder's backend memory, through the backend's logits_topk (the same
+ * bits on the CPU; only the picks come back from a GPU). */
+static int rank_rows(struct beams *b, struct decoder *d, struct wc_stream *s,
+                     const struct decode_opts *o, int n_vocab, float *host, int n_src) {
+    int K = o->beam_size + 1, idx[WC_LOGIT_MAX_TOPK];
+    if (host) {
+        for (int j = 0; j < n_src; j++) {
+            float *row = host + (size_t)j * n_vocab;
+            const struct hyp *h = &b->cur.h[j];
+            logit_filters_apply(o->filters, row, h->tok, h->n);
+            wc_log_softmax(row, n_vocab);
+            wc_topk(row, n_vocab, K, idx);
+            for (int t = 0; t < K; t++)
+                b->top[j * K + t] = (struct wc_greedy_pick){idx[t], row[idx[t]]};
+        }
+        return 0;
+    }
+    struct wc_logit_rule rules[WC_MAX_GROUP];
+    for (int j = 0; j < n_src; j++)
+        logit_filters_rule(o->filters, b->cur.h[j].tok, b->cur.h[j].n, &rules[j]);
+    s->be->ops->logits_topk(s, b->top, d->logits, rules, o->filters->suppress,
+                            o->filters->n_suppress, n_src, n_vocab, K);
+    return wc_stream_sync(s);
+}
+
+/* BeamSearchDecoder.update for one step over n_src rows ranked by rank_rows (one per beam; the
+ * first step has one, as every beam is still the prompt). src_of[g]: the beam new beam g
+ * extends. */
 static void update(struct beams *b, const struct decode_opts *o, const struct wc_vocab *v,
-                   float *logits, int n_src, int max_candidates, int *src_of) {
-    int G = o->beam_size, K = G + 1, n_vocab = v->n_vocab, nc = 0;
+                   int n_src, int max_candidates, int *src_of) {
+    int G = o->beam_size, K = G + 1, nc = 0;
     for (int j = 0; j < n_src; j++) {
-        float *row = logits + (size_t)j * n_vocab;
-        struct hyp *h = &b->cur.h[j];
-        logit_filters_apply(o->filters, row, h->tok, h->n);
-        log_softmax(row, n_vocab);
-        topk(row, n_vocab, K, b->top);
-        for (int t = 0; t < K; t++, nc++)
-            b->cands[nc] =
-                (struct cand){(float)h->sum + row[b->top[t]], row[b->top[t]], j, nc, b->top[t]};
+        const struct hyp *h = &b->cur.h[j];
+        for (int t = 0; t < K; t++, nc++) {
+            const struct wc_greedy_pick *c = &b->top[j * K + t];
+            b->cands[nc] = (struct cand){(float)h->sum + c->logprob, c->logprob, j, nc, c->token};
+        }
     }
     qsort(b->cands, (size_t)nc, sizeof *b->cands, cmp_cand);
     int saved = 0;
@@ -146,22 +145,28 @@ int beam_search(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v
     struct beams b = {0};
     int rc = WHISPERC_ERR_NO_MEMORY;
     b.cands = malloc((size_t)G * (G + 1) * sizeof *b.cands);
-    b.top = malloc((size_t)(G + 1) * sizeof *b.top);
+    b.top = malloc((size_t)G * (G + 1) * sizeof *b.top);
     if (!b.cands || !b.top || hyp_set_init(&b.cur, G, cap) || hyp_set_init(&b.next, G, cap) ||
         hyp_set_init(&b.fin, n_fin_cap, cap))
         goto out;
     rc = 0;
+    /* a step's logits stay in backend memory where the backend ranks them itself */
+    bool on_backend = s->be->ops->logits_topk != NULL;
     for (int i = 0; i < o->sample_len; i++) {
         if (i > 0) {
             int32_t last[WC_MAX_GROUP];
             for (int g = 0; g < G; g++)
                 last[g] = b.cur.h[g].tok[b.cur.h[g].n - 1];
             r->n_steps++;
-            if ((rc = decoder_step(d, s, last, G, logits)))
+            if ((rc = decoder_step(d, s, last, G, on_backend ? NULL : logits)))
                 goto out;
         }
+        /* the first step: the prompt's row, on the host */
+        float *host = i == 0 || !on_backend ? logits : NULL;
+        if ((rc = rank_rows(&b, d, s, o, v->n_vocab, host, i == 0 ? 1 : G)))
+            goto out;
         int src_of[WC_MAX_GROUP];
-        update(&b, o, v, logits, i == 0 ? 1 : G, max_candidates, src_of);
+        update(&b, o, v, i == 0 ? 1 : G, max_candidates, src_of);
         decoder_reorder(d, src_of, G);
         if (b.n_fin >= max_candidates || n_initial + i + 1 > n_ctx)
             break;
