@@ -13,64 +13,8 @@
  * is within ~1e-6 relative of the CPU's. The argmax is exact.
  */
 #include <stdio.h>
-#include <string.h>
 
-#include "kernels/kernels.h"
-#include "kernels/ptx.h"
-
-#define LG_NONE "0xFFFFFFFF" /* no index: every column of the part is masked */
-#define NEG_INF "0fFF800000"
-
-struct f64_imm {
-    char s[20]; /* "0d3FF0000000000000" */
-};
-
-static struct f64_imm f64_imm(double v) {
-    struct f64_imm r;
-    unsigned long long bits;
-    memcpy(&bits, &v, sizeof bits);
-    snprintf(r.s, sizeof r.s, "0d%016llX", bits);
-    return r;
-}
-
-/* dst = log1p(r) for r >= 0 in f64: S = 1 + r = 2^e f with f in [√½, √2) (e = 0 and
- * f - 1 = r exactly when S < √2), log S = e ln 2 + 2 atanh(t), t = (f - 1) / (f + 1),
- * |t| <= 0.1716, atanh by its series to t^23 (next term < 2e-19). */
-static void log1p_f64(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg r) {
-    struct ptx_reg s = ptx_reg(k, PTX_F64), f = ptx_reg(k, PTX_F64), num = ptx_reg(k, PTX_F64);
-    struct ptx_reg den = ptx_reg(k, PTX_F64), t = ptx_reg(k, PTX_F64), u = ptx_reg(k, PTX_F64);
-    struct ptx_reg bits = ptx_reg(k, PTX_B64), e = ptx_reg(k, PTX_B32), ef = ptx_reg(k, PTX_F64);
-    struct ptx_reg small = ptx_reg(k, PTX_PRED), big = ptx_reg(k, PTX_PRED);
-    struct f64_imm sq2 = f64_imm(1.4142135623730951);
-    const char *sqrt2 = sq2.s;
-    ptx_ins(k, "add.f64 %s, %s, 0d3FF0000000000000", s.s, r.s);
-    ptx_ins(k, "mov.b64 %s, %s", bits.s, s.s);
-    ptx_ins(k, "shr.u64 %s, %s, 52", bits.s, bits.s);
-    ptx_ins(k, "cvt.u32.u64 %s, %s", e.s, bits.s);
-    ptx_ins(k, "sub.s32 %s, %s, 1023", e.s, e.s);
-    ptx_ins(k, "mov.b64 %s, %s", bits.s, s.s);
-    ptx_ins(k, "and.b64 %s, %s, 0x000FFFFFFFFFFFFF", bits.s, bits.s);
-    ptx_ins(k, "or.b64 %s, %s, 0x3FF0000000000000", bits.s, bits.s);
-    ptx_ins(k, "mov.b64 %s, %s", f.s, bits.s);
-    ptx_ins(k, "setp.gt.f64 %s, %s, %s", big.s, f.s, sqrt2);
-    ptx_ins(k, "@%s mul.f64 %s, %s, 0d3FE0000000000000", big.s, f.s, f.s);
-    ptx_ins(k, "@%s add.s32 %s, %s, 1", big.s, e.s, e.s);
-    ptx_ins(k, "sub.f64 %s, %s, 0d3FF0000000000000", num.s, f.s);
-    ptx_ins(k, "add.f64 %s, %s, 0d3FF0000000000000", den.s, f.s);
-    ptx_ins(k, "setp.lt.f64 %s, %s, %s", small.s, s.s, sqrt2);
-    ptx_ins(k, "@%s mov.f64 %s, %s", small.s, num.s, r.s);
-    ptx_ins(k, "@%s add.f64 %s, %s, 0d4000000000000000", small.s, den.s, r.s);
-    ptx_ins(k, "@%s mov.u32 %s, 0", small.s, e.s);
-    ptx_ins(k, "div.rn.f64 %s, %s, %s", t.s, num.s, den.s);
-    ptx_ins(k, "mul.f64 %s, %s, %s", u.s, t.s, t.s);
-    ptx_ins(k, "mov.f64 %s, %s", dst.s, f64_imm(1.0 / 23).s);
-    for (int n = 21; n >= 1; n -= 2)
-        ptx_ins(k, "fma.rn.f64 %s, %s, %s, %s", dst.s, dst.s, u.s, f64_imm(1.0 / n).s);
-    ptx_ins(k, "mul.f64 %s, %s, %s", dst.s, dst.s, t.s);
-    ptx_ins(k, "add.f64 %s, %s, %s", dst.s, dst.s, dst.s);
-    ptx_ins(k, "cvt.rn.f64.s32 %s, %s", ef.s, e.s);
-    ptx_ins(k, "fma.rn.f64 %s, %s, %s, %s", dst.s, ef.s, f64_imm(0.69314718055994531).s, dst.s);
-}
+#include "kernels/logits_rows.h"
 
 /* Lane 0's decision and output (see the file comment); tmax/tidx/tr: text, s*: timestamps. */
 static void pick(struct ptx_kernel *k, struct ptx_reg out, struct ptx_reg tb, int n_vocab,
@@ -82,7 +26,7 @@ static void pick(struct ptx_kernel *k, struct ptx_reg out, struct ptx_reg tb, in
     struct ptx_reg tok = ptx_reg(k, PTX_B32), rest = ptx_reg(k, PTX_F64), lp = ptx_reg(k, PTX_F64);
     struct ptx_reg lpf = ptx_reg(k, PTX_F32), other = ptx_reg(k, PTX_F64);
     /* forbid text <=> tb < V, a timestamp unmasked, log1p(rest_ts) > max_text - max_ts */
-    log1p_f64(k, lts, sr);
+    lg_log1p_f64(k, lts, sr);
     ptx_ins(k, "cvt.f64.f32 %s, %s", d.s, tmax.s);
     ptx_ins(k, "cvt.f64.f32 %s, %s", t.s, smax.s);
     ptx_ins(k, "sub.f64 %s, %s, %s", d.s, d.s, t.s);
@@ -101,7 +45,7 @@ static void pick(struct ptx_kernel *k, struct ptx_reg out, struct ptx_reg tb, in
     ptx_ins(k, "cvt.f64.f32 %s, %s", t.s, e.s);
     ptx_ins(k, "add.f64 %s, %s, 0d3FF0000000000000", other.s, other.s);
     ptx_ins(k, "fma.rn.f64 %s, %s, %s, %s", rest.s, other.s, t.s, rest.s);
-    log1p_f64(k, lp, rest);
+    lg_log1p_f64(k, lp, rest);
     ptx_ins(k, "@%s mov.b32 %s, %s", fb.s, tok.s, sidx.s);
     ptx_ins(k, "@%s mov.f64 %s, %s", fb.s, lp.s, lts.s);
     ptx_ins(k, "neg.f64 %s, %s", lp.s, lp.s);
