@@ -528,18 +528,28 @@ static void pack_rules(uint32_t *w, const struct wc_logit_rule *rules, int n_row
     }
 }
 
-/* logits_part_v<V> then logits_pick_v<V> against the CPU's logits_greedy: tokens equal,
- * logprob within 1e-5 relative (random N(0, 3) rows have no near-ties; exact ties, planted, must
- * go to the first index, often in another chunk); timestamps boosted in some rows so that the
- * timestamp test fires both ways. */
-static void test_logits_greedy(int sm, struct wc_stream *s, int n_vocab, int n_rows) {
+/* k = 0: logits_part_v<V> then logits_pick_v<V> against the CPU's logits_greedy; k > 0:
+ * logits_topk_part_v<V>_k<k> then logits_topk_pick_v<V>_k<k> against its logits_topk. Tokens
+ * equal, logprob within 1e-5 relative (random N(0, 3) rows have no near-ties; exact ties,
+ * planted, must go to the first index, often in another chunk); timestamps boosted in some rows
+ * so that the timestamp test fires both ways. */
+static void test_logits(int sm, struct wc_stream *s, int n_vocab, int n_rows, int k) {
     char name[64], pick_name[64];
-    snprintf(name, sizeof name, "logits_part_v%d", n_vocab);
-    snprintf(pick_name, sizeof pick_name, "logits_pick_v%d", n_vocab);
+    if (k) {
+        snprintf(name, sizeof name, "logits_topk_part_v%d_k%d", n_vocab, k);
+        snprintf(pick_name, sizeof pick_name, "logits_topk_pick_v%d_k%d", n_vocab, k);
+    } else {
+        snprintf(name, sizeof name, "logits_part_v%d", n_vocab);
+        snprintf(pick_name, sizeof pick_name, "logits_pick_v%d", n_vocab);
+    }
     CUmodule mod, pick_mod;
-    CUfunction f = load(gen_logits_part(sm, n_vocab), name, &mod);
-    CUfunction fp = load(gen_logits_pick(sm, n_vocab), pick_name, &pick_mod);
+    CUfunction f =
+        load(k ? gen_logits_topk_part(sm, n_vocab, k) : gen_logits_part(sm, n_vocab), name, &mod);
+    CUfunction fp = load(k ? gen_logits_topk_pick(sm, n_vocab, k) : gen_logits_pick(sm, n_vocab),
+                         pick_name, &pick_mod);
     unsigned n_part = (unsigned)((n_vocab + KERNEL_LOGITS_CHUNK - 1) / KERNEL_LOGITS_CHUNK);
+    int n_out = n_rows * (k ? k : 1);
+    size_t rec_bytes = k ? KERNEL_LOGITS_TOPK_RECORD(k) : KERNEL_LOGITS_RECORD;
     int tb = n_vocab > 3000 ? n_vocab - 1501 : n_vocab / 2, n_words = (n_vocab + 31) / 32;
     int n_sup = 90;
     size_t n = (size_t)n_rows * n_vocab;
@@ -568,27 +578,33 @@ static void test_logits_greedy(int sm, struct wc_stream *s, int n_vocab, int n_r
         rand_rule(&rules[r], n_vocab, tb);
     uint32_t *packed = malloc((size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4);
     pack_rules(packed, rules, n_rows, n_vocab);
-    struct wc_greedy_pick *want = malloc((size_t)n_rows * sizeof *want);
-    struct wc_greedy_pick *got = malloc((size_t)n_rows * sizeof *got);
+    struct wc_greedy_pick *want = malloc((size_t)n_out * sizeof *want);
+    struct wc_greedy_pick *got = malloc((size_t)n_out * sizeof *got);
     memcpy(cpu, x, n * 4);
-    s->be->ops->logits_greedy(s, want, cpu, rules, sup, n_sup, n_rows, n_vocab);
+    if (k)
+        s->be->ops->logits_topk(s, want, cpu, rules, sup, n_sup, n_rows, n_vocab, k);
+    else
+        s->be->ops->logits_greedy(s, want, cpu, rules, sup, n_sup, n_rows, n_vocab);
     CHECK(wc_stream_sync(s) == 0);
-    CUdeviceptr dx = dev_upload(x, n * 4), dout = dev_poisoned((size_t)n_rows * 2);
+    CUdeviceptr dx = dev_upload(x, n * 4), dout = dev_poisoned((size_t)n_out * 2);
     CUdeviceptr drules = dev_upload(packed, (size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4);
     CUdeviceptr dmask = dev_upload(mask, (size_t)n_words * 4);
-    CUdeviceptr dpart = dev_poisoned((size_t)n_rows * n_part * KERNEL_LOGITS_RECORD / 4);
+    CUdeviceptr dpart = dev_poisoned((size_t)n_rows * n_part * rec_bytes / 4);
     void *args[] = {&dpart, &dx, &drules, &dmask};
     launch2d(f, (unsigned)n_rows, n_part, KERNEL_LOGITS_THREADS, args);
     void *pick_args[] = {&dout, &dpart, &drules};
     launch(fp, (unsigned)n_rows, KERNEL_LOGITS_PICK_WARP, pick_args);
-    CU(api.memcpy_dtoh(got, dout, (size_t)n_rows * sizeof *got));
+    CU(api.memcpy_dtoh(got, dout, (size_t)n_out * sizeof *got));
     int bad = 0;
-    for (int r = 0; r < n_rows; r++) {
+    for (int r = 0; r < n_out; r++) {
         double d = fabs((double)got[r].logprob - want[r].logprob);
-        int same = got[r].logprob == want[r].logprob; /* -inf: a row with every token masked */
-        if (got[r].token != want[r].token || !(same || d <= 1e-7 + 1e-5 * fabs(want[r].logprob))) {
+        /* -inf: every token masked (topk: fewer than k unmasked, the token is then free) */
+        int same = got[r].logprob == want[r].logprob;
+        int free_token = k && same && want[r].logprob == -INFINITY;
+        if ((got[r].token != want[r].token && !free_token) ||
+            !(same || d <= 1e-7 + 1e-5 * fabs(want[r].logprob))) {
             if (bad++ < 5)
-                fprintf(stderr, "%s row %d: got (%d, %.9g), want (%d, %.9g)\n", name, r,
+                fprintf(stderr, "%s pick %d: got (%d, %.9g), want (%d, %.9g)\n", name, r,
                         got[r].token, got[r].logprob, want[r].token, want[r].logprob);
         }
     }
@@ -708,12 +724,16 @@ int main(void) {
     test_attention_scores(sm, s, 8, 64, 3, 1, 512, 0);
     test_attention_scores(sm, s, 6, 64, 7, 130, 2 * 384, 5);
 
-    test_logits_greedy(sm, s, 51865, 1);
-    test_logits_greedy(sm, s, 51865, 64);
-    test_logits_greedy(sm, s, 51864, 37);
-    test_logits_greedy(sm, s, 51866, 5); /* large-v3 */
-    test_logits_greedy(sm, s, 300, 9);   /* one partial chunk */
-    test_logits_greedy(sm, s, 4096, 3);  /* two whole chunks */
+    test_logits(sm, s, 51865, 1, 0);
+    test_logits(sm, s, 51865, 64, 0);
+    test_logits(sm, s, 51864, 37, 0);
+    test_logits(sm, s, 51866, 5, 0); /* large-v3 */
+    test_logits(sm, s, 300, 9, 0);   /* one partial chunk */
+    test_logits(sm, s, 4096, 3, 0);  /* two whole chunks */
+    test_logits(sm, s, 51865, 5, 6); /* beam search: 5 beams */
+    test_logits(sm, s, 51866, 16, KERNEL_LOGITS_MAX_TOPK);
+    test_logits(sm, s, 300, 9, 6);
+    test_logits(sm, s, 4096, 1, 1);
     be->ops->stream_free(s);
     be->ops->backend_free(be);
     api.primary_ctx_release(dev.dev);

@@ -174,6 +174,7 @@ static const struct wc_backend_ops cuda_ops = {
     .embed = cuda_embed,
     .rows_scatter = cuda_rows_scatter,
     .logits_greedy = cuda_logits_greedy,
+    .logits_topk = cuda_logits_topk,
     .timer_mark = cuda_timer_mark,
     .timer_elapsed_ms = cuda_timer_elapsed_ms,
     .step_graph_begin = cuda_step_graph_begin,

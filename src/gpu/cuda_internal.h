@@ -38,6 +38,8 @@ enum cuda_kernel_kind {
     CK_ATTN_TC,     /* a = n_head, b = d_head */
     CK_COMBINE,     /* a = n_head, b = d_head */
     CK_LOGITS_PICK, /* a = n_vocab */
+    CK_TOPK,        /* logits_topk_part; a = n_vocab, b = k */
+    CK_TOPK_PICK,   /* a = n_vocab, b = k */
 };
 
 struct cuda_kernel {
@@ -202,6 +204,9 @@ void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, cons
                            int ld_k, int t_len, int s_len, int c, int n_head, int head);
 void cuda_rows_scatter(struct wc_stream *s, float *dst, const float *src, const int32_t *dst_row,
                        int n_rows, int c);
+void cuda_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                      const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                      int n_rows, int n_vocab, int k);
 void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                         const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                         int n_rows, int n_vocab);

@@ -1,9 +1,9 @@
 /*
- * ops_logits_cuda.c — backend.h's logits_greedy on the GPU: the suppress list becomes a
- * bitmask (uploaded when it changes), each row's rule is packed as kernels.h states and
+ * ops_logits_cuda.c — backend.h's logits_greedy and logits_topk on the GPU: the suppress list
+ * becomes a bitmask (uploaded when it changes), each row's rule is packed as kernels.h states and
  * uploaded (80 bytes a row), logits_part_v<V> reduces each chunk of a row and logits_pick_v<V>
- * joins a row's chunks (kernels.h), and the picks come back, 8 bytes a row. The logits never
- * leave the device.
+ * joins a row's chunks (kernels.h), and the picks come back, 8 bytes a row. logits_topk (beam
+ * search) the same with the top-k kernels, k picks a row. The logits never leave the device.
  *
  * tests/test_gpu_kernels.c and test_gpu_backend.c check it against the CPU twin (passed on an
  * H100, 2026-11-24, docs/gpu-validation.md).
@@ -43,40 +43,43 @@ static void pack_rule(uint32_t *w, const struct wc_logit_rule *r, int n_vocab) {
     w[2 * KERNEL_LOGITS_RANGES] = (uint32_t)(tb > 0 && tb < n_vocab ? tb : n_vocab);
 }
 
-void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
-                        const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
-                        int n_rows, int n_vocab) {
+/* Both ops (k = 0: logits_greedy, one pick a row; k > 0: logits_topk, k a row): the mask and
+ * rules up, the chunk kernel and the pick kernel (kernels.h), the picks down. */
+static void run(struct wc_stream *s, const char *op, struct wc_greedy_pick *out, float *logits,
+                const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                int n_rows, int n_vocab, int k) {
     if (cuda_op_begin(s) || n_rows <= 0)
         return;
     struct cuda_stream *cs = cuda_stream(s);
     int n_words = (n_vocab + 31) / 32;
     size_t mask_bytes = ((size_t)n_words * 4 + 255) & ~(size_t)255;
-    size_t out_bytes = (size_t)n_rows * sizeof *out;
+    size_t out_bytes = (size_t)n_rows * (size_t)(k ? k : 1) * sizeof *out;
     size_t rule_bytes = (size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4;
     int n_part = (n_vocab + KERNEL_LOGITS_CHUNK - 1) / KERNEL_LOGITS_CHUNK;
-    size_t part_bytes = (size_t)n_rows * (size_t)n_part * KERNEL_LOGITS_RECORD;
-    if (n_vocab < 1 || n_part > KERNEL_LOGITS_PICK_WARP ||
-        (size_t)n_rows * (size_t)n_vocab > UINT32_MAX) {
-        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda logits_greedy: %d rows of %d", n_rows,
-                       n_vocab);
+    size_t part_bytes = (size_t)n_rows * (size_t)n_part *
+                        (size_t)(k ? KERNEL_LOGITS_TOPK_RECORD(k) : KERNEL_LOGITS_RECORD);
+    if (n_vocab < 1 || n_part > KERNEL_LOGITS_PICK_WARP || k < 0 || k > KERNEL_LOGITS_MAX_TOPK ||
+        k > n_vocab || (size_t)n_rows * (size_t)n_vocab > UINT32_MAX) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda %s: %d rows of %d, k %d", op, n_rows,
+                       n_vocab, k);
         return;
     }
     uint32_t *mask = malloc((size_t)n_words * sizeof *mask);
     uint32_t *packed = malloc(rule_bytes);
     int bad = !mask || !packed;
     if (!bad && build_mask(mask, n_words, suppress, n_suppress, n_vocab))
-        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
-                       "cuda logits_greedy: a suppressed token outside [0, %d)", n_vocab);
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda %s: a suppressed token outside [0, %d)",
+                       op, n_vocab);
     for (int r = 0; !bad && r < n_rows; r++) {
         if (rules[r].n_ranges < 0 || rules[r].n_ranges > WC_LOGIT_MAX_RANGES) {
-            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda logits_greedy: %d ranges",
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda %s: %d ranges", op,
                            rules[r].n_ranges);
             break;
         }
         pack_rule(packed + (size_t)r * KERNEL_LOGITS_RULE_WORDS, &rules[r], n_vocab);
     }
     if (bad)
-        wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "cuda logits_greedy: out of memory");
+        wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "cuda %s: out of memory", op);
     size_t had = cs->scratch[CUDA_SCRATCH_LOGITS].bytes;
     /* mask | picks | rules | chunk records (rule_bytes is a multiple of 80: round the records
      * up to 8 bytes for their f64 sums) */
@@ -94,8 +97,9 @@ void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *
             mask = NULL;
         }
         cuda_upload(s, (void *)(uintptr_t)(base + mask_bytes + out_bytes), packed, rule_bytes);
-        const struct cuda_kernel *kp = cuda_kernel_get(s, CK_LOGITS, n_vocab, 0, 0);
-        const struct cuda_kernel *kk = cuda_kernel_get(s, CK_LOGITS_PICK, n_vocab, 0, 0);
+        const struct cuda_kernel *kp = cuda_kernel_get(s, k ? CK_TOPK : CK_LOGITS, n_vocab, k, 0);
+        const struct cuda_kernel *kk =
+            cuda_kernel_get(s, k ? CK_TOPK_PICK : CK_LOGITS_PICK, n_vocab, k, 0);
         CUdeviceptr po = base + mask_bytes, pl = dptr(logits);
         CUdeviceptr pr = base + mask_bytes + out_bytes, pm = base, pp = base + part_off;
         void *args[] = {&pp, &pl, &pr, &pm};
@@ -106,4 +110,20 @@ void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *
     }
     free(mask);
     free(packed);
+}
+
+void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                        const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                        int n_rows, int n_vocab) {
+    run(s, "logits_greedy", out, logits, rules, suppress, n_suppress, n_rows, n_vocab, 0);
+}
+
+void cuda_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                      const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                      int n_rows, int n_vocab, int k) {
+    if (k < 1) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda logits_topk: k %d", k);
+        return;
+    }
+    run(s, "logits_topk", out, logits, rules, suppress, n_suppress, n_rows, n_vocab, k);
 }

@@ -61,7 +61,10 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_attention_combine(sm, ht, ct / ht)) |
                add(list, &n, gen_attention_scores(sm, ht, ct / ht)) |
                add(list, &n, gen_logits_part(sm, hp->n_vocab)) |
-               add(list, &n, gen_logits_pick(sm, hp->n_vocab));
+               add(list, &n, gen_logits_pick(sm, hp->n_vocab)) |
+               /* beam search, the CLI's 5 beams */
+               add(list, &n, gen_logits_topk_part(sm, hp->n_vocab, 6)) |
+               add(list, &n, gen_logits_topk_pick(sm, hp->n_vocab, 6));
     /* decoder steps (<= 8 rows): projections (none for k and the logits, bias for q/v, bias +
      * residual for out/fc2, bias + GELU for fc1), and cross-attention per lane */
     const int GB = KERNEL_GEMV_BIAS, GG = KERNEL_GEMV_GELU, GA = KERNEL_GEMV_ACCUMULATE;

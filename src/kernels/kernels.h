@@ -136,6 +136,18 @@ char *gen_gemv_f16(int sm, int k_in, int flags);
 char *gen_logits_part(int sm, int n_vocab);
 char *gen_logits_pick(int sm, int n_vocab);
 
+/* backend.h's `logits_topk` (beam search), the same layout with K candidates:
+ *   logits_topk_part_v<V>_k<K>(part, logits, rules, mask), grid (n_rows, P) x
+ *   KERNEL_LOGITS_THREADS, record (r, p) at part + (r P + p) (24 + 16 K) bytes (layout:
+ *   src/kernels/logits_topk.c);
+ *   logits_topk_pick_v<V>_k<K>(out, part, rules), grid n_rows x 32: out [n_rows][K] of
+ *   {u32 token, f32 logprob}, descending (a row with fewer than K unmasked tokens: the rest
+ *   token 0, -inf). K <= KERNEL_LOGITS_MAX_TOPK. */
+#define KERNEL_LOGITS_MAX_TOPK       17
+#define KERNEL_LOGITS_TOPK_RECORD(k) (24 + 16 * (k))
+char *gen_logits_topk_part(int sm, int n_vocab, int k);
+char *gen_logits_topk_pick(int sm, int n_vocab, int k);
+
 /* One generated kernel of a model. */
 struct kernel_src {
     char name[64]; /* the .entry name, also the file name in `whisper-c ptx` */

@@ -58,18 +58,6 @@ static void pick(struct ptx_kernel *k, struct ptx_reg out, struct ptx_reg tb, in
     ptx_ins(k, "st.global.f32 [%s+4], %s", out.s, lpf.s);
 }
 
-/* f64 sum over the warp (butterfly: every lane gets it, in the same order for every row). */
-static void warp_sum_f64(struct ptx_kernel *k, struct ptx_reg v) {
-    struct ptx_reg lo = ptx_reg(k, PTX_B32), hi = ptx_reg(k, PTX_B32), t = ptx_reg(k, PTX_F64);
-    for (int d = 16; d >= 1; d /= 2) {
-        ptx_ins(k, "mov.b64 {%s, %s}, %s", lo.s, hi.s, v.s);
-        ptx_ins(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1", lo.s, lo.s, d);
-        ptx_ins(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1", hi.s, hi.s, d);
-        ptx_ins(k, "mov.b64 %s, {%s, %s}", t.s, lo.s, hi.s);
-        ptx_ins(k, "add.f64 %s, %s, %s", v.s, v.s, t.s);
-    }
-}
-
 /* One part (text or timestamps) over the warp's records: max_p, idx_p, rest_p (this lane's
  * record) in; M, its first column I and the part's rest, every lane, out. */
 static void join_part(struct ptx_kernel *k, struct ptx_reg max_p, struct ptx_reg idx_p,
@@ -95,7 +83,7 @@ static void join_part(struct ptx_kernel *k, struct ptx_reg max_p, struct ptx_reg
     ptx_ins(k, "@%s add.f64 %s, %s, 0d3FF0000000000000", p.s, rest.s, rest.s);
     ptx_ins(k, "mul.f64 %s, %s, %s", rest.s, rest.s, w.s);
     ptx_ins(k, "@!%s mov.f64 %s, 0d0000000000000000", has.s, rest.s);
-    warp_sum_f64(k, rest);
+    lg_warp_sum_f64(k, rest);
 }
 
 char *gen_logits_pick(int sm, int n_vocab) {

@@ -75,6 +75,18 @@ void lg_block_argmax(struct ptx_kernel *k, struct ptx_reg v, struct ptx_reg i, c
     }
 }
 
+/* f64 sum over the warp (butterfly: every lane gets it, in the same order for every row). */
+void lg_warp_sum_f64(struct ptx_kernel *k, struct ptx_reg v) {
+    struct ptx_reg lo = ptx_reg(k, PTX_B32), hi = ptx_reg(k, PTX_B32), t = ptx_reg(k, PTX_F64);
+    for (int d = 16; d >= 1; d /= 2) {
+        ptx_ins(k, "mov.b64 {%s, %s}, %s", lo.s, hi.s, v.s);
+        ptx_ins(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1", lo.s, lo.s, d);
+        ptx_ins(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1", hi.s, hi.s, d);
+        ptx_ins(k, "mov.b64 %s, {%s, %s}", t.s, lo.s, hi.s);
+        ptx_ins(k, "add.f64 %s, %s, %s", v.s, v.s, t.s);
+    }
+}
+
 /* Block-wide f64 sum; every thread gets it. Slots: shared f64 [LG_WARPS] at `slots`. */
 void lg_block_sum_f64(struct ptx_kernel *k, struct ptx_reg v, const char *slots,
                       struct ptx_reg warp, struct ptx_reg lane0) {

@@ -37,6 +37,8 @@ void lg_block_argmax(struct ptx_kernel *k, struct ptx_reg v, struct ptx_reg i, c
 /* Block-wide f64 sum; every thread gets it. Slots: shared f64 [LG_WARPS] at `slots`. */
 void lg_block_sum_f64(struct ptx_kernel *k, struct ptx_reg v, const char *slots,
                       struct ptx_reg warp, struct ptx_reg lane0);
+/* f64 sum over the warp (butterfly: every lane gets it, in the same order for every row). */
+void lg_warp_sum_f64(struct ptx_kernel *k, struct ptx_reg v);
 /* x = the masked logit at column i (addr its address): -inf when suppressed, in a range or
  * past the row (i >= V: nothing read). */
 void lg_masked_load(struct ptx_kernel *k, struct ptx_reg x, struct ptx_reg addr, struct ptx_reg i,

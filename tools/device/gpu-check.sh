@@ -121,7 +121,7 @@ stage_compare() {
     compare_jfk tiny.en || rc=1
     compare_jfk base || rc=1
     # The CPU's golden checks, unchanged, on the GPU (criteria in tests/check_transcripts.py).
-    for t in devset_tiny.en words_tiny.en devset_base longform_tiny.en; do
+    for t in devset_tiny.en words_tiny.en devset_base longform_tiny.en beam5_tiny.en; do
         # 130 s each keeps the stage inside one 10-minute call; the CPU takes far longer
         if WHISPERC_TEST_DEVICE=cuda timeout 130 meson test -C "$B" --no-rebuild \
             --print-errorlogs "$t"; then
