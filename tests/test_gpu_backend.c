@@ -769,8 +769,33 @@ static void test_logits_greedy(struct pair *p, int n_rows, int n_vocab, int n_su
     printf("logits_greedy %d rows of %d, suppress every %d%s: %s\n", n_rows, n_vocab, n_sup_step,
            special ? ", confident and masked rows" : "", bad ? "NOT OK" : "OK");
     CHECK(bad == 0);
+    /* the same rows through logits_topk (beam search, 5 beams + 1), the special rows but the
+     * fully masked one (its order among -inf is the twin's own) */
+    int k = 6, n_top = n_rows * k;
+    struct wc_greedy_pick *tw = malloc((size_t)n_top * sizeof *tw);
+    struct wc_greedy_pick *tg = malloc((size_t)n_top * sizeof *tg);
+    memcpy(cpu, x, n * 4);
+    void *dx2 = gpu_copy(p, x, n * 4);
+    p->cpu->ops->logits_topk(p->cs, tw, cpu, rules, sup, n_sup, n_rows, n_vocab, k);
+    p->gpu->ops->logits_topk(p->gs, tg, dx2, rules, sup, n_sup, n_rows, n_vocab, k);
+    CHECK(wc_stream_sync(p->gs) == 0);
+    bad = 0;
+    for (int i = 0; i < n_top; i++) {
+        if (special && (i / k) % 4 == 3)
+            continue;
+        double d = fabs((double)tg[i].logprob - tw[i].logprob);
+        double tol = 1e-7 + 1e-5 * fabs(tw[i].logprob);
+        if (tg[i].token != tw[i].token || !(d <= tol || tg[i].logprob == tw[i].logprob))
+            if (bad++ < 5)
+                fprintf(stderr, "logits_topk row %d #%d: got (%d, %.9g), want (%d, %.9g)\n", i / k,
+                        i % k, tg[i].token, tg[i].logprob, tw[i].token, tw[i].logprob);
+    }
+    printf("logits_topk k %d, %d rows of %d%s: %s\n", k, n_rows, n_vocab,
+           special ? ", confident and masked rows" : "", bad ? "NOT OK" : "OK");
+    CHECK(bad == 0);
     p->gs->be->ops->release(p->gs, dx);
-    free(x), free(cpu), free(sup), free(rules), free(want), free(got);
+    p->gs->be->ops->release(p->gs, dx2);
+    free(x), free(cpu), free(sup), free(rules), free(want), free(got), free(tw), free(tg);
 }
 
 int main(void) {
