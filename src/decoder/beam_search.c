@@ -1,26 +1,25 @@
 /*
- * beam_search.c — openai-whisper decoding.py BeamSearchDecoder (update, finalize) over the
- * batched decoder. Beams are decoder sequences; keeping, dropping and duplicating them
- * permutes the decoder's slot table (decoder_reorder), never the KV cache.
+ * beam_search.c — see beam_search.h; and beam_search() (decode_window.h): the state machine
+ * over struct decoder, whose beams are decoder sequences: keeping, dropping and duplicating
+ * them permutes the decoder's slot table (decoder_reorder), never the KV cache.
  *
  * Scores are float32 sums as in the reference's sum_logprobs tensor; candidates are ranked by
  * a stable sort (Python's sorted(reverse=True) keeps insertion order among equal scores).
  */
+#include "decoder/beam_search.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
-#include "decoder/decode_window.h"
 #include "decoder/decoder.h"
-#include "decoder/hypothesis.h"
 #include "decoder/logit_filters.h"
 #include "libwhisperc.h"
-#include "model/model_file.h"
 #include "model/vocab.h"
 #include "util.h"
 
-struct cand {
+struct beam_cand {
     float score; /* sum of the source beam + lp */
     float lp;    /* log-probability of the token */
     int src;     /* source beam */
@@ -29,75 +28,76 @@ struct cand {
 };
 
 static int cmp_cand(const void *a, const void *b) {
-    const struct cand *x = a, *y = b;
+    const struct beam_cand *x = a, *y = b;
     if (x->score != y->score)
         return x->score > y->score ? -1 : 1;
     return x->order - y->order;
 }
 
-struct beams {
-    struct hyp_set cur, next, fin;
-    int n_fin;
-    struct cand *cands;
-    struct wc_greedy_pick *top; /* [G][G + 1]: each row's best tokens */
-};
-
-static void beams_free(struct beams *b) {
+void beam_free(struct beam_state *b) {
     hyp_set_free(&b->cur);
     hyp_set_free(&b->next);
     hyp_set_free(&b->fin);
     free(b->cands);
     free(b->top);
+    memset(b, 0, sizeof *b);
 }
 
-/* b->top: the G + 1 best (token, log-probability) of each of n_src rows, filtered after
- * beam j's tokens. host: the rows on the host (filtered, log-softmaxed and ranked here); NULL:
- * the step's rows in the decoder's backend memory, through the backend's logits_topk (the same
- * bits on the CPU; only the picks come back from a GPU). */
-static int rank_rows(struct beams *b, struct decoder *d, struct wc_stream *s,
-                     const struct decode_opts *o, int n_vocab, float *host, int n_src) {
-    int K = o->beam_size + 1, idx[WC_LOGIT_MAX_TOPK];
-    if (host) {
-        for (int j = 0; j < n_src; j++) {
-            float *row = host + (size_t)j * n_vocab;
-            const struct hyp *h = &b->cur.h[j];
-            logit_filters_apply(o->filters, row, h->tok, h->n);
-            wc_log_softmax(row, n_vocab);
-            wc_topk(row, n_vocab, K, idx);
-            for (int t = 0; t < K; t++)
-                b->top[j * K + t] = (struct wc_greedy_pick){idx[t], row[idx[t]]};
-        }
-        return 0;
+int beam_init(struct beam_state *b, const struct decode_opts *o, int n_initial, int n_ctx) {
+    int G = o->beam_size, cap = o->sample_len + 1;
+    /* round(beam_size * patience), Python's round: half to even */
+    int max_candidates = (int)nearbyint((double)G * (o->patience > 0 ? o->patience : 1.0));
+    if (max_candidates < 1)
+        max_candidates = 1;
+    int n_fin_cap = max_candidates > G ? max_candidates : G;
+    *b = (struct beam_state){.o = o,
+                             .G = G,
+                             .K = G + 1,
+                             .max_candidates = max_candidates,
+                             .n_initial = n_initial,
+                             .n_ctx = n_ctx};
+    b->cands = malloc((size_t)G * (G + 1) * sizeof *b->cands);
+    b->top = malloc((size_t)G * (G + 1) * sizeof *b->top);
+    if (!b->cands || !b->top || hyp_set_init(&b->cur, G, cap) || hyp_set_init(&b->next, G, cap) ||
+        hyp_set_init(&b->fin, n_fin_cap, cap)) {
+        beam_free(b);
+        return WHISPERC_ERR_NO_MEMORY;
     }
-    struct wc_logit_rule rules[WC_MAX_GROUP];
-    for (int j = 0; j < n_src; j++)
-        logit_filters_rule(o->filters, b->cur.h[j].tok, b->cur.h[j].n, &rules[j]);
-    s->be->ops->logits_topk(s, b->top, d->logits, rules, o->filters->suppress,
-                            o->filters->n_suppress, n_src, n_vocab, K);
-    return wc_stream_sync(s);
+    return 0;
 }
 
-/* BeamSearchDecoder.update for one step over n_src rows ranked by rank_rows (one per beam; the
- * first step has one, as every beam is still the prompt). src_of[g]: the beam new beam g
- * extends. */
-static void update(struct beams *b, const struct decode_opts *o, const struct wc_vocab *v,
-                   int n_src, int max_candidates, int *src_of) {
-    int G = o->beam_size, K = G + 1, nc = 0;
+void beam_rank_host(struct beam_state *b, int j, float *row, int n_vocab) {
+    int idx[WC_LOGIT_MAX_TOPK];
+    const struct hyp *h = &b->cur.h[j];
+    logit_filters_apply(b->o->filters, row, h->tok, h->n);
+    wc_log_softmax(row, n_vocab);
+    wc_topk(row, n_vocab, b->K, idx);
+    for (int t = 0; t < b->K; t++)
+        b->top[j * b->K + t] = (struct wc_greedy_pick){idx[t], row[idx[t]]};
+}
+
+void beam_rule(const struct beam_state *b, int j, struct wc_logit_rule *out) {
+    logit_filters_rule(b->o->filters, b->cur.h[j].tok, b->cur.h[j].n, out);
+}
+
+bool beam_update(struct beam_state *b, const struct wc_greedy_pick *top, int32_t eot) {
+    int G = b->G, K = b->K, nc = 0, n_src = beam_rows(b);
     for (int j = 0; j < n_src; j++) {
         const struct hyp *h = &b->cur.h[j];
         for (int t = 0; t < K; t++, nc++) {
-            const struct wc_greedy_pick *c = &b->top[j * K + t];
-            b->cands[nc] = (struct cand){(float)h->sum + c->logprob, c->logprob, j, nc, c->token};
+            const struct wc_greedy_pick *c = &top[j * K + t];
+            b->cands[nc] =
+                (struct beam_cand){(float)h->sum + c->logprob, c->logprob, j, nc, c->token};
         }
     }
     qsort(b->cands, (size_t)nc, sizeof *b->cands, cmp_cand);
     int saved = 0;
     for (int i = 0; i < nc && saved < G; i++) {
-        const struct cand *c = &b->cands[i];
+        const struct beam_cand *c = &b->cands[i];
         const struct hyp *from = &b->cur.h[c->src];
-        if (c->token == v->eot) {
+        if (c->token == eot) {
             /* newly finished, best first; kept while the candidate list has room */
-            if (b->n_fin < max_candidates) {
+            if (b->n_fin < b->max_candidates) {
                 struct hyp *f = &b->fin.h[b->n_fin++];
                 hyp_copy(f, from);
                 f->sum = c->score;
@@ -110,16 +110,21 @@ static void update(struct beams *b, const struct decode_opts *o, const struct wc
         nh->tok[nh->n] = c->token;
         nh->lp[nh->n++] = c->lp;
         nh->sum = c->score;
-        src_of[saved++] = c->src;
+        b->src_of[saved++] = c->src;
     }
+    for (int g = saved; g < G; g++) /* not reached with G + 1 picks a row; kept defined */
+        b->src_of[g] = g < n_src ? g : 0;
     struct hyp_set t = b->cur;
     b->cur = b->next;
     b->next = t;
+    int i = b->i_step++;
+    return b->n_fin >= b->max_candidates || b->n_initial + i + 1 > b->n_ctx ||
+           i + 1 >= b->o->sample_len;
 }
 
 /* BeamSearchDecoder.finalize: too few finished, so the best unfinished beams join. */
-static void finalize(struct beams *b, int G) {
-    int order[WC_MAX_GROUP];
+static void finalize(struct beam_state *b) {
+    int G = b->G, order[WC_MAX_GROUP];
     for (int i = 0; i < G; i++)
         order[i] = i;
     /* descending sum; equal sums: the higher index first, as reversed np.argsort */
@@ -133,51 +138,61 @@ static void finalize(struct beams *b, int G) {
         hyp_copy(&b->fin.h[b->n_fin++], &b->cur.h[order[i]]);
 }
 
+void beam_result(struct beam_state *b, struct decode_result *r) {
+    finalize(b);
+    const struct hyp *best = &b->fin.h[hyp_rank(b->fin.h, b->n_fin, b->o->length_penalty)];
+    memcpy(r->tokens, best->tok, (size_t)best->n * sizeof *r->tokens);
+    memcpy(r->logprobs, best->lp, (size_t)best->n * sizeof *r->logprobs);
+    r->n_tokens = best->n;
+    r->sum_logprob = best->sum;
+}
+
+/* b->top from the decoder's n_src rows: on the host (host != NULL) or, where the backend
+ * ranks rows itself, through logits_topk on the step's rows in backend memory (the same bits
+ * on the CPU; only the picks come back from a GPU). */
+static int rank_rows(struct beam_state *b, struct decoder *d, struct wc_stream *s, int n_vocab,
+                     float *host, int n_src) {
+    if (host) {
+        for (int j = 0; j < n_src; j++)
+            beam_rank_host(b, j, host + (size_t)j * n_vocab, n_vocab);
+        return 0;
+    }
+    struct wc_logit_rule rules[WC_MAX_GROUP];
+    for (int j = 0; j < n_src; j++)
+        beam_rule(b, j, &rules[j]);
+    const struct logit_filters *f = b->o->filters;
+    s->be->ops->logits_topk(s, b->top, d->logits, rules, f->suppress, f->n_suppress, n_src, n_vocab,
+                            b->K);
+    return wc_stream_sync(s);
+}
+
 int beam_search(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v,
                 const struct decode_opts *o, float *logits, int n_initial,
                 struct decode_result *r) {
-    int G = o->beam_size, n_ctx = d->hp->n_text_ctx, cap = o->sample_len + 1;
-    /* round(beam_size * patience), Python's round: half to even */
-    int max_candidates = (int)nearbyint((double)G * (o->patience > 0 ? o->patience : 1.0));
-    if (max_candidates < 1)
-        max_candidates = 1;
-    int n_fin_cap = max_candidates > G ? max_candidates : G;
-    struct beams b = {0};
-    int rc = WHISPERC_ERR_NO_MEMORY;
-    b.cands = malloc((size_t)G * (G + 1) * sizeof *b.cands);
-    b.top = malloc((size_t)G * (G + 1) * sizeof *b.top);
-    if (!b.cands || !b.top || hyp_set_init(&b.cur, G, cap) || hyp_set_init(&b.next, G, cap) ||
-        hyp_set_init(&b.fin, n_fin_cap, cap))
-        goto out;
-    rc = 0;
+    struct beam_state b;
+    int G = o->beam_size, rc = beam_init(&b, o, n_initial, d->hp->n_text_ctx);
+    if (rc)
+        return rc;
     /* a step's logits stay in backend memory where the backend ranks them itself */
     bool on_backend = s->be->ops->logits_topk != NULL;
-    for (int i = 0; i < o->sample_len; i++) {
-        if (i > 0) {
+    for (bool ended = o->sample_len <= 0; !ended;) {
+        if (b.i_step > 0) {
             int32_t last[WC_MAX_GROUP];
             for (int g = 0; g < G; g++)
-                last[g] = b.cur.h[g].tok[b.cur.h[g].n - 1];
+                last[g] = beam_last(&b, g);
             r->n_steps++;
             if ((rc = decoder_step(d, s, last, G, on_backend ? NULL : logits)))
                 goto out;
         }
         /* the first step: the prompt's row, on the host */
-        float *host = i == 0 || !on_backend ? logits : NULL;
-        if ((rc = rank_rows(&b, d, s, o, v->n_vocab, host, i == 0 ? 1 : G)))
+        float *host = b.i_step == 0 || !on_backend ? logits : NULL;
+        if ((rc = rank_rows(&b, d, s, v->n_vocab, host, beam_rows(&b))))
             goto out;
-        int src_of[WC_MAX_GROUP];
-        update(&b, o, v, i == 0 ? 1 : G, max_candidates, src_of);
-        decoder_reorder(d, src_of, G);
-        if (b.n_fin >= max_candidates || n_initial + i + 1 > n_ctx)
-            break;
+        ended = beam_update(&b, b.top, v->eot);
+        decoder_reorder(d, b.src_of, G);
     }
-    finalize(&b, G);
-    const struct hyp *best = &b.fin.h[hyp_rank(b.fin.h, b.n_fin, o->length_penalty)];
-    memcpy(r->tokens, best->tok, (size_t)best->n * sizeof *r->tokens);
-    memcpy(r->logprobs, best->lp, (size_t)best->n * sizeof *r->logprobs);
-    r->n_tokens = best->n;
-    r->sum_logprob = best->sum;
+    beam_result(&b, r);
 out:
-    beams_free(&b);
+    beam_free(&b);
     return rc;
 }

@@ -1,7 +1,7 @@
 /*
  * hypothesis.h — candidate token sequences of one window's decoding (beams, best_of samples),
- * and openai-whisper's MaximumLikelihoodRanker that picks the final one. Private to
- * decode_window.c and beam_search.c.
+ * and openai-whisper's MaximumLikelihoodRanker that picks the final one. Private to the
+ * decoder (decode_window.c, beam_search.c, decode_batch.c).
  */
 #ifndef WC_HYPOTHESIS_H
 #define WC_HYPOTHESIS_H
