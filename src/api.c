@@ -125,7 +125,7 @@ static uint64_t model_memory_bytes(const struct wc_model_file *f) {
 
 #ifdef WC_HAVE_CUDA
 static uint64_t state_memory_bytes(const struct wc_hparams *hp, int n_group, int n_windows,
-                                   int n_lanes);
+                                   int n_lanes, int lane_group);
 
 /* AUTO: the weights fitting is not enough. A GPU that cannot also hold a decoding state (five
  * sequences, the CLI's default beam, one window, a batch of one) would fail every transcription,
@@ -139,7 +139,7 @@ static int state_fits(struct whisperc_model *m, char *err, size_t err_size) {
         wc_errf(err, err_size, "cannot create a stream");
         return rc;
     }
-    void *p = op->alloc(s, state_memory_bytes(&m->file->hp, 5, 1, 1));
+    void *p = op->alloc(s, state_memory_bytes(&m->file->hp, 5, 1, 1, 1));
     rc = s->err;
     if (rc)
         wc_errf(err, err_size, "%s", s->errmsg);
@@ -255,27 +255,27 @@ static int default_threads(void) {
 }
 
 /* What a state with room for n_group sequences, n_windows encoder windows and n_lanes batch
- * lanes (0: none) allocates: encoder and decoder activations and caches, the encoder output,
- * the batch decoder. */
+ * lanes in groups of lane_group (0: none) allocates: encoder and decoder activations and
+ * caches, the encoder output, the batch decoder. */
 static uint64_t state_memory_bytes(const struct wc_hparams *hp, int n_group, int n_windows,
-                                   int n_lanes) {
+                                   int n_lanes, int lane_group) {
     return encoder_memory_bytes(hp, n_windows) + decoder_memory_bytes(hp, n_group) +
            (uint64_t)n_windows * hp->n_audio_ctx * hp->n_audio_state * sizeof(float) +
-           api_batch_memory_bytes(hp, n_lanes);
+           api_batch_memory_bytes(hp, n_lanes, lane_group);
 }
 
 int api_state_budget_check(const struct whisperc_model *m, const whisperc_state *st, int n_group,
-                           int n_windows, int n_lanes, char *err, size_t err_size) {
+                           int n_windows, int n_lanes, int lane_group, char *err, size_t err_size) {
     if (strcmp(m->be->ops->name, "cpu") != 0 || m->max_memory_bytes < 0)
         return 0;
     const struct wc_hparams *hp = &m->file->hp;
-    uint64_t need = state_memory_bytes(hp, n_group, n_windows, n_lanes);
+    uint64_t need = state_memory_bytes(hp, n_group, n_windows, n_lanes, lane_group);
     uint64_t model = model_memory_bytes(m->file);
     if (m->max_memory_bytes > 0) {
         need += model;
     } else if (st) {
-        uint64_t now =
-            state_memory_bytes(hp, st->dec.n_group_max, st->enc.n_windows, st->db.n_lanes);
+        uint64_t now = state_memory_bytes(hp, st->dec.n_group_max, st->enc.n_windows,
+                                          st->db.n_lanes, st->db.group);
         need = need > now ? need - now : 0;
     }
     char state[160], what[240];
@@ -284,7 +284,10 @@ int api_state_budget_check(const struct whisperc_model *m, const whisperc_state 
     if (n_windows > 1)
         snprintf(state + strlen(state), sizeof state - strlen(state), " and %d encoder windows",
                  n_windows);
-    if (n_lanes > 0)
+    if (n_lanes > 0 && lane_group > 1)
+        snprintf(state + strlen(state), sizeof state - strlen(state),
+                 " and a batch of %d with %d beams each", n_lanes / lane_group, lane_group);
+    else if (n_lanes > 0)
         snprintf(state + strlen(state), sizeof state - strlen(state), " and a batch of %d",
                  n_lanes);
     if (m->max_memory_bytes > 0)
@@ -301,7 +304,7 @@ int api_encoder_reserve(whisperc_state *st, int n_windows) {
     const struct wc_hparams *hp = &st->m->file->hp;
     const struct wc_backend_ops *op = st->s->be->ops;
     if (api_state_budget_check(st->m, st, st->dec.n_group_max, n_windows, st->db.n_lanes,
-                               st->errmsg, sizeof st->errmsg))
+                               st->db.group, st->errmsg, sizeof st->errmsg))
         return WHISPERC_ERR_NO_MEMORY;
     if (wc_stream_sync(st->s)) /* an earlier failure: the stream does nothing more */
         return api_fail(st, st->s->err, "%s", st->s->errmsg);
@@ -377,7 +380,7 @@ whisperc_status whisperc_state_new_v2(const whisperc_model *m, whisperc_state **
         wc_errf(errbuf, errbuf_size, "whisperc_state_new: model and out must not be NULL");
         return WHISPERC_ERR_INVALID_ARG;
     }
-    if (api_state_budget_check(m, NULL, 1, 1, 0, errbuf, errbuf_size))
+    if (api_state_budget_check(m, NULL, 1, 1, 0, 0, errbuf, errbuf_size))
         return WHISPERC_ERR_NO_MEMORY;
     struct whisperc_state *st = calloc(1, sizeof *st);
     if (!st) {
@@ -802,8 +805,8 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     if (!rc)
         rc = api_state_ready(st);
     if (!rc && !det && n_group > st->dec.n_group_max &&
-        api_state_budget_check(st->m, st, n_group, st->enc.n_windows, st->db.n_lanes, st->errmsg,
-                               sizeof st->errmsg))
+        api_state_budget_check(st->m, st, n_group, st->enc.n_windows, st->db.n_lanes, st->db.group,
+                               st->errmsg, sizeof st->errmsg))
         rc = WHISPERC_ERR_NO_MEMORY;
     if (!rc)
         rc = api_set_threads(st, p.n_threads);

@@ -87,24 +87,30 @@ static bool on_window(void *user, int n_new, int percent) {
     return p->abort_fn && p->abort_fn(p->abort_user_data);
 }
 
-uint64_t api_batch_memory_bytes(const struct wc_hparams *hp, int n_lanes) {
-    if (n_lanes < 1)
+uint64_t api_batch_memory_bytes(const struct wc_hparams *hp, int n_lanes, int group) {
+    if (n_lanes < 1 || group < 1)
         return 0;
     /* the batch decoder's buffers, then decode_batch's host logits (a prompt's two rows; a
-     * step's picks come back through logits_greedy) */
-    return decoder_batch_bytes(hp, n_lanes) + 2 * (uint64_t)hp->n_vocab * sizeof(float);
+     * step's picks come back through logits_greedy / logits_topk) */
+    return decoder_batch_bytes(hp, n_lanes, group) + 2 * (uint64_t)hp->n_vocab * sizeof(float);
 }
 
-/* The batch decoder with room for p->batch_size lanes, or fewer: when its buffers are refused
- * (the memory budget, or the stream's allocation failing with WHISPERC_ERR_NO_MEMORY, as a GPU
- * arena does when device memory runs out), the size is halved down to 1, with a warning. A
- * size refused once is not tried again on this state. */
+/* Decoder lanes per window: a beam search's beams */
+static int lane_group(const struct whisperc_full_params *p) {
+    return p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p->beam_size : 1;
+}
+
+/* The batch decoder with room for p->batch_size windows (lane_group(p) lanes each), or fewer:
+ * when its buffers are refused (the memory budget, or the stream's allocation failing with
+ * WHISPERC_ERR_NO_MEMORY, as a GPU arena does when device memory runs out), the number of
+ * windows is halved down to 1, with a warning. A number of lanes refused once is not tried
+ * again on this state. */
 static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p) {
     const struct whisperc_model *m = st->m;
-    int B = p->batch_size;
-    while (st->n_lanes_refused && B >= st->n_lanes_refused && B > 1)
+    int B = p->batch_size, G = lane_group(p);
+    while (st->n_lanes_refused && B * G >= st->n_lanes_refused && B > 1)
         B /= 2;
-    if (st->db.n_lanes == B)
+    if (st->db.n_lanes == B * G && st->db.group == G)
         return 0;
     if (wc_stream_sync(st->s)) /* an earlier failure: the stream does nothing more */
         return api_fail(st, st->s->err, "%s", st->s->errmsg);
@@ -112,10 +118,10 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
         char why[256] = "";
         decoder_batch_free(&st->db, st->s);
         int rc = 0;
-        if (api_state_budget_check(m, st, st->dec.n_group_max, st->enc.n_windows, B, why,
+        if (api_state_budget_check(m, st, st->dec.n_group_max, st->enc.n_windows, B * G, G, why,
                                    sizeof why))
             rc = WHISPERC_ERR_NO_MEMORY;
-        else if ((rc = decoder_batch_init(&st->db, st->s, &m->file->hp, &m->w, B)))
+        else if ((rc = decoder_batch_init(&st->db, st->s, &m->file->hp, &m->w, B * G, G)))
             snprintf(why, sizeof why, "%s", st->s->errmsg);
         if (!rc)
             return 0;
@@ -125,7 +131,7 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
          * error (decoder_batch_init queues no work), and nothing of it stays allocated. */
         st->s->err = 0;
         st->s->errmsg[0] = '\0';
-        st->n_lanes_refused = B;
+        st->n_lanes_refused = B * G;
         api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
                 "batch of %d does not fit in memory (%s); using %d", B, why, B / 2);
         B /= 2;
@@ -135,7 +141,7 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
 bool api_single_batched(const whisperc_state *st, const struct whisperc_full_params *p) {
     const char *env = getenv("WHISPERC_DECODER");
     if (!transcribe_batch_supported(p) || (env && !strcmp(env, "single")) ||
-        st->n_lanes_refused == 1)
+        (st->n_lanes_refused && st->n_lanes_refused <= lane_group(p)))
         return false;
     return (env && !strcmp(env, "batch")) || st->s->be->ops->step_graph_begin != NULL;
 }
@@ -152,7 +158,8 @@ static int given_mel(void *user, int i, struct mel_spec *out, char *err, size_t 
 int api_transcribe_one_batched(whisperc_state *st, const struct whisperc_full_params *p,
                                struct transcribe_ctx *t, struct mel_spec *mel,
                                struct wc_transcript *out) {
-    if (st->db.n_lanes < 1) { /* a batch's lanes, if there are some, serve as they are */
+    /* a batch's lanes, if there are some of the right group, serve as they are */
+    if (st->db.n_lanes < 1 || st->db.group != lane_group(p)) {
         if (wc_stream_sync(st->s))
             return api_fail(st, st->s->err, "%s", st->s->errmsg);
         struct whisperc_full_params one = *p;
@@ -164,7 +171,7 @@ int api_transcribe_one_batched(whisperc_state *st, const struct whisperc_full_pa
             st->s->err = 0;
             st->s->errmsg[0] = '\0';
             st->errmsg[0] = '\0';
-            st->n_lanes_refused = 1;
+            st->n_lanes_refused = lane_group(p);
             return rc;
         }
         if (rc)
@@ -240,7 +247,7 @@ static int min_pass(const whisperc_state *st, int windows) {
         return atoi(env) > 0 ? atoi(env) : 1;
     if (!st->s->be->ops->linear_merge_windows)
         return 1;
-    int n = st->db.n_lanes / 8;
+    int n = st->db.n_lanes / st->db.group / 8;
     return n < 1 ? 1 : n > windows ? windows : n;
 }
 
@@ -257,7 +264,8 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
     int cap = st->s->be->ops->linear_merge_windows ? ENCODER_MAX_WINDOWS : 2;
     /* fewer windows when the budget refuses them (a refusal allocates nothing; one window is
      * always there), as the lanes above */
-    int w = st->db.n_lanes < cap ? st->db.n_lanes : cap;
+    int slots = st->db.n_lanes / st->db.group;
+    int w = slots < cap ? slots : cap;
     while (st->n_windows_refused && w >= st->n_windows_refused && w > 1)
         w /= 2;
     for (; w > st->enc.n_windows; w /= 2) {
@@ -274,7 +282,7 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
         rc = 0;
     }
     struct mel_source ms = {st, p, pcm, n_samples, NULL};
-    rc = start_prefetch(&ms, n, st->db.n_lanes);
+    rc = start_prefetch(&ms, n, slots);
     if (rc)
         return api_fail(st, rc, "out of memory for the log-Mel prefetcher");
     struct batch_source src = {n, input_mel, &ms};

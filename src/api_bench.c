@@ -279,7 +279,7 @@ whisperc_status wc_bench_batch_steps(whisperc_state *st, int n_lanes, int n_toke
     if (rc)
         return bench_fail(st, rc, "encoder");
     struct decoder_batch db;
-    rc = decoder_batch_init(&db, s, hp, &st->m->w, n_lanes);
+    rc = decoder_batch_init(&db, s, hp, &st->m->w, n_lanes, 1);
     if (rc)
         return bench_fail(st, rc, "batch decoder");
     rc = batch_steps(st, &db, n_lanes, n_tokens, out);

@@ -11,7 +11,8 @@
  * GPU uses; WHISPERC_MEL_PREFETCH), and its lanes wait for three to need a window before an
  * encoder pass (as on a GPU; WHISPERC_ENCODE_MIN_PASS). whisperc_full through the batch
  * decoder with one lane (a GPU's path, WHISPERC_DECODER=batch) gives the same results as the
- * single decoder. Skips (77)
+ * single decoder. Beam search (5 beams) batched and through the batch decoder alone gives
+ * the same results as whisperc_full's own beam search too. Skips (77)
  * without ../shared. `test_batch quick`: 5 clips and a shorter long input, batch size 3 (for
  * sanitizer builds).
  */
@@ -130,11 +131,11 @@ static int compare(whisperc_state *st, struct whisperc_full_params *fp, const fl
         CHECK(whisperc_full(st, fp, pcm[i], n[i]) == WHISPERC_OK);
         take_result(st, &alone[i]);
     }
-    /* whisperc_full through the batch decoder, one lane (a GPU's way: its steps replay as
-     * graphs); the first time only */
-    static bool single_checked;
-    if (!single_checked) {
-        single_checked = true;
+    /* whisperc_full through the batch decoder, one window (a GPU's way: its steps replay as
+     * graphs); the first time for each strategy only */
+    static bool single_checked[2];
+    if (!single_checked[fp->strategy == WHISPERC_SAMPLING_BEAM_SEARCH]) {
+        single_checked[fp->strategy == WHISPERC_SAMPLING_BEAM_SEARCH] = true;
         setenv("WHISPERC_DECODER", "batch", 1);
         int ok = 1;
         for (int i = 0; i < N_INPUTS; i++) {
@@ -372,6 +373,14 @@ int main(int argc, char **argv) {
                   "logprob_threshold -0.15, T 0 and 0.4") > 0);
 
     test_schedule(st, in, n);
+
+    /* beam search (5 beams, the CLI's default): each window's beams are 5 lanes of the batch
+     * decoder, the windows of several inputs stepped together; fallbacks at T > 0 (best_of 5)
+     * alone, on the state's decoder */
+    fp = whisperc_full_default_params(WHISPERC_SAMPLING_BEAM_SEARCH);
+    fp.language = "en";
+    const int beam_sizes[] = {3}, beam_quick[] = {2};
+    compare(st, &fp, in, n, quick ? beam_quick : beam_sizes, 1, "beam search 5");
 
     /* bad calls: no inputs, a bad batch size, a bad input named */
     fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);

@@ -251,11 +251,9 @@ static void say_plan(const struct batch_config *c, const struct session *s,
         ERR("%d worker(s) x %d thread(s)\n", c->jobs, c->n_threads);
     struct whisperc_full_params fp;
     cli_full_params(&c->o, &fp);
-    bool greedy = fp.strategy == WHISPERC_SAMPLING_GREEDY && fp.temperatures[0] == 0.0f;
     if (r->n_todo && c->o.batch_size > 1 &&
-        !(greedy && !fp.word_timestamps && !fp.max_len && !fp.vad))
-        ERR("--batch-size: only greedy decoding (-bs 1) without -wt, -ml or --vad is batched; "
-            "these items run one by one\n");
+        (fp.temperatures[0] != 0.0f || fp.word_timestamps || fp.max_len || fp.vad))
+        ERR("--batch-size: -wt, -ml and --vad are not batched; these items run one by one\n");
 }
 
 /* The exit status after a run, with the closing line. */

@@ -1,7 +1,8 @@
 /*
- * decode_batch.c — see decode_batch.h. Each lane runs decode_window's greedy loop
- * (sample_group with one sequence) one step at a time; the steps of all running lanes share
- * one decoder_batch_step.
+ * decode_batch.c — see decode_batch.h. A greedy slot runs decode_window's greedy loop
+ * (sample_group with one sequence) one step at a time in its group's first lane; a beam slot
+ * runs beam_search.h's state machine over its group's lanes. The steps of all running slots
+ * share one decoder_batch_step.
  */
 #include "decoder/decode_batch.h"
 
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "decoder/beam_search.h"
 #include "decoder/decoder_batch.h"
 #include "decoder/hypothesis.h"
 #include "decoder/logit_filters.h"
@@ -17,88 +19,116 @@
 #include "model/vocab.h"
 #include "util.h"
 
-enum lane_state { LANE_FREE = 0, LANE_RUNNING, LANE_ENDED };
+enum slot_state { SLOT_FREE = 0, SLOT_RUNNING, SLOT_ENDED };
 
-struct decode_batch_lane {
-    enum lane_state state;
+struct decode_batch_slot {
+    enum slot_state state;
     const struct decode_opts *o;
-    struct hyp_set hs; /* one hypothesis, of o->sample_len + 1 tokens */
+    bool beams;           /* o->beam_size > 0: bs, over the group's lanes */
+    struct hyp_set hs;    /* greedy: one hypothesis, of o->sample_len + 1 tokens */
+    struct beam_state bs; /* beams */
     struct decode_result r;
     int n_initial;
-    int i_step; /* the next token's index in this window: sample_group's i */
+    int i_step; /* greedy: the next token's index in this window (sample_group's i) */
 };
 
 int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct wc_stream *s,
                       const struct wc_vocab *v) {
     size_t B = (size_t)db->n_lanes, n_ctx = (size_t)db->hp->n_text_ctx;
+    size_t K = (size_t)db->group + 1;
     *d = (struct decode_batch){
         .db = db,
         .s = s,
         .v = v,
-        .lanes = calloc(B, sizeof *d->lanes),
+        .n_slots = db->n_lanes / db->group,
+        .slots = calloc(B / (size_t)db->group, sizeof *d->slots),
         .logits = malloc(2 * (size_t)v->n_vocab * sizeof *d->logits),
         .seq = malloc((2 * n_ctx + 8) * sizeof *d->seq),
         .last = malloc(B * sizeof *d->last),
         .ids = malloc(B * sizeof *d->ids),
+        .src = malloc(B * sizeof *d->src),
         .pick = malloc(B * sizeof *d->pick),
+        .top = malloc(B * K * sizeof *d->top),
         .lf = malloc(B * sizeof *d->lf),
         .hk = malloc(B * sizeof *d->hk),
+        .rules = malloc(B * sizeof *d->rules),
     };
-    if (!d->lanes || !d->logits || !d->seq || !d->last || !d->ids || !d->pick || !d->lf || !d->hk) {
+    if (!d->slots || !d->logits || !d->seq || !d->last || !d->ids || !d->src || !d->pick ||
+        !d->top || !d->lf || !d->hk || !d->rules) {
         decode_batch_free(d);
         return WHISPERC_ERR_NO_MEMORY;
     }
     return 0;
 }
 
+static void slot_clear(struct decode_batch_slot *sl) {
+    hyp_set_free(&sl->hs);
+    beam_free(&sl->bs);
+    decode_result_free(&sl->r);
+}
+
 void decode_batch_free(struct decode_batch *d) {
-    if (d->lanes)
-        for (int k = 0; k < d->db->n_lanes; k++) {
-            hyp_set_free(&d->lanes[k].hs);
-            decode_result_free(&d->lanes[k].r);
-        }
-    free(d->lanes), free(d->logits), free(d->seq), free(d->last), free(d->ids), free(d->pick);
-    free(d->lf), free(d->hk);
+    for (int k = 0; d->slots && k < d->n_slots; k++)
+        slot_clear(&d->slots[k]);
+    free(d->slots), free(d->logits), free(d->seq), free(d->last), free(d->ids), free(d->src);
+    free(d->pick), free(d->top), free(d->lf), free(d->hk), free(d->rules);
     memset(d, 0, sizeof *d);
 }
 
-/* Step i_step of one lane with its chosen token, as one iteration of sample_group at T = 0. */
-static void take(struct decode_batch_lane *ln, const struct wc_vocab *v, int n_ctx, int next,
+/* Step i_step of a greedy slot with its chosen token, as one iteration of sample_group at
+ * T = 0. */
+static void take(struct decode_batch_slot *sl, const struct wc_vocab *v, int n_ctx, int next,
                  float lp) {
-    struct hyp *h = ln->hs.h;
+    struct hyp *h = sl->hs.h;
     h->sum += lp;
     if (next == v->eot) {
         h->done = true;
-        ln->state = LANE_ENDED;
+        sl->state = SLOT_ENDED;
         return;
     }
     h->tok[h->n] = next;
     h->lp[h->n++] = lp;
-    if (ln->n_initial + ln->i_step + 1 > n_ctx || ln->i_step + 1 >= ln->o->sample_len)
-        ln->state = LANE_ENDED;
-    ln->i_step++;
+    if (sl->n_initial + sl->i_step + 1 > n_ctx || sl->i_step + 1 >= sl->o->sample_len)
+        sl->state = SLOT_ENDED;
+    sl->i_step++;
+}
+
+/* A beam slot's update from its rows' picks; its lanes' histories follow the beams. */
+static void beam_take(struct decode_batch *d, int k, const struct wc_greedy_pick *top) {
+    struct decode_batch_slot *sl = &d->slots[k];
+    int G = d->db->group, lanes[WC_MAX_GROUP], src[WC_MAX_GROUP];
+    if (beam_update(&sl->bs, top, d->v->eot))
+        sl->state = SLOT_ENDED;
+    for (int g = 0; g < G; g++) {
+        lanes[g] = k * G + g;
+        src[g] = k * G + sl->bs.src_of[g];
+    }
+    decoder_batch_reorder(d->db, lanes, src, G);
 }
 
 int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *o) {
     struct wc_stream *s = d->s;
     const struct wc_vocab *v = d->v;
-    int n_ctx = d->db->hp->n_text_ctx, n_vocab = v->n_vocab;
-    if (k < 0 || k >= d->db->n_lanes || d->lanes[k].state != LANE_FREE) {
-        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: lane %d is not free", k);
+    int n_ctx = d->db->hp->n_text_ctx, n_vocab = v->n_vocab, G = d->db->group;
+    if (k < 0 || k >= d->n_slots || d->slots[k].state != SLOT_FREE) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: slot %d is not free", k);
         return s->err;
     }
-    if (o->temperature != 0.0f || o->beam_size > 0 || o->best_of > 1) {
-        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: batched decoding is greedy only");
+    if (o->temperature != 0.0f || o->best_of > 1 || (o->beam_size > 0 && o->beam_size != G) ||
+        (o->beam_size > 0 && !s->be->ops->logits_topk)) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "decoder: batched decoding is greedy or beam search with %d beams", G);
         return s->err;
     }
-    struct decode_batch_lane *ln = &d->lanes[k];
-    hyp_set_free(&ln->hs);
-    *ln = (struct decode_batch_lane){.o = o};
-    ln->r.temperature = o->temperature;
-    if (hyp_set_init(&ln->hs, 1, o->sample_len + 1))
-        return WHISPERC_ERR_NO_MEMORY;
+    struct decode_batch_slot *sl = &d->slots[k];
+    slot_clear(sl);
+    *sl = (struct decode_batch_slot){.o = o, .beams = o->beam_size > 0};
+    sl->r.temperature = o->temperature;
     int sot_index,
         n_initial = decode_initial_tokens(o, n_ctx, o->sample_len, v, d->seq, &sot_index);
+    if (sl->beams ? beam_init(&sl->bs, o, n_initial, n_ctx)
+                  : hyp_set_init(&sl->hs, 1, o->sample_len + 1))
+        return WHISPERC_ERR_NO_MEMORY;
     if (n_initial + 1 > n_ctx) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
                        "decoder: the prompt and prefix take %d of the %d text positions", n_initial,
@@ -107,69 +137,120 @@ int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *
     }
     int rows[2] = {n_initial - 1, sot_index};
     int n_rows = sot_index == n_initial - 1 ? 1 : 2;
-    ln->r.n_steps = 1;
-    int rc = decoder_batch_prefill(d->db, s, k, d->seq, n_initial, rows, n_rows, d->logits);
+    sl->r.n_steps = 1;
+    /* the prompt in the group's first lane; beams take it over in beam_take */
+    int rc = decoder_batch_prefill(d->db, s, k * G, d->seq, n_initial, rows, n_rows, d->logits);
     if (rc)
         return rc;
     const float *at_sot = d->logits + (size_t)(n_rows - 1) * n_vocab;
-    ln->r.no_speech_prob = exp(at_sot[v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
-    ln->n_initial = n_initial;
-    ln->state = o->sample_len > 0 ? LANE_RUNNING : LANE_ENDED;
-    if (ln->state == LANE_RUNNING) { /* the prompt's row is on the host already */
-        float *logits = d->logits;
-        logit_filters_apply(o->filters, logits, ln->hs.h->tok, ln->hs.h->n);
-        int next = decode_argmax(logits, n_vocab);
-        take(ln, v, n_ctx, next, (float)(logits[next] - wc_logsumexp(logits, 0, n_vocab)));
+    sl->r.no_speech_prob = exp(at_sot[v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
+    sl->n_initial = n_initial;
+    sl->state = o->sample_len > 0 ? SLOT_RUNNING : SLOT_ENDED;
+    if (sl->state != SLOT_RUNNING)
+        return 0;
+    float *logits = d->logits; /* the prompt's row is on the host already */
+    if (sl->beams) {
+        beam_rank_host(&sl->bs, 0, logits, n_vocab);
+        beam_take(d, k, sl->bs.top);
+        return 0;
     }
+    logit_filters_apply(o->filters, logits, sl->hs.h->tok, sl->hs.h->n);
+    int next = decode_argmax(logits, n_vocab);
+    take(sl, v, n_ctx, next, (float)(logits[next] - wc_logsumexp(logits, 0, n_vocab)));
     return 0;
 }
 
+/* The picks of beam rows r0 .. r0 + m (each slot's G rows in a row) through logits_topk, in
+ * runs that share a suppress list (in practice: one call), into d->top [row][K]. */
+static void rank_beams(struct decode_batch *d, int r0, int m) {
+    int K = d->db->group + 1, n_vocab = d->v->n_vocab;
+    for (int a = r0, n; a < r0 + m; a += n) {
+        const struct logit_filters *f = d->lf[a];
+        for (n = 0; a + n < r0 + m; n++) {
+            const struct logit_filters *g = d->lf[a + n];
+            if (g->suppress != f->suppress || g->n_suppress != f->n_suppress)
+                break;
+            /* the row's beam: its lane's place in the slot's group */
+            beam_rule(&d->slots[d->src[a + n]].bs, d->ids[a + n] % d->db->group, &d->rules[a + n]);
+        }
+        d->s->be->ops->logits_topk(d->s, d->top + (size_t)a * K,
+                                   d->db->logits + (size_t)a * n_vocab, d->rules + a, f->suppress,
+                                   f->n_suppress, n, n_vocab, K);
+    }
+}
+
 int decode_batch_step(struct decode_batch *d, int *n_stepped) {
-    int n_ctx = d->db->hp->n_text_ctx, n = 0;
-    for (int k = 0; k < d->db->n_lanes; k++) {
-        struct decode_batch_lane *ln = &d->lanes[k];
-        if (ln->state != LANE_RUNNING)
+    int n_ctx = d->db->hp->n_text_ctx, G = d->db->group, K = G + 1, n = 0;
+    for (int k = 0; k < d->n_slots; k++) {
+        struct decode_batch_slot *sl = &d->slots[k];
+        if (sl->state != SLOT_RUNNING)
             continue;
-        d->ids[n] = k;
-        d->last[n] = ln->hs.h->tok[ln->hs.h->n - 1];
-        d->lf[n] = ln->o->filters;
-        d->hk[n++] = ln->hs.h;
+        for (int g = 0; g < (sl->beams ? G : 1); g++, n++) {
+            d->ids[n] = k * G + g;
+            d->src[n] = k; /* the row's slot */
+            d->last[n] = sl->beams ? beam_last(&sl->bs, g) : sl->hs.h->tok[sl->hs.h->n - 1];
+            d->lf[n] = sl->o->filters;
+            d->hk[n] = sl->beams ? &sl->bs.cur.h[g] : sl->hs.h;
+        }
     }
     if (n_stepped)
         *n_stepped = n;
     if (n == 0)
         return d->s->err;
     int rc = decoder_batch_step(d->db, d->s, d->ids, d->last, n, NULL);
-    if (!rc) /* each step's logits stay on the backend: only the picks come back */
-        rc = decode_greedy_pick(d->s, d->db->logits, n, d->v->n_vocab, d->lf, d->hk, d->pick);
+    /* each step's logits stay on the backend: only the picks come back; greedy rows through
+     * logits_greedy, beam rows through logits_topk, in runs of one kind */
+    for (int r0 = 0, m; r0 < n && !rc; r0 += m) {
+        bool beams = d->slots[d->src[r0]].beams;
+        for (m = 1; r0 + m < n && d->slots[d->src[r0 + m]].beams == beams; m++)
+            ;
+        if (beams) {
+            rank_beams(d, r0, m);
+            rc = wc_stream_sync(d->s);
+        } else {
+            rc = decode_greedy_pick(d->s, d->db->logits + (size_t)r0 * d->v->n_vocab, m,
+                                    d->v->n_vocab, d->lf + r0, d->hk + r0, d->pick + r0);
+        }
+    }
     d->n_steps++;
-    for (int a = 0; a < n && !rc; a++) {
-        struct decode_batch_lane *ln = &d->lanes[d->ids[a]];
-        ln->r.n_steps++;
-        take(ln, d->v, n_ctx, d->pick[a].token, d->pick[a].logprob);
+    for (int a = 0; a < n && !rc;) {
+        struct decode_batch_slot *sl = &d->slots[d->src[a]];
+        sl->r.n_steps++;
+        if (sl->beams) {
+            beam_take(d, d->src[a], d->top + (size_t)a * K);
+            a += G;
+        } else {
+            take(sl, d->v, n_ctx, d->pick[a].token, d->pick[a].logprob);
+            a++;
+        }
     }
     return rc;
 }
 
 bool decode_batch_ended(const struct decode_batch *d, int k) {
-    return k >= 0 && k < d->db->n_lanes && d->lanes[k].state == LANE_ENDED;
+    return k >= 0 && k < d->n_slots && d->slots[k].state == SLOT_ENDED;
 }
 
 int decode_batch_take(struct decode_batch *d, int k, struct decode_result *r) {
-    struct decode_batch_lane *ln = &d->lanes[k];
-    const struct hyp *h = ln->hs.h;
-    *r = ln->r;
-    memset(&ln->r, 0, sizeof ln->r);
-    ln->state = LANE_FREE;
-    r->tokens = malloc((size_t)(h->n + 1) * sizeof *r->tokens);
-    r->logprobs = malloc((size_t)(h->n + 1) * sizeof *r->logprobs);
+    struct decode_batch_slot *sl = &d->slots[k];
+    int cap = sl->o->sample_len + 1;
+    *r = sl->r;
+    memset(&sl->r, 0, sizeof sl->r);
+    sl->state = SLOT_FREE;
+    r->tokens = malloc((size_t)cap * sizeof *r->tokens);
+    r->logprobs = malloc((size_t)cap * sizeof *r->logprobs);
     if (!r->tokens || !r->logprobs)
         return WHISPERC_ERR_NO_MEMORY;
-    if (h->n > 0) {
-        memcpy(r->tokens, h->tok, (size_t)h->n * sizeof *r->tokens);
-        memcpy(r->logprobs, h->lp, (size_t)h->n * sizeof *r->logprobs);
+    if (sl->beams) {
+        beam_result(&sl->bs, r);
+    } else {
+        const struct hyp *h = sl->hs.h;
+        if (h->n > 0) {
+            memcpy(r->tokens, h->tok, (size_t)h->n * sizeof *r->tokens);
+            memcpy(r->logprobs, h->lp, (size_t)h->n * sizeof *r->logprobs);
+        }
+        r->n_tokens = h->n;
+        r->sum_logprob = h->sum;
     }
-    r->n_tokens = h->n;
-    r->sum_logprob = h->sum;
     return decode_result_finish(d->v, r);
 }

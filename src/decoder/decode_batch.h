@@ -1,12 +1,14 @@
 /*
- * decode_batch.h — greedy decoding (temperature 0) of one window in each lane of a struct
- * decoder_batch, the lanes stepped together: each lane's result is what decode_window gives
- * that window alone with the same options, bit for bit. Lanes are independent: a lane whose
- * window ends (EOT, the sample_len limit or the text context) hands its result back and may
- * start another window at once, while the others keep stepping (continuous batching).
+ * decode_batch.h — decoding at temperature 0, greedy or beam search, of one window in each
+ * slot of a struct decoder_batch, the slots stepped together: each slot's result is what
+ * decode_window gives that window alone with the same options, bit for bit. Slot k holds the
+ * decoder's lane group k (db->group lanes: a beam search's beams; greedy uses the first).
+ * Slots are independent: a slot whose window ends (EOT, enough finished beams, the sample_len
+ * limit or the text context) hands its result back and may start another window at once,
+ * while the others keep stepping (continuous batching).
  *
- * Usage: decode_batch_start(lane) for each lane given a window (its audio set with
- * decoder_batch_set_audio first); then, while any lane runs, decode_batch_step(); a lane for
+ * Usage: decode_batch_start(k) for each slot given a window (its audio set with
+ * decoder_batch_set_audio(k) first); then, while any slot runs, decode_batch_step(); a slot for
  * which decode_batch_ended() is true gives its result with decode_batch_take() and is free.
  */
 #ifndef WC_DECODE_BATCH_H
@@ -17,44 +19,49 @@
 #include "decoder/decode_window.h"
 
 struct decoder_batch;
-struct decode_batch_lane;
+struct decode_batch_slot;
+struct wc_logit_rule;
 
 struct decode_batch {
     struct decoder_batch *db;        /* not owned */
     struct wc_stream *s;             /* not owned */
     const struct wc_vocab *v;        /* not owned */
-    struct decode_batch_lane *lanes; /* [db->n_lanes], owned */
+    int n_slots;                     /* db->n_lanes / db->group */
+    struct decode_batch_slot *slots; /* [n_slots], owned */
     /* host scratch, owned: a prompt's logits [2][n_vocab], a prompt [2 n_text_ctx + 8], and a
-     * step's rows [n_lanes] each (lane ids, last tokens, picks, filters, histories) */
+     * step's rows [n_lanes] each (lane ids, slots, last tokens, greedy picks, filters,
+     * histories, rules), and beam rows' picks [n_lanes][group + 1] */
     float *logits;
     int32_t *seq, *last;
-    int *ids;
-    struct wc_greedy_pick *pick;
+    int *ids, *src;
+    struct wc_greedy_pick *pick, *top;
     const struct logit_filters **lf;
     const struct hyp **hk;
-    int n_steps; /* decoder_batch_step calls made, all lanes together (statistics) */
+    struct wc_logit_rule *rules;
+    int n_steps; /* decoder_batch_step calls made, all slots together (statistics) */
 };
 
-/* For db's lanes, all free. Returns 0 or WHISPERC_ERR_NO_MEMORY. */
+/* For db's slots, all free. Returns 0 or WHISPERC_ERR_NO_MEMORY. */
 int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct wc_stream *s,
                       const struct wc_vocab *v);
 void decode_batch_free(struct decode_batch *d);
 
-/* Free lane k starts a window with options o (temperature 0, no beams, no best_of; kept by
- * pointer until the lane's result is taken): its prompt through the decoder, its
- * no_speech_prob and first token. It may end at once (decode_batch_ended). Returns 0 or a
- * WHISPERC_ERR_* code (message in the stream). */
+/* Free slot k starts a window with options o (temperature 0, no best_of; beam_size 0 or
+ * db->group; kept by pointer until the slot's result is taken): its prompt through the
+ * decoder, its no_speech_prob and first token(s). It may end at once (decode_batch_ended).
+ * Returns 0 or a WHISPERC_ERR_* code (message in the stream). */
 int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *o);
 
-/* One token for every lane still running, in one decoder_batch_step. *n_stepped (may be NULL)
- * receives how many lanes stepped (0: none was running). Returns 0 or the stream's error. */
+/* One token for every sequence of every slot still running, in one decoder_batch_step.
+ * *n_stepped (may be NULL) receives how many lanes stepped (0: none was running). Returns 0
+ * or the stream's error. */
 int decode_batch_step(struct decode_batch *d, int *n_stepped);
 
-/* Whether lane k's window has ended with its result not yet taken. */
+/* Whether slot k's window has ended with its result not yet taken. */
 bool decode_batch_ended(const struct decode_batch *d, int k);
 
-/* Lane k's ended window into *r (the caller frees it with decode_result_free, also on error);
- * the lane is free again. Returns 0 or WHISPERC_ERR_NO_MEMORY. */
+/* Slot k's ended window into *r (the caller frees it with decode_result_free, also on error);
+ * the slot is free again. Returns 0 or WHISPERC_ERR_NO_MEMORY. */
 int decode_batch_take(struct decode_batch *d, int k, struct decode_result *r);
 
 #endif /* WC_DECODE_BATCH_H */

@@ -24,9 +24,10 @@ static void release_all(struct decoder_batch *db, struct wc_stream *s) {
     db->step_idx = NULL;
     free(db->step_host);
     free(db->slots_host);
+    free(db->slots_tmp);
     free(db->pos_host);
     free(db->n_past);
-    db->step_host = db->slots_host = db->pos_host = NULL;
+    db->step_host = db->slots_host = db->slots_tmp = db->pos_host = NULL;
     db->n_past = NULL;
     db->n_lanes = 0;
 }
@@ -36,39 +37,45 @@ static void release_all(struct decoder_batch *db, struct wc_stream *s) {
 struct batch_sizes {
     size_t cache, cross, act, mlp, logits, idx, slots, lanes;
 };
-static struct batch_sizes batch_sizes(const struct wc_hparams *hp, int n_lanes) {
+static struct batch_sizes batch_sizes(const struct wc_hparams *hp, int n_lanes, int group) {
     size_t L = (size_t)hp->n_text_layer, c = (size_t)hp->n_text_state, f = sizeof(float);
     size_t n_ctx = (size_t)hp->n_text_ctx, n_audio = (size_t)hp->n_audio_ctx, B = (size_t)n_lanes;
     size_t rows = n_ctx > B ? n_ctx : B, n_logits = B > 2 ? B : 2;
     return (struct batch_sizes){
-        .cache = L * B * n_ctx * c * f,   /* k_cache, v_cache */
-        .cross = B * L * n_audio * c * f, /* xk, xv */
-        .act = rows * c * f,              /* x, h, q, att */
+        .cache = L * B * n_ctx * c * f,                   /* k_cache, v_cache */
+        .cross = B / (size_t)group * L * n_audio * c * f, /* xk, xv */
+        .act = rows * c * f,                              /* x, h, q, att */
         .mlp = rows * 4 * c * f,
         .logits = n_logits * (size_t)hp->n_vocab * f,
         .idx = (3 + n_ctx) * B * sizeof(int32_t), /* step_idx and its host copy step_host */
-        .slots = B * n_ctx * sizeof(int32_t),     /* slots_host */
+        .slots = B * n_ctx * sizeof(int32_t),     /* slots_host, slots_tmp */
         .lanes = B * sizeof(int32_t),             /* pos_host, n_past */
     };
 }
 
-uint64_t decoder_batch_bytes(const struct wc_hparams *hp, int n_lanes) {
-    if (n_lanes < 1)
+uint64_t decoder_batch_bytes(const struct wc_hparams *hp, int n_lanes, int group) {
+    if (n_lanes < 1 || group < 1)
         return 0;
-    struct batch_sizes z = batch_sizes(hp, n_lanes);
+    struct batch_sizes z = batch_sizes(hp, n_lanes, group);
     return 2 * (uint64_t)z.cache + 2 * (uint64_t)z.cross + 4 * (uint64_t)z.act + z.mlp + z.logits +
-           2 * (uint64_t)z.idx + z.slots + 2 * (uint64_t)z.lanes;
+           2 * (uint64_t)z.idx + 2 * (uint64_t)z.slots + 2 * (uint64_t)z.lanes;
 }
 
 int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const struct wc_hparams *hp,
-                       const struct wc_weights *w, int n_lanes) {
+                       const struct wc_weights *w, int n_lanes, int group) {
     const struct wc_backend_ops *op = s->be->ops;
     memset(db, 0, sizeof *db);
     if (op->step_graph_reset) /* steps recorded for another decoder's buffers */
         op->step_graph_reset(s);
+    if (n_lanes < 1 || group < 1 || n_lanes % group) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: %d lanes in groups of %d", n_lanes,
+                       group);
+        return s->err;
+    }
     db->hp = hp;
     db->w = w;
-    struct batch_sizes z = batch_sizes(hp, n_lanes);
+    db->group = group;
+    struct batch_sizes z = batch_sizes(hp, n_lanes, group);
     db->n_slots = n_lanes * hp->n_text_ctx;
     db->k_cache = op->alloc(s, z.cache);
     db->v_cache = op->alloc(s, z.cache);
@@ -83,9 +90,11 @@ int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const stru
     db->step_idx = op->alloc(s, z.idx);
     db->step_host = calloc(1, z.idx);
     db->slots_host = calloc(1, z.slots);
+    db->slots_tmp = calloc(1, z.slots);
     db->pos_host = calloc(1, z.lanes);
     db->n_past = calloc(1, z.lanes);
-    if (!s->err && (!db->step_host || !db->slots_host || !db->pos_host || !db->n_past))
+    if (!s->err &&
+        (!db->step_host || !db->slots_host || !db->slots_tmp || !db->pos_host || !db->n_past))
         wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "decoder: out of memory for %d lanes", n_lanes);
     if (s->err) {
         release_all(db, s);
@@ -104,26 +113,37 @@ void decoder_batch_reset(struct decoder_batch *db) {
         db->n_past[i] = 0;
 }
 
-static float *lane_xk(struct decoder_batch *db, int lane, int layer) {
+/* Layer `layer`'s cross-attention keys (or values) of audio region `audio` */
+static float *audio_kv(struct decoder_batch *db, float *kv, int audio, int layer) {
     size_t layer_n = (size_t)db->hp->n_audio_ctx * db->hp->n_text_state;
-    return db->xk + ((size_t)lane * db->hp->n_text_layer + layer) * layer_n;
+    return kv + ((size_t)audio * db->hp->n_text_layer + layer) * layer_n;
 }
 
-static float *lane_xv(struct decoder_batch *db, int lane, int layer) {
-    size_t layer_n = (size_t)db->hp->n_audio_ctx * db->hp->n_text_state;
-    return db->xv + ((size_t)lane * db->hp->n_text_layer + layer) * layer_n;
-}
-
-void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int lane,
+void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int audio,
                              const float *audio_features) {
     const struct wc_backend_ops *op = s->be->ops;
     int n_audio = db->hp->n_audio_ctx;
     for (int l = 0; l < db->hp->n_text_layer; l++) {
         const struct wc_attn_w *a = &db->w->dec[l].cross;
-        op->linear(s, lane_xk(db, lane, l), 0, audio_features, &a->k, NULL, n_audio, WC_ACT_NONE,
-                   0);
-        op->linear(s, lane_xv(db, lane, l), 0, audio_features, &a->v, a->v_b, n_audio, WC_ACT_NONE,
-                   0);
+        op->linear(s, audio_kv(db, db->xk, audio, l), 0, audio_features, &a->k, NULL, n_audio,
+                   WC_ACT_NONE, 0);
+        op->linear(s, audio_kv(db, db->xv, audio, l), 0, audio_features, &a->v, a->v_b, n_audio,
+                   WC_ACT_NONE, 0);
+    }
+}
+
+void decoder_batch_reorder(struct decoder_batch *db, const int *lanes, const int *src, int n) {
+    size_t n_ctx = (size_t)db->hp->n_text_ctx;
+    for (int i = 0; i < n; i++)
+        memcpy(db->slots_tmp + i * n_ctx, db->slots_host + (size_t)src[i] * n_ctx,
+               (size_t)db->n_past[src[i]] * sizeof(int32_t));
+    int *past = db->pos_host; /* free between steps: each step fills it again */
+    for (int i = 0; i < n; i++)
+        past[i] = db->n_past[src[i]];
+    for (int i = 0; i < n; i++) {
+        memcpy(db->slots_host + (size_t)lanes[i] * n_ctx, db->slots_tmp + i * n_ctx,
+               (size_t)past[i] * sizeof(int32_t));
+        db->n_past[lanes[i]] = past[i];
     }
 }
 
@@ -187,12 +207,14 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
     op->layernorm(s, db->h, db->x, b->cross_ln_g, b->cross_ln_b, n, c);
     linear_rows(s, br, db->q, db->h, &b->cross.q, b->cross.q_b, WC_ACT_NONE, 0);
     if (!br->lanes) {
-        op->attention(s, db->att, db->q, lane_xk(db, br->lane, l), lane_xv(db, br->lane, l), c, n,
-                      hp->n_audio_ctx, c, n_head, -1);
+        int audio = br->lane / db->group;
+        op->attention(s, db->att, db->q, audio_kv(db, db->xk, audio, l),
+                      audio_kv(db, db->xv, audio, l), c, n, hp->n_audio_ctx, c, n_head, -1);
     } else {
-        size_t lane_stride = (size_t)hp->n_text_layer * hp->n_audio_ctx * c;
-        op->attention_rows(s, db->att, db->q, lane_xk(db, 0, l), lane_xv(db, 0, l), c, lane_stride,
-                           db->step_idx + db->n_lanes, n, hp->n_audio_ctx, c, n_head);
+        size_t audio_stride = (size_t)hp->n_text_layer * hp->n_audio_ctx * c;
+        op->attention_rows(s, db->att, db->q, audio_kv(db, db->xk, 0, l),
+                           audio_kv(db, db->xv, 0, l), c, audio_stride, db->step_idx + db->n_lanes,
+                           n, hp->n_audio_ctx, c, n_head);
     }
     linear_rows(s, br, db->x, db->att, &b->cross.o, b->cross.o_b, WC_ACT_NONE, 1);
 
@@ -236,6 +258,8 @@ int decoder_batch_prefill(struct decoder_batch *db, struct wc_stream *s, int lan
         return s->err;
     }
     struct block_rows br = {.n = n, .base = lane * n_ctx, .lane = lane};
+    for (int p = 0; p < n_ctx; p++) /* the lane's own rows again, after a reorder */
+        db->slots_host[(size_t)lane * n_ctx + p] = lane * n_ctx + p;
     s->be->ops->embed(s, db->x, tokens, NULL, n, &db->w->tok_emb, db->w->dec_pos, 0, c);
     for (int l = 0; l < db->hp->n_text_layer; l++)
         decoder_block(db, s, l, &br);
@@ -279,10 +303,11 @@ int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int 
                            n_ctx);
             return s->err;
         }
-        dst_row[k] = db->slots_host[(size_t)lane * n_ctx + pos];
+        /* a lane writes only its own rows */
+        dst_row[k] = db->slots_host[(size_t)lane * n_ctx + pos] = lane * n_ctx + pos;
         db->pos_host[k] = pos;
         n_kv[k] = pos + 1;
-        lane_of[k] = lane;
+        lane_of[k] = lane / db->group; /* its audio region */
         memcpy(table + (size_t)k * n_ctx, db->slots_host + (size_t)lane * n_ctx,
                (size_t)(pos + 1) * sizeof(int32_t));
     }

@@ -21,8 +21,15 @@
  * the same rows, so a lane's logits have the bits struct decoder gives the same window alone:
  * the backend promises each row of those ops the bits it gets alone.
  *
- * Usage: for a lane that starts a window, decoder_batch_set_audio() and
- * decoder_batch_prefill(); decoder_batch_step() for the lanes in the middle of one.
+ * Beams: lanes come in groups of `group` that share one cross-attention K/V (audio region k
+ * serves lanes [k * group, (k+1) * group)), the beams of one window. The first lane of a group
+ * runs the prompt; decoder_batch_reorder() gives lanes the history of others (the prompt, then
+ * the beam each one continues) by copying slot-table rows, never cache rows: a lane writes
+ * only its own rows, at positions past every row other lanes read from it.
+ *
+ * Usage: for a lane that starts a window, decoder_batch_set_audio() (its group's audio) and
+ * decoder_batch_prefill(); decoder_batch_step() for the lanes in the middle of one;
+ * decoder_batch_reorder() between steps.
  */
 #ifndef WC_DECODER_BATCH_H
 #define WC_DECODER_BATCH_H
@@ -37,37 +44,43 @@ struct decoder_batch {
     const struct wc_hparams *hp;
     const struct wc_weights *w;
     int n_lanes; /* lanes the buffers have room for */
+    int group;   /* lanes per cross-attention K/V: n_lanes / group audio regions */
     int n_slots; /* cache rows: n_lanes * n_text_ctx */
     int *n_past; /* [n_lanes] positions of each lane in the cache, owned */
     /* backend memory, owned */
     float *k_cache, *v_cache; /* [n_text_layer][n_lanes][n_text_ctx][s] */
-    float *xk, *xv;           /* [n_lanes][n_text_layer][n_audio_ctx][s] cross-attention K/V */
-    float *x, *h, *q, *att;   /* [max(n_text_ctx, n_lanes)][s] */
-    float *mlp;               /* [max(n_text_ctx, n_lanes)][4s]; a step's new K/V before */
-    float *logits;            /* [max(2, n_lanes)][n_vocab] */
+    float *xk, *xv; /* [n_lanes / group][n_text_layer][n_audio_ctx][s] cross-attention K/V */
+    float *x, *h, *q, *att; /* [max(n_text_ctx, n_lanes)][s] */
+    float *mlp;             /* [max(n_text_ctx, n_lanes)][4s]; a step's new K/V before */
+    float *logits;          /* [max(2, n_lanes)][n_vocab] */
     /* a step's index arrays, rows in step order: [n_lanes] keys each row sees, [n_lanes] its
      * lane, [n_lanes] its new K/V's cache row, then [n_lanes][n_text_ctx] its lane's slot-table
      * row */
     int32_t *step_idx;
     /* host, owned */
     int32_t *step_host;  /* what step_idx gets uploaded from */
-    int32_t *slots_host; /* [n_lanes][n_text_ctx] cache row of (lane, position): fixed */
+    int32_t *slots_host; /* [n_lanes][n_text_ctx] cache row of (lane, position); a lane's own
+                          * row k * n_ctx + p unless decoder_batch_reorder gave it another's */
+    int32_t *slots_tmp;  /* [n_lanes][n_text_ctx] decoder_batch_reorder's scratch */
     int32_t *pos_host;   /* [n_lanes] a step's row positions */
 };
 
-/* Bytes decoder_batch_init allocates for n_lanes lanes (backend and host memory together). */
-uint64_t decoder_batch_bytes(const struct wc_hparams *hp, int n_lanes);
+/* Bytes decoder_batch_init allocates for n_lanes lanes in groups of `group` (backend and host
+ * memory together). */
+uint64_t decoder_batch_bytes(const struct wc_hparams *hp, int n_lanes, int group);
 
-/* Buffers for n_lanes lanes. Returns 0 or the stream's error (nothing left allocated). */
+/* Buffers for n_lanes lanes, `group` (>= 1, dividing n_lanes) to a cross-attention K/V. Returns
+ * 0 or the stream's error (nothing left allocated). */
 int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const struct wc_hparams *hp,
-                       const struct wc_weights *w, int n_lanes);
+                       const struct wc_weights *w, int n_lanes, int group);
 void decoder_batch_free(struct decoder_batch *db, struct wc_stream *s);
 
 /* Empties every lane. */
 void decoder_batch_reset(struct decoder_batch *db);
 
-/* Lane `lane`'s cross-attention K/V from an encoder output [n_audio_ctx][s]. */
-void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int lane,
+/* The cross-attention K/V of lane group `audio` (lanes audio * group ...) from an encoder
+ * output [n_audio_ctx][s]. */
+void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int audio,
                              const float *audio_features);
 
 /* Runs tokens[0..n) at positions 0.. of lane `lane` (whatever it held is dropped), as
@@ -83,5 +96,10 @@ int decoder_batch_prefill(struct decoder_batch *db, struct wc_stream *s, int lan
  * memory, db->logits [n][n_vocab], for an op queued next (nothing is synced). */
 int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int *lanes,
                        const int32_t *tokens, int n, float *logits_host);
+
+/* Lane lanes[i] takes over the history (positions and slot-table row) of lane src[i], for
+ * i < n, all at once (a permutation, duplicates allowed); the lanes must share a group's
+ * audio. Host only: the next step uploads the table. */
+void decoder_batch_reorder(struct decoder_batch *db, const int *lanes, const int *src, int n);
 
 #endif /* WC_DECODER_BATCH_H */

@@ -23,8 +23,10 @@
 #include "util.h"
 
 bool transcribe_batch_supported(const struct whisperc_full_params *p) {
-    return p->strategy == WHISPERC_SAMPLING_GREEDY && p->n_temperatures >= 1 &&
-           p->temperatures[0] == 0.0f && !p->word_timestamps && p->max_len == 0;
+    return (p->strategy == WHISPERC_SAMPLING_GREEDY ||
+            p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH) &&
+           p->n_temperatures >= 1 && p->temperatures[0] == 0.0f && !p->word_timestamps &&
+           p->max_len == 0;
 }
 
 struct lane {
@@ -37,11 +39,11 @@ struct batch_run {
     struct transcribe_ctx *t;
     struct decoder_batch *db;
     struct decode_batch d;
-    struct lane *lanes;       /* [db->n_lanes], lane k is the decoder's lane k */
+    struct lane *lanes;       /* [d.n_slots], lane k is decode_batch's slot k */
     float *window;            /* host [enc->n_windows][n_mels][3000] */
     const float **windows;    /* [enc->n_windows] pointers into window */
-    int *need;                /* [n_lanes] lanes whose next window is to be started */
-    struct decode_opts *opts; /* [n_lanes] each lane's window's options */
+    int *need;                /* [n_slots] lanes whose next window is to be started */
+    struct decode_opts *opts; /* [n_slots] each lane's window's options */
     const struct batch_source *src;
     struct mel_spec *mels; /* [src->n]; an input's is computed when it enters a lane, freed
                             * when it leaves */
@@ -59,7 +61,7 @@ static void retire(struct batch_run *b, struct transcribe_job *j, int i) {
  * once. */
 static int fill_lanes(struct batch_run *b, int *next, struct wc_transcript *outs, char *err,
                       size_t err_size) {
-    for (int k = 0; k < b->db->n_lanes; k++) {
+    for (int k = 0; k < b->d.n_slots; k++) {
         while (!b->lanes[k].job && *next < b->src->n) {
             int i = (*next)++;
             struct transcribe_job *j = NULL;
@@ -123,7 +125,7 @@ static int start_windows(struct batch_run *b, int n_need, char *err, size_t err_
  * is emptied (the input retired). */
 static int finish_lanes(struct batch_run *b) {
     int rc = 0;
-    for (int k = 0; k < b->db->n_lanes; k++) {
+    for (int k = 0; k < b->d.n_slots; k++) {
         struct lane *ln = &b->lanes[k];
         if (!ln->running || !decode_batch_ended(&b->d, k))
             continue;
@@ -154,7 +156,7 @@ static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char
                 size_t err_size, bool *idle) {
     struct transcribe_ctx *t = b->t;
     int rc = fill_lanes(b, next, outs, err, err_size), n_need = 0, n_busy = 0;
-    for (int k = 0; k < b->db->n_lanes && !rc; k++) {
+    for (int k = 0; k < b->d.n_slots && !rc; k++) {
         n_busy += b->lanes[k].job != NULL;
         if (b->lanes[k].job && !b->lanes[k].running)
             b->need[n_need++] = k;
@@ -185,7 +187,7 @@ static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char
 int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
                      const struct batch_source *src, int min_pass, struct wc_transcript *outs,
                      char *err, size_t err_size) {
-    int B = db->n_lanes, n = src->n, next = 0, rc = 0;
+    int B = db->n_lanes / db->group, n = src->n, next = 0, rc = 0;
     struct batch_run b = {
         .t = t,
         .db = db,

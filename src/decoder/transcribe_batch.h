@@ -1,17 +1,18 @@
 /*
  * transcribe_batch.h — transcribe() over many inputs at once: each input's windows stay in
  * order (a window's seek and prompt come from the one before), and the windows of up to
- * n_lanes inputs are decoded together (decode_batch), so the decoder reads its weights once
- * per step for all of them. A lane whose window ends starts its input's next window (or the
- * next input's first, when its input is done) while the others keep stepping.
+ * db->n_lanes / db->group inputs are decoded together (decode_batch), so the decoder reads its
+ * weights once per step for all of them. A lane whose window ends starts its input's next window
+ * (or the next input's first, when its input is done) while the others keep stepping.
  *
  * Every transcript is exactly transcribe()'s for that input alone: the batch decodes at
- * temperatures[0] = 0 greedily as decode_window does, and a window that needs a fallback is
- * re-decoded alone at the next temperatures on the state's own decoder.
+ * temperatures[0] = 0, greedily or by beam search, as decode_window does (a beam search's
+ * beams are the lanes of one of db's groups: db->group must be the beam size, 1 for greedy),
+ * and a window that needs a fallback is re-decoded alone at the next temperatures on the
+ * state's own decoder.
  *
- * Not batched (the caller runs transcribe() per input instead): beam search, a first
- * temperature above 0, word timestamps and max_len (their alignment needs the window on the
- * state's own decoder).
+ * Not batched (the caller runs transcribe() per input instead): a first temperature above 0,
+ * word timestamps and max_len (their alignment needs the window on the state's own decoder).
  */
 #ifndef WC_TRANSCRIBE_BATCH_H
 #define WC_TRANSCRIBE_BATCH_H
