@@ -19,8 +19,8 @@
 #             (fp16, batch 1 and 16) on the 186 ljspeech-dev clips as 16 kHz WAVs, tiny.en and
 #             base (needs .whl from tools/device/fetch-wheels.sh carried in the same call)
 #   torchlong the same on the 620 s file of the bench stage (long form), batch 1
-#   batchbench whisperc_full_batch on the 186 clips at --batch-size 16 and 64 (tiny.en, base):
-#             encoder, decoder, batch steps and step graphs
+#   batchbench whisperc_full_batch on the 186 clips at --batch-size 16 and 64 (tiny.en, base),
+#             and base with 5 beams at 16: encoder, decoder, batch steps and step graphs
 #   profile   ncu per-kernel durations of base decoder steps, 1 and 16 lanes
 #   throughput whisper-c batch --gpus 0 over >= 8 hours of files (the ljspeech-dev FLACs listed
 #             24 times), files in, text out: x real time at --batch-size 16 and 64, tiny.en
@@ -308,23 +308,32 @@ PY
 }
 
 # whisperc_full_batch over the 186 clips (model loaded, audio in memory) at 16 and 64 lanes:
-# encoder, decoder, batch steps (ms a step, lanes a step) and the step graphs' state, to see
+# encoder, decoder, batch steps (ms a step, windows a step) and the step graphs' state, to see
 # where a batched run's time goes
+# One batched bench: model, beams, batch size.
+batchbench_one() {
+    local rc=0
+    timeout 150 "$B/whisper-c" bench --device cuda -m "$S/models/ggml-$1.bin" -l en \
+        -bs "$2" -bo "$2" --batch-size "$3" --runs 1 -t "$(nproc)" .device/wav16/*.wav \
+        >"$OUT/bench.tmp" 2>&1 || rc=1
+    cat "$OUT/bench.tmp"
+    say "batchbench $1 -bs $2 --batch-size $3: $(sed -n '/whisperc_full_batch/,$p' \
+        "$OUT/bench.tmp" | grep -E '^  (encoder|decoder|total|batch|graphs)|speed-up' |
+        tr -s ' ' | tr '\n' ';')"
+    rm -f "$OUT/bench.tmp"
+    return "$rc"
+}
+
 stage_batchbench() {
     local rc=0 m bs
     make_wav16 || return 1
     for m in tiny.en base; do
         for bs in 16 64; do
-            timeout 120 "$B/whisper-c" bench --device cuda -m "$S/models/ggml-$m.bin" -l en \
-                -bs 1 -bo 1 --batch-size "$bs" --runs 1 -t "$(nproc)" .device/wav16/*.wav \
-                >"$OUT/bench.tmp" 2>&1 || rc=1
-            cat "$OUT/bench.tmp"
-            say "batchbench $m --batch-size $bs: $(sed -n '/whisperc_full_batch/,$p' \
-                "$OUT/bench.tmp" | grep -E '^  (encoder|decoder|total|batch|graphs)|speed-up' |
-                tr -s ' ' | tr '\n' ';')"
+            batchbench_one "$m" 1 "$bs" || rc=1
         done
     done
-    rm -f "$OUT/bench.tmp"
+    # beam search (5 beams, the CLI's default) batched: 16 windows = 80 rows a step
+    batchbench_one base 5 16 || rc=1
     return "$rc"
 }
 
