@@ -15,7 +15,8 @@ Over N ljspeech-dev clips (symbolic links; N = 60, or 20 in a sanitized build, w
   - manifests: txt, csv (quoted fields, id column), jsonl; duplicate ids and bad rows rejected
   - --batch-size 4 (whisperc_full_batch per worker): every output byte for byte the default
     run's, in every format, after a SIGKILL mid-way and a resume; a group whose batched call
-    fails gives each item the error it has alone
+    fails gives each item the error it has alone; an output that cannot be placed fails its
+    item only (a group's outputs are synced together)
 Exits 77 (skip) when the shared model or audio is missing.
 """
 import glob
@@ -326,6 +327,22 @@ def test_batch_size(tmp, paths):
     check(len(errs[1]) == 3 and errs[0] == errs[1] and errs[1][0][1] == "failed" and
           "English-only" in (errs[1][0][2] or ""),
           f"--batch-size 4, a failing group: each item's own error ({errs[1][:1]})")
+    # one item's output cannot be placed (a directory where its .txt goes): inside a group
+    # whose files are synced together, that item fails with its own error, the others are ok,
+    # and nothing is left in staging
+    o = os.path.join(d, "blocked")
+    ids = [os.path.splitext(os.path.basename(x))[0] for x in paths[:3]]
+    os.makedirs(os.path.join(o, ids[1] + ".txt"))
+    r = batch([*one, "--batch-size", "4", "-o", o, *paths[:3]])
+    lines = {l["id"]: l for l in read_lines(os.path.join(o, "results.jsonl"))}
+    check(r.returncode == 1 and lines.get(ids[1], {}).get("status") == "failed" and
+          "cannot write" in (lines[ids[1]].get("error") or "") and
+          all(lines.get(i, {}).get("status") == "ok" for i in (ids[0], ids[2])) and
+          os.path.isfile(os.path.join(o, ids[2] + ".json")) and
+          not os.path.exists(os.path.join(o, ids[1] + ".json")) and
+          not os.path.exists(os.path.join(o, ".batch")),
+          f"--batch-size 4, an output that cannot be placed: that item failed, the others ok "
+          f"({r.returncode}, {sorted((k, v['status']) for k, v in lines.items())})")
 
 
 def main():

@@ -8,14 +8,21 @@
  * an abort that takes longer than --stop-timeout.
  *
  * With --batch-size N a worker takes up to N items at once, loads them, and transcribes them in
- * one whisperc_full_batch call; then each item's outputs and line are written as above. The
- * items of a group are all in flight until the call returns. If the call fails (one input
+ * one whisperc_full_batch call; then the group's outputs are written into staging, made durable
+ * together (one syncfs, not an fsync a file: on a GPU, where a group takes milliseconds, the
+ * fsyncs cost as much as the transcription), renamed into place item by item, each followed by
+ * its line, and the group's lines synced once. The items of a group are all in flight until
+ * the call returns. If the call fails (one input
  * refused, say), the group's items run again one at a time, so that each gets its own result.
  * With --read-threads R the worker takes its next group as it starts one, and R threads read
  * that group's files meanwhile (whisperc_model_load_audio: no state); a group read but not
  * started when the run stops is dropped, so it runs on resume.
  */
+#ifdef __linux__
+#define _GNU_SOURCE /* syncfs */
+#endif
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -154,16 +161,34 @@ static int make_parents(const char *file, size_t from) {
     return batch_mkdirs(dir, from);
 }
 
-/* Writes every chosen format into staging/w<index>.<ext>, then renames them to DIR/<id>.<ext>. */
-static int write_outputs(struct worker *w, const struct batch_item *it,
-                         const struct whisperc_full_params *fp, double duration_s, char *err,
-                         size_t es) {
+/* The staging name of a worker's outputs: staging/w<index>, or w<index>-<j> for item j of a
+ * group (j >= 0), whose files wait there together. */
+static void staged_base(const struct worker *w, int j, char *base, size_t size) {
+    if (j < 0)
+        snprintf(base, size, "%s/w%d", w->pool->run->staging, w->index);
+    else
+        snprintf(base, size, "%s/w%d-%d", w->pool->run->staging, w->index, j);
+}
+
+/* Every chosen format of the state's selected result into its staging name (sync: each file
+ * fsync'd; else the caller syncs them). */
+static int stage_outputs(struct worker *w, int j, const struct whisperc_full_params *fp,
+                         double duration_s, bool sync, char *err, size_t es) {
     const struct batch_run *r = w->pool->run;
-    const struct batch_config *c = r->cfg;
+    char base[4096];
+    staged_base(w, j, base, sizeof base);
+    return cli_write_outputs(&r->cfg->o, r->cfg->formats, w->st, r->models[w->index % r->n_models],
+                             fp, duration_s, sync, base, err, es);
+}
+
+/* Renames the staged outputs (rc 0) to DIR/<id>.<ext>; on a failure (rc != 0 before or here)
+ * removes them. */
+static int place_outputs(struct worker *w, int j, const struct batch_item *it, int rc, char *err,
+                         size_t es) {
+    const struct batch_config *c = w->pool->run->cfg;
     char base[4096], staged[4200], final[8400];
-    snprintf(base, sizeof base, "%s/w%d", r->staging, w->index);
-    const whisperc_model *model = r->models[w->index % r->n_models];
-    int f, rc = cli_write_outputs(&c->o, c->formats, w->st, model, fp, duration_s, base, err, es);
+    staged_base(w, j, base, sizeof base);
+    int f;
     for (f = 0; f < OUT_N_FORMATS && rc == 0; f++) {
         if (!c->formats[f])
             continue;
@@ -183,15 +208,23 @@ static int write_outputs(struct worker *w, const struct batch_item *it,
     return rc;
 }
 
-/* Appends the item's results line and counts it. */
-static void record(struct worker *w, const struct batch_item *it, bool ok, double duration,
-                   const char *lang, double seconds, const char *err) {
+/* Writes every chosen format into staging/w<index>.<ext>, then renames them to DIR/<id>.<ext>. */
+static int write_outputs(struct worker *w, const struct batch_item *it,
+                         const struct whisperc_full_params *fp, double duration_s, char *err,
+                         size_t es) {
+    return place_outputs(w, -1, it, stage_outputs(w, -1, fp, duration_s, true, err, es), err, es);
+}
+
+/* Appends the item's results line and counts it; sync false: the caller syncs the results
+ * file (a group's lines at once). */
+static void record_line(struct worker *w, const struct batch_item *it, bool ok, double duration,
+                        const char *lang, double seconds, const char *err, bool sync) {
     struct pool *p = w->pool;
     struct batch_run *r = p->run;
     struct sbuf line = {0};
     results_format(&line, it, ok, duration, lang, seconds, err);
     pthread_mutex_lock(&p->mu);
-    if (line.oom || results_append(r->results_fd, &line) != 0) {
+    if (line.oom || results_append(r->results_fd, &line, sync) != 0) {
         if (!r->fatal[0])
             snprintf(r->fatal, sizeof r->fatal, "cannot append to the results file: %s",
                      strerror(line.oom ? ENOMEM : errno));
@@ -207,6 +240,41 @@ static void record(struct worker *w, const struct batch_item *it, bool ok, doubl
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     sbuf_free(&line);
+}
+
+static void record(struct worker *w, const struct batch_item *it, bool ok, double duration,
+                   const char *lang, double seconds, const char *err) {
+    record_line(w, it, ok, duration, lang, seconds, err, true);
+}
+
+/* The results file's lines appended so far made durable (after a group's record_line calls). */
+static void results_sync(struct worker *w) {
+    struct batch_run *r = w->pool->run;
+    if (fdatasync(r->results_fd) != 0 && errno != EINVAL) {
+        pthread_mutex_lock(&w->pool->mu);
+        if (!r->fatal[0])
+            snprintf(r->fatal, sizeof r->fatal, "cannot append to the results file: %s",
+                     strerror(errno));
+        pthread_mutex_unlock(&w->pool->mu);
+    }
+}
+
+/* Every file written to the filesystem of dir made durable: syncfs where there is one (one call
+ * for a group's files), else sync. Returns 0 or -1 (errno). */
+static int sync_dir_fs(const char *dir) {
+#ifdef __linux__
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = syncfs(fd), e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+#else
+    (void)dir;
+    sync();
+    return 0;
+#endif
 }
 
 /* A fault inside a GPU kernel spoils the context of every worker on that GPU, for the life of
@@ -258,6 +326,7 @@ struct group {
     int n_loaded[BATCH_MAX_GROUP];
     double load_s[BATCH_MAX_GROUP];
     char err[BATCH_MAX_GROUP][512];
+    char werr[BATCH_MAX_GROUP][1024]; /* per loaded item: writing its outputs failed */
     /* what a reader needs, set when the group is taken */
     const struct batch_items *items;
     const whisperc_model *model;
@@ -393,17 +462,31 @@ static void group_run(struct worker *w, struct group *g, const struct whisperc_f
     whisperc_status rc = g->n ? whisperc_full_batch(w->st, fp, g->pcm, g->n_samples, g->n) : 0;
     if (g->n && rc == WHISPERC_OK) {
         double seconds = batch_now() - t0;
+        /* the group's outputs staged (timings: the group's), then durable at once */
         for (int j = 0; j < g->n; j++) {
-            char err[1024] = "";
+            g->werr[j][0] = '\0';
+            whisperc_batch_select(w->st, j);
+            stage_outputs(w, j, fp, g->n_samples[j] / 16000.0, false, g->werr[j],
+                          sizeof g->werr[j]);
+        }
+        if (sync_dir_fs(w->pool->run->staging) != 0) {
+            int e = errno;
+            for (int j = 0; j < g->n; j++)
+                if (!g->werr[j][0])
+                    snprintf(g->werr[j], sizeof g->werr[j], "%s: cannot sync the outputs: %s",
+                             w->pool->run->staging, strerror(e));
+        }
+        for (int j = 0; j < g->n; j++) {
             double dur = g->n_samples[j] / 16000.0;
             whisperc_batch_select(w->st, j);
             if (!finishing_begin())
                 break;
-            write_outputs(w, g->it[j], fp, dur, err, sizeof err); /* timings: the group's */
-            record(w, g->it[j], err[0] == '\0', dur, whisperc_full_language(w->st),
-                   audio_s > 0 ? seconds * dur / audio_s : seconds / g->n, err);
+            place_outputs(w, j, g->it[j], g->werr[j][0] ? -1 : 0, g->werr[j], sizeof g->werr[j]);
+            record_line(w, g->it[j], g->werr[j][0] == '\0', dur, whisperc_full_language(w->st),
+                        audio_s > 0 ? seconds * dur / audio_s : seconds / g->n, g->werr[j], false);
             finishing_end();
         }
+        results_sync(w);
     } else if (g->n && rc == WHISPERC_ERR_DEVICE) {
         char err[1024]; /* the whole group was on the GPU: each item recorded failed */
         snprintf(err, sizeof err, "%s", whisperc_state_errmsg(w->st));

@@ -17,7 +17,7 @@ int cli_load_model(const struct cli_options *o, whisperc_model **model);
  * one-line message in err (then some formats may be written, none partially). */
 int cli_write_outputs(const struct cli_options *o, const bool *want, const whisperc_state *st,
                       const whisperc_model *model, const struct whisperc_full_params *fp,
-                      double duration_s, const char *base, char *err, size_t err_size);
+                      double duration_s, bool sync, const char *base, char *err, size_t err_size);
 
 int cmd_bench(int argc, char **argv);
 int cmd_batch(int argc, char **argv); /* batch.c: many files, resumable */

@@ -126,7 +126,7 @@ int cli_load_model(const struct cli_options *o, whisperc_model **model) {
 
 int cli_write_outputs(const struct cli_options *o, const bool *want, const whisperc_state *st,
                       const whisperc_model *model, const struct whisperc_full_params *fp,
-                      double duration_s, const char *base, char *err, size_t err_size) {
+                      double duration_s, bool sync, const char *base, char *err, size_t err_size) {
     bool any = false;
     for (int f = 0; f < OUT_N_FORMATS; f++)
         any |= want[f];
@@ -148,6 +148,7 @@ int cli_write_outputs(const struct cli_options *o, const bool *want, const whisp
         .highlight_words = o->highlight_words,
         .json_full = o->out_json_full,
         .run = &run,
+        .no_sync = !sync,
     };
     struct transcript tr;
     if (cli_transcript_from_state(&tr, st, o->word_timestamps) != 0) {
@@ -270,7 +271,7 @@ static int cmd_transcribe(int argc, char **argv) {
                     whisperc_full_language(st), whisperc_full_language_prob(st));
         char err[1024];
         atomic_store(&writing_outputs, 1);
-        int wrc = cli_write_outputs(&o, o.out, st, model, &fp, -1,
+        int wrc = cli_write_outputs(&o, o.out, st, model, &fp, -1, true,
                                     o.output_base ? o.output_base : o.files[i], err, sizeof err);
         atomic_store(&writing_outputs, 0);
         atomic_store(&current_file, NULL);

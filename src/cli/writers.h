@@ -36,6 +36,8 @@ struct writer_opts {
     bool highlight_words;
     bool json_full;             /* OUT_JSON writes everything (whisper.cpp -ojf) */
     const struct run_info *run; /* json_full: may be NULL */
+    bool no_sync;               /* write_output leaves the fsync to the caller (a batch group
+                                 * makes all its files durable with one syncfs) */
 };
 
 /* "txt", "srt", …: the file extension without its dot. */
