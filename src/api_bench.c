@@ -288,6 +288,129 @@ whisperc_status wc_bench_batch_steps(whisperc_state *st, int n_lanes, int n_toke
     return rc ? bench_fail(st, rc, "batch decoder") : WHISPERC_OK;
 }
 
+/* One wave: m lanes' windows encoded (the same random windows for every wave: the work, not
+ * the text, is measured), their K/V and prompts, then n_steps steps. Stage times added to
+ * out when timed. */
+struct wave {
+    struct decoder_batch *db;
+    const float **wins;
+    const int32_t *prompt;
+    int n_prompt, per_pass;
+    struct wc_logit_rule *rules;
+    struct wc_greedy_pick *pick;
+    int32_t *tok;
+    int *lanes;
+};
+
+static int run_wave(whisperc_state *st, const struct wave *w, int m, int n_steps,
+                    struct wc_bench_throughput_times *out) {
+    const struct wc_hparams *hp = &st->m->file->hp;
+    struct wc_stream *s = st->s;
+    const struct wc_backend_ops *op = s->be->ops;
+    int n_vocab = st->m->vocab.n_vocab, rc = 0;
+    size_t features = (size_t)hp->n_audio_ctx * hp->n_audio_state;
+    double t0 = wc_now_ms();
+    for (int i = 0; i < m && !rc; i += w->per_pass) {
+        int k = m - i < w->per_pass ? m - i : w->per_pass;
+        encoder_forward_batch(&st->enc, s, w->wins, BENCH_FRAMES, k, st->audio_features);
+        for (int j = 0; j < k; j++)
+            decoder_batch_set_audio(w->db, s, i + j, st->audio_features + j * features);
+        rc = wc_stream_sync(s);
+    }
+    double t1 = wc_now_ms();
+    for (int k = 0; k < m && !rc; k++) {
+        int row = w->n_prompt - 1;
+        rc = decoder_batch_prefill(w->db, s, k, w->prompt, w->n_prompt, &row, 1, NULL);
+        op->logits_greedy(s, &w->pick[k], w->db->logits, w->rules, NULL, 0, 1, n_vocab);
+        w->lanes[k] = k;
+    }
+    rc = rc ? rc : wc_stream_sync(s);
+    for (int k = 0; k < m; k++)
+        w->tok[k] = w->pick[k].token;
+    double t2 = wc_now_ms();
+    for (int i = 0; i < n_steps && !rc; i++) {
+        decoder_batch_step(w->db, s, w->lanes, w->tok, m, NULL);
+        op->logits_greedy(s, w->pick, w->db->logits, w->rules, NULL, 0, m, n_vocab);
+        rc = wc_stream_sync(s);
+        for (int k = 0; k < m; k++)
+            w->tok[k] = w->pick[k].token;
+    }
+    double t3 = wc_now_ms();
+    if (out && !rc) {
+        out->encode_ms += t1 - t0;
+        out->prompt_ms += t2 - t1;
+        out->steps_ms += t3 - t2;
+        out->n_steps += n_steps;
+        out->n_tokens += (long)n_steps * m;
+        out->n_waves++;
+    }
+    return rc;
+}
+
+whisperc_status wc_bench_throughput(whisperc_state *st, int n_threads, int n_lanes, int n_windows,
+                                    int n_tokens, uint64_t seed,
+                                    struct wc_bench_throughput_times *out) {
+    if (!st || !out || n_lanes < 1 || n_lanes > 64 || n_windows < 1 || n_tokens < 0)
+        return WHISPERC_ERR_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    st->errmsg[0] = '\0';
+    const struct wc_hparams *hp = &st->m->file->hp;
+    const struct wc_vocab *v = &st->m->vocab;
+    struct wc_stream *s = st->s;
+    int cap = s->be->ops->linear_merge_windows ? ENCODER_MAX_WINDOWS : 2;
+    int per_pass = n_lanes < cap ? n_lanes : cap;
+    int rc = bench_threads(st, n_threads);
+    if (!rc)
+        rc = api_encoder_reserve(st, per_pass);
+    if (rc)
+        return rc;
+    int32_t prompt[4];
+    int n = 0;
+    prompt[n++] = v->sot;
+    if (v->multilingual)
+        prompt[n++] = vocab_lang_token(v, 0); /* "en" */
+    prompt[n++] = v->transcribe;
+    prompt[n++] = v->no_timestamps;
+    int n_steps = n_tokens < hp->n_text_ctx - n ? n_tokens : hp->n_text_ctx - n;
+    float *mel = random_windows(hp, per_pass, seed);
+    struct decoder_batch db = {0};
+    struct wave w = {
+        .db = &db,
+        .wins = malloc((size_t)per_pass * sizeof *w.wins),
+        .prompt = prompt,
+        .n_prompt = n,
+        .per_pass = per_pass,
+        .rules = calloc((size_t)n_lanes, sizeof *w.rules), /* none: the argmax */
+        .pick = malloc((size_t)n_lanes * sizeof *w.pick),
+        .tok = malloc((size_t)n_lanes * sizeof *w.tok),
+        .lanes = malloc((size_t)n_lanes * sizeof *w.lanes),
+    };
+    if (!mel || !w.wins || !w.rules || !w.pick || !w.tok || !w.lanes) {
+        rc = WHISPERC_ERR_NO_MEMORY;
+    } else {
+        for (int i = 0; i < per_pass; i++)
+            w.wins[i] = mel + (size_t)i * hp->n_mels * BENCH_FRAMES;
+        rc = decoder_batch_init(&db, s, hp, &st->m->w, n_lanes, 1);
+    }
+    int first = n_windows < n_lanes ? n_windows : n_lanes;
+    if (!rc) /* warm-up */
+        rc = run_wave(st, &w, first, n_steps < 2 ? n_steps : 2, NULL);
+    double t0 = wc_now_ms();
+    for (int done = 0; !rc && done < n_windows;) {
+        int m = n_windows - done < n_lanes ? n_windows - done : n_lanes;
+        rc = run_wave(st, &w, m, n_steps, out);
+        done += m;
+    }
+    out->wall_ms = wc_now_ms() - t0;
+    out->n_windows = n_windows;
+    out->n_lanes = n_lanes;
+    out->per_pass = per_pass;
+    if (db.n_lanes)
+        decoder_batch_free(&db, s);
+    free(mel), free(w.wins), free(w.rules), free(w.pick), free(w.tok), free(w.lanes);
+    return rc ? bench_fail(st, rc, "batched throughput") : WHISPERC_OK;
+}
+
 int wc_bench_graphs(const whisperc_state *st, char *why, size_t why_size) {
     const struct wc_backend_ops *op = st->s->be->ops;
     if (op->step_graph_state)

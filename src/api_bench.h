@@ -66,6 +66,25 @@ struct wc_bench_batch_times {
 whisperc_status wc_bench_batch_steps(whisperc_state *st, int n_lanes, int n_tokens, uint64_t seed,
                                      struct wc_bench_batch_times *out);
 
+/* Batched throughput on a fixed amount of work (issue 4's large-v3 figure: random weights, a
+ * fixed number of tokens a window): n_windows windows of seeded random log-Mel, n_lanes at a
+ * time (<= 64), as whisperc_full_batch runs them: encoded in passes (ENCODER_MAX_WINDOWS where
+ * the backend merges windows, else 2), each lane's cross-attention K/V and prompt (as
+ * wc_bench_window's; the lanes' picks waited for once), then n_tokens batch-decoder steps of
+ * every lane (fewer if the text context ends), each fed its logits_greedy argmax; after one
+ * untimed warm-up wave of 2 steps (kernel loads, step graphs). Host wall clock per stage, each
+ * ending with a sync. Leaves out the frontend: what reading and log-Mel cost is in
+ * `whisper-c batch` runs. */
+struct wc_bench_throughput_times {
+    double encode_ms, prompt_ms, steps_ms, wall_ms;
+    int n_windows, n_lanes, per_pass, n_waves;
+    long n_steps;  /* batch steps, all waves */
+    long n_tokens; /* tokens decoded, all lanes */
+};
+whisperc_status wc_bench_throughput(whisperc_state *st, int n_threads, int n_lanes, int n_windows,
+                                    int n_tokens, uint64_t seed,
+                                    struct wc_bench_throughput_times *out);
+
 /* The state's step graphs as backend.h step_graph_state says (1 in use, 0 not, -1 turned off by
  * a failure) and its one line in why ("none on the cpu backend" without graphs). */
 int wc_bench_graphs(const whisperc_state *st, char *why, size_t why_size);

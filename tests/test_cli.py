@@ -153,11 +153,19 @@ try:
               f"-dl: five languages, German first ({r.stdout.strip()!r})")
 
     # bench --synthetic --batch-size: the encoder per window, one by one and in one pass
-    r = run(["bench", "--synthetic", "-m", model, "-t", "2", "-bs", "1", "--tokens", "1",
-             "--batch-size", "2"])
+    # and --throughput 3: 3 windows, 2 lanes at a time (waves of 2 and 1), 2 steps each
+    r = run(["bench", "--synthetic", "-m", model, "-t", "2", "-bs", "1", "--tokens", "2",
+             "--batch-size", "2", "--throughput", "3"])
     check(r.returncode == 0 and "encoder, 2 windows" in r.stdout and "\n  1 (alone) " in r.stdout
           and "\n  2 " in r.stdout and "\n  best batch " in r.stdout,
           f"bench --synthetic --batch-size 2: encoder alone and batched ({r.stdout[-200:]!r})")
+    check("batched throughput: 3 windows of random log-Mel, 2 lanes, 2 decoder steps" in r.stdout
+          and "(4 steps in 2 waves" in r.stdout and "6 tokens)" in r.stdout and
+          "x real time)" in r.stdout,
+          f"bench --synthetic --throughput 3: windows, waves, steps ({r.stdout[-400:]!r})")
+    r = run(["transcribe", "--throughput", "3", jfk])
+    check(r.returncode == 2 and "--throughput" in r.stderr,
+          f"--throughput outside bench --synthetic: a usage error ({r.stderr.strip()!r})")
 
     # default model via the environment, no flags
     r = run(["transcribe", "-np", jfk], env={"WHISPERC_MODEL": model})

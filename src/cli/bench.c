@@ -243,6 +243,30 @@ static int bench_batch_steps(const struct cli_options *o, whisperc_state *st, in
     return 0;
 }
 
+/* --throughput: batched windows with a fixed number of tokens each (api_bench.h). */
+static int bench_throughput(const struct cli_options *o, whisperc_state *st) {
+    int lanes = o->batch_size ? o->batch_size : 64;
+    struct wc_bench_throughput_times t;
+    int rc = wc_bench_throughput(st, o->n_threads, lanes, o->throughput, o->n_tokens, 7, &t);
+    if (rc) {
+        fprintf(stderr, "whisper-c: %s\n", whisperc_state_errmsg(st));
+        return rc;
+    }
+    double steps = t.n_steps ? (double)t.n_steps : 1.0, per = t.wall_ms / t.n_windows;
+    printf("batched throughput: %d windows of random log-Mel, %d lanes, %d decoder steps each "
+           "(argmax,\nnever stopping), encoder passes of %d, after a warm-up wave; host wall "
+           "clock, synced per stage\n",
+           t.n_windows, t.n_lanes, (int)(t.n_steps / (t.n_waves ? t.n_waves : 1)), t.per_pass);
+    printf("  %-10s %9.1f ms  (%.2f ms a window, its cross K/V included)\n", "encoder", t.encode_ms,
+           t.encode_ms / t.n_windows);
+    printf("  %-10s %9.1f ms  (each lane's prompt and first pick)\n", "prompts", t.prompt_ms);
+    printf("  %-10s %9.1f ms  (%ld steps in %d waves, %.3f ms a step, %ld tokens)\n", "decoder",
+           t.steps_ms, t.n_steps, t.n_waves, t.steps_ms / steps, t.n_tokens);
+    printf("  %-10s %9.1f ms  (%.2f ms a window: %.0fx real time)\n", "total", t.wall_ms, per,
+           30e3 / per);
+    return 0;
+}
+
 static int bench_synthetic(const struct cli_options *o, whisperc_model *m, double load_ms) {
     whisperc_state *st = NULL;
     int n_seq = o->beam_size, runs = o->runs, rc = whisperc_state_new(m, &st);
@@ -335,6 +359,8 @@ static int bench_synthetic(const struct cli_options *o, whisperc_model *m, doubl
         rc = bench_batch_steps(o, st, n_seq);
     if (!rc && n_windows)
         rc = bench_encoder_batch(o, st, n_windows);
+    if (!rc && o->throughput)
+        rc = bench_throughput(o, st);
     free(t);
     free(w);
     whisperc_state_free(st);

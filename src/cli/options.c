@@ -95,6 +95,9 @@ void cli_usage(const char *prog) {
            "                            after one warm-up window; any model size, e.g. from\n"
            "                            tools/make-random-model large-v3\n"
            "       --tokens N           decoder steps per window with --synthetic (default 100)\n"
+           "       --throughput W       with --synthetic: also W random windows decoded\n"
+           "                            --batch-size at a time (default 64), --tokens steps\n"
+           "                            each, as whisperc_full_batch runs them: x real time\n"
            "       --compare-whisper-cpp PATH  also run whisper.cpp's whisper-cli at PATH\n"
            "                            on the same audio, model and threads\n"
            "       --batch-size N       time the files one by one, then N at a time in one\n"
@@ -191,6 +194,8 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         *rc = parse_int(a, v, 1, 1000, &o->runs);
     else if (is(a, "--tokens", NULL))
         *rc = parse_int(a, v, 0, 448, &o->n_tokens);
+    else if (is(a, "--throughput", NULL))
+        *rc = parse_int(a, v, 1, 100000, &o->throughput);
     else if (is(a, "--batch-size", NULL))
         *rc = parse_int(a, v, 1, 64, &o->batch_size);
     else if (is(a, "-bs", "--beam-size"))
@@ -348,6 +353,10 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
             return 2;
         }
         o->files[o->n_files++] = a;
+    }
+    if (o->throughput && !(bench && o->synthetic)) {
+        fprintf(stderr, "whisper-c: --throughput is a bench --synthetic option\n");
+        return 2;
     }
     if (!bench && o->synthetic) {
         fprintf(stderr, "whisper-c: --synthetic is a bench option\n");

@@ -49,6 +49,7 @@ struct cli_options {
     bool synthetic; /* --synthetic: one random 30 s window, no FILE */
     int n_tokens;   /* --tokens N: decoder steps per window with --synthetic (default 100) */
     int batch_size; /* --batch-size: files one by one vs whisperc_full_batch; 0: not given */
+    int throughput; /* --throughput W: with --synthetic, W windows batched (0: not given) */
     const char *files[CLI_MAX_FILES];
     int n_files;
 };

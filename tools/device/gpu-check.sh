@@ -207,6 +207,12 @@ stage_random() {
             cat "$OUT/bench.tmp"
             say "synthetic $size -bs $bs: $(synthetic_lines "$OUT/bench.tmp")"
         done
+        # issue 4's batched figure for these shapes: 128 windows, 64 lanes, 100 tokens each
+        timeout 240 "$B/whisper-c" bench --synthetic --device cuda -m "/tmp/ggml-$size-random.bin" \
+            --tokens 100 -bs 1 --runs 1 --batch-size 64 --throughput 128 >"$OUT/bench.tmp" 2>&1 || rc=1
+        cat "$OUT/bench.tmp"
+        say "synthetic $size batched: $(sed -n '/^batched throughput/,$p' "$OUT/bench.tmp" |
+            grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
         rm -f "/tmp/ggml-$size-random.bin"
     done
     rm -f "$OUT/bench.tmp"
