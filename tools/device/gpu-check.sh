@@ -21,7 +21,8 @@
 #   torchlong the same on the 620 s file of the bench stage (long form), batch 1
 #   batchbench whisperc_full_batch on the 186 clips at --batch-size 16 and 64 (tiny.en, base),
 #             and base with 5 beams at 16: encoder, decoder, batch steps and step graphs
-#   profile   ncu per-kernel durations of base decoder steps, 1 and 16 lanes
+#   profile   ncu per-kernel durations of base decoder steps, 1 and 16 lanes, and of the
+#             encoder at batch 1
 #   throughput whisper-c batch --gpus 0 over >= 8 hours of files (the ljspeech-dev FLACs listed
 #             24 times), files in, text out: x real time at --batch-size 16 and 64, tiny.en
 #             and base (THROUGHPUT_REPEAT, THROUGHPUT_CLIPS, THROUGHPUT_WORKERS="-j 1" for a dry
@@ -346,22 +347,16 @@ stage_batchbench() {
 # ncu's per-kernel durations over 300 launches of decoder steps (one lane, and 16 lanes through
 # the batch decoder), base: where a step's time goes, kernel by kernel (the machine has ncu,
 # not nsys). One summary line per kernel: name, grid, launches, mean µs, total µs.
-stage_profile() {
-    local rc=0 lanes
-    command -v ncu >/dev/null || { say "profile: no ncu"; return 1; }
-    for lanes in 1 16; do
-        timeout 250 ncu --print-summary per-kernel --launch-skip 3000 --launch-count 300 \
-            "$B/whisper-c" bench --synthetic --device cuda -m "$S/models/ggml-base.bin" \
-            --tokens 40 -bs "$lanes" --runs 1 --batch-size 1 >"$OUT/ncu-base-$lanes.txt" 2>&1 ||
-            rc=1
-        say "profile base, $lanes lane(s), 300 launches from the 3000th:"
-        python3 - "$OUT/ncu-base-$lanes.txt" <<'PY' | tee -a "$SUMMARY"
+# ncu's per-kernel summary in $1 as a table, the largest total first
+ncu_table() {
+    python3 - "$1" <<'PY' | tee -a "$SUMMARY"
 import re, sys
 rows, name = [], None
 for line in open(sys.argv[1]):
-    m = re.match(r"\s+(\w+) \(([\d, ]+)\)x\(([\d, ]+)\).*Invocations (\d+)", line)
+    # our kernels' names, or cuBLAS's templated ones (cut to 40 characters)
+    m = re.match(r"\s+(\S.*?) \(([\d, ]+)\)x\(([\d, ]+)\).*Invocations (\d+)", line)
     if m:
-        name = (m.group(1), m.group(2).replace(" ", ""), int(m.group(4)))
+        name = (m.group(1)[:40], m.group(2).replace(" ", ""), int(m.group(4)))
         continue
     m = re.match(r"\s+Duration\s+(\S+)\s+([\d.,]+)\s+([\d.,]+)\s+([\d.,]+)", line)
     if m and name:
@@ -370,9 +365,27 @@ for line in open(sys.argv[1]):
         rows.append((mean * name[2], name, mean))
         name = None
 for total, (k, grid, n), mean in sorted(rows, reverse=True):
-    print(f"    {k:32s} grid {grid:>12s} x{n:<4d} {mean:8.2f} us  {total:9.1f} us")
+    print(f"    {k:40s} grid {grid:>12s} x{n:<4d} {mean:8.2f} us  {total:9.1f} us")
 PY
+}
+
+stage_profile() {
+    local rc=0 lanes
+    command -v ncu >/dev/null || { say "profile: no ncu"; return 1; }
+    for lanes in 1 16; do
+        timeout 200 ncu --print-summary per-kernel --launch-skip 3000 --launch-count 300 \
+            "$B/whisper-c" bench --synthetic --device cuda -m "$S/models/ggml-base.bin" \
+            --tokens 40 -bs "$lanes" --runs 1 --batch-size 1 >"$OUT/ncu-base-$lanes.txt" 2>&1 ||
+            rc=1
+        say "profile base, $lanes lane(s), 300 launches from the 3000th:"
+        ncu_table "$OUT/ncu-base-$lanes.txt"
     done
+    # the encoder at batch 1 (the warm-up window's and the timed window's passes, a prompt)
+    timeout 150 ncu --print-summary per-kernel --launch-count 400 \
+        "$B/whisper-c" bench --synthetic --device cuda -m "$S/models/ggml-base.bin" \
+        --tokens 0 -bs 1 --runs 1 --batch-size 1 >"$OUT/ncu-base-encoder.txt" 2>&1 || rc=1
+    say "profile base encoder, batch 1, the first 400 launches:"
+    ncu_table "$OUT/ncu-base-encoder.txt"
     return "$rc"
 }
 
