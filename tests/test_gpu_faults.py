@@ -8,8 +8,8 @@ libcuda.so.1 and libcublas.so.13 over host memory (kernels compute nothing, so t
 the "GPU" are meaningless; what runs is every allocation, copy, launch and graph of the backend,
 each checked against the live allocations). Faults come from the fake's environment:
 
-  - clean runs (greedy through step graphs, and the default beam search): exit 0, no rule
-    broken, nothing left allocated at exit
+  - clean runs (greedy and the default beam search, both through step graphs; beam search
+    batched over two inputs): exit 0, no rule broken, nothing left allocated at exit
   - device memory too small for the weights / for a decoding state beside them: --device auto
     says so in one line and transcribes on the CPU (the right text); --device cuda fails with
     the reason
@@ -89,8 +89,24 @@ def clean_runs():
           f"greedy on the fake GPU: exit 0, step graphs, no rule broken, nothing left ({rep})")
     r = transcribe("--device", "cuda")
     rep = report(r)
-    check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0,
-          f"beam search on the fake GPU: exit 0, no rule broken, nothing left ({rep})")
+    check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0 and rep["graphs"] > 0,
+          f"beam search on the fake GPU: exit 0, its beams' steps as graphs (the batch decoder), "
+          f"no rule broken, nothing left ({rep})")
+
+
+def batch_beams(tmp):
+    """batch --batch-size 2 with beam search (the default): every window's beams stepped
+    together on the fake GPU, exit 0, no rule broken."""
+    inputs, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+    os.mkdir(inputs)
+    for i in range(2):
+        shutil.copy(jfk, os.path.join(inputs, f"c{i}.wav"))
+    cmd = batch_cmd(inputs, out, 2)
+    i = cmd.index("-bs")
+    r = run(cmd[:i] + cmd[i + 2:])
+    rep, st = report(r), sorted(l["status"] for l in results(out))
+    check(r.returncode == 0 and st == ["ok", "ok"] and clean_exit(r) and rep["graphs"] > 0,
+          f"batch --batch-size 2, beam search: both done as graphs, no rule broken ({rep}, {st})")
 
 
 def out_of_memory():
@@ -226,6 +242,7 @@ no_device()
 kernel_faults()
 for test in (later_files,
              batch_launch_refused,
+             batch_beams,
              lambda t: batch_device_lost(t, 1, 3, 1),
              lambda t: batch_device_lost(t, 2, 3, 2),
              batch_small_memory):
