@@ -270,10 +270,14 @@ static int finish(const struct batch_config *c, const struct batch_run *r, int r
     }
     if (run_rc != 0 || r->fatal[0])
         return 1;
-    if (!c->quiet)
+    if (!c->quiet) {
         ERR("%d ok (%d this run), %d failed (%d this run); %.2f h audio in %.0f s\n",
             p->n_done_before + p->n_ok, p->n_ok, n_failed, p->n_failed, p->audio_s / 3600,
             batch_now() - p->t_start);
+        if (p->n_ok + p->n_failed) /* where the workers' time went */
+            ERR("workers' time: transcribing %.1f s, waiting for files %.1f s, writing %.1f s\n",
+                p->decode_s, p->read_wait_s, p->write_s);
+    }
     return n_failed ? 1 : 0;
 }
 

@@ -94,9 +94,12 @@ struct batch_progress {
     int n_failed_before;        /* failed earlier, not retried */
     int n_todo, n_ok, n_failed; /* this run */
     double audio_s, busy_s;     /* audio transcribed, and worker time spent, this run */
-    double in_flight;           /* fraction of the current items done, summed over workers */
-    double t_start;             /* monotonic seconds */
-    double last_plain_s;        /* when the last plain line was printed, from t_start */
+    /* workers' time this run, summed: transcribing (whisperc_full_file / _batch), waiting for
+     * a group's files to be read, writing outputs and lines (the closing line shows them) */
+    double decode_s, read_wait_s, write_s;
+    double in_flight;    /* fraction of the current items done, summed over workers */
+    double t_start;      /* monotonic seconds */
+    double last_plain_s; /* when the last plain line was printed, from t_start */
 };
 
 struct batch_run {

@@ -118,7 +118,8 @@ struct worker {
     int index;
     whisperc_state *st;
     pthread_t thread;
-    atomic_int percent; /* of the current item */
+    atomic_int percent;                    /* of the current item */
+    double decode_s, read_wait_s, write_s; /* batch_progress's, this worker's share */
 };
 
 struct pool {
@@ -296,6 +297,8 @@ static void process(struct worker *w, const struct batch_item *it,
                     const struct whisperc_full_params *fp) {
     double t0 = batch_now();
     whisperc_status rc = whisperc_full_file(w->st, fp, it->path);
+    double t1 = batch_now();
+    w->decode_s += t1 - t0;
     if (rc == WHISPERC_ERR_ABORTED || !finishing_begin()) {
         atomic_store(&w->percent, 0);
         return; /* no line: it runs again on resume */
@@ -312,6 +315,7 @@ static void process(struct worker *w, const struct batch_item *it,
     record(w, it, err[0] == '\0', timed ? tm.audio_seconds : -1,
            rc == WHISPERC_OK ? whisperc_full_language(w->st) : NULL, batch_now() - t0, err);
     finishing_end();
+    w->write_s += batch_now() - t1;
     if (rc == WHISPERC_ERR_DEVICE)
         device_lost(w, err);
 }
@@ -459,9 +463,11 @@ static void group_run(struct worker *w, struct group *g, const struct whisperc_f
         g->pcm[g->n++] = g->loaded[j];
         audio_s += g->n_loaded[j] / 16000.0;
     }
+    double t1 = batch_now();
     whisperc_status rc = g->n ? whisperc_full_batch(w->st, fp, g->pcm, g->n_samples, g->n) : 0;
+    w->decode_s += batch_now() - t1;
     if (g->n && rc == WHISPERC_OK) {
-        double seconds = batch_now() - t0;
+        double seconds = batch_now() - t0, t2 = batch_now();
         /* the group's outputs staged (timings: the group's), then durable at once */
         for (int j = 0; j < g->n; j++) {
             g->werr[j][0] = '\0';
@@ -487,6 +493,7 @@ static void group_run(struct worker *w, struct group *g, const struct whisperc_f
             finishing_end();
         }
         results_sync(w);
+        w->write_s += batch_now() - t2;
     } else if (g->n && rc == WHISPERC_ERR_DEVICE) {
         char err[1024]; /* the whole group was on the GPU: each item recorded failed */
         snprintf(err, sizeof err, "%s", whisperc_state_errmsg(w->st));
@@ -515,13 +522,16 @@ static void run_groups(struct worker *w, const struct whisperc_full_params *fp, 
         pthread_mutex_unlock(&w->pool->mu);
         return;
     }
+    double t0 = batch_now();
     if (group_take(w, cur, fp, size, readers))
         group_read_all(cur);
+    w->read_wait_s += batch_now() - t0;
     while (cur->n_idx) {
         pthread_t th;
         bool ahead = readers > 0 && group_take(w, next, fp, size, readers) &&
                      pthread_create(&th, NULL, group_read_main, next) == 0;
         group_run(w, cur, fp);
+        t0 = batch_now(); /* the next group's files, if not read yet */
         if (ahead)
             pthread_join(th, NULL);
         else if (readers > 0 && next->n_idx)
@@ -530,6 +540,7 @@ static void run_groups(struct worker *w, const struct whisperc_full_params *fp, 
             next->n_idx = 0;
         else
             group_read_all(next);
+        w->read_wait_s += batch_now() - t0;
         struct group *t = cur;
         cur = next, next = t;
         if (atomic_load(&stop_level) > 0)
@@ -588,6 +599,9 @@ static void *worker_main(void *arg) {
     }
     pthread_mutex_lock(&p->mu);
     p->n_running--;
+    p->run->progress.decode_s += w->decode_s;
+    p->run->progress.read_wait_s += w->read_wait_s;
+    p->run->progress.write_s += w->write_s;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return NULL;

@@ -299,9 +299,10 @@ throughput_run() { # MODEL BATCH_SIZE LABEL (env: workers, out)
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086  # $workers is two words
     timeout 280 "$B/whisper-c" batch $workers -m "$S/models/ggml-$1.bin" -l en -bs 1 \
-        --batch-size "$2" -t "$(nproc)" --formats txt -q -o "$out" \
-        --manifest .device/throughput.csv || rc=1
+        --batch-size "$2" -t "$(nproc)" --formats txt -o "$out" \
+        --manifest .device/throughput.csv 2>"$OUT/batch.tmp" || rc=1
     t1=$(date +%s.%N)
+    tail -n 3 "$OUT/batch.tmp"
     say "throughput $1 --batch-size $2$3: $(python3 - "$out/results.jsonl" "$t0" "$t1" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -311,6 +312,8 @@ print(f"{len(ok)}/{len(rows)} ok, {audio / 3600:.2f} h of audio in {wall:.1f} s:
       f"{audio / wall:.0f}x real time")
 PY
 )"
+    # where the workers' time went: transcribing, waiting for files, writing
+    say "  $(grep -o "workers' time.*" "$OUT/batch.tmp")"
     return "$rc"
 }
 
