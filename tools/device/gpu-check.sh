@@ -11,7 +11,8 @@
 #   info      GPU, driver, CUDA toolkit, where libcuda and libcublas are found, tools present
 #   test      meson test --suite gpu; each failing test again with WHISPERC_CUDA_SYNC=1
 #   compare   jfk: whisper-c --device cuda vs cpu (tiny.en, base); the golden dev set, words
-#             and long form with run_transcribe on cuda (WHISPERC_TEST_DEVICE=cuda)
+#             and long form with run_transcribe on cuda (WHISPERC_TEST_DEVICE=cuda), and
+#             test_batch quick on cuda (whisperc_full_batch against whisperc_full)
 #   bench     whisper-c bench on jfk and a 10-minute file, cuda and cpu
 #   random    tools/make-random-model large-v3 and large-v3-turbo, bench --synthetic on cuda
 #   sanitize  compute-sanitizer memcheck of one jfk transcription (tiny.en) on cuda
@@ -134,6 +135,16 @@ stage_compare() {
         grep -E "tokens identical|WER|seconds|segments" "$B/meson-logs/testlog.txt" | head -8 |
             sed 's/^/    /' | tee -a "$SUMMARY"
     done
+    # whisperc_full_batch against whisperc_full on the GPU (greedy, fallbacks, beams): issue 4's
+    # "batched and unbatched runs give the same transcripts"
+    if WHISPERC_TEST_DEVICE=cuda timeout 200 "$B/tests/test_batch" quick >"$OUT/batch-cuda.txt" 2>&1; then
+        say "batch identity on cuda: ok"
+    else
+        say "batch identity on cuda: FAIL"
+        rc=1
+    fi
+    grep -E "identical|DIFFER|differ|FAIL" "$OUT/batch-cuda.txt" | head -12 | sed 's/^/    /' |
+        tee -a "$SUMMARY"
     return "$rc"
 }
 
