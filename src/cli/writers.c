@@ -141,7 +141,7 @@ int write_output(const struct transcript *tr, enum out_format fmt, const struct 
     /* a full disk (or RLIMIT_FSIZE: SIGXFSZ is ignored, so EFBIG) shows up at the latest in
      * fflush/fsync/fclose */
     int bad = oom || ferror(f), saved = oom ? ENOMEM : errno;
-    if (!bad && (fflush(f) != 0 || (!wo->no_sync && fsync(fileno(f)) != 0)))
+    if (!bad && (fflush(f) != 0 || ((!wo || !wo->no_sync) && fsync(fileno(f)) != 0)))
         bad = 1, saved = errno;
     if (fclose(f) != 0 && !bad) {
         bad = 1;
