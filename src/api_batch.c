@@ -125,6 +125,14 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
             snprintf(why, sizeof why, "%s", st->s->errmsg);
         if (!rc)
             return 0;
+        if (rc == WHISPERC_ERR_NO_MEMORY && B == 1 && G > 1) {
+            /* not even one window's beams: the caller runs the inputs one by one, as before
+             * beams were batched (the failed allocation was the stream's only error) */
+            st->s->err = 0;
+            st->s->errmsg[0] = '\0';
+            st->n_lanes_refused = G;
+            return api_fail(st, rc, "batch of 1 with %d beams: %s", G, why);
+        }
         if (rc != WHISPERC_ERR_NO_MEMORY || B == 1)
             return api_fail(st, rc, "batch of %d: %s", B, why);
         /* The stream was synced without error before: the failed allocation is its only
@@ -346,10 +354,20 @@ whisperc_status whisperc_full_batch(whisperc_state *st, const struct whisperc_fu
         rc = api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory for %d inputs", n_inputs);
     if (!rc) {
         st->n_batch = n_inputs;
-        if (transcribe_batch_supported(&p) && !p.vad)
+        int G = lane_group(&p);
+        bool refused = st->n_lanes_refused && st->n_lanes_refused <= G && G > 1;
+        if (transcribe_batch_supported(&p) && !p.vad && !refused) {
             rc = batched(st, &p, pcm16k, n_samples, n_inputs, i_lang);
-        else
+            if (rc == WHISPERC_ERR_NO_MEMORY && G > 1 && st->n_lanes_refused == G &&
+                !st->s->err) { /* one window's beams do not fit: one by one */
+                api_log(p.log_fn, p.log_user_data, WHISPERC_LOG_WARN,
+                        "%s; the inputs run one by one", st->errmsg);
+                st->errmsg[0] = '\0';
+                rc = one_by_one(st, &p, pcm16k, n_samples, n_inputs);
+            }
+        } else {
             rc = one_by_one(st, &p, pcm16k, n_samples, n_inputs);
+        }
     }
     st->timings.total_ms = wc_now_ms() - t0;
     if (rc) {

@@ -120,6 +120,9 @@ struct worker {
     pthread_t thread;
     atomic_int percent;                    /* of the current item */
     double decode_s, read_wait_s, write_s; /* batch_progress's, this worker's share */
+    /* the staging directory, opened before this worker stages anything: syncfs on it reports
+     * every writeback error since then, also one another worker's syncfs saw first */
+    int staging_fd;
 };
 
 struct pool {
@@ -260,19 +263,18 @@ static void results_sync(struct worker *w) {
     }
 }
 
-/* Every file written to the filesystem of dir made durable: syncfs where there is one (one call
- * for a group's files), else sync. Returns 0 or -1 (errno). */
-static int sync_dir_fs(const char *dir) {
+/* Every file written to the filesystem of the worker's staging directory made durable:
+ * syncfs where there is one (one call for a group's files), else sync. Returns 0 or -1
+ * (errno). */
+static int sync_staging_fs(const struct worker *w) {
 #ifdef __linux__
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
+    if (w->staging_fd < 0) {
+        errno = EBADF;
         return -1;
-    int rc = syncfs(fd), e = errno;
-    close(fd);
-    errno = e;
-    return rc;
+    }
+    return syncfs(w->staging_fd);
 #else
-    (void)dir;
+    (void)w;
     sync();
     return 0;
 #endif
@@ -475,7 +477,7 @@ static void group_run(struct worker *w, struct group *g, const struct whisperc_f
             stage_outputs(w, j, fp, g->n_samples[j] / 16000.0, false, g->werr[j],
                           sizeof g->werr[j]);
         }
-        if (sync_dir_fs(w->pool->run->staging) != 0) {
+        if (sync_staging_fs(w) != 0) {
             int e = errno;
             for (int j = 0; j < g->n; j++)
                 if (!g->werr[j][0])
@@ -592,7 +594,11 @@ static void *worker_main(void *arg) {
     int idx[1], group = r->cfg->o.batch_size > 1 ? r->cfg->o.batch_size : 1;
     if (group > 1) {
         fp.batch_size = group;
+        w->staging_fd = open(r->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         run_groups(w, &fp, group);
+        if (w->staging_fd >= 0)
+            close(w->staging_fd);
+        w->staging_fd = -1;
     } else {
         while (take_next(p, idx, 1) > 0)
             process(w, &r->items->v[idx[0]], &fp);
