@@ -75,6 +75,18 @@ static float *random_windows(const struct wc_hparams *hp, int n_windows, uint64_
     return mel;
 }
 
+/* The synthetic window's prompt: <|startoftranscript|> (<|en|>) <|transcribe|>
+ * <|notimestamps|> into prompt[4]; returns its length. */
+static int bench_prompt(const struct wc_vocab *v, int32_t *prompt) {
+    int n = 0;
+    prompt[n++] = v->sot;
+    if (v->multilingual)
+        prompt[n++] = vocab_lang_token(v, 0); /* "en" */
+    prompt[n++] = v->transcribe;
+    prompt[n++] = v->no_timestamps;
+    return n;
+}
+
 whisperc_status wc_bench_encoder(whisperc_state *st, int n_threads, int n_windows, int per_pass,
                                  uint64_t seed, struct wc_bench_encoder_times *out) {
     if (!st || !out || n_windows < 1 || n_windows > 64 || per_pass < 1 ||
@@ -163,12 +175,7 @@ whisperc_status wc_bench_window(whisperc_state *st, int n_threads, int n_tokens,
     out->cross_ms = wc_now_ms() - t0;
 
     int32_t prompt[4], tok[WC_MAX_GROUP];
-    int n = 0;
-    prompt[n++] = v->sot;
-    if (v->multilingual)
-        prompt[n++] = vocab_lang_token(v, 0); /* "en" */
-    prompt[n++] = v->transcribe;
-    prompt[n++] = v->no_timestamps;
+    int n = bench_prompt(v, prompt);
     out->n_prompt = n;
     out->n_seq = n_seq;
     if (!rc) {
@@ -218,13 +225,8 @@ static int batch_steps(whisperc_state *st, struct decoder_batch *db, int n_lanes
     struct wc_logit_rule rules[WC_MAX_GROUP];
     struct wc_greedy_pick pick[WC_MAX_GROUP];
     int32_t prompt[4], tok[WC_MAX_GROUP];
-    int lanes[WC_MAX_GROUP], n = 0, rc = 0;
+    int lanes[WC_MAX_GROUP], n = bench_prompt(v, prompt), rc = 0;
     memset(rules, 0, sizeof rules);
-    prompt[n++] = v->sot;
-    if (v->multilingual)
-        prompt[n++] = vocab_lang_token(v, 0); /* "en" */
-    prompt[n++] = v->transcribe;
-    prompt[n++] = v->no_timestamps;
     for (int k = 0; !rc && k < n_lanes; k++) {
         int row = n - 1;
         decoder_batch_set_audio(db, s, k, st->audio_features);
@@ -365,12 +367,7 @@ whisperc_status wc_bench_throughput(whisperc_state *st, int n_threads, int n_lan
     if (rc)
         return rc;
     int32_t prompt[4];
-    int n = 0;
-    prompt[n++] = v->sot;
-    if (v->multilingual)
-        prompt[n++] = vocab_lang_token(v, 0); /* "en" */
-    prompt[n++] = v->transcribe;
-    prompt[n++] = v->no_timestamps;
+    int n = bench_prompt(v, prompt);
     int n_steps = n_tokens < hp->n_text_ctx - n ? n_tokens : hp->n_text_ctx - n;
     float *mel = random_windows(hp, per_pass, seed);
     struct decoder_batch db = {0};
