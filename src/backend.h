@@ -123,6 +123,15 @@ struct wc_backend_ops {
                    const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
                    int accumulate);
 
+    /* layernorm then linear in one op: out[t][n] (+)= act(LN(in[t]) . w[n] + b[n]), LN as
+     * `layernorm` with gain g and bias lb over w->cols values, for n_rows <= linear_exact_rows;
+     * the arguments otherwise as `linear`'s. Each output has the bits of `layernorm` followed by
+     * `linear` on the same backend. NULL where a backend has no fused form: callers issue the
+     * two ops. */
+    void (*norm_linear)(struct wc_stream *s, float *out, int ld_out, const float *in,
+                        const float *g, const float *lb, const struct wc_mat *w, const float *b,
+                        int n_rows, enum wc_act act, int accumulate);
+
     /* Multi-head scaled dot-product attention, per head h (d = c / n_head columns each):
      *   out[t][h] = softmax_j(q[t][h] . k[j][h] / sqrt(d) + mask) . v[j][h],  j < s_len
      * q, out: [t_len][c]; k, v: [s_len][c] with rows ld_kv floats apart.

@@ -406,6 +406,54 @@ static void test_linear_rows_exact(struct pair *p, int n_out, int k, enum wc_act
     free(in), free(start), free(all), free(one);
 }
 
+/* norm_linear on the GPU: the bits of its layernorm then linear (backend.h), and close to the
+ * CPU's two ops; more rows than linear_exact_rows are refused with a message. */
+static void test_norm_linear(struct pair *p, int n_rows, int n_out, int k, int bias,
+                             enum wc_act act) {
+    char name[128];
+    snprintf(name, sizeof name, "cuda norm_linear: rows %d out %d in %d%s%s", n_rows, n_out, k,
+             bias ? " bias" : "", act ? " gelu" : "");
+    struct wc_mat mc, mg;
+    make_mat(p, &mc, &mg, n_out, k, WC_F16);
+    float *bc = NULL, *bg = NULL, *gc, *gg, *lc, *lg;
+    if (bias)
+        make_vec(p, &bc, &bg, (size_t)n_out, 0.5f);
+    make_vec(p, &gc, &gg, (size_t)k, 1.0f);
+    make_vec(p, &lc, &lg, (size_t)k, 1.0f);
+    size_t n_in = (size_t)n_rows * k, n_o = (size_t)n_rows * n_out;
+    float *in = rand_vec(n_in, 3.0f), *h = malloc(n_in * 4), *want = malloc(n_o * 4);
+    p->cpu->ops->layernorm(p->cs, h, in, gc, lc, n_rows, k);
+    p->cpu->ops->linear(p->cs, want, 0, h, &mc, bc, n_rows, act, 0);
+    void *din = gpu_copy(p, in, n_in * 4), *dh = gpu_poisoned(p, n_in);
+    void *d_two = gpu_poisoned(p, n_o), *d_one = gpu_poisoned(p, n_o);
+    p->gpu->ops->layernorm(p->gs, dh, din, gg, lg, n_rows, k);
+    p->gpu->ops->linear(p->gs, d_two, 0, dh, &mg, bg, n_rows, act, 0);
+    p->gpu->ops->norm_linear(p->gs, d_one, 0, din, gg, lg, &mg, bg, n_rows, act, 0);
+    float *two = gpu_fetch(p, d_two, n_o), *one = gpu_fetch(p, d_one, n_o);
+    check_rel(name, one, want, n_o, 1e-2);
+    int same = two && one && memcmp(two, one, n_o * 4) == 0;
+    printf("%s: the bits of layernorm then linear: %s\n", name, same ? "OK" : "NOT OK");
+    CHECK(same);
+    p->gs->be->ops->release(p->gs, din), p->gs->be->ops->release(p->gs, dh);
+    free(in), free(h), free(want), free(two), free(one);
+}
+
+static void test_norm_linear_refused(struct pair *p, int c) {
+    struct wc_stream *s;
+    CHECK(p->gpu->ops->stream_new(p->gpu, 1, &s) == 0);
+    struct wc_mat mc, mg;
+    make_mat(p, &mc, &mg, c, c, WC_F16);
+    float *gc, *gg;
+    make_vec(p, &gc, &gg, (size_t)c, 1.0f);
+    int n_rows = p->gpu->ops->linear_exact_rows + 1;
+    float *x = p->gpu->ops->alloc(s, (size_t)n_rows * c * 4);
+    float *y = p->gpu->ops->alloc(s, (size_t)n_rows * c * 4);
+    p->gpu->ops->norm_linear(s, y, 0, x, gg, gg, &mg, NULL, n_rows, WC_ACT_NONE, 0);
+    CHECK(p->gpu->ops->sync(s) == WHISPERC_ERR_INVALID_ARG && strstr(s->errmsg, "norm_linear"));
+    printf("norm_linear over %d rows: %s\n", n_rows, s->errmsg);
+    p->gpu->ops->stream_free(s);
+}
+
 static void test_scores(struct pair *p, int t_len, int s_len, int c, int n_head, int head) {
     char name[128];
     snprintf(name, sizeof name, "attention_scores t %d s %d c %d h %d head %d", t_len, s_len, c,
@@ -836,6 +884,10 @@ int main(void) {
         test_linear_rows_exact(&p, c, c, WC_ACT_NONE, 0);
         test_linear_rows_exact(&p, 4 * c, c, WC_ACT_GELU, 0);
         test_linear_rows_exact(&p, c, 4 * c, WC_ACT_NONE, 1);
+        test_norm_linear(&p, 1, c, c, 1, WC_ACT_NONE);
+        test_norm_linear(&p, 21, c, c, 0, WC_ACT_NONE);
+        test_norm_linear(&p, p.gpu->ops->linear_exact_rows, 4 * c, c, 1, WC_ACT_GELU);
+        test_norm_linear_refused(&p, c);
         test_conv1d(&p, 80, c, 61, 1, 0);
         test_conv1d(&p, c, c, 61, 2, 1);
         int h = c / 64;
@@ -861,7 +913,8 @@ int main(void) {
     }
     test_linear(&p, 2, 51865, 384, WC_F16, 0, WC_ACT_NONE, 0, 0); /* logits */
     test_linear(&p, 8, 51865, 384, WC_F16, 0, WC_ACT_NONE, 0, 0);
-    test_conv1d(&p, 128, 384, 3000, 1, 0); /* large-v3's mel input */
+    test_norm_linear(&p, 5, 51865, 384, 0, WC_ACT_NONE); /* the logits of a step */
+    test_conv1d(&p, 128, 384, 3000, 1, 0);               /* large-v3's mel input */
     test_logits_greedy(&p, 1, 51865, 577, 0);
     test_logits_greedy(&p, 1, 51865, 577, 0); /* the same list: the mask is not uploaded again */
     test_logits_greedy(&p, 1, 51865, 91, 0);  /* another list */

@@ -148,7 +148,7 @@ def kernel_faults():
     check(r.returncode == 1 and "kernel attn_tc_h6_d64: CUDA_ERROR_ILLEGAL_ADDRESS" in r.stderr,
           f"a fault in a kernel, WHISPERC_CUDA_SYNC=1: the kernel that failed "
           f"({r.stderr.strip()[:300]!r})")
-    r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_KERNEL="layernorm:async@300")
+    r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_KERNEL="attn_gather:async@60")
     check(r.returncode == 1 and "cuGraphLaunch: CUDA_ERROR_ILLEGAL_ADDRESS" in r.stderr and
           ", at the end of a step graph (WHISPERC_CUDA_SYNC=1" in r.stderr,
           f"a fault in a step graph's kernel: said so ({r.stderr.strip()[:300]!r})")
@@ -171,7 +171,7 @@ def later_files(tmp):
           clean_exit(r),
           f"a refused launch fails its file, named, and the next one is transcribed ({errors})")
     r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "--device", "cuda", "-np"] + files,
-            FAKECUDA_FAIL_KERNEL="layernorm:async@300")
+            FAKECUDA_FAIL_KERNEL="attn_gather:async@60")
     check(r.returncode == 1 and f"whisper-c: {files[0]}: decoder: cuda: cuGraphLaunch" in r.stderr
           and "cannot be used again by this process; 2 more file(s) not transcribed" in r.stderr,
           f"a kernel fault stops the files after it ({r.stderr.strip()[-300:]!r})")
@@ -206,7 +206,7 @@ def batch_device_lost(tmp, size, n_items, n_failed):
     for i in range(n_items):
         shutil.copy(jfk, os.path.join(inputs, f"c{i}.wav"))
     what = f"batch --batch-size {size}, a kernel faults"
-    r = run(batch_cmd(inputs, out, size), FAKECUDA_FAIL_KERNEL="layernorm:async@300")
+    r = run(batch_cmd(inputs, out, size), FAKECUDA_FAIL_KERNEL="attn_gather:async@60")
     lines = results(out)
     check(r.returncode == 1 and "the GPU failed and cannot be used again by this process" in
           r.stderr and "run the same command again to resume" in r.stderr,

@@ -407,7 +407,9 @@ static void test_attention_rows(int sm, struct wc_stream *s, int n_head, int d, 
 /* gemv_f16 against the CPU's linear on the same fp16 weights (n_rows, out rows ld apart; past 8
  * rows several CTA rows), then each row alone (n_rows 1, pointers moved to the row): bit for bit
  * what the launch over all rows gave it, which is what lets the CUDA backend declare
- * linear_exact_rows = KERNEL_GEMV_LAUNCH_ROWS. */
+ * linear_exact_rows = KERNEL_GEMV_LAUNCH_ROWS. With KERNEL_GEMV_NORM: against the CPU's
+ * layernorm then linear, and bit for bit what layernorm_c<K> then the kernel without the flag
+ * give (backend.h norm_linear). */
 static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n, int k_in,
                       int n_rows, int flags, int ld_pad) {
     char name[64];
@@ -430,10 +432,18 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
     struct wc_mat m;
     CHECK(be->ops->upload_mat(be, &m, wh, WC_F16, n, k_in) == 0);
     float *want = malloc(nout * 4), *got = malloc(nout * 4), *alone = malloc(nout * 4);
+    float *g = rand_vec((size_t)k_in, 1.0f), *lb = rand_vec((size_t)k_in, 1.0f);
+    float *normed = malloc(nin * 4);
+    int norm = flags & KERNEL_GEMV_NORM;
+    if (norm) /* off-centre rows, as a residual stream is */
+        for (size_t i = 0; i < nin; i++)
+            in[i] = 3.0f * in[i] + 0.5f;
     memcpy(want, out0, nout * 4);
     int acc = flags & KERNEL_GEMV_ACCUMULATE;
-    s->be->ops->linear(s, want, ld, in, &m, flags & KERNEL_GEMV_BIAS ? b : NULL, n_rows,
-                       flags & KERNEL_GEMV_GELU ? WC_ACT_GELU : WC_ACT_NONE, acc);
+    if (norm)
+        s->be->ops->layernorm(s, normed, in, g, lb, n_rows, k_in);
+    s->be->ops->linear(s, want, ld, norm ? normed : in, &m, flags & KERNEL_GEMV_BIAS ? b : NULL,
+                       n_rows, flags & KERNEL_GEMV_GELU ? WC_ACT_GELU : WC_ACT_NONE, acc);
     CHECK(wc_stream_sync(s) == 0);
     /* accumulate, or padding that must stay untouched: start from out0; else from NaN */
     for (size_t i = 0; !acc && i < nout; i++)
@@ -441,10 +451,11 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
             out0[i] = NAN;
     CUdeviceptr dw = dev_upload(wh, nw * 2), din = dev_upload(in, nin * 4);
     CUdeviceptr db = dev_upload(b, (size_t)n * 4), dout = dev_upload(out0, nout * 4);
+    CUdeviceptr dg = dev_upload(g, (size_t)k_in * 4), dlb = dev_upload(lb, (size_t)k_in * 4);
     unsigned uld = (unsigned)ld, un = (unsigned)n, urows = (unsigned)n_rows;
     unsigned grid = (unsigned)((n + KERNEL_GEMV_COLS - 1) / KERNEL_GEMV_COLS);
     unsigned grid_y = (unsigned)((n_rows + KERNEL_GEMV_MAX_ROWS - 1) / KERNEL_GEMV_MAX_ROWS);
-    void *args[] = {&dout, &uld, &din, &dw, &db, &un, &urows};
+    void *args[] = {&dout, &uld, &din, &dw, &db, &un, &urows, &dg, &dlb};
     launch2d(f, grid, grid_y, KERNEL_GEMV_THREADS, args);
     CU(api.memcpy_dtoh(got, dout, nout * 4));
     char what[128];
@@ -460,7 +471,7 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
     unsigned one = 1;
     for (int r = 0; r < n_rows; r++) {
         CUdeviceptr din_r = din + (size_t)r * k_in * 4, dout_r = dout + (size_t)r * ld * 4;
-        void *args1[] = {&dout_r, &uld, &din_r, &dw, &db, &un, &one};
+        void *args1[] = {&dout_r, &uld, &din_r, &dw, &db, &un, &one, &dg, &dlb};
         launch(f, grid, KERNEL_GEMV_THREADS, args1);
     }
     CU(api.memcpy_dtoh(alone, dout, nout * 4));
@@ -468,9 +479,32 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
     int same = memcmp(alone, got, nout * 4) == 0;
     printf("%s: %s\n", what, same ? "OK" : "NOT OK");
     CHECK(same);
+    if (norm) { /* layernorm_c<K>, then the kernel without the norm, from the same out0 */
+        CUmodule ln_mod, plain_mod;
+        snprintf(what, sizeof what, "layernorm_c%d", k_in);
+        CUfunction ln = load(gen_layernorm(sm, k_in), what, &ln_mod);
+        snprintf(what, sizeof what, "gemv_f16_k%d_f%d", k_in, flags & ~KERNEL_GEMV_NORM);
+        CUfunction plain =
+            load(gen_gemv_f16(sm, k_in, flags & ~KERNEL_GEMV_NORM), what, &plain_mod);
+        CUdeviceptr dh = dev_poisoned(nin);
+        void *ln_args[] = {&dh, &din, &dg, &dlb, &urows};
+        launch(ln, (unsigned)n_rows, KERNEL_LN_THREADS, ln_args);
+        CU(api.memcpy_htod(dout, out0, nout * 4));
+        void *plain_args[] = {&dout, &uld, &dh, &dw, &db, &un, &urows};
+        launch2d(plain, grid, grid_y, KERNEL_GEMV_THREADS, plain_args);
+        CU(api.memcpy_dtoh(alone, dout, nout * 4));
+        same = memcmp(alone, got, nout * 4) == 0;
+        printf("%s n=%d rows=%d: the bits of layernorm then gemv: %s\n", name, n, n_rows,
+               same ? "OK" : "NOT OK");
+        CHECK(same);
+        api.mem_free(dh);
+        api.module_unload(ln_mod), api.module_unload(plain_mod);
+    }
     api.mem_free(dw), api.mem_free(din), api.mem_free(db), api.mem_free(dout);
+    api.mem_free(dg), api.mem_free(dlb);
     api.module_unload(mod);
     free(wf), free(in), free(b), free(out0), free(wh), free(want), free(got), free(alone);
+    free(g), free(lb), free(normed);
 }
 
 static void test_attention_scores(int sm, struct wc_stream *s, int n_head, int d, int t_len,
@@ -718,6 +752,14 @@ int main(void) {
     test_gemv(sm, be, s, 33, 8, 2, GB, 0);     /* tiny K: a partial step only */
     test_gemv(sm, be, s, 512, 512, 21, GB, 0); /* three CTA rows, the last partial */
     test_gemv(sm, be, s, 2048, 512, KERNEL_GEMV_LAUNCH_ROWS, GB | GG, 0);
+    /* with the layer norm fused: q/v, k and logits, fc1; every Whisper width class */
+    const int GN = KERNEL_GEMV_NORM;
+    test_gemv(sm, be, s, 384, 384, 8, GN | GB, 0);
+    test_gemv(sm, be, s, 512, 512, 21, GN, 0);
+    test_gemv(sm, be, s, 2048, 512, KERNEL_GEMV_LAUNCH_ROWS, GN | GB | GG, 0);
+    test_gemv(sm, be, s, 1280, 1280, 3, GN | GB, 0); /* a tile and a rest */
+    test_gemv(sm, be, s, 1024, 1024, 1, GN | GB, 0);
+    test_gemv(sm, be, s, 51865, 768, 5, GN, 0); /* logits */
 
     test_attention_scores(sm, s, 8, 64, 1, 1500, 512, 3);
     test_attention_scores(sm, s, 20, 64, 5, 1500, 1280, 19);

@@ -168,6 +168,40 @@ static void linear_rows(struct wc_stream *s, const struct block_rows *br, float 
     }
 }
 
+/* A layer norm of db->x and the projections that read it: where the backend fuses them
+ * (norm_linear, over at most linear_exact_rows rows a call) each projection normalises its own
+ * input, one launch instead of two; else the norm runs once into db->h. The bits are the same
+ * either way (backend.h). */
+struct pre_norm {
+    const float *g, *b;
+    int fused;
+};
+
+static struct pre_norm pre_norm(struct decoder_batch *db, struct wc_stream *s,
+                                const struct block_rows *br, const float *g, const float *b) {
+    const struct wc_backend_ops *op = s->be->ops;
+    struct pre_norm pn = {g, b, op->norm_linear && (br->lanes || br->n <= op->linear_exact_rows)};
+    if (!pn.fused)
+        op->layernorm(s, db->h, db->x, g, b, br->n, db->hp->n_text_state);
+    return pn;
+}
+
+/* out = act(LN(db->x) . w + b) over br's rows (linear_rows's split) */
+static void proj(struct wc_stream *s, const struct decoder_batch *db, const struct block_rows *br,
+                 const struct pre_norm *pn, float *out, const struct wc_mat *w, const float *b,
+                 enum wc_act act) {
+    if (!pn->fused) {
+        linear_rows(s, br, out, db->h, w, b, act, 0);
+        return;
+    }
+    int chunk = s->be->ops->linear_exact_rows;
+    for (int r = 0; r < br->n; r += chunk) {
+        int m = br->n - r < chunk ? br->n - r : chunk;
+        s->be->ops->norm_linear(s, out + (size_t)r * w->rows, 0, db->x + (size_t)r * w->cols, pn->g,
+                                pn->b, w, b, m, act, 0);
+    }
+}
+
 static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
                           const struct block_rows *br) {
     const struct wc_backend_ops *op = s->be->ops;
@@ -183,10 +217,10 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
     const int32_t *dst_row = db->step_idx + 2 * db->n_lanes;
     float *k_new = br->lanes ? db->mlp : kc + (size_t)br->base * c;
     float *v_new = br->lanes ? db->mlp + (size_t)n * c : vc + (size_t)br->base * c;
-    op->layernorm(s, db->h, db->x, b->attn_ln_g, b->attn_ln_b, n, c);
-    linear_rows(s, br, db->q, db->h, &b->attn.q, b->attn.q_b, WC_ACT_NONE, 0);
-    linear_rows(s, br, k_new, db->h, &b->attn.k, NULL, WC_ACT_NONE, 0);
-    linear_rows(s, br, v_new, db->h, &b->attn.v, b->attn.v_b, WC_ACT_NONE, 0);
+    struct pre_norm pn = pre_norm(db, s, br, b->attn_ln_g, b->attn_ln_b);
+    proj(s, db, br, &pn, db->q, &b->attn.q, b->attn.q_b, WC_ACT_NONE);
+    proj(s, db, br, &pn, k_new, &b->attn.k, NULL, WC_ACT_NONE);
+    proj(s, db, br, &pn, v_new, &b->attn.v, b->attn.v_b, WC_ACT_NONE);
     if (br->lanes) {
         op->rows_scatter(s, kc, k_new, dst_row, n, c);
         op->rows_scatter(s, vc, v_new, dst_row, n, c);
@@ -204,8 +238,8 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
     linear_rows(s, br, db->x, db->att, &b->attn.o, b->attn.o_b, WC_ACT_NONE, 1);
 
     /* cross-attention, each row over its own lane's audio */
-    op->layernorm(s, db->h, db->x, b->cross_ln_g, b->cross_ln_b, n, c);
-    linear_rows(s, br, db->q, db->h, &b->cross.q, b->cross.q_b, WC_ACT_NONE, 0);
+    pn = pre_norm(db, s, br, b->cross_ln_g, b->cross_ln_b);
+    proj(s, db, br, &pn, db->q, &b->cross.q, b->cross.q_b, WC_ACT_NONE);
     if (!br->lanes) {
         int audio = br->lane / db->group;
         op->attention(s, db->att, db->q, audio_kv(db, db->xk, audio, l),
@@ -218,8 +252,8 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
     }
     linear_rows(s, br, db->x, db->att, &b->cross.o, b->cross.o_b, WC_ACT_NONE, 1);
 
-    op->layernorm(s, db->h, db->x, b->mlp_ln_g, b->mlp_ln_b, n, c);
-    linear_rows(s, br, db->mlp, db->h, &b->mlp0, b->mlp0_b, WC_ACT_GELU, 0);
+    pn = pre_norm(db, s, br, b->mlp_ln_g, b->mlp_ln_b);
+    proj(s, db, br, &pn, db->mlp, &b->mlp0, b->mlp0_b, WC_ACT_GELU);
     linear_rows(s, br, db->x, db->mlp, &b->mlp2, b->mlp2_b, WC_ACT_NONE, 1);
 }
 
@@ -228,16 +262,17 @@ static int logits_out(struct decoder_batch *db, struct wc_stream *s, const struc
                       const int *rows, int n, float *logits_host) {
     const struct wc_backend_ops *op = s->be->ops;
     int c = db->hp->n_text_state, n_vocab = db->hp->n_vocab;
+    struct block_rows out_rows = *br;
+    out_rows.n = n;
     if (rows) {
         for (int i = 0; i < n; i++)
             op->layernorm(s, db->h + (size_t)i * c, db->x + (size_t)rows[i] * c, db->w->dec_ln_g,
                           db->w->dec_ln_b, 1, c);
+        linear_rows(s, &out_rows, db->logits, db->h, &db->w->tok_emb, NULL, WC_ACT_NONE, 0);
     } else {
-        op->layernorm(s, db->h, db->x, db->w->dec_ln_g, db->w->dec_ln_b, n, c);
+        struct pre_norm pn = pre_norm(db, s, &out_rows, db->w->dec_ln_g, db->w->dec_ln_b);
+        proj(s, db, &out_rows, &pn, db->logits, &db->w->tok_emb, NULL, WC_ACT_NONE);
     }
-    struct block_rows out_rows = *br;
-    out_rows.n = n;
-    linear_rows(s, &out_rows, db->logits, db->h, &db->w->tok_emb, NULL, WC_ACT_NONE, 0);
     if (!logits_host) /* kept in backend memory (db->logits) for the caller's next op */
         return s->err;
     if (n > 0)

@@ -167,6 +167,7 @@ static const struct wc_backend_ops cuda_ops = {
     .conv1d = cuda_conv1d,
     .layernorm = cuda_layernorm,
     .linear = cuda_linear,
+    .norm_linear = cuda_norm_linear,
     .attention = cuda_attention,
     .attention_gather = cuda_attention_gather,
     .attention_rows = cuda_attention_rows,

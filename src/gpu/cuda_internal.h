@@ -182,6 +182,9 @@ void cuda_launch_3d(struct wc_stream *s, const struct cuda_kernel *k, unsigned g
                     unsigned grid_y, unsigned grid_z, unsigned block, void **args);
 
 /* Ops (backend.h has their contracts). */
+void cuda_norm_linear(struct wc_stream *s, float *out, int ld_out, const float *in, const float *g,
+                      const float *lb, const struct wc_mat *w, const float *b, int n_rows,
+                      enum wc_act act, int accumulate);
 void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
                  const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
                  int accumulate);

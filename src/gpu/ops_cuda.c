@@ -70,18 +70,57 @@ static void epilogue(struct wc_stream *s, float *x, int ld, const float *b, cons
 }
 
 /* linear over n_rows <= KERNEL_GEMV_LAUNCH_ROWS in one gemv_f16 launch (bias, GELU, residual
- * fused; a CTA row per 8 rows); each row gets the bits it gets alone. */
-static void gemv(struct wc_stream *s, float *out, int ld_out, const float *in,
-                 const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
-                 int accumulate) {
+ * fused; with g and lb, the layer norm ahead of it too; a CTA row per 8 rows); each row gets
+ * the bits it gets alone. */
+static void gemv(struct wc_stream *s, float *out, int ld_out, const float *in, const float *g,
+                 const float *lb, const struct wc_mat *w, const float *b, int n_rows,
+                 enum wc_act act, int accumulate) {
     int flags = (b ? KERNEL_GEMV_BIAS : 0) | (act == WC_ACT_GELU ? KERNEL_GEMV_GELU : 0) |
-                (accumulate ? KERNEL_GEMV_ACCUMULATE : 0);
+                (accumulate ? KERNEL_GEMV_ACCUMULATE : 0) | (g ? KERNEL_GEMV_NORM : 0);
     const struct cuda_kernel *k = cuda_kernel_get(s, CK_GEMV, w->cols, flags, 0);
     CUdeviceptr po = dptr(out), pi = dptr(in), pw = dptr(w->data), pb = dptr(b);
+    CUdeviceptr pg = dptr(g), plb = dptr(lb);
     unsigned uld = (unsigned)ld_out, un = (unsigned)w->rows, urows = (unsigned)n_rows;
-    void *args[] = {&po, &uld, &pi, &pw, &pb, &un, &urows};
+    void *args[] = {&po, &uld, &pi, &pw, &pb, &un, &urows, &pg, &plb};
     cuda_launch(s, k, ceil_div((size_t)w->rows, KERNEL_GEMV_COLS),
                 ceil_div((size_t)n_rows, KERNEL_GEMV_MAX_ROWS), KERNEL_GEMV_THREADS, args);
+}
+
+/* The checks gemv's launch needs; fails the stream and returns 0 when one does not hold.
+ * gemv's 16-byte weight loads need K % 8 == 0 and aligned rows (every Whisper width is a
+ * multiple of 64, the arena aligns to 256). */
+static int gemv_args_ok(struct wc_stream *s, const char *op, int ld_out, const struct wc_mat *w,
+                        int n_rows, enum wc_act act, int accumulate) {
+    if (w->dtype != WC_F16 || ld_out < w->rows || (accumulate && act != WC_ACT_NONE) ||
+        w->cols % 8 || (uintptr_t)w->data % 16) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "cuda %s: bad arguments (weight [%d][%d] dtype %d: K %% 8 == 0 and 16-byte "
+                       "alignment needed; ld_out %d; accumulate %d with act %d)",
+                       op, w->rows, w->cols, (int)w->dtype, ld_out, accumulate, (int)act);
+        return 0;
+    }
+    return fits_u32(s, op, (size_t)n_rows * (size_t)w->cols) &&
+           fits_u32(s, op, (size_t)n_rows * (size_t)ld_out) &&
+           fits_u32(s, op, (size_t)w->rows * (size_t)w->cols);
+}
+
+void cuda_norm_linear(struct wc_stream *s, float *out, int ld_out, const float *in, const float *g,
+                      const float *lb, const struct wc_mat *w, const float *b, int n_rows,
+                      enum wc_act act, int accumulate) {
+    if (cuda_op_begin(s) || n_rows <= 0)
+        return;
+    if (ld_out == 0)
+        ld_out = w->rows;
+    if (!gemv_args_ok(s, "norm_linear", ld_out, w, n_rows, act, accumulate))
+        return;
+    if (n_rows > KERNEL_GEMV_LAUNCH_ROWS || !kernel_gemv_norm_fits(w->cols) || !g || !lb) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "cuda norm_linear: %d rows of %d values (at most %d rows; a multiple of %d "
+                       "values, gain and bias given)",
+                       n_rows, w->cols, KERNEL_GEMV_LAUNCH_ROWS, KERNEL_LN_THREADS);
+        return;
+    }
+    gemv(s, out, ld_out, in, g, lb, w, b, n_rows, act, accumulate);
 }
 
 void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
@@ -91,6 +130,13 @@ void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
         return;
     if (ld_out == 0)
         ld_out = w->rows;
+    if (n_rows <= KERNEL_GEMV_LAUNCH_ROWS) {
+        /* no cuBLAS fallback for a weight gemv cannot take: its bits depend on the row count,
+         * which would break linear_exact_rows without a word */
+        if (gemv_args_ok(s, "linear", ld_out, w, n_rows, act, accumulate))
+            gemv(s, out, ld_out, in, NULL, NULL, w, b, n_rows, act, accumulate);
+        return;
+    }
     if (w->dtype != WC_F16 || ld_out < w->rows || (accumulate && act != WC_ACT_NONE)) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
                        "cuda linear: bad arguments (dtype %d, ld_out %d < %d, accumulate %d with "
@@ -102,19 +148,6 @@ void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
     if (!fits_u32(s, "linear", n_in) || !fits_u32(s, "linear", (size_t)n_rows * (size_t)ld_out) ||
         !fits_u32(s, "linear", (size_t)w->rows * (size_t)w->cols))
         return;
-    if (n_rows <= KERNEL_GEMV_LAUNCH_ROWS) {
-        /* gemv's 16-byte weight loads need K % 8 == 0 and aligned rows (every Whisper width is
-         * a multiple of 64, the arena aligns to 256). No cuBLAS fallback: its bits depend on the
-         * row count, which would break linear_exact_rows without a word. */
-        if (w->cols % 8 || (uintptr_t)w->data % 16) {
-            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
-                           "cuda linear: weight [%d][%d] needs K %% 8 == 0 and 16-byte alignment",
-                           w->rows, w->cols);
-            return;
-        }
-        gemv(s, out, ld_out, in, w, b, n_rows, act, accumulate);
-        return;
-    }
     uint64_t x16 = cuda_scratch(s, CUDA_SCRATCH_HALF, n_in * 2);
     if (!x16)
         return;

@@ -23,6 +23,13 @@
  * (4 columns x 8 rows) are reduced by recursive halving (31 shuffles), after which lane L holds
  * value L = (column L / 8, row L % 8) and writes it. Nothing in that order depends on M or on the
  * CTA row, so a row has the bits it has alone (backend.h linear_exact_rows).
+ *
+ * KERNEL_GEMV_NORM (backend.h norm_linear) layer-norms each input row on its way into shared
+ * memory, which saves the decoder a layernorm launch and a round trip of its output through
+ * memory for each projection. Warp w first computes row 8 y + w's mean and 1 / sqrt(var + eps)
+ * in gen_layernorm's order: lane l stands for its threads l, l + 32, l + 64, l + 96, each summing
+ * its values in k order, then the four warp sums in thread order, so the normalised inputs, and
+ * with them the outputs, have the bits of layernorm followed by this kernel without the flag.
  */
 #include <stdio.h>
 
@@ -33,6 +40,9 @@
 #define GEMV_WCOLS (KERNEL_GEMV_COLS / GEMV_WARPS) /* columns per warp: 4 */
 #define GEMV_M     KERNEL_GEMV_MAX_ROWS            /* 8 */
 #define GEMV_TILE  1024                            /* K per staged tile: 32 KiB of shared memory */
+#define LN_VWARPS  (KERNEL_LN_THREADS / 32)        /* gen_layernorm's warps */
+#define NORM_MAX_K 2048                            /* a row's values a lane holds: K / 32 <= 64 */
+_Static_assert(GEMV_WARPS == GEMV_M, "norm_stats: a warp per row");
 
 struct gemv_regs {
     struct ptx_reg tid, lane, n_rows, k0; /* k0: the tile's first column */
@@ -40,7 +50,69 @@ struct gemv_regs {
     struct ptx_reg wrow[GEMV_WCOLS];      /* global: w[n0 + c][16 lane / 2] */
     struct ptx_reg col_ok[GEMV_WCOLS];    /* n0 + c < N */
     struct ptx_reg acc[GEMV_WCOLS][GEMV_M];
+    int norm;             /* KERNEL_GEMV_NORM: s_ln holds each row's mean and 1 / std */
+    struct ptx_reg g, lb; /* global: the layer norm's gain and bias */
 };
+
+/* The sum gen_layernorm's block_sum makes of a row's partial sums: part[j] is virtual thread
+ * 32 j + lane's; each virtual warp's sum by butterfly (every lane gets it), then the warps'
+ * sums in order. */
+static struct ptx_reg norm_sum(struct ptx_kernel *k, struct ptx_reg *part) {
+    struct ptx_reg total = ptx_reg(k, PTX_F32);
+    for (int j = 0; j < LN_VWARPS; j++) {
+        ptx_warp_reduce(k, part[j], "add");
+        if (j == 0)
+            ptx_ins(k, "mov.f32 %s, %s", total.s, part[0].s);
+        else
+            ptx_ins(k, "add.f32 %s, %s, %s", total.s, total.s, part[j].s);
+    }
+    return total;
+}
+
+/* Warp w: row w's layer-norm statistics into s_ln[2 w], s_ln[2 w + 1] (mean, 1 / std), with
+ * gen_layernorm's instructions in its order (the file comment). Rows past n_rows load nothing
+ * and their statistics are never used. */
+static void norm_stats(struct ptx_kernel *k, const struct gemv_regs *r, struct ptx_reg warp,
+                       int k_in) {
+    int per = k_in / KERNEL_LN_THREADS; /* values a virtual thread holds */
+    struct ptx_reg ok = ptx_reg(k, PTX_PRED), idx = ptx_reg(k, PTX_B32);
+    struct ptx_reg x[LN_VWARPS][NORM_MAX_K / KERNEL_LN_THREADS], part[LN_VWARPS];
+    ptx_ins(k, "setp.lt.u32 %s, %s, %s", ok.s, warp.s, r->n_rows.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", idx.s, warp.s, k_in, r->lane.s);
+    struct ptx_reg src = ptx_addr(k, r->in, idx, 4);
+    for (int j = 0; j < LN_VWARPS; j++)
+        for (int i = 0; i < per; i++) {
+            x[j][i] = ptx_reg(k, PTX_F32);
+            ptx_ins(k, "mov.f32 %s, 0f00000000", x[j][i].s);
+            ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+%d]", ok.s, x[j][i].s, src.s,
+                    4 * (32 * j + KERNEL_LN_THREADS * i));
+        }
+    for (int j = 0; j < LN_VWARPS; j++) {
+        part[j] = ptx_reg(k, PTX_F32);
+        ptx_ins(k, "mov.f32 %s, 0f00000000", part[j].s);
+        for (int i = 0; i < per; i++)
+            ptx_ins(k, "add.f32 %s, %s, %s", part[j].s, part[j].s, x[j][i].s);
+    }
+    struct ptx_reg sum = norm_sum(k, part), mean = ptx_reg(k, PTX_F32), d = ptx_reg(k, PTX_F32);
+    ptx_ins(k, "mov.f32 %s, %s", d.s, ptx_f32((float)k_in).s);
+    ptx_ins(k, "div.rn.f32 %s, %s, %s", mean.s, sum.s, d.s);
+    for (int j = 0; j < LN_VWARPS; j++) {
+        ptx_ins(k, "mov.f32 %s, 0f00000000", part[j].s);
+        for (int i = 0; i < per; i++) {
+            ptx_ins(k, "sub.f32 %s, %s, %s", x[j][i].s, x[j][i].s, mean.s);
+            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", part[j].s, x[j][i].s, x[j][i].s, part[j].s);
+        }
+    }
+    struct ptx_reg inv = norm_sum(k, part), a = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "div.rn.f32 %s, %s, %s", inv.s, inv.s, d.s);
+    ptx_ins(k, "add.f32 %s, %s, %s", inv.s, inv.s, ptx_f32(1e-5f).s);
+    ptx_ins(k, "sqrt.rn.f32 %s, %s", inv.s, inv.s);
+    ptx_ins(k, "rcp.rn.f32 %s, %s", inv.s, inv.s);
+    ptx_ins(k, "setp.eq.u32 %s, %s, 0", ok.s, r->lane.s);
+    ptx_ins(k, "mov.u32 %s, s_ln", a.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, 8, %s", a.s, warp.s, a.s);
+    ptx_ins(k, "@%s st.shared.v2.f32 [%s], {%s, %s}", ok.s, a.s, mean.s, inv.s);
+}
 
 /* Copies in[m][k0 + kk] (kk < kt, m < M) into the shared planes: every load first (distinct
  * registers, all in flight), then the barrier that frees the previous tile, then the stores. */
@@ -48,6 +120,7 @@ struct gemv_regs {
 static void stage_tile(struct ptx_kernel *k, const struct gemv_regs *r, int k_in, int kt) {
     struct ptx_reg idx = ptx_reg(k, PTX_B32), t = ptx_reg(k, PTX_B32);
     struct ptx_reg row_ok[GEMV_M], ok[GEMV_STAGE], sa[GEMV_STAGE], v[GEMV_M][GEMV_STAGE];
+    struct ptx_reg gv[GEMV_STAGE], bv[GEMV_STAGE];
     int n_i = (kt + KERNEL_GEMV_THREADS - 1) / KERNEL_GEMV_THREADS;
     for (int i = 0; i < n_i; i++) {
         struct ptx_reg kk = ptx_reg(k, PTX_B32);
@@ -63,6 +136,13 @@ static void stage_tile(struct ptx_kernel *k, const struct gemv_regs *r, int k_in
         ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", sa[i].s, t.s, GEMV_TILE / 8, sa[i].s);
         ptx_ins(k, "mov.u32 %s, s_in", t.s);
         ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", sa[i].s, sa[i].s, t.s);
+        if (r->norm) { /* the norm's gain and bias at k0 + kk, for every row */
+            gv[i] = ptx_reg(k, PTX_F32), bv[i] = ptx_reg(k, PTX_F32);
+            ptx_ins(k, "add.u32 %s, %s, %s", idx.s, kk.s, r->k0.s);
+            struct ptx_reg ga = ptx_addr(k, r->g, idx, 4), ba = ptx_addr(k, r->lb, idx, 4);
+            ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", ok[i].s, gv[i].s, ga.s);
+            ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", ok[i].s, bv[i].s, ba.s);
+        }
         for (int m = 0; m < GEMV_M; m++) {
             struct ptx_reg pm = ptx_reg(k, PTX_PRED);
             if (i == 0) {
@@ -77,14 +157,23 @@ static void stage_tile(struct ptx_kernel *k, const struct gemv_regs *r, int k_in
             ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", pm.s, v[m][i].s, ga.s);
         }
     }
-    ptx_ins(k, "bar.sync 0"); /* every warp is done with the previous tile */
-    for (int m = 0; m < GEMV_M; m++)
+    ptx_ins(k, "bar.sync 0"); /* every warp is done with the previous tile (and s_ln is set) */
+    struct ptx_reg mean = ptx_reg(k, PTX_F32), inv = ptx_reg(k, PTX_F32);
+    for (int m = 0; m < GEMV_M; m++) {
+        if (r->norm) /* gen_layernorm's (x - mean) * inv, then * g + b */
+            ptx_ins(k, "ld.shared.v2.f32 {%s, %s}, [s_ln+%d]", mean.s, inv.s, 8 * m);
         for (int i = 0; i < n_i; i++) {
             struct ptx_reg pm = ptx_reg(k, PTX_PRED);
+            if (r->norm) {
+                ptx_ins(k, "sub.f32 %s, %s, %s", v[m][i].s, v[m][i].s, mean.s);
+                ptx_ins(k, "mul.f32 %s, %s, %s", v[m][i].s, v[m][i].s, inv.s);
+                ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", v[m][i].s, v[m][i].s, gv[i].s, bv[i].s);
+            }
             ptx_ins(k, "and.pred %s, %s, %s", pm.s, ok[i].s, row_ok[m].s);
             ptx_ins(k, "@%s st.shared.f32 [%s+%d], %s", pm.s, sa[i].s, 4 * m * GEMV_TILE,
                     v[m][i].s);
         }
+    }
     ptx_ins(k, "bar.sync 0");
 }
 
@@ -183,10 +272,16 @@ static void reduce_scatter(struct ptx_kernel *k, struct gemv_regs *r) {
     }
 }
 
+int kernel_gemv_norm_fits(int k_in) {
+    return k_in > 0 && k_in % KERNEL_LN_THREADS == 0 && k_in <= NORM_MAX_K;
+}
+
 char *gen_gemv_f16(int sm, int k_in, int flags) {
-    int all = KERNEL_GEMV_BIAS | KERNEL_GEMV_GELU | KERNEL_GEMV_ACCUMULATE;
+    int all = KERNEL_GEMV_BIAS | KERNEL_GEMV_GELU | KERNEL_GEMV_ACCUMULATE | KERNEL_GEMV_NORM;
+    int norm = flags & KERNEL_GEMV_NORM;
     if (k_in <= 0 || k_in % 8 || flags < 0 || (flags & ~all) ||
-        ((flags & KERNEL_GEMV_GELU) && (flags & KERNEL_GEMV_ACCUMULATE)))
+        ((flags & KERNEL_GEMV_GELU) && (flags & KERNEL_GEMV_ACCUMULATE)) ||
+        (norm && !kernel_gemv_norm_fits(k_in)))
         return NULL;
     char name[64];
     snprintf(name, sizeof name, "gemv_f16_k%d_f%d", k_in, flags);
@@ -199,9 +294,14 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     ptx_param(&k, "u64", "p_b");
     ptx_param(&k, "u32", "p_n");
     ptx_param(&k, "u32", "p_rows");
+    if (norm) {
+        ptx_param(&k, "u64", "p_g");
+        ptx_param(&k, "u64", "p_lb");
+        ptx_raw(&k, "    .shared .align 8 .f32 s_ln[%d];\n", 2 * GEMV_M);
+    }
     ptx_raw(&k, "    .shared .align 16 .f32 s_in[%d];\n", GEMV_M * GEMV_TILE);
 
-    struct gemv_regs r;
+    struct gemv_regs r = {.norm = norm};
     struct ptx_reg cta = ptx_special(&k, "%ctaid.x"), warp = ptx_reg(&k, PTX_B32);
     struct ptx_reg row0 = ptx_special(&k, "%ctaid.y"); /* this CTA's rows: 8 y ... */
     struct ptx_reg n = ptx_reg(&k, PTX_B32), n0 = ptx_reg(&k, PTX_B32), t = ptx_reg(&k, PTX_B32);
@@ -218,6 +318,10 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     struct ptx_reg in_off = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", in_off.s, row0.s, k_in);
     r.in = ptx_addr(&k, ptx_ld_ptr(&k, "p_in"), in_off, 4);
+    if (norm) {
+        r.g = ptx_ld_ptr(&k, "p_g"), r.lb = ptx_ld_ptr(&k, "p_lb");
+        norm_stats(&k, &r, warp, k_in);
+    }
     r.s_row = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mov.u32 %s, s_in", r.s_row.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, 16, %s", r.s_row.s, r.lane.s, r.s_row.s);

@@ -65,13 +65,18 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                /* beam search, the CLI's 5 beams */
                add(list, &n, gen_logits_topk_part(sm, hp->n_vocab, 6)) |
                add(list, &n, gen_logits_topk_pick(sm, hp->n_vocab, 6));
-    /* decoder steps (<= 8 rows): projections (none for k and the logits, bias for q/v, bias +
-     * residual for out/fc2, bias + GELU for fc1), and cross-attention per lane */
+    /* decoder steps (<= 64 rows): projections (none for k and the logits, bias for q/v, bias +
+     * residual for out/fc2, bias + GELU for fc1), each also with its layer norm fused (all but
+     * out/fc2), and cross-attention per lane */
     const int GB = KERNEL_GEMV_BIAS, GG = KERNEL_GEMV_GELU, GA = KERNEL_GEMV_ACCUMULATE;
+    const int GN = KERNEL_GEMV_NORM;
     if (!bad)
         bad |= add(list, &n, gen_gemv_f16(sm, ct, 0)) | add(list, &n, gen_gemv_f16(sm, ct, GB)) |
                add(list, &n, gen_gemv_f16(sm, ct, GB | GA)) |
                add(list, &n, gen_gemv_f16(sm, ct, GB | GG)) |
+               add(list, &n, gen_gemv_f16(sm, ct, GN)) |
+               add(list, &n, gen_gemv_f16(sm, ct, GN | GB)) |
+               add(list, &n, gen_gemv_f16(sm, ct, GN | GB | GG)) |
                add(list, &n, gen_gemv_f16(sm, 4 * ct, GB | GA)) |
                add(list, &n, gen_attention_rows(sm, ht, ct / ht));
     if (bad) {

@@ -112,7 +112,13 @@ char *gen_attention_scores(int sm, int n_head, int d_head);
 #define KERNEL_GEMV_BIAS        1
 #define KERNEL_GEMV_GELU        2
 #define KERNEL_GEMV_ACCUMULATE  4
+/* KERNEL_GEMV_NORM: backend.h's norm_linear; two more parameters (g, lb): each input row is
+ * layer-normed (gain g, bias lb over K values) before the product, with the bits gen_layernorm
+ * gives it. K % KERNEL_LN_THREADS == 0, K <= 2048. */
+#define KERNEL_GEMV_NORM        8
 char *gen_gemv_f16(int sm, int k_in, int flags);
+/* Whether gen_gemv_f16 makes KERNEL_GEMV_NORM kernels for K. */
+int kernel_gemv_norm_fits(int k_in);
 
 /* backend.h's `logits_greedy` in two kernels, over P = ceil(V / KERNEL_LOGITS_CHUNK) <= 32
  * chunks of each row (V <= 65,536):
