@@ -100,15 +100,30 @@ static int lane_group(const struct whisperc_full_params *p) {
     return p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p->beam_size : 1;
 }
 
+/* Whether a batch decoder of n_lanes lanes in groups of `group` is as large as one refused
+ * before on this state (and so is not tried again). */
+static bool lanes_refused(const whisperc_state *st, int n_lanes, int group) {
+    return st->batch_bytes_refused &&
+           api_batch_memory_bytes(&st->m->file->hp, n_lanes, group) >= st->batch_bytes_refused;
+}
+
+/* Records the refusal of a batch decoder of n_lanes lanes in groups of `group`: only smaller
+ * ones are tried from now on. */
+static void refuse_lanes(whisperc_state *st, int n_lanes, int group) {
+    uint64_t bytes = api_batch_memory_bytes(&st->m->file->hp, n_lanes, group);
+    if (!st->batch_bytes_refused || bytes < st->batch_bytes_refused)
+        st->batch_bytes_refused = bytes;
+}
+
 /* The batch decoder with room for p->batch_size windows (lane_group(p) lanes each), or fewer:
  * when its buffers are refused (the memory budget, or the stream's allocation failing with
  * WHISPERC_ERR_NO_MEMORY, as a GPU arena does when device memory runs out), the number of
- * windows is halved down to 1, with a warning. A number of lanes refused once is not tried
- * again on this state. */
+ * windows is halved down to 1, with a warning. A size refused once is not tried again on this
+ * state. */
 static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p) {
     const struct whisperc_model *m = st->m;
     int B = p->batch_size, G = lane_group(p);
-    while (st->n_lanes_refused && B * G >= st->n_lanes_refused && B > 1)
+    while (B > 1 && lanes_refused(st, B * G, G))
         B /= 2;
     if (st->db.n_lanes == B * G && st->db.group == G)
         return 0;
@@ -130,7 +145,7 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
              * beams were batched (the failed allocation was the stream's only error) */
             st->s->err = 0;
             st->s->errmsg[0] = '\0';
-            st->n_lanes_refused = G;
+            refuse_lanes(st, G, G);
             return api_fail(st, rc, "batch of 1 with %d beams: %s", G, why);
         }
         if (rc != WHISPERC_ERR_NO_MEMORY || B == 1)
@@ -139,7 +154,7 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
          * error (decoder_batch_init queues no work), and nothing of it stays allocated. */
         st->s->err = 0;
         st->s->errmsg[0] = '\0';
-        st->n_lanes_refused = B * G;
+        refuse_lanes(st, B * G, G);
         api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
                 "batch of %d does not fit in memory (%s); using %d", B, why, B / 2);
         B /= 2;
@@ -149,7 +164,7 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
 bool api_single_batched(const whisperc_state *st, const struct whisperc_full_params *p) {
     const char *env = getenv("WHISPERC_DECODER");
     if (!transcribe_batch_supported(p) || (env && !strcmp(env, "single")) ||
-        (st->n_lanes_refused && st->n_lanes_refused <= lane_group(p)))
+        lanes_refused(st, lane_group(p), lane_group(p)))
         return false;
     return (env && !strcmp(env, "batch")) || st->s->be->ops->step_graph_begin != NULL;
 }
@@ -179,7 +194,7 @@ int api_transcribe_one_batched(whisperc_state *st, const struct whisperc_full_pa
             st->s->err = 0;
             st->s->errmsg[0] = '\0';
             st->errmsg[0] = '\0';
-            st->n_lanes_refused = lane_group(p);
+            refuse_lanes(st, lane_group(p), lane_group(p));
             return rc;
         }
         if (rc)
@@ -355,10 +370,10 @@ whisperc_status whisperc_full_batch(whisperc_state *st, const struct whisperc_fu
     if (!rc) {
         st->n_batch = n_inputs;
         int G = lane_group(&p);
-        bool refused = st->n_lanes_refused && st->n_lanes_refused <= G && G > 1;
+        bool refused = G > 1 && lanes_refused(st, G, G); /* not even one window's beams */
         if (transcribe_batch_supported(&p) && !p.vad && !refused) {
             rc = batched(st, &p, pcm16k, n_samples, n_inputs, i_lang);
-            if (rc == WHISPERC_ERR_NO_MEMORY && G > 1 && st->n_lanes_refused == G &&
+            if (rc == WHISPERC_ERR_NO_MEMORY && G > 1 && lanes_refused(st, G, G) &&
                 !st->s->err) { /* one window's beams do not fit: one by one */
                 api_log(p.log_fn, p.log_user_data, WHISPERC_LOG_WARN,
                         "%s; the inputs run one by one", st->errmsg);

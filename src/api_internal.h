@@ -32,10 +32,13 @@ struct whisperc_state {
     struct encoder enc;
     struct decoder dec;
     struct decoder_batch db; /* whisperc_full_batch's lanes, made on first use (db.n_lanes 0) */
-    int n_lanes_refused;     /* fewest batch lanes refused for lack of memory (0: none) */
-    int n_windows_refused;   /* smallest encoder window count refused likewise (0: none) */
-    int graph_warned;        /* the batch step's graph failure was logged (once a state) */
-    float *audio_features;   /* backend [enc.n_windows][n_audio_ctx][n_audio_state] */
+    /* the smallest batch decoder (api_batch_memory_bytes) refused for lack of memory (0:
+     * none): counted in bytes, since a lane's size depends on its group (beams share their
+     * window's cross-attention K/V) */
+    uint64_t batch_bytes_refused;
+    int n_windows_refused; /* smallest encoder window count refused likewise (0: none) */
+    int graph_warned;      /* the batch step's graph failure was logged (once a state) */
+    float *audio_features; /* backend [enc.n_windows][n_audio_ctx][n_audio_state] */
     struct wc_transcript tr;
     bool has_result;
     struct whisperc_timings timings;

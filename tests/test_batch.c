@@ -4,7 +4,9 @@
  * different lengths plus one long input of many windows, with tiny.en, at batch sizes 4 and 8;
  * then with a logprob threshold that sends windows to the temperature fallback (decoded alone
  * inside the batched run), and an abort; then under a max_memory_bytes budget that holds only a
- * batch of 2: batch size 8 falls back to 2 with warnings, with the same results. Continuous
+ * batch of 2: batch size 8 falls back to 2 with warnings, with the same results; and under one
+ * that holds 5 beams on the state's decoder but not one window's 5 beams batched: the inputs
+ * run one by one, with the same results. Continuous
  * batching: the clips and the long input after them, at batch size 4, take fewer batched
  * steps than rounds (each until its longest window ends) would. Batch size 8 computes each
  * log-Mel when its input enters a lane, the others ahead on other threads (the prefetcher a
@@ -259,7 +261,8 @@ static long needs_mib(const char *msg) {
 }
 
 /* A model whose max_memory_bytes holds it, a state and a batch of 2 but not of 4: batch size 8
- * falls back (8 -> 4 -> 2) with a warning each time, and every result stays whisperc_full's. */
+ * falls back (8 -> 4 -> 2) with a warning each time, and every result stays whisperc_full's.
+ * Then one that holds 5 beams on the state's own decoder but not batched: one by one. */
 static void test_memory_fallback(const char *model_path, const float *const *pcm, const int *n) {
     /* the model with a state of one sequence: what the state's refusal names */
     struct whisperc_model_params mp = whisperc_model_default_params();
@@ -316,6 +319,44 @@ static void test_memory_fallback(const char *model_path, const float *const *pcm
     fp.batch_size = 8;
     CHECK(whisperc_full_batch(st, &fp, pcm, n, 2) == WHISPERC_OK);
     CHECK(warnings[0] == '\0');
+    whisperc_state_free(st);
+    whisperc_model_free(model);
+
+    /* beams: a budget that holds the state's own decoder for 5 beams (whisperc_full's beam
+     * search) but not a batch decoder for one window's 5 beams: the inputs run one by one, with
+     * a warning, and whisperc_full's results */
+    fp = whisperc_full_default_params(WHISPERC_SAMPLING_BEAM_SEARCH);
+    fp.language = "en";
+    fp.log_fn = on_log;
+    fp.log_user_data = warnings;
+    mp.max_memory_bytes = (int64_t)(base_mib + 1) << 20;
+    CHECK(whisperc_model_load(model_path, &mp, &model, err, sizeof err) == WHISPERC_OK);
+    CHECK(whisperc_state_new(model, &st) == WHISPERC_OK);
+    if (!st)
+        return;
+    CHECK(whisperc_full(st, &fp, pcm[0], n[0]) == WHISPERC_ERR_NO_MEMORY);
+    long beams_mib = needs_mib(whisperc_state_errmsg(st));
+    whisperc_state_free(st);
+    whisperc_model_free(model);
+    CHECK(beams_mib > base_mib);
+    mp.max_memory_bytes = (int64_t)(beams_mib + 1) << 20;
+    CHECK(whisperc_model_load(model_path, &mp, &model, err, sizeof err) == WHISPERC_OK);
+    CHECK(whisperc_state_new(model, &st) == WHISPERC_OK);
+    if (!st)
+        return;
+    warnings[0] = '\0';
+    N_INPUTS = 2;
+    const int beam_sizes[] = {2};
+    compare(st, &fp, pcm, n, beam_sizes, 1, "max_memory_bytes for 5 beams, one by one");
+    N_INPUTS = n_inputs;
+    printf("warnings:\n%s", warnings);
+    CHECK(strstr(warnings, "batch of 1 with 5 beams") != NULL);
+    CHECK(strstr(warnings, "the inputs run one by one") != NULL);
+    /* a refused size is not tried again on this state: no new warning, the same way */
+    warnings[0] = '\0';
+    CHECK(whisperc_full_batch(st, &fp, pcm, n, 2) == WHISPERC_OK);
+    CHECK(warnings[0] == '\0');
+    CHECK(whisperc_batch_n_inputs(st) == 2);
     whisperc_state_free(st);
     whisperc_model_free(model);
 }
