@@ -130,7 +130,9 @@ static uint64_t state_memory_bytes(const struct wc_hparams *hp, int n_group, int
 /* AUTO: the weights fitting is not enough. A GPU that cannot also hold a decoding state (five
  * sequences, the CLI's default beam, one window, a batch of one) would fail every transcription,
  * so that much is allocated once on a fresh stream and given back. WHISPERC_ERR_NO_MEMORY (and
- * the reason in err) when it does not fit. */
+ * the reason in err) when it does not fit. The default path's batch decoder (one window's five
+ * beams as lanes) is not required: when its lanes are refused, the state's own decoder runs
+ * (api_batch.c), slower but on the GPU. */
 static int state_fits(struct whisperc_model *m, char *err, size_t err_size) {
     const struct wc_backend_ops *op = m->be->ops;
     struct wc_stream *s = NULL;
