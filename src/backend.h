@@ -132,6 +132,16 @@ struct wc_backend_ops {
                         const float *g, const float *lb, const struct wc_mat *w, const float *b,
                         int n_rows, enum wc_act act, int accumulate);
 
+    /* A decoder step's self-attention projections in one op, for n_rows <= linear_exact_rows:
+     * with h = LN(in[t]) as in norm_linear, q_out[t] = h . w[0] + b[0] ([n_rows][c]), and
+     * h . w[1] + b[1], h . w[2] + b[2] into rows dst_row[t] of k_dst and v_dst (backend memory,
+     * int32, distinct rows below 2^32 / c; rows of c floats); the weights [c][c], a NULL bias
+     * adds nothing. Each output has the bits norm_linear then rows_scatter give it on the same
+     * backend. NULL where a backend has no fused form. */
+    void (*norm_qkv)(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst,
+                     const int32_t *dst_row, const float *in, const float *g, const float *lb,
+                     const struct wc_mat *const w[3], const float *const b[3], int n_rows);
+
     /* Multi-head scaled dot-product attention, per head h (d = c / n_head columns each):
      *   out[t][h] = softmax_j(q[t][h] . k[j][h] / sqrt(d) + mask) . v[j][h],  j < s_len
      * q, out: [t_len][c]; k, v: [s_len][c] with rows ld_kv floats apart.

@@ -1,6 +1,7 @@
 /*
  * test_gpu_backend.c — the CUDA backend against the CPU reference backend (suite gpu): every op
- * on fresh random inputs at several shapes, with the GPU's outputs poisoned (NaN) first so an
+ * on fresh random inputs at several shapes (fused ops also bit for bit against the GPU's own
+ * separate ops), with the GPU's outputs poisoned (NaN) first so an
  * unwritten value fails; then the encoder and decoder steps of a small random-weight model
  * (tests/ggml_synth.c), CPU vs CUDA through the public API, and three windows in one encoder
  * pass on the GPU against each alone on the CPU, and batch decoder steps as CUDA graphs
@@ -438,6 +439,69 @@ static void test_norm_linear(struct pair *p, int n_rows, int n_out, int k, int b
     free(in), free(h), free(want), free(two), free(one);
 }
 
+/* norm_qkv: a step's q into its rows and k, v into each row's cache row (caches of n_dst rows,
+ * the others kept; the targets start as NaN), the bits of three norm_linear and two
+ * rows_scatter on the GPU, close to the CPU's layernorm, linear and rows_scatter. */
+static void test_norm_qkv(struct pair *p, int n_rows, int n_dst, int c) {
+    char name[128];
+    snprintf(name, sizeof name, "cuda norm_qkv: rows %d into %d, c %d", n_rows, n_dst, c);
+    struct wc_mat mc[3], mg[3];
+    float *bc[3] = {NULL, NULL, NULL}, *bg[3] = {NULL, NULL, NULL}, *gc, *gg, *lc, *lg;
+    for (int i = 0; i < 3; i++) {
+        make_mat(p, &mc[i], &mg[i], c, c, WC_F16);
+        if (i != 1) /* Whisper's keys have no bias */
+            make_vec(p, &bc[i], &bg[i], (size_t)c, 0.5f);
+    }
+    make_vec(p, &gc, &gg, (size_t)c, 1.0f);
+    make_vec(p, &lc, &lg, (size_t)c, 1.0f);
+    size_t n_in = (size_t)n_rows * c, n_cache = (size_t)n_dst * c;
+    float *in = rand_vec(n_in, 3.0f), *h = malloc(n_in * 4), *q = malloc(n_in * 4);
+    float *kv[2] = {rand_vec(n_cache, 1.0f), rand_vec(n_cache, 1.0f)};
+    float *new_kv = malloc(n_in * 4);
+    int32_t *rows = malloc((size_t)n_rows * 4);
+    for (int r = 0; r < n_rows; r++) { /* distinct, in no order */
+        rows[r] = (n_dst / n_rows) * (n_rows - 1 - r) + (r * 5 + 2) % (n_dst / n_rows);
+        for (int i = 0; i < c; i++)
+            kv[0][(size_t)rows[r] * c + i] = kv[1][(size_t)rows[r] * c + i] = NAN;
+    }
+    void *din = gpu_copy(p, in, n_in * 4), *dr = gpu_copy(p, rows, (size_t)n_rows * 4);
+    void *dq_one = gpu_poisoned(p, n_in), *dq_sep = gpu_poisoned(p, n_in);
+    void *dnew = gpu_poisoned(p, n_in), *d_one[2], *d_sep[2];
+    for (int j = 0; j < 2; j++) {
+        d_one[j] = gpu_copy(p, kv[j], n_cache * 4);
+        d_sep[j] = gpu_copy(p, kv[j], n_cache * 4);
+    }
+    /* the CPU's ops, then the GPU's separate ops, then the fused one */
+    p->cpu->ops->layernorm(p->cs, h, in, gc, lc, n_rows, c);
+    p->cpu->ops->linear(p->cs, q, 0, h, &mc[0], bc[0], n_rows, WC_ACT_NONE, 0);
+    p->gpu->ops->norm_linear(p->gs, dq_sep, 0, din, gg, lg, &mg[0], bg[0], n_rows, WC_ACT_NONE, 0);
+    for (int j = 0; j < 2; j++) {
+        p->cpu->ops->linear(p->cs, new_kv, 0, h, &mc[j + 1], bc[j + 1], n_rows, WC_ACT_NONE, 0);
+        p->cpu->ops->rows_scatter(p->cs, kv[j], new_kv, rows, n_rows, c);
+        p->gpu->ops->norm_linear(p->gs, dnew, 0, din, gg, lg, &mg[j + 1], bg[j + 1], n_rows,
+                                 WC_ACT_NONE, 0);
+        p->gpu->ops->rows_scatter(p->gs, d_sep[j], dnew, dr, n_rows, c);
+    }
+    const struct wc_mat *const w3[3] = {&mg[0], &mg[1], &mg[2]};
+    const float *const b3[3] = {bg[0], bg[1], bg[2]};
+    p->gpu->ops->norm_qkv(p->gs, dq_one, d_one[0], d_one[1], dr, din, gg, lg, w3, b3, n_rows);
+    float *q_one = gpu_fetch(p, dq_one, n_in), *q_sep = gpu_fetch(p, dq_sep, n_in);
+    check_rel(name, q_one, q, n_in, 1e-2);
+    int same = q_one && q_sep && memcmp(q_one, q_sep, n_in * 4) == 0;
+    for (int j = 0; j < 2; j++) {
+        float *one = gpu_fetch(p, d_one[j], n_cache), *sep = gpu_fetch(p, d_sep[j], n_cache);
+        check_rel(name, one, kv[j], n_cache, 1e-2);
+        same &= one && sep && memcmp(one, sep, n_cache * 4) == 0;
+        free(one), free(sep);
+    }
+    printf("%s: the bits of norm_linear and rows_scatter: %s\n", name, same ? "OK" : "NOT OK");
+    CHECK(same);
+    p->gs->be->ops->release(p->gs, din), p->gs->be->ops->release(p->gs, dr);
+    p->gs->be->ops->release(p->gs, dnew);
+    free(in), free(h), free(q), free(kv[0]), free(kv[1]), free(new_kv), free(rows);
+    free(q_one), free(q_sep);
+}
+
 static void test_norm_linear_refused(struct pair *p, int c) {
     struct wc_stream *s;
     CHECK(p->gpu->ops->stream_new(p->gpu, 1, &s) == 0);
@@ -451,6 +515,17 @@ static void test_norm_linear_refused(struct pair *p, int c) {
     p->gpu->ops->norm_linear(s, y, 0, x, gg, gg, &mg, NULL, n_rows, WC_ACT_NONE, 0);
     CHECK(p->gpu->ops->sync(s) == WHISPERC_ERR_INVALID_ARG && strstr(s->errmsg, "norm_linear"));
     printf("norm_linear over %d rows: %s\n", n_rows, s->errmsg);
+    p->gpu->ops->stream_free(s);
+    /* norm_qkv likewise */
+    CHECK(p->gpu->ops->stream_new(p->gpu, 1, &s) == 0);
+    x = p->gpu->ops->alloc(s, (size_t)n_rows * c * 4);
+    y = p->gpu->ops->alloc(s, (size_t)n_rows * c * 4);
+    int32_t *rows = p->gpu->ops->alloc(s, (size_t)n_rows * 4);
+    const struct wc_mat *const w3[3] = {&mg, &mg, &mg};
+    const float *const b3[3] = {NULL, NULL, NULL};
+    p->gpu->ops->norm_qkv(s, y, y, y, rows, x, gg, gg, w3, b3, n_rows);
+    CHECK(p->gpu->ops->sync(s) == WHISPERC_ERR_INVALID_ARG && strstr(s->errmsg, "norm_qkv"));
+    printf("norm_qkv over %d rows: %s\n", n_rows, s->errmsg);
     p->gpu->ops->stream_free(s);
 }
 
@@ -888,6 +963,9 @@ int main(void) {
         test_norm_linear(&p, 21, c, c, 0, WC_ACT_NONE);
         test_norm_linear(&p, p.gpu->ops->linear_exact_rows, 4 * c, c, 1, WC_ACT_GELU);
         test_norm_linear_refused(&p, c);
+        test_norm_qkv(&p, 1, 448, c);
+        test_norm_qkv(&p, 5, 5 * 448, c);
+        test_norm_qkv(&p, p.gpu->ops->linear_exact_rows, 64 * 448, c);
         test_conv1d(&p, 80, c, 61, 1, 0);
         test_conv1d(&p, c, c, 61, 2, 1);
         int h = c / 64;
@@ -914,6 +992,7 @@ int main(void) {
     test_linear(&p, 2, 51865, 384, WC_F16, 0, WC_ACT_NONE, 0, 0); /* logits */
     test_linear(&p, 8, 51865, 384, WC_F16, 0, WC_ACT_NONE, 0, 0);
     test_norm_linear(&p, 5, 51865, 384, 0, WC_ACT_NONE); /* the logits of a step */
+    test_norm_qkv(&p, 3, 3 * 448, 1280);                 /* large-v3: a tile and a rest */
     test_conv1d(&p, 128, 384, 3000, 1, 0);               /* large-v3's mel input */
     test_logits_greedy(&p, 1, 51865, 577, 0);
     test_logits_greedy(&p, 1, 51865, 577, 0); /* the same list: the mask is not uploaded again */

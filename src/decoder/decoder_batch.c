@@ -213,17 +213,28 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
 
     /* self-attention: a prompt's keys and values go straight into its lane's rows; a step's
      * are made for all its rows together in db->mlp (free until the MLP below), then copied
-     * to each row's own lane (db->step_idx: n_kv, lane_of, dst_row, table) */
+     * to each row's own lane (db->step_idx: n_kv, lane_of, dst_row, table), or written there
+     * by the backend's norm_qkv */
     const int32_t *dst_row = db->step_idx + 2 * db->n_lanes;
-    float *k_new = br->lanes ? db->mlp : kc + (size_t)br->base * c;
-    float *v_new = br->lanes ? db->mlp + (size_t)n * c : vc + (size_t)br->base * c;
-    struct pre_norm pn = pre_norm(db, s, br, b->attn_ln_g, b->attn_ln_b);
-    proj(s, db, br, &pn, db->q, &b->attn.q, b->attn.q_b, WC_ACT_NONE);
-    proj(s, db, br, &pn, k_new, &b->attn.k, NULL, WC_ACT_NONE);
-    proj(s, db, br, &pn, v_new, &b->attn.v, b->attn.v_b, WC_ACT_NONE);
-    if (br->lanes) {
-        op->rows_scatter(s, kc, k_new, dst_row, n, c);
-        op->rows_scatter(s, vc, v_new, dst_row, n, c);
+    if (br->lanes && op->norm_qkv) { /* all of that in one op (the same bits) */
+        const struct wc_mat *const w3[3] = {&b->attn.q, &b->attn.k, &b->attn.v};
+        const float *const b3[3] = {b->attn.q_b, NULL, b->attn.v_b};
+        for (int r = 0; r < n; r += op->linear_exact_rows) {
+            int m = n - r < op->linear_exact_rows ? n - r : op->linear_exact_rows;
+            op->norm_qkv(s, db->q + (size_t)r * c, kc, vc, dst_row + r, db->x + (size_t)r * c,
+                         b->attn_ln_g, b->attn_ln_b, w3, b3, m);
+        }
+    } else {
+        float *k_new = br->lanes ? db->mlp : kc + (size_t)br->base * c;
+        float *v_new = br->lanes ? db->mlp + (size_t)n * c : vc + (size_t)br->base * c;
+        struct pre_norm pn = pre_norm(db, s, br, b->attn_ln_g, b->attn_ln_b);
+        proj(s, db, br, &pn, db->q, &b->attn.q, b->attn.q_b, WC_ACT_NONE);
+        proj(s, db, br, &pn, k_new, &b->attn.k, NULL, WC_ACT_NONE);
+        proj(s, db, br, &pn, v_new, &b->attn.v, b->attn.v_b, WC_ACT_NONE);
+        if (br->lanes) {
+            op->rows_scatter(s, kc, k_new, dst_row, n, c);
+            op->rows_scatter(s, vc, v_new, dst_row, n, c);
+        }
     }
     if (!br->lanes) {
         op->attention(s, db->att, db->q, kc + (size_t)br->base * c, vc + (size_t)br->base * c, c, n,
@@ -238,7 +249,7 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
     linear_rows(s, br, db->x, db->att, &b->attn.o, b->attn.o_b, WC_ACT_NONE, 1);
 
     /* cross-attention, each row over its own lane's audio */
-    pn = pre_norm(db, s, br, b->cross_ln_g, b->cross_ln_b);
+    struct pre_norm pn = pre_norm(db, s, br, b->cross_ln_g, b->cross_ln_b);
     proj(s, db, br, &pn, db->q, &b->cross.q, b->cross.q_b, WC_ACT_NONE);
     if (!br->lanes) {
         int audio = br->lane / db->group;

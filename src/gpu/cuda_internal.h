@@ -185,6 +185,9 @@ void cuda_launch_3d(struct wc_stream *s, const struct cuda_kernel *k, unsigned g
 void cuda_norm_linear(struct wc_stream *s, float *out, int ld_out, const float *in, const float *g,
                       const float *lb, const struct wc_mat *w, const float *b, int n_rows,
                       enum wc_act act, int accumulate);
+void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst,
+                   const int32_t *dst_row, const float *in, const float *g, const float *lb,
+                   const struct wc_mat *const w[3], const float *const b[3], int n_rows);
 void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
                  const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
                  int accumulate);

@@ -123,6 +123,37 @@ void cuda_norm_linear(struct wc_stream *s, float *out, int ld_out, const float *
     gemv(s, out, ld_out, in, g, lb, w, b, n_rows, act, accumulate);
 }
 
+void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst,
+                   const int32_t *dst_row, const float *in, const float *g, const float *lb,
+                   const struct wc_mat *const w[3], const float *const b[3], int n_rows) {
+    if (cuda_op_begin(s) || n_rows <= 0)
+        return;
+    int c = w[0]->cols;
+    for (int i = 0; i < 3; i++)
+        if (!gemv_args_ok(s, "norm_qkv", c, w[i], n_rows, WC_ACT_NONE, 0))
+            return;
+    if (n_rows > KERNEL_GEMV_LAUNCH_ROWS || !kernel_gemv_norm_fits(c) || !g || !lb || !dst_row ||
+        w[0]->rows != c || w[1]->rows != c || w[2]->rows != c || w[1]->cols != c ||
+        w[2]->cols != c) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "cuda norm_qkv: %d rows of %d values (at most %d rows; square weights of "
+                       "a multiple of %d; gain, bias and rows given)",
+                       n_rows, c, KERNEL_GEMV_LAUNCH_ROWS, KERNEL_LN_THREADS);
+        return;
+    }
+    const struct cuda_kernel *k =
+        cuda_kernel_get(s, CK_GEMV, c, KERNEL_GEMV_NORM | KERNEL_GEMV_QKV, 0);
+    CUdeviceptr pq = dptr(q_out), pi = dptr(in), pg = dptr(g), plb = dptr(lb), pr = dptr(dst_row);
+    CUdeviceptr pk = dptr(k_dst), pv = dptr(v_dst), pw[3], pb[3];
+    for (int i = 0; i < 3; i++)
+        pw[i] = dptr(w[i]->data), pb[i] = dptr(b[i]);
+    unsigned uc = (unsigned)c, urows = (unsigned)n_rows;
+    void *args[] = {&pq,  &uc,    &pi,    &pw[0], &pb[0], &uc, &urows, &pg,
+                    &plb, &pw[1], &pw[2], &pb[1], &pb[2], &pk, &pv,    &pr};
+    cuda_launch(s, k, 3 * ceil_div((size_t)c, KERNEL_GEMV_COLS),
+                ceil_div((size_t)n_rows, KERNEL_GEMV_MAX_ROWS), KERNEL_GEMV_THREADS, args);
+}
+
 void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
                  const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
                  int accumulate) {

@@ -30,6 +30,11 @@
  * in gen_layernorm's order: lane l stands for its threads l, l + 32, l + 64, l + 96, each summing
  * its values in k order, then the four warp sums in thread order, so the normalised inputs, and
  * with them the outputs, have the bits of layernorm followed by this kernel without the flag.
+ *
+ * KERNEL_GEMV_QKV (backend.h norm_qkv) runs a step's three self-attention projections as one
+ * grid, segment by segment (CTA x / (K / 32) selects q, k or v's weight, bias and output), and
+ * writes k and v straight into their cache rows: one launch for what took three and two
+ * scatters. A CTA's work is that of the plain kernel on its segment's weight, so the bits are.
  */
 #include <stdio.h>
 
@@ -276,12 +281,27 @@ int kernel_gemv_norm_fits(int k_in) {
     return k_in > 0 && k_in % KERNEL_LN_THREADS == 0 && k_in <= NORM_MAX_K;
 }
 
+/* KERNEL_GEMV_QKV: the segment's weight, bias (b_ok: given) and output row. seg: 0 q, 1 k, 2 v. */
+struct qkv_seg {
+    struct ptx_reg seg, is_k, is_v, b_ok;
+};
+
+/* dst = (is_k ? param k : is_v ? param v : dst) as a global address */
+static void qkv_select(struct ptx_kernel *k, const struct qkv_seg *q, struct ptx_reg dst,
+                       const char *p_k, const char *p_v) {
+    struct ptx_reg pk = ptx_ld_ptr(k, p_k), pv = ptx_ld_ptr(k, p_v);
+    ptx_ins(k, "selp.b64 %s, %s, %s, %s", dst.s, pk.s, dst.s, q->is_k.s);
+    ptx_ins(k, "selp.b64 %s, %s, %s, %s", dst.s, pv.s, dst.s, q->is_v.s);
+}
+
 char *gen_gemv_f16(int sm, int k_in, int flags) {
-    int all = KERNEL_GEMV_BIAS | KERNEL_GEMV_GELU | KERNEL_GEMV_ACCUMULATE | KERNEL_GEMV_NORM;
-    int norm = flags & KERNEL_GEMV_NORM;
+    int all = KERNEL_GEMV_BIAS | KERNEL_GEMV_GELU | KERNEL_GEMV_ACCUMULATE | KERNEL_GEMV_NORM |
+              KERNEL_GEMV_QKV;
+    int norm = flags & KERNEL_GEMV_NORM, qkv = flags & KERNEL_GEMV_QKV;
     if (k_in <= 0 || k_in % 8 || flags < 0 || (flags & ~all) ||
         ((flags & KERNEL_GEMV_GELU) && (flags & KERNEL_GEMV_ACCUMULATE)) ||
-        (norm && !kernel_gemv_norm_fits(k_in)))
+        (norm && !kernel_gemv_norm_fits(k_in)) ||
+        (qkv && (flags != (KERNEL_GEMV_QKV | KERNEL_GEMV_NORM) || k_in % KERNEL_GEMV_COLS)))
         return NULL;
     char name[64];
     snprintf(name, sizeof name, "gemv_f16_k%d_f%d", k_in, flags);
@@ -299,6 +319,12 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
         ptx_param(&k, "u64", "p_lb");
         ptx_raw(&k, "    .shared .align 8 .f32 s_ln[%d];\n", 2 * GEMV_M);
     }
+    if (qkv) {
+        static const char *const more[] = {"p_wk", "p_wv", "p_bk", "p_bv", "p_kd", "p_vd"};
+        for (int i = 0; i < 6; i++)
+            ptx_param(&k, "u64", more[i]);
+        ptx_param(&k, "u64", "p_dst");
+    }
     ptx_raw(&k, "    .shared .align 16 .f32 s_in[%d];\n", GEMV_M * GEMV_TILE);
 
     struct gemv_regs r = {.norm = norm};
@@ -313,6 +339,16 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     ptx_ins(&k, "shl.b32 %s, %s, 3", row0.s, row0.s);
     ptx_ins(&k, "sub.u32 %s, %s, %s", r.n_rows.s, r.n_rows.s, row0.s); /* >= 1 here */
     ptx_ins(&k, "ld.param.u32 %s, [p_n]", n.s);
+    struct qkv_seg qs;
+    if (qkv) { /* segment seg = x / (K / 32); the CTA's columns within it */
+        qs.seg = ptx_reg(&k, PTX_B32), qs.is_k = ptx_reg(&k, PTX_PRED);
+        qs.is_v = ptx_reg(&k, PTX_PRED), qs.b_ok = ptx_reg(&k, PTX_PRED);
+        ptx_ins(&k, "div.u32 %s, %s, %d", qs.seg.s, cta.s, k_in / KERNEL_GEMV_COLS);
+        ptx_ins(&k, "mul.lo.u32 %s, %s, %d", t.s, qs.seg.s, k_in / KERNEL_GEMV_COLS);
+        ptx_ins(&k, "sub.u32 %s, %s, %s", cta.s, cta.s, t.s);
+        ptx_ins(&k, "setp.eq.u32 %s, %s, 1", qs.is_k.s, qs.seg.s);
+        ptx_ins(&k, "setp.eq.u32 %s, %s, 2", qs.is_v.s, qs.seg.s);
+    }
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", n0.s, cta.s, GEMV_WARPS, warp.s);
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", n0.s, n0.s, GEMV_WCOLS);
     struct ptx_reg in_off = ptx_reg(&k, PTX_B32);
@@ -326,6 +362,8 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     ptx_ins(&k, "mov.u32 %s, s_in", r.s_row.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, 16, %s", r.s_row.s, r.lane.s, r.s_row.s);
     struct ptx_reg w = ptx_ld_ptr(&k, "p_w"), wi = ptx_reg(&k, PTX_B32);
+    if (qkv)
+        qkv_select(&k, &qs, w, "p_wk", "p_wv");
     for (int c = 0; c < GEMV_WCOLS; c++) {
         r.col_ok[c] = ptx_reg(&k, PTX_PRED);
         ptx_ins(&k, "add.u32 %s, %s, %d", t.s, n0.s, c);
@@ -353,12 +391,28 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     ptx_ins(&k, "and.pred %s, %s, %s", st_ok.s, st_ok.s, q.s);
     ptx_ins(&k, "ld.param.u32 %s, [p_ld_out]", ld.s);
     ptx_ins(&k, "add.u32 %s, %s, %s", row.s, row.s, row0.s);
+    struct ptx_reg out = ptx_ld_ptr(&k, "p_out"), b = ptx_ld_ptr(&k, "p_b");
+    if (qkv) { /* k and v: row dst_row[row] of their cache, K floats apart; a bias if given */
+        struct ptx_reg kv = ptx_reg(&k, PTX_PRED), dst = ptx_reg(&k, PTX_B32);
+        ptx_ins(&k, "setp.ne.u32 %s, %s, 0", kv.s, qs.seg.s);
+        ptx_ins(&k, "and.pred %s, %s, %s", kv.s, kv.s, st_ok.s);
+        struct ptx_reg da = ptx_addr(&k, ptx_ld_ptr(&k, "p_dst"), row, 4);
+        ptx_ins(&k, "@%s ld.global.nc.u32 %s, [%s]", kv.s, dst.s, da.s);
+        ptx_ins(&k, "selp.b32 %s, %d, %s, %s", ld.s, k_in, ld.s, kv.s);
+        ptx_ins(&k, "selp.b32 %s, %s, %s, %s", row.s, dst.s, row.s, kv.s);
+        qkv_select(&k, &qs, out, "p_kd", "p_vd");
+        qkv_select(&k, &qs, b, "p_bk", "p_bv");
+        ptx_ins(&k, "setp.ne.u64 %s, %s, 0", qs.b_ok.s, b.s);
+        ptx_ins(&k, "and.pred %s, %s, %s", qs.b_ok.s, qs.b_ok.s, st_ok.s);
+        struct ptx_reg ba = ptx_addr(&k, b, col, 4);
+        ptx_ins(&k, "@%s ld.global.nc.f32 %s, [%s]", qs.b_ok.s, x_b.s, ba.s);
+    }
     ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", oi.s, row.s, ld.s, col.s);
-    struct ptx_reg oa = ptx_addr(&k, ptx_ld_ptr(&k, "p_out"), oi, 4);
+    struct ptx_reg oa = ptx_addr(&k, out, oi, 4);
     if (flags & KERNEL_GEMV_ACCUMULATE)
         ptx_ins(&k, "@%s ld.global.f32 %s, [%s]", st_ok.s, x_old.s, oa.s);
     if (flags & KERNEL_GEMV_BIAS) {
-        struct ptx_reg ba = ptx_addr(&k, ptx_ld_ptr(&k, "p_b"), col, 4);
+        struct ptx_reg ba = ptx_addr(&k, b, col, 4);
         ptx_ins(&k, "@%s ld.global.nc.f32 %s, [%s]", st_ok.s, x_b.s, ba.s);
     }
 
@@ -391,6 +445,8 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
         ptx_ins(&k, "add.f32 %s, %s, %s", v.s, x_old.s, v.s);
     if (flags & KERNEL_GEMV_BIAS)
         ptx_ins(&k, "add.f32 %s, %s, %s", v.s, v.s, x_b.s);
+    if (qkv) /* no add at all without a bias: -0 stays -0, as in the plain kernel */
+        ptx_ins(&k, "@%s add.f32 %s, %s, %s", qs.b_ok.s, v.s, v.s, x_b.s);
     if (flags & KERNEL_GEMV_GELU)
         ptx_gelu(&k, v);
     ptx_ins(&k, "st.global.f32 [%s], %s", oa.s, v.s);

@@ -67,9 +67,10 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_logits_topk_pick(sm, hp->n_vocab, 6));
     /* decoder steps (<= 64 rows): projections (none for k and the logits, bias for q/v, bias +
      * residual for out/fc2, bias + GELU for fc1), each also with its layer norm fused (all but
-     * out/fc2), and cross-attention per lane */
+     * out/fc2), the three self-attention projections as one (norm_qkv), and cross-attention
+     * per lane */
     const int GB = KERNEL_GEMV_BIAS, GG = KERNEL_GEMV_GELU, GA = KERNEL_GEMV_ACCUMULATE;
-    const int GN = KERNEL_GEMV_NORM;
+    const int GN = KERNEL_GEMV_NORM, GQ = KERNEL_GEMV_QKV;
     if (!bad)
         bad |= add(list, &n, gen_gemv_f16(sm, ct, 0)) | add(list, &n, gen_gemv_f16(sm, ct, GB)) |
                add(list, &n, gen_gemv_f16(sm, ct, GB | GA)) |
@@ -77,6 +78,7 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_gemv_f16(sm, ct, GN)) |
                add(list, &n, gen_gemv_f16(sm, ct, GN | GB)) |
                add(list, &n, gen_gemv_f16(sm, ct, GN | GB | GG)) |
+               add(list, &n, gen_gemv_f16(sm, ct, GN | GQ)) |
                add(list, &n, gen_gemv_f16(sm, 4 * ct, GB | GA)) |
                add(list, &n, gen_attention_rows(sm, ht, ct / ht));
     if (bad) {

@@ -116,6 +116,12 @@ char *gen_attention_scores(int sm, int n_head, int d_head);
  * layer-normed (gain g, bias lb over K values) before the product, with the bits gen_layernorm
  * gives it. K % KERNEL_LN_THREADS == 0, K <= 2048. */
 #define KERNEL_GEMV_NORM        8
+/* KERNEL_GEMV_QKV (with KERNEL_GEMV_NORM and nothing else): backend.h's norm_qkv, a decoder
+ * step's q, k and v projections in one launch; n = K, grid x 3 K / KERNEL_GEMV_COLS: segment
+ * 0 is `w`, `b` into out as above, segments 1 and 2 weights wk, wv and biases bk, bv (a NULL
+ * bias: none) into rows dst_row[m] (K floats apart) of kd and vd. Parameters after lb: wk, wv,
+ * bk, bv, kd, vd, dst_row. Each output has the bits KERNEL_GEMV_NORM (| BIAS) gives it. */
+#define KERNEL_GEMV_QKV         16
 char *gen_gemv_f16(int sm, int k_in, int flags);
 /* Whether gen_gemv_f16 makes KERNEL_GEMV_NORM kernels for K. */
 int kernel_gemv_norm_fits(int k_in);
