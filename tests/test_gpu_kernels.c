@@ -76,26 +76,36 @@ static void launch(CUfunction f, unsigned grid, unsigned block, void **args) {
 
 /* attn_gather / attn_rows f over n_rows rows and n_keys keys as the backend runs them
  * (kernels.h): ceil(n_keys / KERNEL_ATTN_SPLIT) key splits, their records (in a poisoned
- * buffer) joined by attn_combine when there are several. args: f's own; the last, the records'
- * address, is filled here; args[0] points at the output's address. */
-static void launch_split(int sm, CUfunction f, int n_head, int d, int n_rows, int n_keys,
-                         void **args, int n_args) {
+ * buffer) joined by the last split CTA of each row and head; its counters start at zero and
+ * must be zero again afterwards (the next launch, or a step graph's replay, relies on it), so
+ * it runs twice, the output poisoned before each. args: f's own; args[0] points at the
+ * output's address ([n_rows][n_head d]); the last two (records, counters) are filled here. */
+static void launch_split(CUfunction f, int n_head, int n_rows, int n_keys, int d, void **args,
+                         int n_args) {
     unsigned nz = (unsigned)((n_keys + KERNEL_ATTN_SPLIT - 1) / KERNEL_ATTN_SPLIT);
+    size_t n_count = (size_t)n_rows * n_head;
     CUdeviceptr part = nz > 1 ? dev_poisoned((size_t)n_rows * n_head * nz * (d + 2)) : 0;
-    args[n_args - 1] = &part;
-    CU(api.launch_kernel(f, (unsigned)n_rows, (unsigned)n_head, nz, KERNEL_GATHER_THREADS, 1, 1, 0,
-                         NULL, args, NULL));
-    CU(api.ctx_synchronize());
-    if (nz > 1) {
-        char name[64];
-        snprintf(name, sizeof name, "attn_combine_h%d_d%d", n_head, d);
-        CUmodule mod;
-        CUfunction fc = load(gen_attention_combine(sm, n_head, d), name, &mod);
-        void *cargs[] = {args[0], &part, &nz};
-        launch2d(fc, (unsigned)n_rows, (unsigned)n_head, KERNEL_GATHER_THREADS, cargs);
-        api.module_unload(mod);
-        api.mem_free(part);
+    uint32_t *zeros = calloc(n_count, 4), *count_after = malloc(n_count * 4);
+    CUdeviceptr count = nz > 1 ? dev_upload(zeros, n_count * 4) : 0;
+    args[n_args - 2] = &part;
+    args[n_args - 1] = &count;
+    size_t n_out = n_count * (size_t)d;
+    float *nan = malloc(n_out * 4);
+    for (size_t i = 0; i < n_out; i++)
+        nan[i] = NAN;
+    for (int rep = 0; rep < 2; rep++) {
+        CU(api.memcpy_htod(*(CUdeviceptr *)args[0], nan, n_out * 4));
+        CU(api.launch_kernel(f, (unsigned)n_rows, (unsigned)n_head, nz, KERNEL_GATHER_THREADS, 1, 1,
+                             0, NULL, args, NULL));
+        CU(api.ctx_synchronize());
     }
+    if (nz > 1) {
+        CU(api.memcpy_dtoh(count_after, count, n_count * 4));
+        CHECK(memcmp(count_after, zeros, n_count * 4) == 0);
+        api.mem_free(part);
+        api.mem_free(count);
+    }
+    free(zeros), free(count_after), free(nan);
 }
 
 static void test_layernorm(int sm, struct wc_stream *s, int rows, int c) {
@@ -337,8 +347,8 @@ static void test_attention_gather(int sm, struct wc_stream *s, int n_head, int d
     CUdeviceptr dcounts = dev_upload(counts, (size_t)n_seq * sizeof(int32_t));
     CUdeviceptr pcounts = per_seq ? dcounts : 0;
     unsigned uld = (unsigned)ld_slots, useq = (unsigned)n_seq, ukv = (unsigned)n_kv;
-    void *args[] = {&dout, &dq, &dk, &dv, &dslots, &uld, &pcounts, &useq, &ukv, NULL};
-    launch_split(sm, f, n_head, d, n_seq, n_kv, args, 10);
+    void *args[] = {&dout, &dq, &dk, &dv, &dslots, &uld, &pcounts, &useq, &ukv, NULL, NULL};
+    launch_split(f, n_head, n_seq, n_kv, d, args, 11);
     CU(api.memcpy_dtoh(got, dout, nq * 4));
     char what[128];
     snprintf(what, sizeof what, "%s n_seq=%d n_kv=%d%s", name, n_seq, n_kv,
@@ -351,8 +361,8 @@ static void test_attention_gather(int sm, struct wc_stream *s, int n_head, int d
         CUdeviceptr gout = dev_poisoned((size_t)c), gq = dq + (size_t)g * c * 4;
         CUdeviceptr gslots = dslots + (size_t)g * ld_slots * sizeof(int32_t), none = 0;
         unsigned one = 1, gkv = (unsigned)counts[g];
-        void *gargs[] = {&gout, &gq, &dk, &dv, &gslots, &uld, &none, &one, &gkv, NULL};
-        launch_split(sm, f, n_head, d, 1, counts[g], gargs, 10);
+        void *gargs[] = {&gout, &gq, &dk, &dv, &gslots, &uld, &none, &one, &gkv, NULL, NULL};
+        launch_split(f, n_head, 1, counts[g], d, gargs, 11);
         float *row = malloc((size_t)c * 4);
         CU(api.memcpy_dtoh(row, gout, (size_t)c * 4));
         same &= memcmp(row, got + (size_t)g * c, (size_t)c * 4) == 0;
@@ -392,8 +402,8 @@ static void test_attention_rows(int sm, struct wc_stream *s, int n_head, int d, 
     CUdeviceptr dl = dev_upload(lane_of, (size_t)n_rows * sizeof(int32_t));
     unsigned uld = (unsigned)ld_kv, urows = (unsigned)n_rows, us = (unsigned)s_len;
     uint64_t stride = lane_stride;
-    void *args[] = {&dout, &dq, &dk, &dv, &uld, &stride, &dl, &urows, &us, NULL};
-    launch_split(sm, f, n_head, d, n_rows, s_len, args, 10);
+    void *args[] = {&dout, &dq, &dk, &dv, &uld, &stride, &dl, &urows, &us, NULL, NULL};
+    launch_split(f, n_head, n_rows, s_len, d, args, 11);
     CU(api.memcpy_dtoh(got, dout, nq * 4));
     char what[128];
     snprintf(what, sizeof what, "%s rows=%d lanes=%d s=%d ld=%d", name, n_rows, n_lanes, s_len,

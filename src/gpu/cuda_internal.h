@@ -36,7 +36,6 @@ enum cuda_kernel_kind {
     CK_LOGITS,      /* logits_part; a = n_vocab */
     CK_SCATTER,     /* a = c */
     CK_ATTN_TC,     /* a = n_head, b = d_head */
-    CK_COMBINE,     /* a = n_head, b = d_head */
     CK_LOGITS_PICK, /* a = n_vocab */
     CK_TOPK,        /* logits_topk_part; a = n_vocab, b = k */
     CK_TOPK_PICK,   /* a = n_vocab, b = k */
@@ -78,7 +77,8 @@ enum {
     CUDA_SCRATCH_TOKENS = 1, /* embed's token ids */
     CUDA_SCRATCH_LOGITS = 2, /* logits_greedy: suppress mask, picks, rules, chunk records */
     CUDA_SCRATCH_ATTN = 3,   /* the key splits of attn_gather / attn_rows (kernels.h) */
-    CUDA_N_SCRATCH = 4
+    CUDA_SCRATCH_COUNT = 4,  /* their counters: zeroed when made, left zero by each launch */
+    CUDA_N_SCRATCH = 5
 };
 struct cuda_scratch {
     uint64_t addr;

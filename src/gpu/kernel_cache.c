@@ -30,17 +30,16 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     case CK_TOPK_PICK: return gen_logits_topk_pick(sm, a, b);
     case CK_SCATTER: return gen_rows_scatter(sm, a);
     case CK_ATTN_TC: return gen_attention_tc(sm, a, b);
-    case CK_COMBINE: return gen_attention_combine(sm, a, b);
     }
     return NULL;
 }
 
 static const char *kind_name(enum cuda_kernel_kind kind) {
     static const char *const names[] = {
-        "layernorm",        "f32_to_f16",      "embed",       "bias_act",     "im2col",
-        "attention",        "attn_gather",     "attn_scores", "gemv_f16",     "attn_rows",
-        "logits_part",      "rows_scatter",    "attn_tc",     "attn_combine", "logits_pick",
-        "logits_topk_part", "logits_topk_pick"};
+        "layernorm",       "f32_to_f16",   "embed",       "bias_act",    "im2col",
+        "attention",       "attn_gather",  "attn_scores", "gemv_f16",    "attn_rows",
+        "logits_part",     "rows_scatter", "attn_tc",     "logits_pick", "logits_topk_part",
+        "logits_topk_pick"};
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 

@@ -318,30 +318,31 @@ void cuda_attention(struct wc_stream *s, float *out, const float *q, const float
                 KERNEL_ATTN_THREADS, args);
 }
 
-/* A decoder step's attention kernel kn over n_rows rows and up to n_keys keys, its key splits
- * (kernels.h: KERNEL_ATTN_SPLIT keys a CTA) and, with more than one, attn_combine. args: the
- * kernel's own, its last (the split records' address) filled here. The scratch is sized for
- * max_keys (gather: the cache's slots), so it does not grow from step to step under a step
- * graph. */
+/* A decoder step's attention kernel kn over n_rows rows and up to n_keys keys in key splits
+ * (kernels.h: KERNEL_ATTN_SPLIT keys a CTA), joined in the kernel by the last split of each
+ * row and head. args: the kernel's own, its last two (the split records' and the counters'
+ * addresses) filled here. The records are sized for max_keys (gather: the cache's slots), so
+ * they do not grow from step to step under a step graph; the counters are zeroed when made,
+ * outside any recording (a growing scratch refuses one), and every launch leaves them zero. */
 static void attention_split(struct wc_stream *s, const struct cuda_kernel *kn, void **args,
                             int n_args, int n_rows, int n_keys, int max_keys, int n_head, int d) {
+    struct cuda_stream *cs = cuda_stream(s);
     unsigned nz = (unsigned)ceil_div((size_t)n_keys, KERNEL_ATTN_SPLIT);
     size_t zmax = ceil_div((size_t)(max_keys > n_keys ? max_keys : n_keys), KERNEL_ATTN_SPLIT);
-    CUdeviceptr part = 0;
+    CUdeviceptr part = 0, count = 0;
     if (nz > 1) {
         part = cuda_scratch(s, CUDA_SCRATCH_ATTN,
                             (size_t)n_rows * (size_t)n_head * zmax * (size_t)(d + 2) * 4);
-        if (!part)
+        size_t had = cs->scratch[CUDA_SCRATCH_COUNT].bytes;
+        count = cuda_scratch(s, CUDA_SCRATCH_COUNT, (size_t)n_rows * (size_t)n_head * 4);
+        if (!part || !count)
             return;
+        if (cs->scratch[CUDA_SCRATCH_COUNT].bytes != had) /* new memory */
+            cuda_memset0(s, (void *)(uintptr_t)count, cs->scratch[CUDA_SCRATCH_COUNT].bytes);
     }
-    args[n_args - 1] = &part;
+    args[n_args - 2] = &part;
+    args[n_args - 1] = &count;
     cuda_launch_3d(s, kn, (unsigned)n_rows, (unsigned)n_head, nz, KERNEL_GATHER_THREADS, args);
-    if (nz > 1) {
-        const struct cuda_kernel *kc = cuda_kernel_get(s, CK_COMBINE, n_head, d, 0);
-        CUdeviceptr po = *(CUdeviceptr *)args[0];
-        void *cargs[] = {&po, &part, &nz};
-        cuda_launch(s, kc, (unsigned)n_rows, (unsigned)n_head, KERNEL_GATHER_THREADS, cargs);
-    }
 }
 
 void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, const float *k,
@@ -361,8 +362,8 @@ void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, cons
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v), ps = dptr(slots);
     CUdeviceptr pn = dptr(n_kv_seq);
     unsigned uld = (unsigned)ld_slots, useq = (unsigned)n_seq, ukv = (unsigned)n_kv;
-    void *args[] = {&po, &pq, &pk, &pv, &ps, &uld, &pn, &useq, &ukv, NULL};
-    attention_split(s, kn, args, 10, n_seq, n_kv, ld_slots, n_head, d);
+    void *args[] = {&po, &pq, &pk, &pv, &ps, &uld, &pn, &useq, &ukv, NULL, NULL};
+    attention_split(s, kn, args, 11, n_seq, n_kv, ld_slots, n_head, d);
 }
 
 void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const float *k,
@@ -383,8 +384,8 @@ void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const 
     CUdeviceptr pl = dptr(lane_of_row);
     unsigned uld = (unsigned)ld_kv, urows = (unsigned)n_rows, us = (unsigned)s_len;
     uint64_t stride = lane_stride;
-    void *args[] = {&po, &pq, &pk, &pv, &uld, &stride, &pl, &urows, &us, NULL};
-    attention_split(s, kn, args, 10, n_rows, s_len, s_len, n_head, d);
+    void *args[] = {&po, &pq, &pk, &pv, &uld, &stride, &pl, &urows, &us, NULL, NULL};
+    attention_split(s, kn, args, 11, n_rows, s_len, s_len, n_head, d);
 }
 
 void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k,

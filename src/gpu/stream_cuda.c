@@ -348,7 +348,7 @@ double cuda_timer_elapsed_ms(struct wc_stream *s, int a, int b) {
 
 uint64_t cuda_scratch(struct wc_stream *s, int which, size_t bytes) {
     static const char *const what[CUDA_N_SCRATCH] = {"fp16 scratch", "token ids", "logit rules",
-                                                     "attention splits"};
+                                                     "attention splits", "split counters"};
     struct cuda_stream *cs = cuda_stream(s);
     struct cuda_scratch *sc = &cs->scratch[which];
     if (s->err)

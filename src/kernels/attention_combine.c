@@ -1,110 +1,96 @@
-/* attention_combine.c — gen_attention_combine: the key splits of attn_gather / attn_rows joined
- * into one output row (kernels.h). One CTA per (row g, head h): its threads find the splits'
- * maximum M together, then thread i < d walks the splits in order (COMBINE_U records' loads in
- * flight at once): sum += 2^(max_z - M) sum_z and acc += 2^(max_z - M) acc_z[i], with the same
- * fma as the split kernel's own join of its warps, so a row whose keys
- * all sit in split 0 (the others weigh exactly 2^-huge = 0, their sums 0) gets the bits of the
- * split kernel's direct division.
+/* attention_combine.c — attn_combine_emit: the key splits of attn_gather / attn_rows joined into
+ * one output row, by the last of a (row g, head h)'s split CTAs to finish (attention_gather.c).
+ * Its threads find the splits' maximum M together, then thread i < d walks the splits in order
+ * (COMBINE_U records' loads in flight at once): sum += 2^(max_z - M) sum_z and
+ * acc += 2^(max_z - M) acc_z[i], with the same fma as the split kernel's own join of its warps,
+ * so a row whose keys all sit in split 0 (the others weigh exactly 2^-huge = 0, their sums 0)
+ * gets the bits of the split kernel's direct division. The records are read through L2
+ * (ld.global.cg): other CTAs wrote them, and this SM's L1 may hold older copies of their lines.
  */
-#include <stdio.h>
-
+#include "kernels/attention_combine.h"
 #include "kernels/kernels.h"
-#include "kernels/ptx.h"
 
 #define NEG_BIG       "0fF149F2CA" /* -1e30, the split kernels' running max before any key */
 #define COMBINE_WARPS (KERNEL_GATHER_THREADS / 32)
 #define COMBINE_U     4 /* records a thread loads at once */
 
-char *gen_attention_combine(int sm, int n_head, int d) {
-    if (n_head <= 0 || d <= 0 || d > KERNEL_GATHER_THREADS)
-        return NULL;
-    char name[64];
-    snprintf(name, sizeof name, "attn_combine_h%d_d%d", n_head, d);
-    struct ptx_kernel k;
-    ptx_begin(&k, name, sm);
-    ptx_param(&k, "u64", "p_out");
-    ptx_param(&k, "u64", "p_part");
-    ptx_param(&k, "u32", "p_n_split");
-    struct ptx_reg g = ptx_special(&k, "%ctaid.x"), head = ptx_special(&k, "%ctaid.y");
-    struct ptx_reg tid = ptx_special(&k, "%tid.x"), nz = ptx_reg(&k, PTX_B32);
-    struct ptx_reg p = ptx_reg(&k, PTX_PRED), done = ptx_label(&k);
-    ptx_raw(&k, "    .shared .align 4 .f32 s_max[%d];\n", COMBINE_WARPS);
-    ptx_ins(&k, "ld.param.u32 %s, [p_n_split]", nz.s);
+void attn_combine_emit(struct ptx_kernel *k, const struct attn_combine_at *at, int n_head, int d) {
+    struct ptx_reg g = at->g, head = at->head, tid = at->tid, nz = at->nz, done = at->done;
+    struct ptx_reg p = ptx_reg(k, PTX_PRED);
+    ptx_raw(k, "    .shared .align 4 .f32 s_max[%d];\n", COMBINE_WARPS);
 
     /* rec = this (row, head)'s first record; this thread's acc at rec + 4 (2 + tid) */
-    struct ptx_reg ri = ptx_reg(&k, PTX_B32);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", ri.s, g.s, n_head, head.s);
-    ptx_ins(&k, "mul.lo.u32 %s, %s, %s", ri.s, ri.s, nz.s);
-    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", ri.s, ri.s, d + 2);
-    struct ptx_reg rec = ptx_addr(&k, ptx_ld_ptr(&k, "p_part"), ri, 4);
-    struct ptx_reg a = ptx_reg(&k, PTX_B64), z = ptx_reg(&k, PTX_B32);
-    struct ptx_reg mx = ptx_reg(&k, PTX_F32), mz = ptx_reg(&k, PTX_F32);
-    struct ptx_reg l = ptx_reg(&k, PTX_F32), o = ptx_reg(&k, PTX_F32);
-    struct ptx_reg f = ptx_reg(&k, PTX_F32);
+    struct ptx_reg ri = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", ri.s, g.s, n_head, head.s);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %s", ri.s, ri.s, nz.s);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %d", ri.s, ri.s, d + 2);
+    struct ptx_reg rec = ptx_addr(k, at->part, ri, 4);
+    struct ptx_reg a = ptx_reg(k, PTX_B64), z = ptx_reg(k, PTX_B32);
+    struct ptx_reg mx = ptx_reg(k, PTX_F32), mz = ptx_reg(k, PTX_F32);
+    struct ptx_reg l = ptx_reg(k, PTX_F32), o = ptx_reg(k, PTX_F32);
+    struct ptx_reg f = ptx_reg(k, PTX_F32);
 
     /* pass 1: M, the threads over the splits (max is exact in any order) */
-    struct ptx_reg top1 = ptx_label(&k), end1 = ptx_label(&k), top2 = ptx_label(&k);
-    struct ptx_reg warp = ptx_reg(&k, PTX_B32), sa = ptx_reg(&k, PTX_B32);
-    ptx_ins(&k, "mov.f32 %s, %s", mx.s, NEG_BIG);
-    ptx_ins(&k, "mov.u32 %s, %s", z.s, tid.s);
-    ptx_place(&k, top1);
-    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, z.s, nz.s);
-    ptx_ins(&k, "@%s bra %s", p.s, end1.s);
-    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", ri.s, z.s, d + 2);
-    struct ptx_reg za = ptx_addr(&k, rec, ri, 4);
-    ptx_ins(&k, "ld.global.f32 %s, [%s]", mz.s, za.s);
-    ptx_ins(&k, "max.f32 %s, %s, %s", mx.s, mx.s, mz.s);
-    ptx_ins(&k, "add.u32 %s, %s, %d", z.s, z.s, KERNEL_GATHER_THREADS);
-    ptx_ins(&k, "bra %s", top1.s);
-    ptx_place(&k, end1);
-    ptx_warp_reduce(&k, mx, "max");
-    ptx_ins(&k, "shr.u32 %s, %s, 5", warp.s, tid.s);
-    ptx_ins(&k, "mov.u32 %s, s_max", sa.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", sa.s, warp.s, sa.s);
-    ptx_ins(&k, "st.shared.f32 [%s], %s", sa.s, mx.s); /* every lane: the same value */
-    ptx_ins(&k, "bar.sync 0");
-    ptx_ins(&k, "setp.ge.u32 %s, %s, %d", p.s, tid.s, d);
-    ptx_ins(&k, "@%s bra %s", p.s, done.s);
+    struct ptx_reg top1 = ptx_label(k), end1 = ptx_label(k), top2 = ptx_label(k);
+    struct ptx_reg warp = ptx_reg(k, PTX_B32), sa = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "mov.f32 %s, %s", mx.s, NEG_BIG);
+    ptx_ins(k, "mov.u32 %s, %s", z.s, tid.s);
+    ptx_place(k, top1);
+    ptx_ins(k, "setp.ge.u32 %s, %s, %s", p.s, z.s, nz.s);
+    ptx_ins(k, "@%s bra %s", p.s, end1.s);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %d", ri.s, z.s, d + 2);
+    struct ptx_reg za = ptx_addr(k, rec, ri, 4);
+    ptx_ins(k, "ld.global.cg.f32 %s, [%s]", mz.s, za.s);
+    ptx_ins(k, "max.f32 %s, %s, %s", mx.s, mx.s, mz.s);
+    ptx_ins(k, "add.u32 %s, %s, %d", z.s, z.s, KERNEL_GATHER_THREADS);
+    ptx_ins(k, "bra %s", top1.s);
+    ptx_place(k, end1);
+    ptx_warp_reduce(k, mx, "max");
+    ptx_ins(k, "shr.u32 %s, %s, 5", warp.s, tid.s);
+    ptx_ins(k, "mov.u32 %s, s_max", sa.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", sa.s, warp.s, sa.s);
+    ptx_ins(k, "st.shared.f32 [%s], %s", sa.s, mx.s); /* every lane: the same value */
+    ptx_ins(k, "bar.sync 0");
+    ptx_ins(k, "setp.ge.u32 %s, %s, %d", p.s, tid.s, d);
+    ptx_ins(k, "@%s bra %s", p.s, done.s);
     for (int w = 0; w < COMBINE_WARPS; w++) {
-        ptx_ins(&k, "ld.shared.f32 %s, [s_max+%d]", mz.s, 4 * w);
-        ptx_ins(&k, "max.f32 %s, %s, %s", mx.s, mx.s, mz.s);
+        ptx_ins(k, "ld.shared.f32 %s, [s_max+%d]", mz.s, 4 * w);
+        ptx_ins(k, "max.f32 %s, %s, %s", mx.s, mx.s, mz.s);
     }
 
     /* pass 2: the rescaled sums, splits in order, COMBINE_U records' loads in flight at once */
-    struct ptx_reg ai = ptx_addr(&k, rec, tid, 4);
+    struct ptx_reg ai = ptx_addr(k, rec, tid, 4);
     struct ptx_reg mu[COMBINE_U], lu[COMBINE_U], au[COMBINE_U], ok[COMBINE_U];
-    ptx_ins(&k, "mov.f32 %s, 0f00000000", l.s);
-    ptx_ins(&k, "mov.f32 %s, 0f00000000", o.s);
-    ptx_ins(&k, "mov.b64 %s, %s", a.s, rec.s);
-    ptx_ins(&k, "mov.u32 %s, 0", z.s);
-    ptx_place(&k, top2);
+    ptx_ins(k, "mov.f32 %s, 0f00000000", l.s);
+    ptx_ins(k, "mov.f32 %s, 0f00000000", o.s);
+    ptx_ins(k, "mov.b64 %s, %s", a.s, rec.s);
+    ptx_ins(k, "mov.u32 %s, 0", z.s);
+    ptx_place(k, top2);
     for (int u = 0; u < COMBINE_U; u++) {
-        mu[u] = ptx_reg(&k, PTX_F32), lu[u] = ptx_reg(&k, PTX_F32), au[u] = ptx_reg(&k, PTX_F32);
-        ok[u] = ptx_reg(&k, PTX_PRED);
-        ptx_ins(&k, "add.u32 %s, %s, %d", ri.s, z.s, u);
-        ptx_ins(&k, "setp.lt.u32 %s, %s, %s", ok[u].s, ri.s, nz.s);
-        ptx_ins(&k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, mu[u].s, a.s, 4 * u * (d + 2));
-        ptx_ins(&k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, lu[u].s, a.s, 4 * u * (d + 2) + 4);
-        ptx_ins(&k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, au[u].s, ai.s, 4 * u * (d + 2) + 8);
+        mu[u] = ptx_reg(k, PTX_F32), lu[u] = ptx_reg(k, PTX_F32), au[u] = ptx_reg(k, PTX_F32);
+        ok[u] = ptx_reg(k, PTX_PRED);
+        ptx_ins(k, "add.u32 %s, %s, %d", ri.s, z.s, u);
+        ptx_ins(k, "setp.lt.u32 %s, %s, %s", ok[u].s, ri.s, nz.s);
+        ptx_ins(k, "@%s ld.global.cg.f32 %s, [%s+%d]", ok[u].s, mu[u].s, a.s, 4 * u * (d + 2));
+        ptx_ins(k, "@%s ld.global.cg.f32 %s, [%s+%d]", ok[u].s, lu[u].s, a.s, 4 * u * (d + 2) + 4);
+        ptx_ins(k, "@%s ld.global.cg.f32 %s, [%s+%d]", ok[u].s, au[u].s, ai.s, 4 * u * (d + 2) + 8);
     }
     for (int u = 0; u < COMBINE_U; u++) { /* the records past nz do nothing: no +0 either */
-        ptx_ins(&k, "sub.f32 %s, %s, %s", f.s, mu[u].s, mx.s);
-        ptx_ins(&k, "ex2.approx.f32 %s, %s", f.s, f.s);
-        ptx_ins(&k, "@%s fma.rn.f32 %s, %s, %s, %s", ok[u].s, l.s, f.s, lu[u].s, l.s);
-        ptx_ins(&k, "@%s fma.rn.f32 %s, %s, %s, %s", ok[u].s, o.s, f.s, au[u].s, o.s);
+        ptx_ins(k, "sub.f32 %s, %s, %s", f.s, mu[u].s, mx.s);
+        ptx_ins(k, "ex2.approx.f32 %s, %s", f.s, f.s);
+        ptx_ins(k, "@%s fma.rn.f32 %s, %s, %s, %s", ok[u].s, l.s, f.s, lu[u].s, l.s);
+        ptx_ins(k, "@%s fma.rn.f32 %s, %s, %s, %s", ok[u].s, o.s, f.s, au[u].s, o.s);
     }
-    ptx_ins(&k, "add.s64 %s, %s, %d", a.s, a.s, 4 * COMBINE_U * (d + 2));
-    ptx_ins(&k, "add.s64 %s, %s, %d", ai.s, ai.s, 4 * COMBINE_U * (d + 2));
-    ptx_ins(&k, "add.u32 %s, %s, %d", z.s, z.s, COMBINE_U);
-    ptx_ins(&k, "setp.lt.u32 %s, %s, %s", p.s, z.s, nz.s);
-    ptx_ins(&k, "@%s bra %s", p.s, top2.s);
+    ptx_ins(k, "add.s64 %s, %s, %d", a.s, a.s, 4 * COMBINE_U * (d + 2));
+    ptx_ins(k, "add.s64 %s, %s, %d", ai.s, ai.s, 4 * COMBINE_U * (d + 2));
+    ptx_ins(k, "add.u32 %s, %s, %d", z.s, z.s, COMBINE_U);
+    ptx_ins(k, "setp.lt.u32 %s, %s, %s", p.s, z.s, nz.s);
+    ptx_ins(k, "@%s bra %s", p.s, top2.s);
 
-    ptx_ins(&k, "div.rn.f32 %s, %s, %s", o.s, o.s, l.s);
-    struct ptx_reg oi = ptx_reg(&k, PTX_B32);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, head.s, d, tid.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, g.s, n_head * d, oi.s);
-    struct ptx_reg oa = ptx_addr(&k, ptx_ld_ptr(&k, "p_out"), oi, 4);
-    ptx_ins(&k, "st.global.f32 [%s], %s", oa.s, o.s);
-    ptx_place(&k, done);
-    return ptx_end(&k);
+    ptx_ins(k, "div.rn.f32 %s, %s, %s", o.s, o.s, l.s);
+    struct ptx_reg oi = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", oi.s, head.s, d, tid.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", oi.s, g.s, n_head * d, oi.s);
+    struct ptx_reg oa = ptx_addr(k, at->out, oi, 4);
+    ptx_ins(k, "st.global.f32 [%s], %s", oa.s, o.s);
 }

@@ -13,16 +13,22 @@
  * product joined by a butterfly so every lane holds the score, and keeps its own online softmax
  * (max m, sum l, acc) in the log2 domain. At the end the 4 partial results meet in shared
  * memory: thread `col` < d rescales each warp's acc and l by 2^(m_w - max m); with one split it
- * divides and stores the output, else it stores (max, sum, acc) for attn_combine. The splits
- * sit at fixed key indices, so a row's bits do not depend on the other rows or the grid: a
- * split with no keys weighs exactly 0, and one split through attn_combine gives the bits of
- * the direct division. d_head a multiple of 32, at most 128; n_kv >= 1 (a warp with no key ends
+ * divides and stores the output, else it stores (max, sum, acc) as the split's record. The
+ * splits sit at fixed key indices, so a row's bits do not depend on the other rows or the grid:
+ * a split with no keys weighs exactly 0, and one split through the join gives the bits of the
+ * direct division. d_head a multiple of 32, at most 128; n_kv >= 1 (a warp with no key ends
  * with l = 0, m = -1e30 and weighs nothing). The two modes differ only in where key j's row is
  * (struct key_rows).
+ *
+ * The splits' join needs no launch of its own: each split CTA, its record written and fenced
+ * (membar.gl, so the record is visible on the device before the count says it is there), adds 1
+ * to its (row, head)'s counter; the CTA that brings it to Z is the last, sets it back to 0 for
+ * the next launch (a step graph replays this one) and joins the Z records (attn_combine_emit).
  */
 #include <math.h>
 #include <stdio.h>
 
+#include "kernels/attention_combine.h"
 #include "kernels/kernels.h"
 #include "kernels/ptx.h"
 
@@ -186,6 +192,8 @@ static char *gen_one_row(int sm, int n_head, int d, int gather) {
         ptx_param(&k, "u32", "p_s_len");
     }
     ptx_param(&k, "u64", "p_part");
+    ptx_param(&k, "u64", "p_count");
+    ptx_raw(&k, "    .shared .align 4 .u32 s_last;\n");
     ptx_raw(&k, "    .shared .align 4 .f32 s_m[%d];\n    .shared .align 4 .f32 s_l[%d];\n",
             GATHER_WARPS, GATHER_WARPS);
     ptx_raw(&k, "    .shared .align 4 .f32 s_acc[%d];\n", GATHER_WARPS * d);
@@ -248,8 +256,9 @@ static char *gen_one_row(int sm, int n_head, int d, int gather) {
     for (int i = 0; i < nd; i++)
         ptx_ins(&k, "st.shared.f32 [%s+%d], %s", a.s, 128 * i, acc[i].s);
     ptx_ins(&k, "bar.sync 0");
+    struct ptx_reg counted = ptx_label(&k); /* threads >= d write nothing, but count */
     ptx_ins(&k, "setp.ge.u32 %s, %s, %d", p.s, tid.s, d);
-    ptx_ins(&k, "@%s bra %s", p.s, done.s);
+    ptx_ins(&k, "@%s bra %s", p.s, counted.s);
     struct ptx_reg mw[GATHER_WARPS], mx = ptx_reg(&k, PTX_F32), f = ptx_reg(&k, PTX_F32);
     struct ptx_reg o = ptx_reg(&k, PTX_F32), t = ptx_reg(&k, PTX_F32);
     ptx_ins(&k, "mov.f32 %s, %s", mx.s, NEG_BIG);
@@ -286,10 +295,33 @@ static char *gen_one_row(int sm, int n_head, int d, int gather) {
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, oi.s, d + 2, tid.s);
     struct ptx_reg pa = ptx_addr(&k, ptx_ld_ptr(&k, "p_part"), oi, 4); /* thread 0: the record */
     ptx_ins(&k, "st.global.f32 [%s+8], %s", pa.s, o.s);
-    ptx_ins(&k, "setp.ne.u32 %s, %s, 0", p.s, tid.s);
+    ptx_ins(&k, "setp.eq.u32 %s, %s, 0", p.s, tid.s);
+    ptx_ins(&k, "@%s st.global.f32 [%s], %s", p.s, pa.s, mx.s);
+    ptx_ins(&k, "@%s st.global.f32 [%s+4], %s", p.s, pa.s, l.s);
+
+    /* count the record in; the last CTA of (g, head) joins them all */
+    ptx_place(&k, counted);
+    ptx_ins(&k, "setp.eq.u32 %s, %s, 1", p.s, nz.s); /* one split: written above */
     ptx_ins(&k, "@%s bra %s", p.s, done.s);
-    ptx_ins(&k, "st.global.f32 [%s], %s", pa.s, mx.s);
-    ptx_ins(&k, "st.global.f32 [%s+4], %s", pa.s, l.s);
+    ptx_ins(&k, "membar.gl");
+    ptx_ins(&k, "bar.sync 0");
+    struct ptx_reg ci = ptx_reg(&k, PTX_B32), old = ptx_reg(&k, PTX_B32), zl = ptx_reg(&k, PTX_B32);
+    struct ptx_reg t0 = ptx_reg(&k, PTX_PRED);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", ci.s, g.s, n_head, head.s);
+    struct ptx_reg ca = ptx_addr(&k, ptx_ld_ptr(&k, "p_count"), ci, 4);
+    ptx_ins(&k, "setp.eq.u32 %s, %s, 0", t0.s, tid.s);
+    ptx_ins(&k, "sub.u32 %s, %s, 1", zl.s, nz.s);
+    ptx_ins(&k, "@%s atom.global.add.u32 %s, [%s], 1", t0.s, old.s, ca.s);
+    ptx_ins(&k, "@%s st.shared.u32 [s_last], %s", t0.s, old.s);
+    ptx_ins(&k, "bar.sync 0");
+    ptx_ins(&k, "ld.shared.u32 %s, [s_last]", old.s);
+    ptx_ins(&k, "setp.ne.u32 %s, %s, %s", p.s, old.s, zl.s);
+    ptx_ins(&k, "@%s bra %s", p.s, done.s); /* uniform: not the last */
+    ptx_ins(&k, "@%s st.global.u32 [%s], 0", t0.s, ca.s);
+    ptx_ins(&k, "membar.gl"); /* the others' records, seen through their count */
+    struct attn_combine_at at = {
+        g, head, tid, nz, ptx_ld_ptr(&k, "p_part"), ptx_ld_ptr(&k, "p_out"), done};
+    attn_combine_emit(&k, &at, n_head, d);
     ptx_place(&k, done);
     return ptx_end(&k);
 }

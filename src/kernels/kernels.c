@@ -58,7 +58,6 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_attention_tc(sm, ha, ca / ha)) |
                add(list, &n, gen_attention_tc(sm, ht, ct / ht)) |
                add(list, &n, gen_attention_gather(sm, ht, ct / ht)) |
-               add(list, &n, gen_attention_combine(sm, ht, ct / ht)) |
                add(list, &n, gen_attention_scores(sm, ht, ct / ht)) |
                add(list, &n, gen_logits_part(sm, hp->n_vocab)) |
                add(list, &n, gen_logits_pick(sm, hp->n_vocab)) |

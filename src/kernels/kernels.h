@@ -67,31 +67,31 @@ char *gen_attention(int sm, int n_head, int d_head, int causal);
 char *gen_attention_tc(int sm, int n_head, int d_head);
 
 /* backend.h's `attention_gather`: one query per sequence, keys/values through the slot table:
- * attn_gather_h<H>_d<D>(out, q, k, v, slots, ld_slots, n_kv_seq, n_seq, n_kv, part), n_kv >= 1;
- * n_kv_seq: 0, or the device address of n_seq u32 key counts, one per sequence, clamped to
- * [1, n_kv] in the kernel;
+ * attn_gather_h<H>_d<D>(out, q, k, v, slots, ld_slots, n_kv_seq, n_seq, n_kv, part, count),
+ * n_kv >= 1; n_kv_seq: 0, or the device address of n_seq u32 key counts, one per sequence,
+ * clamped to [1, n_kv] in the kernel;
  * grid (n_seq, H, Z) x KERNEL_GATHER_THREADS, Z = ceil(n_kv / KERNEL_ATTN_SPLIT): CTA z takes
- * keys [z S, (z + 1) S). Z = 1 writes out; Z > 1 writes, for (row g, head h, split z), the
- * record part + ((g H + h) Z + z)(D + 2) floats: {max, sum, acc[D]} (log2 domain, acc not yet
- * divided), and attn_combine then writes out. */
+ * keys [z S, (z + 1) S). Z = 1 writes out (part and count unused); Z > 1 writes, for (row g,
+ * head h, split z), the record part + ((g H + h) Z + z)(D + 2) floats: {max, sum, acc[D]} (log2
+ * domain, acc not yet divided), and the last split CTA of (g, h) to finish joins the records
+ * into out: count holds n_seq x H u32 counters, zero before the launch and zero after it. */
 #define KERNEL_GATHER_THREADS 128
 #define KERNEL_ATTN_SPLIT     64
 char *gen_attention_gather(int sm, int n_head, int d_head);
 
 /* backend.h's `attention_rows`, the same kernel over contiguous keys: attn_rows_h<H>_d<D>(out,
- * q, k, v, ld_kv, lane_stride, lane_of_row, n_rows, s_len, part); row g reads keys j < s_len at
- * k + lane_of_row[g] * lane_stride + j * ld_kv (floats; lane_stride .u64, so lanes may lie
- * more than 4 GiB apart; lane_of_row 0: every row reads lane 0), s_len >= 1;
- * grid (n_rows, H, ceil(s_len / KERNEL_ATTN_SPLIT)) x KERNEL_GATHER_THREADS, split as gather.
- * Also `attention` for a few unmasked queries (KERNEL_ROWS_MAX_QUERIES), so that a decoder step
- * gives the same bits alone and batched. */
+ * q, k, v, ld_kv, lane_stride, lane_of_row, n_rows, s_len, part, count); row g reads keys j < s_len
+ * at k + lane_of_row[g] * lane_stride + j * ld_kv (floats; lane_stride .u64, so lanes may lie more
+ * than 4 GiB apart; lane_of_row 0: every row reads lane 0), s_len >= 1; grid (n_rows, H, ceil(s_len
+ * / KERNEL_ATTN_SPLIT)) x KERNEL_GATHER_THREADS, split as gather. Also `attention` for a few
+ * unmasked queries (KERNEL_ROWS_MAX_QUERIES), so that a decoder step gives the same bits alone and
+ * batched. */
 #define KERNEL_ROWS_MAX_QUERIES 8
 char *gen_attention_rows(int sm, int n_head, int d_head);
 
-/* The splits of attn_gather / attn_rows joined: attn_combine_h<H>_d<D>(out, part, n_split);
+/* The splits' join (attention_combine.h), in the last split CTA:
  * out[g][h D + i] = sum_z 2^(max_z - M) acc_z[i] / sum_z 2^(max_z - M) sum_z, M = max_z max_z,
- * z in order; grid (n_rows, H) x KERNEL_GATHER_THREADS. */
-char *gen_attention_combine(int sm, int n_head, int d_head);
+ * z in order. */
 
 /* backend.h's `attention_scores` for one head: attn_scores_h<H>_d<D>(out, q, k, ld_k, t_len,
  * s_len, head); out[t][j] fp32; grid (t_len, ceil(s_len / 128)) x 128 threads. */
