@@ -9,7 +9,8 @@ the "GPU" are meaningless; what runs is every allocation, copy, launch and graph
 each checked against the live allocations). Faults come from the fake's environment:
 
   - clean runs (greedy and the default beam search, both through step graphs; beam search
-    batched over two inputs): exit 0, no rule broken, nothing left allocated at exit
+    batched over 2 inputs and over 14, 70-row steps): exit 0, no rule broken, nothing left
+    allocated at exit
   - device memory too small for the weights / for a decoding state beside them: --device auto
     says so in one line and transcribes on the CPU (the right text); --device cuda fails with
     the reason
@@ -94,19 +95,22 @@ def clean_runs():
           f"no rule broken, nothing left ({rep})")
 
 
-def batch_beams(tmp):
-    """batch --batch-size 2 with beam search (the default): every window's beams stepped
-    together on the fake GPU, exit 0, no rule broken."""
+def batch_beams(tmp, n):
+    """batch --batch-size n with beam search (the default): every window's beams stepped
+    together on the fake GPU, exit 0, no rule broken. The inputs are the same clip, so their
+    windows step in lockstep: every step has 5 n rows, and graphs > 0 says steps of that many
+    rows replay as graphs (14 inputs: 70 rows, past 64)."""
     inputs, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
     os.mkdir(inputs)
-    for i in range(2):
+    for i in range(n):
         shutil.copy(jfk, os.path.join(inputs, f"c{i}.wav"))
-    cmd = batch_cmd(inputs, out, 2)
+    cmd = batch_cmd(inputs, out, n)
     i = cmd.index("-bs")
     r = run(cmd[:i] + cmd[i + 2:])
     rep, st = report(r), sorted(l["status"] for l in results(out))
-    check(r.returncode == 0 and st == ["ok", "ok"] and clean_exit(r) and rep["graphs"] > 0,
-          f"batch --batch-size 2, beam search: both done as graphs, no rule broken ({rep}, {st})")
+    check(r.returncode == 0 and st == ["ok"] * n and clean_exit(r) and rep["graphs"] > 0,
+          f"batch --batch-size {n}, beam search: all done, {5 * n}-row steps as graphs, no rule "
+          f"broken ({rep}, {st})")
 
 
 def out_of_memory():
@@ -242,7 +246,8 @@ no_device()
 kernel_faults()
 for test in (later_files,
              batch_launch_refused,
-             batch_beams,
+             lambda t: batch_beams(t, 2),
+             lambda t: batch_beams(t, 14),
              lambda t: batch_device_lost(t, 1, 3, 1),
              lambda t: batch_device_lost(t, 2, 3, 2),
              batch_small_memory):

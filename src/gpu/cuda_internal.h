@@ -110,7 +110,9 @@ struct cuda_staging {
  * host side (checks, staging writes) and skips every launch and copy, which the recording
  * replays. Both passes fold each launch's and copy's shape, addresses and staging offset into a
  * signature: a replay whose signature differs from its recording's is not launched. */
-#define CUDA_GRAPH_KEYS 64 /* row counts 1..64: whisper-c batch --batch-size 64 steps 64 lanes */
+/* row counts 1..1024: the CLI's largest batch (64 windows) of the most beams (16) a step; a
+ * window's 5 beams (the CLI's default) at --batch-size 16 already step 80 rows */
+#define CUDA_GRAPH_KEYS 1024
 enum cuda_graph_mode { CUDA_GRAPH_NONE = 0, CUDA_GRAPH_CAPTURE, CUDA_GRAPH_REPLAY };
 struct cuda_step_graph {
     CUgraphExec exec; /* 0: not recorded */
