@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""test_ptx_emulated.py — generated kernels run on tools/ptxemu.py (no GPU), for the claims
+that hold bit for bit and that ptxas alone cannot check:
+
+  - layernorm and gemv_f16 (plain, bias) against float64 numpy;
+  - gemv_f16 with the layer norm fused (norm_linear) == layernorm then the plain gemv;
+  - the q/k/v gemv (norm_qkv) == three fused gemvs and a scatter of k and v into cache rows;
+  - attn_gather / attn_rows joining their key splits in the last CTA: against float64 numpy,
+    the same bits whichever CTA finishes last (shuffled orders), the counters back at zero.
+
+usage: test_ptx_emulated.py WHISPER_C PTXEMU_DIR
+The emulator rounds every f32 operation as written; the GPU's ptxas may contract a mul.f32
+and add.f32 into one fma, so hardware bits are checked by the gpu suite (test_gpu_kernels.c);
+ex2.approx is numpy's exp2 here. Exits 77 without numpy.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+except ImportError:
+    print("numpy missing: skipped")
+    sys.exit(77)
+sys.path.insert(0, sys.argv[2])
+from ptxemu import Memory, run  # noqa: E402
+
+failures = 0
+
+
+def check(what, ok, info=""):
+    global failures
+    print("%-6s %s%s" % ("ok" if ok else "NOT OK", what, "  " + info if info else ""))
+    failures += not ok
+
+
+def kernels(size):
+    """name -> PTX text of every kernel whisper-c generates for a model size"""
+    with tempfile.TemporaryDirectory(prefix="wc_ptxemu_") as d:
+        subprocess.run([sys.argv[1], "ptx", "--size", size, "--out", d], check=True,
+                       stdout=subprocess.DEVNULL)
+        texts = {f[:-4]: open(os.path.join(d, f)).read() for f in os.listdir(d)}
+    return lambda name: texts[name]
+
+
+def same_bits(a, b):
+    return a.shape == b.shape and (a.view(np.uint32) == b.view(np.uint32)).all()
+
+
+def layernorm(ptx, mem, K, pout, pin, pg, pb, rows):
+    name = "layernorm_c%d" % K
+    run(ptx(name), name, grid=(rows, 1, 1), block=(128, 1, 1), params=[pout, pin, pg, pb, rows],
+        mem=mem)
+
+
+def gemv(ptx, mem, K, flags, pout, ld, pin, pw, pb, rows, more=(), n=None, ctas=None):
+    name = "gemv_f16_k%d_f%d" % (K, flags)
+    n = n or K
+    gx = (3 * n if flags & 16 else n) // 32
+    run(ptx(name), name, grid=(gx, (rows + 7) // 8, 1), block=(256, 1, 1),
+        params=[pout, ld, pin, pw, pb, n, rows] + list(more), mem=mem, ctas=ctas)
+
+
+def ln64(x, g, b):
+    xd = x.astype(np.float64)
+    return (xd - xd.mean(1, keepdims=True)) / np.sqrt(xd.var(1, keepdims=True) + 1e-5) * g + b
+
+
+def test_layernorm_gemv(ptx, K, rng):
+    rows = 3
+    mem = Memory(1 << 24)
+    x = (2 * rng.standard_normal((rows, K)) + 0.5).astype(np.float32)
+    g, b = rng.standard_normal(K).astype(np.float32), rng.standard_normal(K).astype(np.float32)
+    po = mem.alloc(rows * K * 4)
+    layernorm(ptx, mem, K, po, mem.put(x), mem.put(g), mem.put(b), rows)
+    y, ref = mem.get(po, np.float32, rows * K).reshape(rows, K), ln64(x, g, b)
+    err = np.abs(y - ref).max() / np.abs(ref).max()
+    check("layernorm_c%d, %d rows vs float64" % (K, rows), err < 1e-6, "%.1e" % err)
+    W = (rng.standard_normal((K, K)) / np.sqrt(K)).astype(np.float16)
+    for flags in (0, 1):
+        for rows in (1, 10):
+            x = rng.standard_normal((rows, K)).astype(np.float32)
+            b = rng.standard_normal(K).astype(np.float32)
+            mem = Memory(1 << 24)
+            ld = K + 32  # a padded output row: the pad stays unwritten (NaN bytes)
+            po = mem.alloc(rows * ld * 4)
+            gemv(ptx, mem, K, flags, po, ld, mem.put(x), mem.put(W), mem.put(b), rows)
+            y = mem.get(po, np.float32, rows * ld).reshape(rows, ld)
+            ref = x.astype(np.float64) @ W.astype(np.float64).T + (b if flags else 0)
+            err = np.abs(y[:, :K] - ref).max() / np.abs(ref).max()
+            pad = y[:, K:].view(np.uint32)
+            check("gemv_f16_k%d_f%d, %d rows vs float64" % (K, flags, rows),
+                  err < 1e-6 and (pad == 0xFFFFFFFF).all(), "%.1e" % err)
+
+
+def test_norm_fused(ptx, K, rng):
+    W = (rng.standard_normal((K, K)) / np.sqrt(K)).astype(np.float16)
+    for fused, plain in ((9, 1), (8, 0)):
+        for rows in (1, 5, 10):
+            mem = Memory(1 << 24)
+            x = (3 * rng.standard_normal((rows, K))).astype(np.float32)
+            px, pw = mem.put(x), mem.put(W)
+            pg, plb = mem.put(rng.standard_normal(K).astype(np.float32)), \
+                mem.put(rng.standard_normal(K).astype(np.float32))
+            pb = mem.put(rng.standard_normal(K).astype(np.float32))
+            pf, ph, ps = mem.alloc(rows * K * 4), mem.alloc(rows * K * 4), mem.alloc(rows * K * 4)
+            gemv(ptx, mem, K, fused, pf, K, px, pw, pb, rows, more=[pg, plb])
+            layernorm(ptx, mem, K, ph, px, pg, plb, rows)
+            gemv(ptx, mem, K, plain, ps, K, ph, pw, pb, rows)
+            check("gemv_f16_k%d_f%d == layernorm + f%d, %d rows" % (K, fused, plain, rows),
+                  same_bits(mem.get(pf, np.float32, rows * K), mem.get(ps, np.float32, rows * K)))
+
+
+def test_qkv(ptx, K, rng):
+    for rows in (1, 10):
+        mem = Memory(1 << 26)
+        n_dst = 3 * rows + 7
+        x = (3 * rng.standard_normal((rows, K))).astype(np.float32)
+        W = [(rng.standard_normal((K, K)) / np.sqrt(K)).astype(np.float16) for _ in range(3)]
+        cache = [rng.standard_normal((n_dst, K)).astype(np.float32) for _ in range(2)]
+        dst = rng.permutation(n_dst)[:rows].astype(np.int32)
+        px, pw = mem.put(x), [mem.put(w) for w in W]
+        pg, plb = mem.put(rng.standard_normal(K).astype(np.float32)), \
+            mem.put(rng.standard_normal(K).astype(np.float32))
+        pbq, pbv = mem.put(rng.standard_normal(K).astype(np.float32)), \
+            mem.put(rng.standard_normal(K).astype(np.float32))
+        pkc, pvc, pdst = mem.put(cache[0]), mem.put(cache[1]), mem.put(dst)
+        pq, ref = mem.alloc(rows * K * 4), [mem.alloc(rows * K * 4) for _ in range(3)]
+        gemv(ptx, mem, K, 24, pq, K, px, pw[0], pbq, rows,
+             more=[pg, plb, pw[1], pw[2], 0, pbv, pkc, pvc, pdst])
+        for i, (flags, pb) in enumerate(((9, pbq), (8, 0), (9, pbv))):
+            gemv(ptx, mem, K, flags, ref[i], K, px, pw[i], pb, rows, more=[pg, plb])
+        for j in range(2):
+            cache[j][dst] = mem.get(ref[j + 1], np.float32, rows * K).reshape(rows, K)
+        ok = same_bits(mem.get(pq, np.float32, rows * K), mem.get(ref[0], np.float32, rows * K))
+        for j, p in enumerate((pkc, pvc)):
+            ok &= same_bits(mem.get(p, np.float32, n_dst * K), cache[j].reshape(-1))
+        check("gemv_f16_k%d_f24 (q, k and v into cache rows) == f9, f8, f9 + a scatter, %d rows"
+              % (K, rows), ok)
+
+
+def attn64(q, k, v):
+    s = k.astype(np.float64) @ q.astype(np.float64) / np.sqrt(len(q))
+    w = np.exp(s - s.max())
+    return w / w.sum() @ v.astype(np.float64)
+
+
+def test_split(ptx, H, rng, mode, n_rows, n_keys):
+    D, S = 64, 64
+    C, nz = H * D, (n_keys + S - 1) // S
+    mem = Memory(1 << 27)
+    q = rng.standard_normal((n_rows, C)).astype(np.float32)
+    pq, pout = mem.put(q), mem.alloc(n_rows * C * 4)
+    part = mem.alloc(n_rows * H * nz * (D + 2) * 4)
+    count = mem.put(np.zeros(n_rows * H, np.uint32))
+    ref = np.zeros((n_rows, C))
+    if mode == "gather":
+        n_slots = n_rows * 448
+        k, v = rng.standard_normal((2, n_slots, C)).astype(np.float32)
+        slots = np.stack([rng.permutation(n_slots)[:448] for _ in range(n_rows)]).astype(np.int32)
+        n_kv = np.array([max(1, n_keys - 37 * g) for g in range(n_rows)], np.int32)
+        args = [pq, mem.put(k), mem.put(v), mem.put(slots), 448, mem.put(n_kv), n_rows, n_keys]
+        for g in range(n_rows):
+            rows = slots[g, :n_kv[g]]
+            for h in range(H):
+                cs = slice(h * D, (h + 1) * D)
+                ref[g, cs] = attn64(q[g, cs], k[rows, cs], v[rows, cs])
+    else:
+        stride = n_keys * C + 32
+        k, v = rng.standard_normal((2, 2 * stride)).astype(np.float32)
+        lane = np.array([(g + 1) % 2 for g in range(n_rows)], np.int32)
+        args = [pq, mem.put(k), mem.put(v), C, stride, mem.put(lane), n_rows, n_keys]
+        for g in range(n_rows):
+            o = lane[g] * stride
+            kg, vg = (a[o:o + n_keys * C].reshape(n_keys, C) for a in (k, v))
+            for h in range(H):
+                cs = slice(h * D, (h + 1) * D)
+                ref[g, cs] = attn64(q[g, cs], kg[:, cs], vg[:, cs])
+    name = "attn_%s_h%d_d%d" % (mode, H, D)
+    ctas = [(x, y, z) for z in range(nz) for y in range(H) for x in range(n_rows)]
+    outs = []
+    for order in (ctas, [ctas[i] for i in rng.permutation(len(ctas))]):
+        mem.write(pout, np.full(n_rows * C, np.nan, np.float32))
+        run(ptx(name), name, grid=(n_rows, H, nz), block=(128, 1, 1),
+            params=[pout] + args + [part, count], mem=mem, ctas=order)
+        outs.append(mem.get(pout, np.float32, n_rows * C))
+        if (mem.get(count, np.uint32, n_rows * H) != 0).any():
+            outs.append(None)
+    err = np.abs(outs[0].reshape(n_rows, C) - ref).max() / np.abs(ref).max()
+    check("%s, %d rows, %d keys (%d splits): float64, any CTA last, counters back to 0"
+          % (name, n_rows, n_keys, nz),
+          len(outs) == 2 and err < 1e-5 and same_bits(outs[0], outs[1]), "%.1e" % err)
+
+
+rng = np.random.default_rng(2026)
+for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
+    ptx = kernels(size)
+    test_layernorm_gemv(ptx, K, rng)
+    test_norm_fused(ptx, K, rng)
+    test_qkv(ptx, K, rng)
+    for mode, n_rows, n_keys in (("gather", 3, 448), ("gather", 2, 40), ("rows", 2, 1500)):
+        test_split(ptx, H, rng, mode, n_rows, n_keys)
+print("%d failure(s)" % failures)
+sys.exit(1 if failures else 0)
