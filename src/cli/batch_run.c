@@ -10,7 +10,8 @@
  * With --batch-size N a worker takes up to N items at once, loads them, and transcribes them in
  * one whisperc_full_batch call; then the group's outputs are written into staging, made durable
  * together (one syncfs, not an fsync a file: on a GPU, where a group takes milliseconds, the
- * fsyncs cost as much as the transcription), renamed into place item by item, each followed by
+ * fsyncs cost as much as the transcription; but a file an fsync on a FUSE filesystem, whose
+ * server syncfs may never reach), renamed into place item by item, each followed by
  * its line, and the group's lines synced once. The items of a group are all in flight until
  * the call returns. If the call fails (one input
  * refused, say), the group's items run again one at a time, so that each gets its own result.
@@ -31,6 +32,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/vfs.h>
+#endif
 
 #include "batch.h"
 #include "cli.h"
@@ -123,6 +127,7 @@ struct worker {
     /* the staging directory, opened before this worker stages anything: syncfs on it reports
      * every writeback error since then, also one another worker's syncfs saw first */
     int staging_fd;
+    bool group_sync; /* a group's files made durable by one sync_staging_fs, not one by one */
 };
 
 struct pool {
@@ -277,6 +282,19 @@ static int sync_staging_fs(const struct worker *w) {
     (void)w;
     sync();
     return 0;
+#endif
+}
+
+/* Whether one syncfs on the staging directory makes its files durable: not on FUSE, where
+ * Linux passes syncfs on to few servers (virtiofs, from 5.15) and returns 0 either way, while
+ * an fsync reaches every server. */
+static bool staging_syncfs_works(int fd) {
+#ifdef __linux__
+    struct statfs sf;
+    return fd >= 0 && fstatfs(fd, &sf) == 0 && sf.f_type != 0x65735546 /* FUSE_SUPER_MAGIC */;
+#else
+    (void)fd;
+    return true; /* sync() */
 #endif
 }
 
@@ -474,10 +492,10 @@ static void group_run(struct worker *w, struct group *g, const struct whisperc_f
         for (int j = 0; j < g->n; j++) {
             g->werr[j][0] = '\0';
             whisperc_batch_select(w->st, j);
-            stage_outputs(w, j, fp, g->n_samples[j] / 16000.0, false, g->werr[j],
+            stage_outputs(w, j, fp, g->n_samples[j] / 16000.0, !w->group_sync, g->werr[j],
                           sizeof g->werr[j]);
         }
-        if (sync_staging_fs(w) != 0) {
+        if (w->group_sync && sync_staging_fs(w) != 0) {
             int e = errno;
             for (int j = 0; j < g->n; j++)
                 if (!g->werr[j][0])
@@ -595,6 +613,7 @@ static void *worker_main(void *arg) {
     if (group > 1) {
         fp.batch_size = group;
         w->staging_fd = open(r->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        w->group_sync = staging_syncfs_works(w->staging_fd);
         run_groups(w, &fp, group);
         if (w->staging_fd >= 0)
             close(w->staging_fd);
