@@ -140,15 +140,17 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
             snprintf(why, sizeof why, "%s", st->s->errmsg);
         if (!rc)
             return 0;
-        if (rc == WHISPERC_ERR_NO_MEMORY && B == 1 && G > 1) {
-            /* not even one window's beams: the caller runs the inputs one by one, as before
-             * beams were batched (the failed allocation was the stream's only error) */
+        if (rc == WHISPERC_ERR_NO_MEMORY && B == 1) {
+            /* not even one window's lanes: the caller runs the inputs one by one on the
+             * state's own decoder (the failed allocation was the stream's only error) */
             st->s->err = 0;
             st->s->errmsg[0] = '\0';
             refuse_lanes(st, G, G);
-            return api_fail(st, rc, "batch of 1 with %d beams: %s", G, why);
+            if (G > 1)
+                return api_fail(st, rc, "batch of 1 with %d beams: %s", G, why);
+            return api_fail(st, rc, "batch of 1: %s", why);
         }
-        if (rc != WHISPERC_ERR_NO_MEMORY || B == 1)
+        if (rc != WHISPERC_ERR_NO_MEMORY)
             return api_fail(st, rc, "batch of %d: %s", B, why);
         /* The stream was synced without error before: the failed allocation is its only
          * error (decoder_batch_init queues no work), and nothing of it stays allocated. */
@@ -189,12 +191,9 @@ int api_transcribe_one_batched(whisperc_state *st, const struct whisperc_full_pa
         one.batch_size = 1;
         int rc = batch_lanes(st, &one);
         if (rc == WHISPERC_ERR_NO_MEMORY) {
-            /* as batch_lanes for a larger batch: the failed allocation was the stream's only
-             * error; transcribe() runs instead, now and from now on */
-            st->s->err = 0;
-            st->s->errmsg[0] = '\0';
+            /* refused and recorded by batch_lanes, the stream clean: transcribe() runs
+             * instead, now and from now on */
             st->errmsg[0] = '\0';
-            refuse_lanes(st, lane_group(p), lane_group(p));
             return rc;
         }
         if (rc)
@@ -370,11 +369,11 @@ whisperc_status whisperc_full_batch(whisperc_state *st, const struct whisperc_fu
     if (!rc) {
         st->n_batch = n_inputs;
         int G = lane_group(&p);
-        bool refused = G > 1 && lanes_refused(st, G, G); /* not even one window's beams */
+        bool refused = lanes_refused(st, G, G); /* not even one window's lanes */
         if (transcribe_batch_supported(&p) && !p.vad && !refused) {
             rc = batched(st, &p, pcm16k, n_samples, n_inputs, i_lang);
-            if (rc == WHISPERC_ERR_NO_MEMORY && G > 1 && lanes_refused(st, G, G) &&
-                !st->s->err) { /* one window's beams do not fit: one by one */
+            if (rc == WHISPERC_ERR_NO_MEMORY && lanes_refused(st, G, G) &&
+                !st->s->err) { /* one window's lanes do not fit: one by one */
                 api_log(p.log_fn, p.log_user_data, WHISPERC_LOG_WARN,
                         "%s; the inputs run one by one", st->errmsg);
                 st->errmsg[0] = '\0';

@@ -4,9 +4,9 @@
  * different lengths plus one long input of many windows, with tiny.en, at batch sizes 4 and 8;
  * then with a logprob threshold that sends windows to the temperature fallback (decoded alone
  * inside the batched run), and an abort; then under a max_memory_bytes budget that holds only a
- * batch of 2: batch size 8 falls back to 2 with warnings, with the same results; and under one
- * that holds 5 beams on the state's decoder but not one window's 5 beams batched: the inputs
- * run one by one, with the same results. Continuous
+ * batch of 2: batch size 8 falls back to 2 with warnings, with the same results; and under
+ * ones that hold the state but not one lane, or 5 beams on the state's decoder but not one
+ * window's 5 beams batched: the inputs run one by one, with the same results. Continuous
  * batching: the clips and the long input after them, at batch size 4, take fewer batched
  * steps than rounds (each until its longest window ends) would. Batch size 8 computes each
  * log-Mel when its input enters a lane, the others ahead on other threads (the prefetcher a
@@ -262,7 +262,8 @@ static long needs_mib(const char *msg) {
 
 /* A model whose max_memory_bytes holds it, a state and a batch of 2 but not of 4: batch size 8
  * falls back (8 -> 4 -> 2) with a warning each time, and every result stays whisperc_full's.
- * Then one that holds 5 beams on the state's own decoder but not batched: one by one. */
+ * Then ones that hold the state but not one lane, and 5 beams on the state's own decoder but
+ * not batched: one by one. */
 static void test_memory_fallback(const char *model_path, const float *const *pcm, const int *n) {
     /* the model with a state of one sequence: what the state's refusal names */
     struct whisperc_model_params mp = whisperc_model_default_params();
@@ -319,6 +320,22 @@ static void test_memory_fallback(const char *model_path, const float *const *pcm
     fp.batch_size = 8;
     CHECK(whisperc_full_batch(st, &fp, pcm, n, 2) == WHISPERC_OK);
     CHECK(warnings[0] == '\0');
+    whisperc_state_free(st);
+    whisperc_model_free(model);
+
+    /* greedy: a budget that holds the state (one sequence) but not one lane: one by one */
+    mp.max_memory_bytes = (int64_t)(base_mib + 1) << 20;
+    CHECK(whisperc_model_load(model_path, &mp, &model, err, sizeof err) == WHISPERC_OK);
+    CHECK(whisperc_state_new(model, &st) == WHISPERC_OK);
+    if (!st)
+        return;
+    warnings[0] = '\0';
+    N_INPUTS = 2;
+    compare(st, &fp, pcm, n, sizes, 1, "max_memory_bytes for no lane, one by one");
+    N_INPUTS = n_inputs;
+    printf("warnings:\n%s", warnings);
+    CHECK(strstr(warnings, "batch of 1: ") != NULL);
+    CHECK(strstr(warnings, "the inputs run one by one") != NULL);
     whisperc_state_free(st);
     whisperc_model_free(model);
 

@@ -78,23 +78,26 @@ static void launch(CUfunction f, unsigned grid, unsigned block, void **args) {
  * (kernels.h): ceil(n_keys / KERNEL_ATTN_SPLIT) key splits, their records (in a poisoned
  * buffer) joined by the last split CTA of each row and head; its counters start at zero and
  * must be zero again afterwards (the next launch, or a step graph's replay, relies on it), so
- * it runs twice, the output poisoned before each. args: f's own; args[0] points at the
- * output's address ([n_rows][n_head d]); the last two (records, counters) are filled here. */
+ * it runs twice, the output and the records poisoned before each. args: f's own; args[0] points at
+ * the output's address ([n_rows][n_head d]); the last two (records, counters) are filled here. */
 static void launch_split(CUfunction f, int n_head, int n_rows, int n_keys, int d, void **args,
                          int n_args) {
     unsigned nz = (unsigned)((n_keys + KERNEL_ATTN_SPLIT - 1) / KERNEL_ATTN_SPLIT);
     size_t n_count = (size_t)n_rows * n_head;
-    CUdeviceptr part = nz > 1 ? dev_poisoned((size_t)n_rows * n_head * nz * (d + 2)) : 0;
+    size_t n_part = (size_t)n_rows * n_head * nz * (d + 2);
+    CUdeviceptr part = nz > 1 ? dev_poisoned(n_part) : 0;
     uint32_t *zeros = calloc(n_count, 4), *count_after = malloc(n_count * 4);
     CUdeviceptr count = nz > 1 ? dev_upload(zeros, n_count * 4) : 0;
     args[n_args - 2] = &part;
     args[n_args - 1] = &count;
-    size_t n_out = n_count * (size_t)d;
-    float *nan = malloc(n_out * 4);
-    for (size_t i = 0; i < n_out; i++)
+    size_t n_out = n_count * (size_t)d, n_nan = n_out > n_part ? n_out : n_part;
+    float *nan = malloc(n_nan * 4);
+    for (size_t i = 0; i < n_nan; i++)
         nan[i] = NAN;
-    for (int rep = 0; rep < 2; rep++) {
+    for (int rep = 0; rep < 2; rep++) { /* the records too: a stale read of the first run's fails */
         CU(api.memcpy_htod(*(CUdeviceptr *)args[0], nan, n_out * 4));
+        if (nz > 1)
+            CU(api.memcpy_htod(part, nan, n_part * 4));
         CU(api.launch_kernel(f, (unsigned)n_rows, (unsigned)n_head, nz, KERNEL_GATHER_THREADS, 1, 1,
                              0, NULL, args, NULL));
         CU(api.ctx_synchronize());

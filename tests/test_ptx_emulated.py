@@ -182,6 +182,7 @@ def test_split(ptx, H, rng, mode, n_rows, n_keys):
     outs = []
     for order in (ctas, [ctas[i] for i in rng.permutation(len(ctas))]):
         mem.write(pout, np.full(n_rows * C, np.nan, np.float32))
+        mem.write(part, np.full(n_rows * H * nz * (D + 2), np.nan, np.float32))
         run(ptx(name), name, grid=(n_rows, H, nz), block=(128, 1, 1),
             params=[pout] + args + [part, count], mem=mem, ctas=order)
         outs.append(mem.get(pout, np.float32, n_rows * C))

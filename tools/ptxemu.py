@@ -1412,7 +1412,8 @@ class _Compiler:
         # atom.global.add.u32 d, [a], b: the active threads in thread order (CTAs run one after
         # another, so that is one valid order of a real run)
         for x in mods:
-            if x not in ("global", "add", "u32", "relaxed", "gpu"):
+            if x not in ("global", "add", "u32", "relaxed", "acquire", "release", "acq_rel",
+                         "gpu"):
                 raise EmuError("unsupported modifier .%s in '%s'" % (x, ins.text))
         if "add" not in mods or "u32" not in mods:
             raise EmuError("only atom.add.u32 is supported: '%s'" % ins.text)

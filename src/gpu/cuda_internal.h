@@ -111,7 +111,9 @@ struct cuda_staging {
  * replays. Both passes fold each launch's and copy's shape, addresses and staging offset into a
  * signature: a replay whose signature differs from its recording's is not launched. */
 /* row counts 1..1024: the CLI's largest batch (64 windows) of the most beams (16) a step; a
- * window's 5 beams (the CLI's default) at --batch-size 16 already step 80 rows */
+ * window's 5 beams (the CLI's default) at --batch-size 16 already step 80 rows. A batch decoder
+ * steps beams x (1 ... its windows) rows, so at most 64 recordings live at once (a new decoder
+ * drops them: decoder_batch_init, step_graph_reset). */
 #define CUDA_GRAPH_KEYS 1024
 enum cuda_graph_mode { CUDA_GRAPH_NONE = 0, CUDA_GRAPH_CAPTURE, CUDA_GRAPH_REPLAY };
 struct cuda_step_graph {

@@ -20,10 +20,11 @@
  * with l = 0, m = -1e30 and weighs nothing). The two modes differ only in where key j's row is
  * (struct key_rows).
  *
- * The splits' join needs no launch of its own: each split CTA, its record written and fenced
- * (membar.gl, so the record is visible on the device before the count says it is there), adds 1
- * to its (row, head)'s counter; the CTA that brings it to Z is the last, sets it back to 0 for
- * the next launch (a step graph replays this one) and joins the Z records (attn_combine_emit).
+ * The splits' join needs no launch of its own: each split CTA, its record written, adds 1 to
+ * its (row, head)'s counter with an acq_rel atomic (the record is visible on the device before
+ * the count says it is there; cooperative groups' grid sync has this shape); the CTA that
+ * brings it to Z is the last, sets it back to 0 for the next launch (a step graph replays this
+ * one) and joins the Z records (attn_combine_emit).
  */
 #include <math.h>
 #include <stdio.h>
@@ -303,22 +304,23 @@ static char *gen_one_row(int sm, int n_head, int d, int gather) {
     ptx_place(&k, counted);
     ptx_ins(&k, "setp.eq.u32 %s, %s, 1", p.s, nz.s); /* one split: written above */
     ptx_ins(&k, "@%s bra %s", p.s, done.s);
-    ptx_ins(&k, "membar.gl");
-    ptx_ins(&k, "bar.sync 0");
+    ptx_ins(&k, "bar.sync 0"); /* the CTA's record stores, ordered before thread 0's release */
     struct ptx_reg ci = ptx_reg(&k, PTX_B32), old = ptx_reg(&k, PTX_B32), zl = ptx_reg(&k, PTX_B32);
     struct ptx_reg t0 = ptx_reg(&k, PTX_PRED);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", ci.s, g.s, n_head, head.s);
     struct ptx_reg ca = ptx_addr(&k, ptx_ld_ptr(&k, "p_count"), ci, 4);
     ptx_ins(&k, "setp.eq.u32 %s, %s, 0", t0.s, tid.s);
     ptx_ins(&k, "sub.u32 %s, %s, 1", zl.s, nz.s);
-    ptx_ins(&k, "@%s atom.global.add.u32 %s, [%s], 1", t0.s, old.s, ca.s);
+    /* acq_rel at gpu scope: releases this CTA's record (the barrier above brought every
+     * thread's stores under thread 0) and, for the last CTA, acquires the others' (the barrier
+     * below hands that on to every thread) */
+    ptx_ins(&k, "@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], 1", t0.s, old.s, ca.s);
     ptx_ins(&k, "@%s st.shared.u32 [s_last], %s", t0.s, old.s);
     ptx_ins(&k, "bar.sync 0");
     ptx_ins(&k, "ld.shared.u32 %s, [s_last]", old.s);
     ptx_ins(&k, "setp.ne.u32 %s, %s, %s", p.s, old.s, zl.s);
     ptx_ins(&k, "@%s bra %s", p.s, done.s); /* uniform: not the last */
     ptx_ins(&k, "@%s st.global.u32 [%s], 0", t0.s, ca.s);
-    ptx_ins(&k, "membar.gl"); /* the others' records, seen through their count */
     struct attn_combine_at at = {
         g, head, tid, nz, ptx_ld_ptr(&k, "p_part"), ptx_ld_ptr(&k, "p_out"), done};
     attn_combine_emit(&k, &at, n_head, d);

@@ -286,10 +286,17 @@ struct qkv_seg {
     struct ptx_reg seg, is_k, is_v, b_ok;
 };
 
-/* dst = (is_k ? param k : is_v ? param v : dst) as a global address */
+/* dst = the segment's pointer parameter: p_q's (in dst already), p_k's or p_v's; raw: whether
+ * dst is converted to a global address (else it keeps the value as passed, 0 for none) */
 static void qkv_select(struct ptx_kernel *k, const struct qkv_seg *q, struct ptx_reg dst,
-                       const char *p_k, const char *p_v) {
-    struct ptx_reg pk = ptx_ld_ptr(k, p_k), pv = ptx_ld_ptr(k, p_v);
+                       const char *p_k, const char *p_v, int raw) {
+    struct ptx_reg pk = ptx_reg(k, PTX_B64), pv = ptx_reg(k, PTX_B64);
+    if (raw) {
+        ptx_ins(k, "ld.param.u64 %s, [%s]", pk.s, p_k);
+        ptx_ins(k, "ld.param.u64 %s, [%s]", pv.s, p_v);
+    } else {
+        pk = ptx_ld_ptr(k, p_k), pv = ptx_ld_ptr(k, p_v);
+    }
     ptx_ins(k, "selp.b64 %s, %s, %s, %s", dst.s, pk.s, dst.s, q->is_k.s);
     ptx_ins(k, "selp.b64 %s, %s, %s, %s", dst.s, pv.s, dst.s, q->is_v.s);
 }
@@ -363,7 +370,7 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     ptx_ins(&k, "mad.lo.u32 %s, %s, 16, %s", r.s_row.s, r.lane.s, r.s_row.s);
     struct ptx_reg w = ptx_ld_ptr(&k, "p_w"), wi = ptx_reg(&k, PTX_B32);
     if (qkv)
-        qkv_select(&k, &qs, w, "p_wk", "p_wv");
+        qkv_select(&k, &qs, w, "p_wk", "p_wv", 0);
     for (int c = 0; c < GEMV_WCOLS; c++) {
         r.col_ok[c] = ptx_reg(&k, PTX_PRED);
         ptx_ins(&k, "add.u32 %s, %s, %d", t.s, n0.s, c);
@@ -400,9 +407,12 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
         ptx_ins(&k, "@%s ld.global.nc.u32 %s, [%s]", kv.s, dst.s, da.s);
         ptx_ins(&k, "selp.b32 %s, %d, %s, %s", ld.s, k_in, ld.s, kv.s);
         ptx_ins(&k, "selp.b32 %s, %s, %s, %s", row.s, dst.s, row.s, kv.s);
-        qkv_select(&k, &qs, out, "p_kd", "p_vd");
-        qkv_select(&k, &qs, b, "p_bk", "p_bv");
-        ptx_ins(&k, "setp.ne.u64 %s, %s, 0", qs.b_ok.s, b.s);
+        struct ptx_reg b_raw = ptx_reg(&k, PTX_B64); /* a NULL bias tested as passed */
+        ptx_ins(&k, "ld.param.u64 %s, [p_b]", b_raw.s);
+        qkv_select(&k, &qs, b_raw, "p_bk", "p_bv", 1);
+        qkv_select(&k, &qs, out, "p_kd", "p_vd", 0);
+        qkv_select(&k, &qs, b, "p_bk", "p_bv", 0);
+        ptx_ins(&k, "setp.ne.u64 %s, %s, 0", qs.b_ok.s, b_raw.s);
         ptx_ins(&k, "and.pred %s, %s, %s", qs.b_ok.s, qs.b_ok.s, st_ok.s);
         struct ptx_reg ba = ptx_addr(&k, b, col, 4);
         ptx_ins(&k, "@%s ld.global.nc.f32 %s, [%s]", qs.b_ok.s, x_b.s, ba.s);
