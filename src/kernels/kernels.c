@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MAX_KERNELS 48 /* a model's distinct kernels (32 for every official size today) */
+
+/* Appends ptx to list[0..*n) unless a kernel of its name is there; -1 (ptx freed) when it is
+ * NULL, unnamed, or the list is full. */
 static int add(struct kernel_src *list, int *n, char *ptx) {
     if (!ptx)
         return -1;
@@ -22,12 +26,15 @@ static int add(struct kernel_src *list, int *n, char *ptx) {
             free(ptx);
             return 0;
         }
+    if (*n >= MAX_KERNELS) {
+        free(ptx);
+        return -1;
+    }
     list[(*n)++].ptx = ptx;
     return 0;
 }
 
 int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **out) {
-    enum { MAX_KERNELS = 48 };
     struct kernel_src *list = calloc(MAX_KERNELS, sizeof *list);
     int n = 0, bad = !list;
     int ca = hp->n_audio_state, ct = hp->n_text_state;
