@@ -866,33 +866,30 @@ class _Compiler:
             _write(dd, r, m)
         return f
 
-    def op_add(self, ins, mods, a):
+    def _float_bin(self, ins, t, mods, a, ufunc):
+        """add / sub / mul on floats: plain numpy when no modifier asks for more"""
+        if not any(x in mods for x in ("ftz", "sat", "rz", "rm", "rp")):
+            self._float_mods(ins)
+            return self._bin(ins, t, a, ufunc)
+        return self._fop(ins, t, a[1:], a[0], ufunc)
+
+    def _add_sub(self, ins, mods, a, ufunc):
         t = self.types(mods)
         if _kind(t) == "f":
-            if not any(x in mods for x in ("ftz", "sat", "rz", "rm", "rp")):
-                self._float_mods(ins)
-                return self._bin(ins, t, a, np.add)
-            return self._fop(ins, t, a[1:], a[0], np.add)
+            return self._float_bin(ins, t, mods, a, ufunc)
         self.check_mods(ins, ())
-        return self._bin(ins, t, a, np.add, "b%d" % (8 * _TSIZE[t]))
+        return self._bin(ins, t, a, ufunc, "b%d" % (8 * _TSIZE[t]))
+
+    def op_add(self, ins, mods, a):
+        return self._add_sub(ins, mods, a, np.add)
 
     def op_sub(self, ins, mods, a):
-        t = self.types(mods)
-        if _kind(t) == "f":
-            if not any(x in mods for x in ("ftz", "sat", "rz", "rm", "rp")):
-                self._float_mods(ins)
-                return self._bin(ins, t, a, np.subtract)
-            return self._fop(ins, t, a[1:], a[0], np.subtract)
-        self.check_mods(ins, ())
-        return self._bin(ins, t, a, np.subtract, "b%d" % (8 * _TSIZE[t]))
+        return self._add_sub(ins, mods, a, np.subtract)
 
     def op_mul(self, ins, mods, a):
         t = self.types(mods)
         if _kind(t) == "f":
-            if not any(x in mods for x in ("ftz", "sat", "rz", "rm", "rp")):
-                self._float_mods(ins)
-                return self._bin(ins, t, a, np.multiply)
-            return self._fop(ins, t, a[1:], a[0], np.multiply)
+            return self._float_bin(ins, t, mods, a, np.multiply)
         self.check_mods(ins, ("lo", "hi", "wide"))
         size = _TSIZE[t]
         if "lo" in mods:
@@ -1064,19 +1061,18 @@ class _Compiler:
             _write(dd, np.invert(x), m)
         return f
 
-    def op_min(self, ins, mods, a):
+    def _min_max(self, ins, mods, a, ffn, ifn):
         t = self.types(mods)
         if _kind(t) == "f":
-            return self._fop(ins, t, a[1:], a[0], _fmin, ("ftz",))
+            return self._fop(ins, t, a[1:], a[0], ffn, ("ftz",))
         self.check_mods(ins, ())
-        return self._bin(ins, t, a, np.minimum)
+        return self._bin(ins, t, a, ifn)
+
+    def op_min(self, ins, mods, a):
+        return self._min_max(ins, mods, a, _fmin, np.minimum)
 
     def op_max(self, ins, mods, a):
-        t = self.types(mods)
-        if _kind(t) == "f":
-            return self._fop(ins, t, a[1:], a[0], _fmax, ("ftz",))
-        self.check_mods(ins, ())
-        return self._bin(ins, t, a, np.maximum)
+        return self._min_max(ins, mods, a, _fmax, np.maximum)
 
     def op_abs(self, ins, mods, a):
         t = self.types(mods)
