@@ -260,6 +260,29 @@ static long needs_mib(const char *msg) {
     return p ? strtol(p + strlen("needs about "), NULL, 10) : -1;
 }
 
+/* 2 inputs at batch size `size` on a state whose budget refuses even one window's lanes: each
+ * has whisperc_full's result, run one by one with a warning that names `refusal`; a second call
+ * goes the same way without a new warning (the refusal is kept). */
+static void check_one_by_one(whisperc_state *st, struct whisperc_full_params *fp,
+                             const float *const *pcm, const int *n, int size, const char *what,
+                             const char *refusal, char *warnings) {
+    char name[128];
+    snprintf(name, sizeof name, "%s, one by one", what);
+    int n_inputs = N_INPUTS;
+    warnings[0] = '\0';
+    N_INPUTS = 2;
+    const int sizes[] = {size};
+    compare(st, fp, pcm, n, sizes, 1, name);
+    N_INPUTS = n_inputs;
+    printf("warnings:\n%s", warnings);
+    CHECK(strstr(warnings, refusal) != NULL);
+    CHECK(strstr(warnings, "the inputs run one by one") != NULL);
+    warnings[0] = '\0';
+    CHECK(whisperc_full_batch(st, fp, pcm, n, 2) == WHISPERC_OK);
+    CHECK(warnings[0] == '\0');
+    CHECK(whisperc_batch_n_inputs(st) == 2);
+}
+
 /* A model whose max_memory_bytes holds it, a state and a batch of 2 but not of 4: batch size 8
  * falls back (8 -> 4 -> 2) with a warning each time, and every result stays whisperc_full's.
  * Then ones that hold the state but not one lane, and 5 beams on the state's own decoder but
@@ -323,57 +346,33 @@ static void test_memory_fallback(const char *model_path, const float *const *pcm
     whisperc_state_free(st);
     whisperc_model_free(model);
 
-    /* greedy: a budget that holds the state (one sequence) but not one lane: one by one */
+    /* a budget that holds the state (one sequence) but not one lane: greedy one by one; then
+     * on the same state, beam search (5 sequences) is refused: what that needs */
     mp.max_memory_bytes = (int64_t)(base_mib + 1) << 20;
     CHECK(whisperc_model_load(model_path, &mp, &model, err, sizeof err) == WHISPERC_OK);
     CHECK(whisperc_state_new(model, &st) == WHISPERC_OK);
     if (!st)
         return;
-    warnings[0] = '\0';
-    N_INPUTS = 2;
-    compare(st, &fp, pcm, n, sizes, 1, "max_memory_bytes for no lane, one by one");
-    N_INPUTS = n_inputs;
-    printf("warnings:\n%s", warnings);
-    CHECK(strstr(warnings, "batch of 1: ") != NULL);
-    CHECK(strstr(warnings, "the inputs run one by one") != NULL);
-    whisperc_state_free(st);
-    whisperc_model_free(model);
-
-    /* beams: a budget that holds the state's own decoder for 5 beams (whisperc_full's beam
-     * search) but not a batch decoder for one window's 5 beams: the inputs run one by one, with
-     * a warning, and whisperc_full's results */
-    fp = whisperc_full_default_params(WHISPERC_SAMPLING_BEAM_SEARCH);
-    fp.language = "en";
-    fp.log_fn = on_log;
-    fp.log_user_data = warnings;
-    mp.max_memory_bytes = (int64_t)(base_mib + 1) << 20;
-    CHECK(whisperc_model_load(model_path, &mp, &model, err, sizeof err) == WHISPERC_OK);
-    CHECK(whisperc_state_new(model, &st) == WHISPERC_OK);
-    if (!st)
-        return;
-    CHECK(whisperc_full(st, &fp, pcm[0], n[0]) == WHISPERC_ERR_NO_MEMORY);
+    check_one_by_one(st, &fp, pcm, n, 8, "max_memory_bytes for no lane", "batch of 1: ", warnings);
+    struct whisperc_full_params beams = whisperc_full_default_params(WHISPERC_SAMPLING_BEAM_SEARCH);
+    beams.language = "en";
+    beams.log_fn = on_log;
+    beams.log_user_data = warnings;
+    CHECK(whisperc_full(st, &beams, pcm[0], n[0]) == WHISPERC_ERR_NO_MEMORY);
     long beams_mib = needs_mib(whisperc_state_errmsg(st));
     whisperc_state_free(st);
     whisperc_model_free(model);
     CHECK(beams_mib > base_mib);
+
+    /* a budget that holds the state's own decoder for 5 beams (whisperc_full's beam search)
+     * but not a batch decoder for one window's 5 beams: beam search one by one */
     mp.max_memory_bytes = (int64_t)(beams_mib + 1) << 20;
     CHECK(whisperc_model_load(model_path, &mp, &model, err, sizeof err) == WHISPERC_OK);
     CHECK(whisperc_state_new(model, &st) == WHISPERC_OK);
     if (!st)
         return;
-    warnings[0] = '\0';
-    N_INPUTS = 2;
-    const int beam_sizes[] = {2};
-    compare(st, &fp, pcm, n, beam_sizes, 1, "max_memory_bytes for 5 beams, one by one");
-    N_INPUTS = n_inputs;
-    printf("warnings:\n%s", warnings);
-    CHECK(strstr(warnings, "batch of 1 with 5 beams") != NULL);
-    CHECK(strstr(warnings, "the inputs run one by one") != NULL);
-    /* a refused size is not tried again on this state: no new warning, the same way */
-    warnings[0] = '\0';
-    CHECK(whisperc_full_batch(st, &fp, pcm, n, 2) == WHISPERC_OK);
-    CHECK(warnings[0] == '\0');
-    CHECK(whisperc_batch_n_inputs(st) == 2);
+    check_one_by_one(st, &beams, pcm, n, 2, "max_memory_bytes for 5 beams",
+                     "batch of 1 with 5 beams", warnings);
     whisperc_state_free(st);
     whisperc_model_free(model);
 }
