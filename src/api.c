@@ -124,7 +124,7 @@ static uint64_t model_memory_bytes(const struct wc_model_file *f) {
 }
 
 #ifdef WC_HAVE_CUDA
-static uint64_t state_memory_bytes(const struct wc_hparams *hp, int n_group, int n_windows,
+static uint64_t state_memory_bytes(const struct whisperc_model *m, int n_group, int n_windows,
                                    int n_lanes, int lane_group);
 
 /* AUTO: the weights fitting is not enough. A GPU that cannot also hold a decoding state (five
@@ -141,7 +141,7 @@ static int state_fits(struct whisperc_model *m, char *err, size_t err_size) {
         wc_errf(err, err_size, "cannot create a stream");
         return rc;
     }
-    void *p = op->alloc(s, state_memory_bytes(&m->file->hp, 5, 1, 1, 1));
+    void *p = op->alloc(s, state_memory_bytes(m, 5, 1, 1, 1));
     rc = s->err;
     if (rc)
         wc_errf(err, err_size, "%s", s->errmsg);
@@ -259,25 +259,25 @@ static int default_threads(void) {
 /* What a state with room for n_group sequences, n_windows encoder windows and n_lanes batch
  * lanes in groups of lane_group (0: none) allocates: encoder and decoder activations and
  * caches, the encoder output, the batch decoder. */
-static uint64_t state_memory_bytes(const struct wc_hparams *hp, int n_group, int n_windows,
+static uint64_t state_memory_bytes(const struct whisperc_model *m, int n_group, int n_windows,
                                    int n_lanes, int lane_group) {
+    const struct wc_hparams *hp = &m->file->hp;
     return encoder_memory_bytes(hp, n_windows) + decoder_memory_bytes(hp, n_group) +
            (uint64_t)n_windows * hp->n_audio_ctx * hp->n_audio_state * sizeof(float) +
-           api_batch_memory_bytes(hp, n_lanes, lane_group);
+           api_batch_memory_bytes(hp, m->be->cross_kv, n_lanes, lane_group);
 }
 
 int api_state_budget_check(const struct whisperc_model *m, const whisperc_state *st, int n_group,
                            int n_windows, int n_lanes, int lane_group, char *err, size_t err_size) {
     if (strcmp(m->be->ops->name, "cpu") != 0 || m->max_memory_bytes < 0)
         return 0;
-    const struct wc_hparams *hp = &m->file->hp;
-    uint64_t need = state_memory_bytes(hp, n_group, n_windows, n_lanes, lane_group);
+    uint64_t need = state_memory_bytes(m, n_group, n_windows, n_lanes, lane_group);
     uint64_t model = model_memory_bytes(m->file);
     if (m->max_memory_bytes > 0) {
         need += model;
     } else if (st) {
-        uint64_t now = state_memory_bytes(hp, st->dec.n_group_max, st->enc.n_windows,
-                                          st->db.n_lanes, st->db.group);
+        uint64_t now = state_memory_bytes(m, st->dec.n_group_max, st->enc.n_windows, st->db.n_lanes,
+                                          st->db.group);
         need = need > now ? need - now : 0;
     }
     char state[160], what[240];

@@ -87,12 +87,14 @@ static bool on_window(void *user, int n_new, int percent) {
     return p->abort_fn && p->abort_fn(p->abort_user_data);
 }
 
-uint64_t api_batch_memory_bytes(const struct wc_hparams *hp, int n_lanes, int group) {
+uint64_t api_batch_memory_bytes(const struct wc_hparams *hp, enum wc_dtype cross_kv, int n_lanes,
+                                int group) {
     if (n_lanes < 1 || group < 1)
         return 0;
     /* the batch decoder's buffers, then decode_batch's host logits (a prompt's two rows; a
      * step's picks come back through logits_greedy / logits_topk) */
-    return decoder_batch_bytes(hp, n_lanes, group) + 2 * (uint64_t)hp->n_vocab * sizeof(float);
+    return decoder_batch_bytes(hp, cross_kv, n_lanes, group) +
+           2 * (uint64_t)hp->n_vocab * sizeof(float);
 }
 
 /* Decoder lanes per window: a beam search's beams */
@@ -104,13 +106,14 @@ static int lane_group(const struct whisperc_full_params *p) {
  * before on this state (and so is not tried again). */
 static bool lanes_refused(const whisperc_state *st, int n_lanes, int group) {
     return st->batch_bytes_refused &&
-           api_batch_memory_bytes(&st->m->file->hp, n_lanes, group) >= st->batch_bytes_refused;
+           api_batch_memory_bytes(&st->m->file->hp, st->m->be->cross_kv, n_lanes, group) >=
+               st->batch_bytes_refused;
 }
 
 /* Records the refusal of a batch decoder of n_lanes lanes in groups of `group`: only smaller
  * ones are tried from now on. */
 static void refuse_lanes(whisperc_state *st, int n_lanes, int group) {
-    uint64_t bytes = api_batch_memory_bytes(&st->m->file->hp, n_lanes, group);
+    uint64_t bytes = api_batch_memory_bytes(&st->m->file->hp, st->m->be->cross_kv, n_lanes, group);
     if (!st->batch_bytes_refused || bytes < st->batch_bytes_refused)
         st->batch_bytes_refused = bytes;
 }

@@ -65,7 +65,8 @@ int api_state_budget_check(const struct whisperc_model *m, const whisperc_state 
                            int n_windows, int n_lanes, int lane_group, char *err, size_t err_size);
 /* What decoder_batch_init allocates for n_lanes lanes in groups of `group` (0 for none), with
  * transcribe_batch's host buffers (api_batch.c). */
-uint64_t api_batch_memory_bytes(const struct wc_hparams *hp, int n_lanes, int group);
+uint64_t api_batch_memory_bytes(const struct wc_hparams *hp, enum wc_dtype cross_kv, int n_lanes,
+                                int group);
 
 /* Records the message in st->errmsg; returns rc. */
 int api_fail(whisperc_state *st, int rc, const char *fmt, ...)

@@ -144,11 +144,13 @@ struct wc_backend_ops {
 
     /* Multi-head scaled dot-product attention, per head h (d = c / n_head columns each):
      *   out[t][h] = softmax_j(q[t][h] . k[j][h] / sqrt(d) + mask) . v[j][h],  j < s_len
-     * q, out: [t_len][c]; k, v: [s_len][c] with rows ld_kv floats apart.
+     * q, out: [t_len][c]; k, v: [s_len][c] of kv_dtype with rows ld_kv elements apart. WC_F16
+     * K/V (the batch decoder's cross-attention, wc_backend.cross_kv) give what their widened
+     * values give in f32; only without a mask (CUDA: where the backend chose cross_kv F16).
      * causal_pos0 >= 0: query t sits at position causal_pos0 + t and sees keys j <= that
      * (decoder self-attention over its KV cache); causal_pos0 < 0: no mask. */
-    void (*attention)(struct wc_stream *s, float *out, const float *q, const float *k,
-                      const float *v, int ld_kv, int t_len, int s_len, int c, int n_head,
+    void (*attention)(struct wc_stream *s, float *out, const float *q, const void *k, const void *v,
+                      enum wc_dtype kv_dtype, int ld_kv, int t_len, int s_len, int c, int n_head,
                       int causal_pos0);
 
     /* Decoder self-attention for one new query per sequence, keys and values gathered through
@@ -163,11 +165,11 @@ struct wc_backend_ops {
 
     /* Cross-attention of one query row per lane, each over its own lane's keys and values:
      *   out[g][h] = softmax_j(q[g][h] . K_g[j][h] / sqrt(d)) . V_g[j][h],  j < s_len, g < n_rows
-     * K_g = k + lane_of_row[g] * lane_stride (floats; likewise V_g), rows ld_kv floats apart;
-     * q, out: [n_rows][c]; lane_of_row: backend memory. Row g has the bits `attention` gives
-     * it alone (t_len 1, no mask) on the same backend. */
-    void (*attention_rows)(struct wc_stream *s, float *out, const float *q, const float *k,
-                           const float *v, int ld_kv, size_t lane_stride,
+     * K_g = k + lane_of_row[g] * lane_stride (elements of kv_dtype; likewise V_g), rows ld_kv
+     * elements apart; q, out: [n_rows][c]; lane_of_row: backend memory. Row g has the bits
+     * `attention` gives it alone (t_len 1, no mask, the same kv_dtype) on the same backend. */
+    void (*attention_rows)(struct wc_stream *s, float *out, const float *q, const void *k,
+                           const void *v, enum wc_dtype kv_dtype, int ld_kv, size_t lane_stride,
                            const int32_t *lane_of_row, int n_rows, int s_len, int c, int n_head);
 
     /* The attention logits of one head before the softmax, for word alignment:
@@ -187,6 +189,10 @@ struct wc_backend_ops {
      * values, made for all lanes in one call, into each lane's own cache rows. */
     void (*rows_scatter)(struct wc_stream *s, float *dst, const float *src, const int32_t *dst_row,
                          int n_rows, int c);
+
+    /* dst[i] = src[i] as IEEE half, rounded to nearest even (overflow to inf), i < n; backend
+     * memory both. The batch decoder's cross-attention K/V when cross_kv is WC_F16. */
+    void (*to_f16)(struct wc_stream *s, void *dst, const float *src, size_t n);
 
     /* Greedy decoding's logit post-processing, per row r < n_rows of logits [n_rows][n_vocab]:
      * forbid (-inf) the tokens in suppress[0..n_suppress) (host memory, sorted, one list for
@@ -246,6 +252,11 @@ struct wc_backend_ops {
 struct wc_backend {
     const struct wc_backend_ops *ops;
     void *impl; /* owned by the backend */
+    /* The dtype the batch decoder keeps cross-attention K/V in: a step reads every lane's
+     * (n_audio_ctx rows a layer), the most bytes of a batched step. The CPU keeps F32 (the
+     * reference's bits); CUDA F16 where its kernels take it (WHISPERC_CROSS_KV=f32|f16 sets
+     * either backend's). */
+    enum wc_dtype cross_kv;
 };
 
 struct wc_stream {

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "backend.h"
@@ -22,6 +23,39 @@ double wc_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+uint16_t wc_f32_to_f16(float f) {
+    /* exponent rebias with the rounding carried by integer adds; halves below 2^-14 come from a
+     * float add that aligns the value to the subnormal step (the FPU rounds to nearest even) */
+    const uint32_t f16_max = (127u + 16u) << 23; /* 65536: everything from here is inf */
+    const uint32_t denorm_magic = (127u - 15u + 23u - 10u + 1u) << 23; /* 0.5 in ulps of 2^-24 */
+    uint32_t u, sign;
+    memcpy(&u, &f, sizeof u);
+    sign = (u >> 16) & 0x8000u;
+    u &= 0x7fffffffu;
+    if (u >= f16_max)
+        return (uint16_t)(sign | (u > 0x7f800000u ? 0x7e00u : 0x7c00u));
+    if (u < (113u << 23)) { /* below 2^-14 */
+        float x, magic;
+        memcpy(&x, &u, sizeof x);
+        memcpy(&magic, &denorm_magic, sizeof magic);
+        x += magic;
+        memcpy(&u, &x, sizeof u);
+        return (uint16_t)(sign | (u - denorm_magic));
+    }
+    uint32_t odd = (u >> 13) & 1u; /* ties to even: 0xfff rounds down at a tie, + odd up */
+    u += (uint32_t)((15 - 127) * (1 << 23)) + 0xfffu + odd;
+    return (uint16_t)(sign | (u >> 13));
+}
+
+int wc_env_f16(const char *name, int dflt) {
+    const char *v = getenv(name);
+    if (v && !strcmp(v, "f32"))
+        return 0;
+    if (v && !strcmp(v, "f16"))
+        return 1;
+    return dflt;
 }
 
 void wc_to_f32(float *dst, const void *src, int src_is_f16, size_t n) {

@@ -40,6 +40,13 @@ static inline float wc_f16_to_f32(uint16_t h) {
     return f;
 }
 
+/* Float to IEEE half, rounded to nearest even (as CUDA's cvt.rn.f16.f32): beyond the half
+ * range to inf, NaN to a quiet NaN. */
+uint16_t wc_f32_to_f16(float f);
+
+/* The value of environment variable `name` if it is "f32" (0) or "f16" (1), else dflt. */
+int wc_env_f16(const char *name, int dflt);
+
 /* log(sum(exp(x[i]))) over [from, to) in double, -inf when every x is -inf. The one copy used by
  * the decoder's rules and the backends' logits_greedy twins, so both give the same bits. */
 double wc_logsumexp(const float *x, int from, int to);

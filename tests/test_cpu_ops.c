@@ -208,11 +208,23 @@ static void naive_head(float *out, const float *q, const float *k, const float *
     free(p);
 }
 
-static void test_attention(struct wc_stream *s, int t_len, int s_len, int c, int n_head,
-                           int ld_extra, int causal_pos0) {
+/* x[i] rounded to f16 in place; returns the halves (malloc'd) */
+static uint16_t *round_f16(float *x, size_t n) {
+    uint16_t *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        x[i] = wc_f16_to_f32(h[i] = wc_f32_to_f16(x[i]));
+    return h;
+}
+
+/* With kv half, K and V also go in as f16 (the batch decoder's cross-attention), compared with
+ * the f32 call on their widened values: bit for bit where a call takes the few-query path. */
+static void test_attention_dt(struct wc_stream *s, int t_len, int s_len, int c, int n_head,
+                              int ld_extra, int causal_pos0, int half) {
     int ld = c + ld_extra, d = c / n_head;
     float *q = rand_vec((size_t)t_len * c, 1.0f);
     float *k = rand_vec((size_t)s_len * ld, 1.0f), *v = rand_vec((size_t)s_len * ld, 1.0f);
+    uint16_t *kh = half ? round_f16(k, (size_t)s_len * ld) : NULL;
+    uint16_t *vh = half ? round_f16(v, (size_t)s_len * ld) : NULL;
     float *out = nan_vec((size_t)t_len * c), *ref = malloc((size_t)t_len * c * sizeof(float));
     for (int h = 0; h < n_head; h++)
         for (int t = 0; t < t_len; t++) {
@@ -220,13 +232,27 @@ static void test_attention(struct wc_stream *s, int t_len, int s_len, int c, int
             naive_head(ref + (size_t)t * c + h * d, q + (size_t)t * c + h * d, k + h * d, v + h * d,
                        NULL, ld, n, d);
         }
-    s->be->ops->attention(s, out, q, k, v, ld, t_len, s_len, c, n_head, causal_pos0);
+    s->be->ops->attention(s, out, q, k, v, WC_F32, ld, t_len, s_len, c, n_head, causal_pos0);
     CHECK(wc_stream_sync(s) == 0);
     char name[96];
-    snprintf(name, sizeof name, "attention t=%d s=%d c=%d heads=%d ld+%d causal=%d", t_len, s_len,
-             c, n_head, ld_extra, causal_pos0);
+    snprintf(name, sizeof name, "attention t=%d s=%d c=%d heads=%d ld+%d causal=%d%s", t_len, s_len,
+             c, n_head, ld_extra, causal_pos0, half ? " f16 K/V" : "");
     CHECK(check_close(name, out, ref, (size_t)t_len * c, 1e-5, 1e-4));
-    free(q), free(k), free(v), free(out), free(ref);
+    if (half) {
+        float *got = nan_vec((size_t)t_len * c);
+        s->be->ops->attention(s, got, q, kh, vh, WC_F16, ld, t_len, s_len, c, n_head, -1);
+        CHECK(wc_stream_sync(s) == 0);
+        if (t_len <= 8)
+            CHECK(memcmp(got, out, (size_t)t_len * c * sizeof(float)) == 0);
+        CHECK(check_close(name, got, ref, (size_t)t_len * c, 1e-5, 1e-4));
+        free(got);
+    }
+    free(q), free(k), free(v), free(out), free(ref), free(kh), free(vh);
+}
+
+static void test_attention(struct wc_stream *s, int t_len, int s_len, int c, int n_head,
+                           int ld_extra, int causal_pos0) {
+    test_attention_dt(s, t_len, s_len, c, n_head, ld_extra, causal_pos0, 0);
 }
 
 /* n_seq queries over n_kv cache rows picked at random (with repeats) from n_slots; with
@@ -273,11 +299,15 @@ static void test_attention_gather(struct wc_stream *s, int n_seq, int n_kv, int 
 /* Cross-attention of n_rows rows over n_lanes lanes' own K/V (rows ld_kv apart, lanes
  * lane_stride apart): row g must have exactly the bits `attention` gives it alone. */
 static void test_attention_rows(struct wc_stream *s, int n_rows, int n_lanes, int s_len, int c,
-                                int n_head, int ld_extra) {
+                                int n_head, int ld_extra, enum wc_dtype dt) {
     int ld = c + ld_extra, d = c / n_head;
     size_t lane_stride = (size_t)s_len * ld + 17;
     float *q = rand_vec((size_t)n_rows * c, 1.0f);
     float *k = rand_vec(lane_stride * n_lanes, 1.0f), *v = rand_vec(lane_stride * n_lanes, 1.0f);
+    uint16_t *kh = dt == WC_F16 ? round_f16(k, lane_stride * n_lanes) : NULL;
+    uint16_t *vh = dt == WC_F16 ? round_f16(v, lane_stride * n_lanes) : NULL;
+    const void *kx = kh ? (const void *)kh : k, *vx = vh ? (const void *)vh : v;
+    size_t esz = kh ? sizeof *kh : sizeof *k;
     float *out = nan_vec((size_t)n_rows * c), *ref = malloc((size_t)n_rows * c * sizeof(float));
     int32_t *lane_of = malloc((size_t)n_rows * sizeof *lane_of);
     for (int g = 0; g < n_rows; g++)
@@ -288,22 +318,63 @@ static void test_attention_rows(struct wc_stream *s, int n_rows, int n_lanes, in
             naive_head(ref + (size_t)g * c + h * d, q + (size_t)g * c + h * d, k + base, v + base,
                        NULL, ld, s_len, d);
         }
-    s->be->ops->attention_rows(s, out, q, k, v, ld, lane_stride, lane_of, n_rows, s_len, c, n_head);
+    s->be->ops->attention_rows(s, out, q, kx, vx, dt, ld, lane_stride, lane_of, n_rows, s_len, c,
+                               n_head);
     CHECK(wc_stream_sync(s) == 0);
     char name[128];
-    snprintf(name, sizeof name, "attention_rows rows=%d lanes=%d s=%d c=%d heads=%d ld+%d", n_rows,
-             n_lanes, s_len, c, n_head, ld_extra);
+    snprintf(name, sizeof name, "attention_rows rows=%d lanes=%d s=%d c=%d heads=%d ld+%d%s",
+             n_rows, n_lanes, s_len, c, n_head, ld_extra, kh ? " f16 K/V" : "");
     CHECK(check_close(name, out, ref, (size_t)n_rows * c, 1e-5, 1e-4));
     for (int g = 0; g < n_rows; g++) {
         float *alone = nan_vec((size_t)c);
-        size_t base = (size_t)lane_of[g] * lane_stride;
-        s->be->ops->attention(s, alone, q + (size_t)g * c, k + base, v + base, ld, 1, s_len, c,
-                              n_head, -1);
+        size_t base = (size_t)lane_of[g] * lane_stride * esz;
+        s->be->ops->attention(s, alone, q + (size_t)g * c, (const char *)kx + base,
+                              (const char *)vx + base, dt, ld, 1, s_len, c, n_head, -1);
         CHECK(wc_stream_sync(s) == 0);
         CHECK(memcmp(alone, out + (size_t)g * c, (size_t)c * sizeof(float)) == 0);
+        if (kh) { /* and the f32 op on the widened values */
+            s->be->ops->attention(s, alone, q + (size_t)g * c, k + lane_of[g] * lane_stride,
+                                  v + lane_of[g] * lane_stride, WC_F32, ld, 1, s_len, c, n_head,
+                                  -1);
+            CHECK(wc_stream_sync(s) == 0);
+            CHECK(memcmp(alone, out + (size_t)g * c, (size_t)c * sizeof(float)) == 0);
+        }
         free(alone);
     }
-    free(q), free(k), free(v), free(out), free(ref), free(lane_of);
+    free(q), free(k), free(v), free(out), free(ref), free(lane_of), free(kh), free(vh);
+}
+
+/* wc_f32_to_f16 (the CPU's to_f16): every finite half back to itself, the midpoints between
+ * neighbours to the even one, a float either side of them to the nearer, and the range's end. */
+static void test_to_f16(struct wc_stream *s) {
+    int bad = 0;
+    for (uint32_t h = 0; h < 0x7c00u; h++) {
+        for (uint32_t sign = 0; sign <= 0x8000u; sign += 0x8000u) {
+            float x = wc_f16_to_f32((uint16_t)(h | sign));
+            bad += wc_f32_to_f16(x) != (h | sign);
+        }
+        if (h + 1 == 0x7c00u)
+            break;
+        float a = wc_f16_to_f32((uint16_t)h), b = wc_f16_to_f32((uint16_t)(h + 1));
+        float mid = (a + b) / 2; /* exact: a half has 11 significant bits */
+        bad += wc_f32_to_f16(mid) != ((h & 1) ? h + 1 : h);
+        bad += wc_f32_to_f16(nextafterf(mid, 0.0f)) != h;
+        bad += wc_f32_to_f16(nextafterf(mid, INFINITY)) != h + 1;
+        bad += wc_f32_to_f16(-nextafterf(mid, INFINITY)) != ((h + 1) | 0x8000u);
+    }
+    bad += wc_f32_to_f16(65520.0f) != 0x7c00u;
+    bad += wc_f32_to_f16(nextafterf(65520.0f, 0.0f)) != 0x7bffu;
+    bad += wc_f32_to_f16(INFINITY) != 0x7c00u || wc_f32_to_f16(-INFINITY) != 0xfc00u;
+    bad += (wc_f32_to_f16(NAN) & 0x7fffu) <= 0x7c00u;
+    bad += wc_f32_to_f16(1e-9f) != 0 || wc_f32_to_f16(-1e-9f) != 0x8000u;
+    float src[5] = {1.0f, -2.5f, 65504.0f, 1e5f, 0.1f};
+    uint16_t dst[5];
+    s->be->ops->to_f16(s, dst, src, 5);
+    CHECK(wc_stream_sync(s) == 0);
+    bad += dst[0] != 0x3c00u || dst[1] != 0xc100u || dst[2] != 0x7bffu || dst[3] != 0x7c00u ||
+           dst[4] != 0x2e66u;
+    printf("%s to_f16: %d wrong\n", bad ? "FAIL" : "ok  ", bad);
+    CHECK(bad == 0);
 }
 
 /* One head's pre-softmax logits, keys ld_k floats apart (word alignment). */
@@ -430,15 +501,20 @@ int main(void) {
         test_attention(s, 1, 9, 64, 1, 192, 8);
         test_attention(s, 5, 12, 128, 2, 384, 7);
         test_attention(s, 40, 40, 64, 2, 64, 0);
+        test_attention_dt(s, 70, 300, 128, 2, 0, -1, 1);
+        test_attention_dt(s, 3, 1500, 384, 6, 64, -1, 1);
+        test_to_f16(s);
         test_attention_gather(s, 1, 1, 1, 64, 1, 0);
         test_attention_gather(s, 5, 37, 200, 128, 2, 0);
         test_attention_gather(s, 3, 300, 1500, 384, 6, 0);
         test_attention_gather(s, 8, 40, 300, 384, 6, 1);
         test_attention_gather(s, 1, 1, 1, 64, 1, 1);
         test_rows_scatter(s);
-        test_attention_rows(s, 1, 1, 1, 64, 1, 0);
-        test_attention_rows(s, 8, 3, 150, 384, 6, 0);
-        test_attention_rows(s, 5, 5, 37, 128, 2, 64);
+        for (int dt = WC_F32; dt <= WC_F16; dt++) {
+            test_attention_rows(s, 1, 1, 1, 64, 1, 0, dt);
+            test_attention_rows(s, 8, 3, 150, 384, 6, 0, dt);
+            test_attention_rows(s, 5, 5, 37, 128, 2, 64, dt);
+        }
         test_attention_scores(s, 1, 1, 64, 1, 0, 0);
         test_attention_scores(s, 37, 1500, 384, 6, 5, 0);
         test_attention_scores(s, 230, 300, 512, 8, 3, 17);

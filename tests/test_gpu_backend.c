@@ -243,18 +243,42 @@ static void test_rows_scatter(struct pair *p, int n_rows, int n_dst, int c) {
     free(dst), free(src), free(rows), free(got);
 }
 
-static void test_attention(struct pair *p, int t_len, int s_len, int c, int n_head, int ld_kv,
-                           int causal_pos0) {
+/* K/V of n random values as the twins take them in dtype dt: f32 as they are, or f16 (the
+ * batch decoder's cross-attention), both backends reading the same halves. */
+struct kv_in {
+    float *f32;
+    uint16_t *f16;
+    const void *host; /* f32 or f16 */
+    size_t bytes;
+};
+static struct kv_in kv_in(size_t n, enum wc_dtype dt) {
+    struct kv_in x = {.f32 = rand_vec(n, 1.0f), .bytes = n * 4};
+    x.host = x.f32;
+    if (dt == WC_F16) {
+        x.f16 = malloc(n * 2);
+        for (size_t i = 0; i < n; i++)
+            x.f16[i] = wc_f32_to_f16(x.f32[i]);
+        x.host = x.f16, x.bytes = n * 2;
+    }
+    return x;
+}
+static void kv_free(struct kv_in *x) { free(x->f32), free(x->f16); }
+
+static void test_attention_dt(struct pair *p, int t_len, int s_len, int c, int n_head, int ld_kv,
+                              int causal_pos0, enum wc_dtype dt) {
     char name[128];
-    snprintf(name, sizeof name, "attention t %d s %d c %d h %d ld %d pos0 %d", t_len, s_len, c,
-             n_head, ld_kv, causal_pos0);
+    snprintf(name, sizeof name, "attention t %d s %d c %d h %d ld %d pos0 %d%s", t_len, s_len, c,
+             n_head, ld_kv, causal_pos0, dt == WC_F16 ? " f16 K/V" : "");
     size_t nq = (size_t)t_len * c, nkv = (size_t)s_len * ld_kv;
-    float *q = rand_vec(nq, 1.0f), *k = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
+    float *q = rand_vec(nq, 1.0f);
+    struct kv_in k = kv_in(nkv, dt), v = kv_in(nkv, dt);
     float *want = malloc(nq * 4);
-    void *dq = gpu_copy(p, q, nq * 4), *dk = gpu_copy(p, k, nkv * 4), *dv = gpu_copy(p, v, nkv * 4);
-    void *dout = gpu_poisoned(p, nq);
-    p->cpu->ops->attention(p->cs, want, q, k, v, ld_kv, t_len, s_len, c, n_head, causal_pos0);
-    p->gpu->ops->attention(p->gs, dout, dq, dk, dv, ld_kv, t_len, s_len, c, n_head, causal_pos0);
+    void *dq = gpu_copy(p, q, nq * 4), *dk = gpu_copy(p, k.host, k.bytes);
+    void *dv = gpu_copy(p, v.host, v.bytes), *dout = gpu_poisoned(p, nq);
+    p->cpu->ops->attention(p->cs, want, q, k.host, v.host, dt, ld_kv, t_len, s_len, c, n_head,
+                           causal_pos0);
+    p->gpu->ops->attention(p->gs, dout, dq, dk, dv, dt, ld_kv, t_len, s_len, c, n_head,
+                           causal_pos0);
     float *got = gpu_fetch(p, dout, nq);
     /* unmasked over more than KERNEL_ROWS_MAX_QUERIES queries: tensor cores (attn_tc, fp16
      * operands) unless WHISPERC_CUDA_ATTN=simt */
@@ -264,7 +288,12 @@ static void test_attention(struct pair *p, int t_len, int s_len, int c, int n_he
     CHECK(got && check_close(name, got, want, nq, tc ? 1e-3 : 1e-5, tc ? 1e-2 : 1e-4));
     p->gs->be->ops->release(p->gs, dq), p->gs->be->ops->release(p->gs, dk);
     p->gs->be->ops->release(p->gs, dv);
-    free(q), free(k), free(v), free(want), free(got);
+    free(q), kv_free(&k), kv_free(&v), free(want), free(got);
+}
+
+static void test_attention(struct pair *p, int t_len, int s_len, int c, int n_head, int ld_kv,
+                           int causal_pos0) {
+    test_attention_dt(p, t_len, s_len, c, n_head, ld_kv, causal_pos0, WC_F32);
 }
 
 /* per_seq: sequence g sees its own number of keys (g-th of a batch step's lanes) */
@@ -298,49 +327,58 @@ static void test_gather(struct pair *p, int n_seq, int n_kv, int c, int n_head, 
 
 /* n_rows queries over n_lanes lanes' K/V of s_len rows (c floats apart), as a decoder step's
  * cross-attention over each lane's audio */
-static void test_rows(struct pair *p, int n_rows, int n_lanes, int s_len, int c, int n_head) {
+static void test_rows(struct pair *p, int n_rows, int n_lanes, int s_len, int c, int n_head,
+                      enum wc_dtype dt) {
     char name[128];
-    snprintf(name, sizeof name, "attention_rows rows %d lanes %d s %d c %d h %d", n_rows, n_lanes,
-             s_len, c, n_head);
+    snprintf(name, sizeof name, "attention_rows rows %d lanes %d s %d c %d h %d%s", n_rows, n_lanes,
+             s_len, c, n_head, dt == WC_F16 ? " f16 K/V" : "");
     size_t stride = (size_t)s_len * c, nq = (size_t)n_rows * c, nkv = stride * n_lanes;
-    float *q = rand_vec(nq, 1.0f), *k = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
+    float *q = rand_vec(nq, 1.0f);
+    struct kv_in k = kv_in(nkv, dt), v = kv_in(nkv, dt);
     int32_t *lane_of = malloc((size_t)n_rows * 4);
     for (int g = 0; g < n_rows; g++)
         lane_of[g] = (g * 3 + 1) % n_lanes;
     float *want = malloc(nq * 4);
-    void *dq = gpu_copy(p, q, nq * 4), *dk = gpu_copy(p, k, nkv * 4), *dv = gpu_copy(p, v, nkv * 4);
+    void *dq = gpu_copy(p, q, nq * 4), *dk = gpu_copy(p, k.host, k.bytes);
+    void *dv = gpu_copy(p, v.host, v.bytes);
     void *dl = gpu_copy(p, lane_of, (size_t)n_rows * 4), *dout = gpu_poisoned(p, nq);
-    p->cpu->ops->attention_rows(p->cs, want, q, k, v, c, stride, lane_of, n_rows, s_len, c, n_head);
-    p->gpu->ops->attention_rows(p->gs, dout, dq, dk, dv, c, stride, dl, n_rows, s_len, c, n_head);
+    p->cpu->ops->attention_rows(p->cs, want, q, k.host, v.host, dt, c, stride, lane_of, n_rows,
+                                s_len, c, n_head);
+    p->gpu->ops->attention_rows(p->gs, dout, dq, dk, dv, dt, c, stride, dl, n_rows, s_len, c,
+                                n_head);
     float *got = gpu_fetch(p, dout, nq);
     CHECK(got && check_close(name, got, want, nq, 1e-5, 1e-4));
     void *rel[] = {dq, dk, dv, dl};
     for (int i = 0; i < 4; i++)
         p->gs->be->ops->release(p->gs, rel[i]);
-    free(q), free(k), free(v), free(lane_of), free(want), free(got);
+    free(q), kv_free(&k), kv_free(&v), free(lane_of), free(want), free(got);
 }
 
 /* A decoder step's cross-attention alone (`attention`, one query, no mask) and batched
  * (`attention_rows`, each row over its lane's keys) give every row the same bits, so batched
  * and single decoding agree token for token on the GPU as on the CPU. */
 static void test_rows_vs_single(struct pair *p, int n_rows, int n_lanes, int s_len, int c,
-                                int n_head) {
+                                int n_head, enum wc_dtype dt) {
     char name[128];
-    snprintf(name, sizeof name, "cuda attention_rows = attention alone (rows %d lanes %d c %d)",
-             n_rows, n_lanes, c);
+    snprintf(name, sizeof name, "cuda attention_rows = attention alone (rows %d lanes %d c %d%s)",
+             n_rows, n_lanes, c, dt == WC_F16 ? " f16 K/V" : "");
     size_t stride = (size_t)s_len * c, nq = (size_t)n_rows * c, nkv = stride * n_lanes;
-    float *q = rand_vec(nq, 1.0f), *k = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
+    float *q = rand_vec(nq, 1.0f);
+    struct kv_in k = kv_in(nkv, dt), v = kv_in(nkv, dt);
+    size_t esz = k.bytes / nkv;
     int32_t *lane_of = malloc((size_t)n_rows * 4);
     for (int g = 0; g < n_rows; g++)
         lane_of[g] = (g * 5 + 2) % n_lanes;
-    void *dq = gpu_copy(p, q, nq * 4), *dk = gpu_copy(p, k, nkv * 4), *dv = gpu_copy(p, v, nkv * 4);
+    void *dq = gpu_copy(p, q, nq * 4), *dk = gpu_copy(p, k.host, k.bytes);
+    void *dv = gpu_copy(p, v.host, v.bytes);
     void *dl = gpu_copy(p, lane_of, (size_t)n_rows * 4);
     void *d_all = gpu_poisoned(p, nq), *d_one = gpu_poisoned(p, nq);
-    p->gpu->ops->attention_rows(p->gs, d_all, dq, dk, dv, c, stride, dl, n_rows, s_len, c, n_head);
+    p->gpu->ops->attention_rows(p->gs, d_all, dq, dk, dv, dt, c, stride, dl, n_rows, s_len, c,
+                                n_head);
     for (int g = 0; g < n_rows; g++) {
-        size_t lane = (size_t)lane_of[g] * stride, row = (size_t)g * c;
-        p->gpu->ops->attention(p->gs, (float *)d_one + row, (float *)dq + row, (float *)dk + lane,
-                               (float *)dv + lane, c, 1, s_len, c, n_head, -1);
+        size_t lane = (size_t)lane_of[g] * stride * esz, row = (size_t)g * c;
+        p->gpu->ops->attention(p->gs, (float *)d_one + row, (float *)dq + row, (char *)dk + lane,
+                               (char *)dv + lane, dt, c, 1, s_len, c, n_head, -1);
     }
     float *all = gpu_fetch(p, d_all, nq), *one = gpu_fetch(p, d_one, nq);
     int same = all && one && memcmp(all, one, nq * 4) == 0;
@@ -351,7 +389,33 @@ static void test_rows_vs_single(struct pair *p, int n_rows, int n_lanes, int s_l
     void *rel[] = {dq, dk, dv, dl};
     for (int i = 0; i < 4; i++)
         p->gs->be->ops->release(p->gs, rel[i]);
-    free(q), free(k), free(v), free(lane_of), free(all), free(one);
+    free(q), kv_free(&k), kv_free(&v), free(lane_of), free(all), free(one);
+}
+
+/* to_f16: the GPU's halves are the CPU's, bit for bit (NaN: a NaN on both), over random values
+ * of every magnitude, the halves' midpoints and the range's ends. */
+static void test_to_f16(struct pair *p) {
+    enum { N = 1 << 16 };
+    float *x = malloc(N * 4);
+    uint16_t *want = malloc(N * 2), *got = malloc(N * 2);
+    for (int i = 0; i < N; i++) {
+        float a = wc_f16_to_f32((uint16_t)i), b = wc_f16_to_f32((uint16_t)(i + 1));
+        x[i] = i % 3 ? (a + b) / 2 : ldexpf(test_rng_uniform(&rng), i % 60 - 40);
+    }
+    x[0] = 65520.0f, x[1] = nextafterf(65520.0f, 0.0f), x[2] = INFINITY, x[3] = NAN;
+    void *dx = gpu_copy(p, x, N * 4), *dh = p->gs->be->ops->alloc(p->gs, N * 2);
+    p->cpu->ops->to_f16(p->cs, want, x, N);
+    p->gpu->ops->to_f16(p->gs, dh, dx, N);
+    p->gs->be->ops->download(p->gs, got, dh, N * 2);
+    int ok = wc_stream_sync(p->gs) == 0, bad = 0;
+    for (int i = 0; ok && i < N; i++) {
+        bool nan_w = (want[i] & 0x7fffu) > 0x7c00u, nan_g = (got[i] & 0x7fffu) > 0x7c00u;
+        bad += nan_w ? !nan_g : got[i] != want[i];
+    }
+    printf("cuda to_f16 = cpu (%d values): %s (%d differ)\n", N, ok && !bad ? "OK" : "NOT OK", bad);
+    CHECK(ok && !bad);
+    p->gs->be->ops->release(p->gs, dx), p->gs->be->ops->release(p->gs, dh);
+    free(x), free(want), free(got);
 }
 
 /* Per-sequence key counts out of range (0, or above n_kv) are clamped to [1, n_kv] on the
@@ -946,6 +1010,7 @@ int main(void) {
         test_rows_scatter(&p, 1, 448, c);
         test_rows_scatter(&p, 8, 8 * 448, c);
         test_rows_scatter(&p, 5, 8 * 448, c);
+        test_to_f16(&p);
         test_linear(&p, 1, c, c, WC_F16, 1, WC_ACT_NONE, 0, 0);
         test_linear(&p, 33, 4 * c, c, WC_F16, 1, WC_ACT_GELU, 0, 0);
         test_linear(&p, 33, c, 4 * c, WC_F16, 1, WC_ACT_NONE, 1, 0);
@@ -979,9 +1044,18 @@ int main(void) {
         for (int n_seq = 1; n_seq <= 8; n_seq++) /* B = 1..8 lanes, different key counts */
             test_gather(&p, n_seq, 40, c, h, 1);
         for (int n_rows = 1; n_rows <= 8; n_rows++)
-            test_rows(&p, n_rows, n_rows > 3 ? n_rows - 2 : n_rows, 1500, c, h);
-        test_rows_vs_single(&p, 8, 3, 1500, c, h);
-        test_rows_vs_single(&p, 1, 1, 1500, c, h);
+            test_rows(&p, n_rows, n_rows > 3 ? n_rows - 2 : n_rows, 1500, c, h, WC_F32);
+        test_rows_vs_single(&p, 8, 3, 1500, c, h, WC_F32);
+        test_rows_vs_single(&p, 1, 1, 1500, c, h, WC_F32);
+        if (p.gpu->cross_kv == WC_F16) { /* the batch decoder's cross-attention K/V */
+            test_rows(&p, 1, 1, 1500, c, h, WC_F16);
+            test_rows(&p, 7, 5, 1500, c, h, WC_F16);
+            test_rows(&p, 64, 16, 1500, c, h, WC_F16);
+            test_rows_vs_single(&p, 8, 3, 1500, c, h, WC_F16);
+            test_attention_dt(&p, 5, 1500, c, h, c, -1, WC_F16);   /* attn_rows_kvh */
+            test_attention_dt(&p, 30, 1500, c, h, c, -1, WC_F16);  /* a prompt: attn_tc_kvh */
+            test_attention_dt(&p, 130, 1499, c, h, c, -1, WC_F16); /* tails of 64 */
+        }
         test_attention(&p, 1, 1500, c, h, c, -1); /* a single decoder step's cross-attention */
         test_attention(&p, 5, 1500, c, h, c, -1); /* five beams' */
         test_attention(&p, 9, 1500, c, h, c, -1); /* past KERNEL_ROWS_MAX_QUERIES: attn_tc */

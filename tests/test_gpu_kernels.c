@@ -290,22 +290,43 @@ static void test_im2col(int sm, int c_in, int stride, int t_in) {
 /* Scores of N(0,1) q and k over sqrt(d) are O(1): softmax weights are spread and the output is
  * a mean of many v rows, so fp32 noise stays near 1e-7 relative (atol covers outputs that cancel
  * to ~0). ld_kv > c exercises the KV cache's wider rows. */
+/* n random K or V values; with half, rounded to f16, *h their halves (malloc'd): the CPU twin
+ * and the kernel then read the same values. */
+static float *rand_kv(size_t n, int half, uint16_t **h) {
+    float *x = rand_vec(n, 1.0f);
+    *h = NULL;
+    if (half) {
+        *h = malloc(n * 2);
+        for (size_t i = 0; i < n; i++)
+            x[i] = wc_f16_to_f32((*h)[i] = wc_f32_to_f16(x[i]));
+    }
+    return x;
+}
+
+/* The K/V a kernel reads: f32 x, or the halves h (n values). */
+static CUdeviceptr kv_upload(const float *x, const uint16_t *h, size_t n) {
+    return h ? dev_upload(h, n * 2) : dev_upload(x, n * 4);
+}
+
 static void test_attention(int sm, struct wc_stream *s, int n_head, int d, int t_len, int s_len,
-                           int ld_kv, int causal_pos0, int tc) {
+                           int ld_kv, int causal_pos0, int tc, int kv_half) {
     int causal = causal_pos0 >= 0, c = n_head * d;
     char name[64];
-    snprintf(name, sizeof name, "attn%s_h%d_d%d%s", tc ? "_tc" : "", n_head, d,
-             causal ? "_causal" : "");
+    snprintf(name, sizeof name, "attn%s_h%d_d%d%s%s", tc ? "_tc" : "", n_head, d,
+             causal ? "_causal" : "", kv_half ? "_kvh" : "");
     CUmodule mod;
-    CUfunction f = load(tc ? gen_attention_tc(sm, n_head, d) : gen_attention(sm, n_head, d, causal),
-                        name, &mod);
+    CUfunction f =
+        load(tc ? gen_attention_tc(sm, n_head, d, kv_half) : gen_attention(sm, n_head, d, causal),
+             name, &mod);
     size_t nq = (size_t)t_len * c, nkv = (size_t)s_len * ld_kv;
-    float *q = rand_vec(nq, 1.0f), *kk = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
+    uint16_t *kh, *vh;
+    float *q = rand_vec(nq, 1.0f), *kk = rand_kv(nkv, kv_half, &kh),
+          *v = rand_kv(nkv, kv_half, &vh);
     float *want = malloc(nq * 4), *got = malloc(nq * 4);
-    s->be->ops->attention(s, want, q, kk, v, ld_kv, t_len, s_len, c, n_head, causal_pos0);
+    s->be->ops->attention(s, want, q, kk, v, WC_F32, ld_kv, t_len, s_len, c, n_head, causal_pos0);
     CHECK(wc_stream_sync(s) == 0);
-    CUdeviceptr dq = dev_upload(q, nq * 4), dk = dev_upload(kk, nkv * 4);
-    CUdeviceptr dv = dev_upload(v, nkv * 4), dout = dev_poisoned(nq);
+    CUdeviceptr dq = dev_upload(q, nq * 4), dk = kv_upload(kk, kh, nkv);
+    CUdeviceptr dv = kv_upload(v, vh, nkv), dout = dev_poisoned(nq);
     unsigned uld = (unsigned)ld_kv, ut = (unsigned)t_len, us = (unsigned)s_len;
     int pos0 = causal_pos0;
     void *args[] = {&dout, &dq, &dk, &dv, &uld, &ut, &us, &pos0};
@@ -319,7 +340,7 @@ static void test_attention(int sm, struct wc_stream *s, int n_head, int d, int t
     CHECK(check_close(what, got, want, nq, tc ? 1e-3 : 1e-6, tc ? 1e-2 : 1e-5));
     api.mem_free(dq), api.mem_free(dk), api.mem_free(dv), api.mem_free(dout);
     api.module_unload(mod);
-    free(q), free(kk), free(v), free(want), free(got);
+    free(q), free(kk), free(v), free(kh), free(vh), free(want), free(got);
 }
 
 /* k, v: n_rows rows of c; each sequence's slot row holds random rows (repeats allowed, as
@@ -384,24 +405,26 @@ static void test_attention_gather(int sm, struct wc_stream *s, int n_head, int d
 
 /* n_rows queries, each over its lane's s_len keys (rows ld_kv apart, lanes lane_stride apart). */
 static void test_attention_rows(int sm, struct wc_stream *s, int n_head, int d, int n_rows,
-                                int n_lanes, int s_len, int ld_kv) {
+                                int n_lanes, int s_len, int ld_kv, int kv_half) {
     int c = n_head * d;
     size_t lane_stride = (size_t)s_len * ld_kv + 32;
     char name[64];
-    snprintf(name, sizeof name, "attn_rows_h%d_d%d", n_head, d);
+    snprintf(name, sizeof name, "attn_rows_h%d_d%d%s", n_head, d, kv_half ? "_kvh" : "");
     CUmodule mod;
-    CUfunction f = load(gen_attention_rows(sm, n_head, d), name, &mod);
+    CUfunction f = load(gen_attention_rows(sm, n_head, d, kv_half), name, &mod);
     size_t nq = (size_t)n_rows * c, nkv = lane_stride * n_lanes;
-    float *q = rand_vec(nq, 1.0f), *kk = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
+    uint16_t *kh, *vh;
+    float *q = rand_vec(nq, 1.0f), *kk = rand_kv(nkv, kv_half, &kh),
+          *v = rand_kv(nkv, kv_half, &vh);
     int32_t *lane_of = malloc((size_t)n_rows * sizeof(int32_t));
     for (int g = 0; g < n_rows; g++)
         lane_of[g] = (n_lanes - 1 - g % n_lanes + g / n_lanes) % n_lanes;
     float *want = malloc(nq * 4), *got = malloc(nq * 4);
-    s->be->ops->attention_rows(s, want, q, kk, v, ld_kv, lane_stride, lane_of, n_rows, s_len, c,
-                               n_head);
+    s->be->ops->attention_rows(s, want, q, kk, v, WC_F32, ld_kv, lane_stride, lane_of, n_rows,
+                               s_len, c, n_head);
     CHECK(wc_stream_sync(s) == 0);
-    CUdeviceptr dq = dev_upload(q, nq * 4), dk = dev_upload(kk, nkv * 4);
-    CUdeviceptr dv = dev_upload(v, nkv * 4), dout = dev_poisoned(nq);
+    CUdeviceptr dq = dev_upload(q, nq * 4), dk = kv_upload(kk, kh, nkv);
+    CUdeviceptr dv = kv_upload(v, vh, nkv), dout = dev_poisoned(nq);
     CUdeviceptr dl = dev_upload(lane_of, (size_t)n_rows * sizeof(int32_t));
     unsigned uld = (unsigned)ld_kv, urows = (unsigned)n_rows, us = (unsigned)s_len;
     uint64_t stride = lane_stride;
@@ -414,7 +437,7 @@ static void test_attention_rows(int sm, struct wc_stream *s, int n_head, int d, 
     CHECK(check_close(what, got, want, nq, 1e-6, 1e-5));
     api.mem_free(dq), api.mem_free(dk), api.mem_free(dv), api.mem_free(dout), api.mem_free(dl);
     api.module_unload(mod);
-    free(q), free(kk), free(v), free(lane_of), free(want), free(got);
+    free(q), free(kk), free(v), free(kh), free(vh), free(lane_of), free(want), free(got);
 }
 
 /* gemv_f16 against the CPU's linear on the same fp16 weights (n_rows, out rows ld apart; past 8
@@ -715,25 +738,25 @@ int main(void) {
     test_im2col(sm, 512, 2, 7); /* the last tap reads the zero row after `in` */
 
     /* encoder (1500 x 1500), ragged blocks, wide KV rows, one key, cross-attention */
-    test_attention(sm, s, 6, 64, 1500, 1500, 384, -1, 0);
-    test_attention(sm, s, 20, 64, 1500, 1500, 1280, -1, 0);
-    test_attention(sm, s, 8, 64, 37, 100, 512 + 64, -1, 0);
-    test_attention(sm, s, 8, 64, 1, 1, 512, -1, 0);
-    test_attention(sm, s, 8, 64, 3, 1500, 512, -1, 0);
-    test_attention(sm, s, 8, 64, 65, 1, 512, -1, 0);
+    test_attention(sm, s, 6, 64, 1500, 1500, 384, -1, 0, 0);
+    test_attention(sm, s, 20, 64, 1500, 1500, 1280, -1, 0, 0);
+    test_attention(sm, s, 8, 64, 37, 100, 512 + 64, -1, 0, 0);
+    test_attention(sm, s, 8, 64, 1, 1, 512, -1, 0, 0);
+    test_attention(sm, s, 8, 64, 3, 1500, 512, -1, 0, 0);
+    test_attention(sm, s, 8, 64, 65, 1, 512, -1, 0, 0);
     /* decoder self-attention over its cache: a prompt, two query blocks, one step */
-    test_attention(sm, s, 8, 64, 1, 1, 512, 0, 0);
-    test_attention(sm, s, 8, 64, 5, 5, 1024, 0, 0);
-    test_attention(sm, s, 20, 64, 70, 83, 1280, 13, 0);
-    test_attention(sm, s, 8, 64, 1, 201, 512, 200, 0);
-    test_attention(sm, s, 8, 64, 130, 448, 512, 318, 0);
+    test_attention(sm, s, 8, 64, 1, 1, 512, 0, 0, 0);
+    test_attention(sm, s, 8, 64, 5, 5, 1024, 0, 0, 0);
+    test_attention(sm, s, 20, 64, 70, 83, 1280, 13, 0, 0);
+    test_attention(sm, s, 8, 64, 1, 201, 512, 200, 0, 0);
+    test_attention(sm, s, 8, 64, 130, 448, 512, 318, 0, 0);
     /* the tensor-core variant at the non-causal shapes (pos0 is ignored: pass -1) */
-    test_attention(sm, s, 6, 64, 1500, 1500, 384, -1, 1);
-    test_attention(sm, s, 20, 64, 1500, 1500, 1280, -1, 1);
-    test_attention(sm, s, 8, 64, 37, 100, 512 + 64, -1, 1);
-    test_attention(sm, s, 8, 64, 1, 1, 512, -1, 1);
-    test_attention(sm, s, 8, 64, 3, 1500, 512, -1, 1);
-    test_attention(sm, s, 8, 64, 65, 1, 512, -1, 1);
+    test_attention(sm, s, 6, 64, 1500, 1500, 384, -1, 1, 0);
+    test_attention(sm, s, 20, 64, 1500, 1500, 1280, -1, 1, 0);
+    test_attention(sm, s, 8, 64, 37, 100, 512 + 64, -1, 1, 0);
+    test_attention(sm, s, 8, 64, 1, 1, 512, -1, 1, 0);
+    test_attention(sm, s, 8, 64, 3, 1500, 512, -1, 1, 0);
+    test_attention(sm, s, 8, 64, 65, 1, 512, -1, 1, 0);
 
     for (int per_seq = 0; per_seq < 2; per_seq++) {
         test_attention_gather(sm, s, 8, 64, 1, 1, per_seq);
@@ -743,11 +766,18 @@ int main(void) {
         test_attention_gather(sm, s, 6, 64, 8, 200, per_seq);
     }
     /* decoder steps' cross-attention: 1..8 lanes over 1500 frames, ragged key counts */
-    test_attention_rows(sm, s, 8, 64, 1, 1, 1500, 512);
-    test_attention_rows(sm, s, 6, 64, 8, 8, 1500, 384);
-    test_attention_rows(sm, s, 20, 64, 5, 3, 1500, 1280);
-    test_attention_rows(sm, s, 8, 64, 3, 2, 37, 512 + 64);
-    test_attention_rows(sm, s, 8, 64, 2, 2, 1, 512);
+    test_attention_rows(sm, s, 8, 64, 1, 1, 1500, 512, 0);
+    test_attention_rows(sm, s, 6, 64, 8, 8, 1500, 384, 0);
+    test_attention_rows(sm, s, 20, 64, 5, 3, 1500, 1280, 0);
+    test_attention_rows(sm, s, 8, 64, 3, 2, 37, 512 + 64, 0);
+    test_attention_rows(sm, s, 8, 64, 2, 2, 1, 512, 0);
+    /* f16 K/V (the batch decoder's cross-attention): attn_rows_kvh, attn_tc_kvh */
+    test_attention_rows(sm, s, 8, 64, 1, 1, 1500, 512, 1);
+    test_attention_rows(sm, s, 20, 64, 5, 3, 1500, 1280, 1);
+    test_attention_rows(sm, s, 8, 64, 3, 2, 37, 512 + 64, 1);
+    test_attention(sm, s, 6, 64, 30, 1500, 384, -1, 1, 1);
+    test_attention(sm, s, 20, 64, 65, 1500, 1280, -1, 1, 1);
+    test_attention(sm, s, 8, 64, 37, 100, 512 + 64, -1, 1, 1);
 
     /* decoder-step linears: every Whisper K shape class (one partial tile, tile + rest, whole
      * tiles), ragged N, 1..8 rows, every flag combination the decoder uses */

@@ -6,7 +6,9 @@ that hold bit for bit and that ptxas alone cannot check:
   - gemv_f16 with the layer norm fused (norm_linear) == layernorm then the plain gemv;
   - the q/k/v gemv (norm_qkv) == three fused gemvs and a scatter of k and v into cache rows;
   - attn_gather / attn_rows joining their key splits in the last CTA: against float64 numpy,
-    the same bits whichever CTA finishes last (shuffled orders), the counters back at zero.
+    the same bits whichever CTA finishes last (shuffled orders), the counters back at zero;
+  - attn_rows over f16 K/V (_kvh, the batch decoder's cross-attention) == attn_rows over the
+    same values widened to f32.
 
 usage: test_ptx_emulated.py WHISPER_C PTXEMU_DIR
 The emulator rounds every f32 operation as written; the GPU's ptxas may contract a mul.f32
@@ -194,6 +196,28 @@ def test_split(ptx, H, rng, mode, n_rows, n_keys):
           len(outs) == 2 and err < 1e-5 and same_bits(outs[0], outs[1]), "%.1e" % err)
 
 
+def test_rows_kvh(ptx, H, rng, n_rows, n_keys):
+    D, S = 64, 64
+    C, nz = H * D, (n_keys + S - 1) // S
+    stride = n_keys * C + 32
+    q = rng.standard_normal((n_rows, C)).astype(np.float32)
+    kh, vh = rng.standard_normal((2, 2 * stride)).astype(np.float16)
+    lane = np.array([(g + 1) % 2 for g in range(n_rows)], np.int32)
+    outs = []
+    for suffix, k, v in (("", kh.astype(np.float32), vh.astype(np.float32)), ("_kvh", kh, vh)):
+        mem = Memory(1 << 26)
+        pout, part = mem.alloc(n_rows * C * 4), mem.alloc(n_rows * H * nz * (D + 2) * 4)
+        mem.write(pout, np.full(n_rows * C, np.nan, np.float32))
+        count = mem.put(np.zeros(n_rows * H, np.uint32))
+        name = "attn_rows_h%d_d%d%s" % (H, D, suffix)
+        run(ptx(name), name, grid=(n_rows, H, nz), block=(128, 1, 1),
+            params=[pout, mem.put(q), mem.put(k), mem.put(v), C, stride, mem.put(lane), n_rows,
+                    n_keys, part, count], mem=mem)
+        outs.append(mem.get(pout, np.float32, n_rows * C))
+    check("attn_rows_h%d_d%d_kvh, %d rows, %d keys: the f32 kernel's bits on widened K/V"
+          % (H, D, n_rows, n_keys), same_bits(outs[0], outs[1]) and not np.isnan(outs[1]).any())
+
+
 rng = np.random.default_rng(2026)
 for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     ptx = kernels(size)
@@ -202,5 +226,6 @@ for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     test_qkv(ptx, K, rng)
     for mode, n_rows, n_keys in (("gather", 3, 448), ("gather", 2, 40), ("rows", 2, 1500)):
         test_split(ptx, H, rng, mode, n_rows, n_keys)
+    test_rows_kvh(ptx, H, rng, 2, 300)
 print("%d failure(s)" % failures)
 sys.exit(1 if failures else 0)

@@ -6,6 +6,8 @@
  * - a decoder step (few queries): one task per (head, query), reading K and V once in place.
  *   sgemm would pack (copy) all of K and V for a single row, and the 1500-row cross-attention
  *   K/V are the largest thing a decoder step reads after the weights.
+ * f16 K/V (the batch decoder's cross-attention when the backend keeps them so) are widened per
+ * task, a head's columns into the thread's scratch, and attended as f32 from there.
  */
 #include <cblas.h>
 #include <math.h>
@@ -16,6 +18,7 @@
 #include "cpu/cpu_internal.h"
 #include "cpu/vecmath.h"
 #include "libwhisperc.h"
+#include "util.h"
 
 #define ATT_BLOCK    256 /* query rows per sgemm task */
 #define ATT_MAX_STEP 8   /* up to this many queries take the in-place path */
@@ -23,7 +26,9 @@
 struct att_job {
     struct wc_stream *s;
     float *out;
-    const float *q, *k, *v;
+    const float *q;
+    const void *k, *v;
+    int kv_half;                /* k, v are f16 */
     const int32_t *slots;       /* gather: row j of query t is slots[t * ld_slots + j]; or NULL */
     const int32_t *n_kv_seq;    /* gather: query t sees n_kv_seq[t] keys; or NULL (s_len) */
     const int32_t *lane_of_row; /* rows: query t reads k, v + lane_of_row[t] * lane_stride */
@@ -32,27 +37,52 @@ struct att_job {
     float scale;
 };
 
+/* The head's columns [off, off + d) of n f16 rows ld apart, widened into dst ([n][d]). */
+static void widen_head(float *dst, const void *src, size_t off, int ld, int n, int d) {
+    const uint16_t *p = (const uint16_t *)src + off;
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < d; i++)
+            dst[(size_t)r * d + i] = wc_f16_to_f32(p[(size_t)r * ld + i]);
+}
+
+/* Head h's keys and values from element `base` on (rows ld_kv apart): in place when f32, else
+ * widened into wk / wv (n rows of d) with *ld set to d. */
+static void head_kv(const struct att_job *j, size_t base, int h, int n, float *wk, float *wv,
+                    const float **k, const float **v, int *ld) {
+    size_t off = base + (size_t)h * j->d;
+    if (!j->kv_half) {
+        *k = (const float *)j->k + off, *v = (const float *)j->v + off, *ld = j->ld_kv;
+        return;
+    }
+    widen_head(wk, j->k, off, j->ld_kv, n, j->d);
+    widen_head(wv, j->v, off, j->ld_kv, n, j->d);
+    *k = wk, *v = wv, *ld = j->d;
+}
+
 static void att_task(void *ctx, int task, int thread) {
     const struct att_job *j = ctx;
     int h = task / j->n_blocks, t0 = (task % j->n_blocks) * ATT_BLOCK;
     int bm = j->t_len - t0 < ATT_BLOCK ? j->t_len - t0 : ATT_BLOCK;
     float *S = cpu_stream(j->s)->scratch[thread].p;
     const float *q = j->q + (size_t)t0 * j->c + (size_t)h * j->d;
-    const float *k = j->k + (size_t)h * j->d, *v = j->v + (size_t)h * j->d;
     /* causal: keys beyond the last query's position are never needed */
     int s_len = j->s_len;
     if (j->causal_pos0 >= 0 && j->causal_pos0 + t0 + bm < s_len)
         s_len = j->causal_pos0 + t0 + bm;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bm, s_len, j->d, j->scale, q, j->c, k,
-                j->ld_kv, 0.0f, S, s_len);
+    const float *k, *v;
+    int ld;
+    float *wk = S + (size_t)ATT_BLOCK * j->s_len, *wv = wk + (size_t)j->s_len * j->d;
+    head_kv(j, 0, h, s_len, wk, wv, &k, &v, &ld);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bm, s_len, j->d, j->scale, q, j->c, k, ld,
+                0.0f, S, s_len);
     for (int t = 0; t < bm; t++) {
         int n = s_len;
         if (j->causal_pos0 >= 0 && j->causal_pos0 + t0 + t + 1 < n)
             n = j->causal_pos0 + t0 + t + 1;
         vm_softmax(S + (size_t)t * s_len, n, s_len);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bm, j->d, s_len, 1.0f, S, s_len, v,
-                j->ld_kv, 0.0f, j->out + (size_t)t0 * j->c + (size_t)h * j->d, j->c);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bm, j->d, s_len, 1.0f, S, s_len, v, ld,
+                0.0f, j->out + (size_t)t0 * j->c + (size_t)h * j->d, j->c);
 }
 
 #ifdef WC_HAVE_X86_DISPATCH
@@ -104,30 +134,33 @@ static void step_task(void *ctx, int task, int thread) {
     if (j->causal_pos0 >= 0 && j->causal_pos0 + t + 1 < n)
         n = j->causal_pos0 + t + 1;
     size_t lane = j->lane_of_row ? (size_t)j->lane_of_row[t] * j->lane_stride : 0;
-    const float *k = j->k + lane + (size_t)h * j->d, *v = j->v + lane + (size_t)h * j->d;
+    const float *k, *v;
+    int ld; /* f16 K/V (never gathered) widened after the scores' n floats */
+    head_kv(j, lane, h, n, p + n, p + n + (size_t)n * j->d, &k, &v, &ld);
     const int32_t *rows = j->slots ? j->slots + (size_t)t * j->ld_slots : NULL;
     dots(cpu_backend(j->s)->has_avx2_f16c, p, j->q + (size_t)t * j->c + (size_t)h * j->d, k, rows,
-         j->ld_kv, n, j->d, j->scale);
+         ld, n, j->d, j->scale);
     vm_softmax(p, n, n);
     float acc[ATT_MAX_D];
     memset(acc, 0, (size_t)j->d * sizeof(float));
     for (int r = 0; r < n; r++) {
-        const float *vr = v + (size_t)(rows ? rows[r] : r) * j->ld_kv;
+        const float *vr = v + (size_t)(rows ? rows[r] : r) * ld;
         for (int i = 0; i < j->d; i++) /* vectorizes: independent per i */
             acc[i] += p[r] * vr[i];
     }
     memcpy(j->out + (size_t)t * j->c + (size_t)h * j->d, acc, (size_t)j->d * sizeof(float));
 }
 
-static struct att_job make_job(struct wc_stream *s, float *out, const float *q, const float *k,
-                               const float *v, int ld_kv, int t_len, int s_len, int c, int n_head,
-                               int causal_pos0) {
+static struct att_job make_job(struct wc_stream *s, float *out, const float *q, const void *k,
+                               const void *v, enum wc_dtype kv_dtype, int ld_kv, int t_len,
+                               int s_len, int c, int n_head, int causal_pos0) {
     struct att_job j = {
         .s = s,
         .out = out,
         .q = q,
         .k = k,
         .v = v,
+        .kv_half = kv_dtype == WC_F16,
         .ld_kv = ld_kv,
         .t_len = t_len,
         .s_len = s_len,
@@ -140,13 +173,27 @@ static struct att_job make_job(struct wc_stream *s, float *out, const float *q, 
     return j;
 }
 
-void cpu_attention(struct wc_stream *s, float *out, const float *q, const float *k, const float *v,
-                   int ld_kv, int t_len, int s_len, int c, int n_head, int causal_pos0) {
+/* Thread scratch in floats for n_scores scores and, with f16 K/V, a head's s_len keys and values
+ * widened. */
+static size_t scratch_floats(enum wc_dtype kv_dtype, size_t n_scores, int s_len, int c,
+                             int n_head) {
+    return n_scores + (kv_dtype == WC_F16 ? 2 * (size_t)s_len * (size_t)(c / n_head) : 0);
+}
+
+void cpu_attention(struct wc_stream *s, float *out, const float *q, const void *k, const void *v,
+                   enum wc_dtype kv_dtype, int ld_kv, int t_len, int s_len, int c, int n_head,
+                   int causal_pos0) {
     if (s->err || t_len <= 0)
         return;
-    if (cpu_scratch_reserve(s, (size_t)ATT_BLOCK * (size_t)s_len))
+    if (kv_dtype == WC_F16 && causal_pos0 >= 0) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "attention: f16 keys under a causal mask");
         return;
-    struct att_job j = make_job(s, out, q, k, v, ld_kv, t_len, s_len, c, n_head, causal_pos0);
+    }
+    size_t n_scores = (size_t)ATT_BLOCK * (size_t)s_len;
+    if (cpu_scratch_reserve(s, scratch_floats(kv_dtype, n_scores, s_len, c, n_head)))
+        return;
+    struct att_job j =
+        make_job(s, out, q, k, v, kv_dtype, ld_kv, t_len, s_len, c, n_head, causal_pos0);
     if (t_len <= ATT_MAX_STEP && j.d <= ATT_MAX_D) {
         pool_run(cpu_stream(s)->pool, step_task, &j, n_head * t_len);
         return;
@@ -177,7 +224,7 @@ void cpu_attention_gather(struct wc_stream *s, float *out, const float *q, const
         }
     if (cpu_scratch_reserve(s, (size_t)n_kv))
         return;
-    struct att_job j = make_job(s, out, q, k, v, c, n_seq, n_kv, c, n_head, -1);
+    struct att_job j = make_job(s, out, q, k, v, WC_F32, c, n_seq, n_kv, c, n_head, -1);
     j.slots = slots;
     j.ld_slots = ld_slots;
     j.n_kv_seq = n_kv_seq;
@@ -186,14 +233,14 @@ void cpu_attention_gather(struct wc_stream *s, float *out, const float *q, const
 
 /* Each row is cpu_attention's t_len = 1 case (step_task) over its lane's K/V, so it has the
  * bits that call gives it. */
-void cpu_attention_rows(struct wc_stream *s, float *out, const float *q, const float *k,
-                        const float *v, int ld_kv, size_t lane_stride, const int32_t *lane_of_row,
-                        int n_rows, int s_len, int c, int n_head) {
+void cpu_attention_rows(struct wc_stream *s, float *out, const float *q, const void *k,
+                        const void *v, enum wc_dtype kv_dtype, int ld_kv, size_t lane_stride,
+                        const int32_t *lane_of_row, int n_rows, int s_len, int c, int n_head) {
     if (s->err || n_rows <= 0 || !step_head_ok(s, c, n_head))
         return;
-    if (cpu_scratch_reserve(s, (size_t)s_len))
+    if (cpu_scratch_reserve(s, scratch_floats(kv_dtype, (size_t)s_len, s_len, c, n_head)))
         return;
-    struct att_job j = make_job(s, out, q, k, v, ld_kv, n_rows, s_len, c, n_head, -1);
+    struct att_job j = make_job(s, out, q, k, v, kv_dtype, ld_kv, n_rows, s_len, c, n_head, -1);
     j.lane_of_row = lane_of_row;
     j.lane_stride = lane_stride;
     pool_run(cpu_stream(s)->pool, step_task, &j, n_head * n_rows);

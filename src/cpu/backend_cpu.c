@@ -257,6 +257,7 @@ static const struct wc_backend_ops cpu_ops = {
     .attention_scores = cpu_attention_scores,
     .embed = cpu_embed,
     .rows_scatter = cpu_rows_scatter,
+    .to_f16 = cpu_to_f16,
     .logits_greedy = cpu_logits_greedy,
     .logits_topk = cpu_logits_topk,
     .timer_mark = cpu_timer_mark,
@@ -281,6 +282,7 @@ int cpu_backend_new(struct wc_backend **out, char *err, size_t err_size) {
     openblas_set_num_threads(1);
     be->ops = &cpu_ops;
     be->impl = m;
+    be->cross_kv = wc_env_f16("WHISPERC_CROSS_KV", 0) ? WC_F16 : WC_F32;
     *out = be;
     return 0;
 }

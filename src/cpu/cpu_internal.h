@@ -55,16 +55,18 @@ void cpu_conv1d(struct wc_stream *s, float *out, const float *in, const struct w
                 enum wc_act act);
 void cpu_layernorm(struct wc_stream *s, float *out, const float *in, const float *g, const float *b,
                    int n_rows, int c);
-void cpu_attention(struct wc_stream *s, float *out, const float *q, const float *k, const float *v,
-                   int ld_kv, int t_len, int s_len, int c, int n_head, int causal_pos0);
+void cpu_attention(struct wc_stream *s, float *out, const float *q, const void *k, const void *v,
+                   enum wc_dtype kv_dtype, int ld_kv, int t_len, int s_len, int c, int n_head,
+                   int causal_pos0);
 void cpu_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k, int ld_k,
                           int t_len, int s_len, int c, int n_head, int head);
 void cpu_attention_gather(struct wc_stream *s, float *out, const float *q, const float *k,
                           const float *v, const int32_t *slots, int ld_slots,
                           const int32_t *n_kv_seq, int n_seq, int n_kv, int c, int n_head);
-void cpu_attention_rows(struct wc_stream *s, float *out, const float *q, const float *k,
-                        const float *v, int ld_kv, size_t lane_stride, const int32_t *lane_of_row,
-                        int n_rows, int s_len, int c, int n_head);
+void cpu_attention_rows(struct wc_stream *s, float *out, const float *q, const void *k,
+                        const void *v, enum wc_dtype kv_dtype, int ld_kv, size_t lane_stride,
+                        const int32_t *lane_of_row, int n_rows, int s_len, int c, int n_head);
+void cpu_to_f16(struct wc_stream *s, void *dst, const float *src, size_t n);
 void cpu_embed(struct wc_stream *s, float *out, const int32_t *tokens, const int32_t *positions,
                int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
 void cpu_rows_scatter(struct wc_stream *s, float *dst, const float *src, const int32_t *dst_row,

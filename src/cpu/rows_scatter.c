@@ -1,8 +1,18 @@
-/* rows_scatter.c — backend.h rows_scatter on the CPU: one memcpy per row. */
+/* rows_scatter.c — backend.h's data moves on the CPU: rows_scatter (one memcpy per row) and
+ * to_f16 (narrowed as cvt.rn.f16.f32 does). */
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
 #include "libwhisperc.h"
+#include "util.h"
+
+void cpu_to_f16(struct wc_stream *s, void *dst, const float *src, size_t n) {
+    if (s->err)
+        return;
+    uint16_t *h = dst;
+    for (size_t i = 0; i < n; i++)
+        h[i] = wc_f32_to_f16(src[i]);
+}
 
 void cpu_rows_scatter(struct wc_stream *s, float *dst, const float *src, const int32_t *dst_row,
                       int n_rows, int c) {

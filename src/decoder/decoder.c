@@ -141,14 +141,14 @@ static void decoder_block(struct decoder *d, struct wc_stream *s, int l, int n, 
         op->attention_gather(s, d->att, d->q, kc, vc, d->slots, hp->n_text_ctx, NULL, n_seq,
                              pos0 + 1, c, n_head);
     else
-        op->attention(s, d->att, d->q, kc, vc, ld, n, pos0 + n, c, n_head, pos0);
+        op->attention(s, d->att, d->q, kc, vc, WC_F32, ld, n, pos0 + n, c, n_head, pos0);
     op->linear(s, d->x, 0, d->att, &b->attn.o, b->attn.o_b, n, WC_ACT_NONE, 1);
 
     /* cross-attention over the window's audio features */
     op->layernorm(s, d->h, d->x, b->cross_ln_g, b->cross_ln_b, n, c);
     op->linear(s, d->q, 0, d->h, &b->cross.q, b->cross.q_b, n, WC_ACT_NONE, 0);
-    op->attention(s, d->att, d->q, d->xk + xoff, d->xv + xoff, c, n, hp->n_audio_ctx, c, n_head,
-                  -1);
+    op->attention(s, d->att, d->q, d->xk + xoff, d->xv + xoff, WC_F32, c, n, hp->n_audio_ctx, c,
+                  n_head, -1);
     for (int i = 0; al && i < al->n_heads; i++) {
         if (al->heads[i].layer != l)
             continue;

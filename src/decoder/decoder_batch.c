@@ -12,12 +12,17 @@
 static void release_all(struct decoder_batch *db, struct wc_stream *s) {
     if (s->be->ops->step_graph_reset) /* recorded steps point into these buffers */
         s->be->ops->step_graph_reset(s);
-    float **bufs[] = {&db->k_cache, &db->v_cache, &db->xk,  &db->xv,  &db->x,
-                      &db->h,       &db->q,       &db->att, &db->mlp, &db->logits};
+    float **bufs[] = {&db->k_cache, &db->v_cache, &db->x,   &db->h,
+                      &db->q,       &db->att,     &db->mlp, &db->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         if (*bufs[i])
             s->be->ops->release(s, *bufs[i]);
         *bufs[i] = NULL;
+    }
+    for (void **x = &db->xk; x; x = x == &db->xk ? &db->xv : NULL) {
+        if (*x)
+            s->be->ops->release(s, *x);
+        *x = NULL;
     }
     if (db->step_idx)
         s->be->ops->release(s, db->step_idx);
@@ -37,15 +42,17 @@ static void release_all(struct decoder_batch *db, struct wc_stream *s) {
 struct batch_sizes {
     size_t cache, cross, act, mlp, logits, idx, slots, lanes;
 };
-static struct batch_sizes batch_sizes(const struct wc_hparams *hp, int n_lanes, int group) {
+static struct batch_sizes batch_sizes(const struct wc_hparams *hp, enum wc_dtype cross_kv,
+                                      int n_lanes, int group) {
     size_t L = (size_t)hp->n_text_layer, c = (size_t)hp->n_text_state, f = sizeof(float);
     size_t n_ctx = (size_t)hp->n_text_ctx, n_audio = (size_t)hp->n_audio_ctx, B = (size_t)n_lanes;
     size_t rows = n_ctx > B ? n_ctx : B, n_logits = B > 2 ? B : 2;
+    size_t fx = cross_kv == WC_F16 ? 2 : f, mlp_rows = 4 * rows > n_audio ? 4 * rows : n_audio;
     return (struct batch_sizes){
-        .cache = L * B * n_ctx * c * f,                   /* k_cache, v_cache */
-        .cross = B / (size_t)group * L * n_audio * c * f, /* xk, xv */
-        .act = rows * c * f,                              /* x, h, q, att */
-        .mlp = rows * 4 * c * f,
+        .cache = L * B * n_ctx * c * f,                    /* k_cache, v_cache */
+        .cross = B / (size_t)group * L * n_audio * c * fx, /* xk, xv */
+        .act = rows * c * f,                               /* x, h, q, att */
+        .mlp = mlp_rows * c * f, /* also one layer's f32 cross K or V (set_audio) */
         .logits = n_logits * (size_t)hp->n_vocab * f,
         .idx = (3 + n_ctx) * B * sizeof(int32_t), /* step_idx and its host copy step_host */
         .slots = B * n_ctx * sizeof(int32_t),     /* slots_host, slots_tmp */
@@ -53,10 +60,11 @@ static struct batch_sizes batch_sizes(const struct wc_hparams *hp, int n_lanes, 
     };
 }
 
-uint64_t decoder_batch_bytes(const struct wc_hparams *hp, int n_lanes, int group) {
+uint64_t decoder_batch_bytes(const struct wc_hparams *hp, enum wc_dtype cross_kv, int n_lanes,
+                             int group) {
     if (n_lanes < 1 || group < 1)
         return 0;
-    struct batch_sizes z = batch_sizes(hp, n_lanes, group);
+    struct batch_sizes z = batch_sizes(hp, cross_kv, n_lanes, group);
     return 2 * (uint64_t)z.cache + 2 * (uint64_t)z.cross + 4 * (uint64_t)z.act + z.mlp + z.logits +
            2 * (uint64_t)z.idx + 2 * (uint64_t)z.slots + 2 * (uint64_t)z.lanes;
 }
@@ -75,7 +83,8 @@ int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const stru
     db->hp = hp;
     db->w = w;
     db->group = group;
-    struct batch_sizes z = batch_sizes(hp, n_lanes, group);
+    db->xkv = s->be->cross_kv;
+    struct batch_sizes z = batch_sizes(hp, db->xkv, n_lanes, group);
     db->n_slots = n_lanes * hp->n_text_ctx;
     db->k_cache = op->alloc(s, z.cache);
     db->v_cache = op->alloc(s, z.cache);
@@ -114,21 +123,30 @@ void decoder_batch_reset(struct decoder_batch *db) {
 }
 
 /* Layer `layer`'s cross-attention keys (or values) of audio region `audio` */
-static float *audio_kv(struct decoder_batch *db, float *kv, int audio, int layer) {
+static void *audio_kv(struct decoder_batch *db, void *kv, int audio, int layer) {
     size_t layer_n = (size_t)db->hp->n_audio_ctx * db->hp->n_text_state;
-    return kv + ((size_t)audio * db->hp->n_text_layer + layer) * layer_n;
+    size_t esz = db->xkv == WC_F16 ? 2 : sizeof(float);
+    return (char *)kv + ((size_t)audio * db->hp->n_text_layer + layer) * layer_n * esz;
+}
+
+/* One layer's cross K (or V) = audio_features . w (+ b), stored in the decoder's cross_kv: f16
+ * ones made in f32 in db->mlp first (free between steps) and narrowed. */
+static void cross_proj(struct decoder_batch *db, struct wc_stream *s, void *dst,
+                       const float *audio_features, const struct wc_mat *w, const float *b) {
+    const struct wc_backend_ops *op = s->be->ops;
+    int n_audio = db->hp->n_audio_ctx;
+    float *f32 = db->xkv == WC_F16 ? db->mlp : dst;
+    op->linear(s, f32, 0, audio_features, w, b, n_audio, WC_ACT_NONE, 0);
+    if (db->xkv == WC_F16)
+        op->to_f16(s, dst, f32, (size_t)n_audio * db->hp->n_text_state);
 }
 
 void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int audio,
                              const float *audio_features) {
-    const struct wc_backend_ops *op = s->be->ops;
-    int n_audio = db->hp->n_audio_ctx;
     for (int l = 0; l < db->hp->n_text_layer; l++) {
         const struct wc_attn_w *a = &db->w->dec[l].cross;
-        op->linear(s, audio_kv(db, db->xk, audio, l), 0, audio_features, &a->k, NULL, n_audio,
-                   WC_ACT_NONE, 0);
-        op->linear(s, audio_kv(db, db->xv, audio, l), 0, audio_features, &a->v, a->v_b, n_audio,
-                   WC_ACT_NONE, 0);
+        cross_proj(db, s, audio_kv(db, db->xk, audio, l), audio_features, &a->k, NULL);
+        cross_proj(db, s, audio_kv(db, db->xv, audio, l), audio_features, &a->v, a->v_b);
     }
 }
 
@@ -237,8 +255,8 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
         }
     }
     if (!br->lanes) {
-        op->attention(s, db->att, db->q, kc + (size_t)br->base * c, vc + (size_t)br->base * c, c, n,
-                      n, c, n_head, 0);
+        op->attention(s, db->att, db->q, kc + (size_t)br->base * c, vc + (size_t)br->base * c,
+                      WC_F32, c, n, n, c, n_head, 0);
     } else {
         const int32_t *n_kv = db->step_idx, *table = db->step_idx + 3 * db->n_lanes;
         /* the key bound is the context, not this step's longest row: each row stops at its own
@@ -254,12 +272,13 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
     if (!br->lanes) {
         int audio = br->lane / db->group;
         op->attention(s, db->att, db->q, audio_kv(db, db->xk, audio, l),
-                      audio_kv(db, db->xv, audio, l), c, n, hp->n_audio_ctx, c, n_head, -1);
+                      audio_kv(db, db->xv, audio, l), db->xkv, c, n, hp->n_audio_ctx, c, n_head,
+                      -1);
     } else {
         size_t audio_stride = (size_t)hp->n_text_layer * hp->n_audio_ctx * c;
         op->attention_rows(s, db->att, db->q, audio_kv(db, db->xk, 0, l),
-                           audio_kv(db, db->xv, 0, l), c, audio_stride, db->step_idx + db->n_lanes,
-                           n, hp->n_audio_ctx, c, n_head);
+                           audio_kv(db, db->xv, 0, l), db->xkv, c, audio_stride,
+                           db->step_idx + db->n_lanes, n, hp->n_audio_ctx, c, n_head);
     }
     linear_rows(s, br, db->x, db->att, &b->cross.o, b->cross.o_b, WC_ACT_NONE, 1);
 

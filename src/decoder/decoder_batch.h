@@ -49,10 +49,14 @@ struct decoder_batch {
     int *n_past; /* [n_lanes] positions of each lane in the cache, owned */
     /* backend memory, owned */
     float *k_cache, *v_cache; /* [n_text_layer][n_lanes][n_text_ctx][s] */
-    float *xk, *xv; /* [n_lanes / group][n_text_layer][n_audio_ctx][s] cross-attention K/V */
+    /* [n_lanes / group][n_text_layer][n_audio_ctx][s] cross-attention K/V, of the backend's
+     * cross_kv dtype */
+    void *xk, *xv;
+    enum wc_dtype xkv;
     float *x, *h, *q, *att; /* [max(n_text_ctx, n_lanes)][s] */
-    float *mlp;             /* [max(n_text_ctx, n_lanes)][4s]; a step's new K/V before */
-    float *logits;          /* [max(2, n_lanes)][n_vocab] */
+    float *mlp;    /* [max(n_text_ctx, n_lanes, n_audio_ctx / 4)][4s]; a step's new K/V before,
+                    * f16 cross K/V before their narrowing (decoder_batch_set_audio) */
+    float *logits; /* [max(2, n_lanes)][n_vocab] */
     /* a step's index arrays, rows in step order: [n_lanes] keys each row sees, [n_lanes] its
      * lane, [n_lanes] its new K/V's cache row, then [n_lanes][n_text_ctx] its lane's slot-table
      * row */
@@ -66,8 +70,9 @@ struct decoder_batch {
 };
 
 /* Bytes decoder_batch_init allocates for n_lanes lanes in groups of `group` (backend and host
- * memory together). */
-uint64_t decoder_batch_bytes(const struct wc_hparams *hp, int n_lanes, int group);
+ * memory together), cross-attention K/V in cross_kv (the backend's). */
+uint64_t decoder_batch_bytes(const struct wc_hparams *hp, enum wc_dtype cross_kv, int n_lanes,
+                             int group);
 
 /* Buffers for n_lanes lanes, `group` (>= 1, dividing n_lanes) to a cross-attention K/V. Returns
  * 0 or the stream's error (nothing left allocated). */

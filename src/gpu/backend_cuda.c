@@ -175,6 +175,7 @@ static const struct wc_backend_ops cuda_ops = {
     .attention_scores = cuda_attention_scores,
     .embed = cuda_embed,
     .rows_scatter = cuda_rows_scatter,
+    .to_f16 = cuda_to_f16,
     .logits_greedy = cuda_logits_greedy,
     .logits_topk = cuda_logits_topk,
     .timer_mark = cuda_timer_mark,
@@ -258,6 +259,10 @@ int cuda_backend_new(int gpu_index, struct wc_backend **out, char *err, size_t e
         cuda_backend_free(be);
         return rc;
     }
+    /* f16 cross-attention K/V: attn_rows_..._kvh for steps, attn_tc_..._kvh for prompts (the
+     * simt kernel has no f16 form) */
+    bool kv_half = wc_env_f16("WHISPERC_CROSS_KV", 1) && !m->attn_simt && m->sm >= 80;
+    be->cross_kv = kv_half ? WC_F16 : WC_F32;
     *out = be;
     return 0;
 }

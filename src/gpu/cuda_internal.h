@@ -32,10 +32,10 @@ enum cuda_kernel_kind {
     CK_GATHER,      /* a = n_head, b = d_head */
     CK_SCORES,      /* a = n_head, b = d_head */
     CK_GEMV,        /* a = k_in, b = flags */
-    CK_ROWS,        /* a = n_head, b = d_head */
+    CK_ROWS,        /* a = n_head, b = d_head, c = K/V in f16 */
     CK_LOGITS,      /* logits_part; a = n_vocab */
     CK_SCATTER,     /* a = c */
-    CK_ATTN_TC,     /* a = n_head, b = d_head */
+    CK_ATTN_TC,     /* a = n_head, b = d_head, c = K/V in f16 */
     CK_LOGITS_PICK, /* a = n_vocab */
     CK_TOPK,        /* logits_topk_part; a = n_vocab, b = k */
     CK_TOPK_PICK,   /* a = n_vocab, b = k */
@@ -202,14 +202,16 @@ void cuda_layernorm(struct wc_stream *s, float *out, const float *in, const floa
                     const float *b, int n_rows, int c);
 void cuda_embed(struct wc_stream *s, float *out, const int32_t *tokens, const int32_t *positions,
                 int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
-void cuda_attention(struct wc_stream *s, float *out, const float *q, const float *k, const float *v,
-                    int ld_kv, int t_len, int s_len, int c, int n_head, int causal_pos0);
+void cuda_attention(struct wc_stream *s, float *out, const float *q, const void *k, const void *v,
+                    enum wc_dtype kv_dtype, int ld_kv, int t_len, int s_len, int c, int n_head,
+                    int causal_pos0);
 void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, const float *k,
                            const float *v, const int32_t *slots, int ld_slots,
                            const int32_t *n_kv_seq, int n_seq, int n_kv, int c, int n_head);
-void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const float *k,
-                         const float *v, int ld_kv, size_t lane_stride, const int32_t *lane_of_row,
-                         int n_rows, int s_len, int c, int n_head);
+void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const void *k,
+                         const void *v, enum wc_dtype kv_dtype, int ld_kv, size_t lane_stride,
+                         const int32_t *lane_of_row, int n_rows, int s_len, int c, int n_head);
+void cuda_to_f16(struct wc_stream *s, void *dst, const float *src, size_t n);
 void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k,
                            int ld_k, int t_len, int s_len, int c, int n_head, int head);
 void cuda_rows_scatter(struct wc_stream *s, float *dst, const float *src, const int32_t *dst_row,

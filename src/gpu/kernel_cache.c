@@ -23,13 +23,13 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     case CK_GATHER: return gen_attention_gather(sm, a, b);
     case CK_SCORES: return gen_attention_scores(sm, a, b);
     case CK_GEMV: return gen_gemv_f16(sm, a, b);
-    case CK_ROWS: return gen_attention_rows(sm, a, b);
+    case CK_ROWS: return gen_attention_rows(sm, a, b, c);
     case CK_LOGITS: return gen_logits_part(sm, a);
     case CK_LOGITS_PICK: return gen_logits_pick(sm, a);
     case CK_TOPK: return gen_logits_topk_part(sm, a, b);
     case CK_TOPK_PICK: return gen_logits_topk_pick(sm, a, b);
     case CK_SCATTER: return gen_rows_scatter(sm, a);
-    case CK_ATTN_TC: return gen_attention_tc(sm, a, b);
+    case CK_ATTN_TC: return gen_attention_tc(sm, a, b, c);
     }
     return NULL;
 }

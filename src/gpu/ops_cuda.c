@@ -33,6 +33,12 @@ static void to_half(struct wc_stream *s, uint64_t dst, const float *src, size_t 
     cuda_launch(s, k, ceil_div(n, KERNEL_EW_THREADS), 1, KERNEL_EW_THREADS, args);
 }
 
+void cuda_to_f16(struct wc_stream *s, void *dst, const float *src, size_t n) {
+    if (cuda_op_begin(s) || !n || !fits_u32(s, "to_f16", n))
+        return;
+    to_half(s, dptr(dst), src, n);
+}
+
 /* C[t][n] (ldc floats per row) = w[n][:] . x16[t][:] (+ C when beta = 1), t < n_rows.
  * cuBLAS is column-major: row-major w[n_out][k] is the k x n_out matrix A with lda = k, x16
  * [n_rows][k] is k x n_rows with ldb = k, and out [n_rows][ldc] is n_out x n_rows with ldc; so
@@ -288,8 +294,9 @@ static int head_dim(struct wc_stream *s, const char *op, int c, int n_head) {
     return 0;
 }
 
-void cuda_attention(struct wc_stream *s, float *out, const float *q, const float *k, const float *v,
-                    int ld_kv, int t_len, int s_len, int c, int n_head, int causal_pos0) {
+void cuda_attention(struct wc_stream *s, float *out, const float *q, const void *k, const void *v,
+                    enum wc_dtype kv_dtype, int ld_kv, int t_len, int s_len, int c, int n_head,
+                    int causal_pos0) {
     if (cuda_op_begin(s) || t_len <= 0)
         return;
     int d = head_dim(s, "attention", c, n_head);
@@ -300,15 +307,21 @@ void cuda_attention(struct wc_stream *s, float *out, const float *q, const float
     if (!causal && t_len <= KERNEL_ROWS_MAX_QUERIES && d % 32 == 0 && d <= 128) {
         /* a decoder step's cross-attention: the kernel of attention_rows, whose rows then have
          * the bits a batched step gives them (backend.h); one CTA per query is faster too */
-        cuda_attention_rows(s, out, q, k, v, ld_kv, 0, NULL, t_len, s_len, c, n_head);
+        cuda_attention_rows(s, out, q, k, v, kv_dtype, ld_kv, 0, NULL, t_len, s_len, c, n_head);
         return;
     }
+    int half = kv_dtype == WC_F16;
     /* the encoder's self-attention and a prompt's cross-attention on tensor cores (fp16
      * operands, fp32 accumulate: relative error ~1e-3, as openai-whisper in fp16); the same
      * parameters and launch shape as attn_h */
     const struct cuda_model *m = cuda_stream(s)->m;
     bool tc = !causal && m->sm >= 80 && d % 16 == 0 && d <= 128 && !m->attn_simt;
-    const struct cuda_kernel *kn = tc ? cuda_kernel_get(s, CK_ATTN_TC, n_head, d, 0)
+    if (half && !tc) { /* f16 K/V only where the backend chose them (cross_kv) */
+        wc_stream_fail(s, WHISPERC_ERR_UNSUPPORTED,
+                       "cuda attention: f16 keys need the tensor-core kernel (unmasked, sm_80+)");
+        return;
+    }
+    const struct cuda_kernel *kn = tc ? cuda_kernel_get(s, CK_ATTN_TC, n_head, d, half)
                                       : cuda_kernel_get(s, CK_ATTENTION, n_head, d, causal);
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v);
     unsigned uld = (unsigned)ld_kv, ut = (unsigned)t_len, us = (unsigned)s_len;
@@ -366,20 +379,21 @@ void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, cons
     attention_split(s, kn, args, 11, n_seq, n_kv, ld_slots, n_head, d);
 }
 
-void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const float *k,
-                         const float *v, int ld_kv, size_t lane_stride, const int32_t *lane_of_row,
-                         int n_rows, int s_len, int c, int n_head) {
+void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const void *k,
+                         const void *v, enum wc_dtype kv_dtype, int ld_kv, size_t lane_stride,
+                         const int32_t *lane_of_row, int n_rows, int s_len, int c, int n_head) {
     if (cuda_op_begin(s) || n_rows <= 0)
         return;
-    int d = head_dim(s, "attention_rows", c, n_head);
+    int d = head_dim(s, "attention_rows", c, n_head), half = kv_dtype == WC_F16;
+    size_t esz = half ? 2 : 4;
     if (!d || !fits_u32(s, "attention_rows", (size_t)n_rows * (size_t)c) ||
-        !fits_u32(s, "attention_rows", (size_t)s_len * (size_t)ld_kv * sizeof(float)))
+        !fits_u32(s, "attention_rows", (size_t)s_len * (size_t)ld_kv * esz))
         return;
     if (s_len < 1) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda attention_rows: %d keys", s_len);
         return;
     }
-    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ROWS, n_head, d, 0);
+    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ROWS, n_head, d, half);
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v);
     CUdeviceptr pl = dptr(lane_of_row);
     unsigned uld = (unsigned)ld_kv, urows = (unsigned)n_rows, us = (unsigned)s_len;

@@ -18,7 +18,9 @@
  * a split with no keys weighs exactly 0, and one split through the join gives the bits of the
  * direct division. d_head a multiple of 32, at most 128; n_kv >= 1 (a warp with no key ends
  * with l = 0, m = -1e30 and weighs nothing). The two modes differ only in where key j's row is
- * (struct key_rows).
+ * (struct key_rows). Rows mode's kv_half (attn_rows_..._kvh) reads K and V stored as fp16 (the
+ * batch decoder's cross-attention K/V: half the bytes a step reads), each lane still taking
+ * columns lane + 32 i, widened exactly: the f32 kernel's bits on the widened values.
  *
  * The splits' join needs no launch of its own: each split CTA, its record written, adds 1 to
  * its (row, head)'s counter with an acq_rel atomic (the record is visible on the device before
@@ -42,9 +44,16 @@
  * address of the row's slot-table row), rows mode takes row j itself, row_bytes apart (a
  * register: 4 ld_kv). kbase, vbase: column `col` of row 0 (of the row's own lane in rows mode). */
 struct key_rows {
-    int gather;
+    int gather, esz; /* esz: bytes per key/value element, 4 (f32) or 2 (rows mode's kv_half) */
     struct ptx_reg slot_row, row_bytes, kbase, vbase;
 };
+
+/* dst = the half at [addr + off] when ok, else 0 (a key past the end weighs nothing) */
+static void load_half(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg ok,
+                      struct ptx_reg addr, int off) {
+    ptx_ins(k, "mov.b16 %s, 0", dst.s);
+    ptx_ins(k, "@%s ld.global.b16 %s, [%s+%d]", ok.s, dst.s, addr.s, off);
+}
 
 /* The scores, weights and value sums of keys j + GATHER_WARPS u, u < GATHER_U, folded into m,
  * l, acc. `j` = this warp's first key of the step; keys >= n_kv are skipped (weight 0). */
@@ -53,6 +62,7 @@ static void gather_step(struct ptx_kernel *k, struct ptx_reg j, struct ptx_reg n
                         struct ptx_reg m, struct ptx_reg l, int c, int nd) {
     struct ptx_reg ok[GATHER_U], ka[GATHER_U], va[GATHER_U], s[GATHER_U], r[GATHER_U];
     struct ptx_reg kv[GATHER_U][GATHER_MAXD / 32], vv[GATHER_U][GATHER_MAXD / 32];
+    struct ptx_reg kh[GATHER_U][GATHER_MAXD / 32], vh[GATHER_U][GATHER_MAXD / 32];
     struct ptx_reg ju = ptx_reg(k, PTX_B32), off = ptx_reg(k, PTX_B64), sa = ptx_reg(k, PTX_B64);
     /* every load of the step before any use (one memory wait per step, two with the slot
      * table): the keys' rows (gather: their slots first), then their keys and values */
@@ -79,12 +89,23 @@ static void gather_step(struct ptx_kernel *k, struct ptx_reg j, struct ptx_reg n
         ptx_ins(k, "add.s64 %s, %s, %s", va[u].s, kr->vbase.s, off.s);
         for (int i = 0; i < nd; i++) {
             kv[u][i] = ptx_reg(k, PTX_F32), vv[u][i] = ptx_reg(k, PTX_F32);
+            if (kr->esz == 2) {
+                kh[u][i] = ptx_reg(k, PTX_B16), vh[u][i] = ptx_reg(k, PTX_B16);
+                load_half(k, kh[u][i], ok[u], ka[u], 64 * i);
+                load_half(k, vh[u][i], ok[u], va[u], 64 * i);
+                continue;
+            }
             ptx_ins(k, "mov.f32 %s, 0f00000000", kv[u][i].s);
             ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, kv[u][i].s, ka[u].s, 128 * i);
             ptx_ins(k, "mov.f32 %s, 0f00000000", vv[u][i].s);
             ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, vv[u][i].s, va[u].s, 128 * i);
         }
     }
+    for (int u = 0; u < GATHER_U && kr->esz == 2; u++) /* widened once every load is issued */
+        for (int i = 0; i < nd; i++) {
+            ptx_ins(k, "cvt.f32.f16 %s, %s", kv[u][i].s, kh[u][i].s);
+            ptx_ins(k, "cvt.f32.f16 %s, %s", vv[u][i].s, vh[u][i].s);
+        }
     for (int u = 0; u < GATHER_U; u++) {
         s[u] = ptx_reg(k, PTX_F32);
         ptx_ins(k, "mov.f32 %s, 0f00000000", s[u].s);
@@ -116,7 +137,7 @@ static void gather_step(struct ptx_kernel *k, struct ptx_reg j, struct ptx_reg n
 /* This row's key count and key_rows, gather mode: n_kv(g) from p_n_kv_seq when non-null. */
 static struct key_rows gather_setup(struct ptx_kernel *k, struct ptx_reg g, struct ptx_reg col,
                                     struct ptx_reg n_kv) {
-    struct key_rows kr = {.gather = 1};
+    struct key_rows kr = {.gather = 1, .esz = 4};
     struct ptx_reg ld_slots = ptx_reg(k, PTX_B32), si = ptx_reg(k, PTX_B32);
     struct ptx_reg seq = ptx_reg(k, PTX_B64), has = ptx_reg(k, PTX_PRED);
     struct ptx_reg n_max = ptx_reg(k, PTX_B32);
@@ -141,13 +162,13 @@ static struct key_rows gather_setup(struct ptx_kernel *k, struct ptx_reg g, stru
 
 /* Rows mode: s_len keys, row j at (k or v) + 4 (lane_of_row[g] * lane_stride + j * ld_kv + col). */
 static struct key_rows rows_setup(struct ptx_kernel *k, struct ptx_reg g, struct ptx_reg col,
-                                  struct ptx_reg n_kv) {
-    struct key_rows kr = {.gather = 0, .row_bytes = ptx_reg(k, PTX_B32)};
+                                  struct ptx_reg n_kv, int esz) {
+    struct key_rows kr = {.gather = 0, .esz = esz, .row_bytes = ptx_reg(k, PTX_B32)};
     struct ptx_reg lane = ptx_reg(k, PTX_B32), stride = ptx_reg(k, PTX_B64);
     struct ptx_reg off = ptx_reg(k, PTX_B64), kb = ptx_reg(k, PTX_B64), vb = ptx_reg(k, PTX_B64);
     ptx_ins(k, "ld.param.u32 %s, [p_s_len]", n_kv.s);
     ptx_ins(k, "ld.param.u32 %s, [p_ld_kv]", kr.row_bytes.s);
-    ptx_ins(k, "shl.b32 %s, %s, 2", kr.row_bytes.s, kr.row_bytes.s);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %d", kr.row_bytes.s, kr.row_bytes.s, esz);
     struct ptx_reg lp = ptx_reg(k, PTX_B64), has = ptx_reg(k, PTX_PRED);
     ptx_ins(k, "ld.param.u64 %s, [p_lane_of_row]", lp.s); /* null: every row is lane 0's */
     ptx_ins(k, "setp.ne.u64 %s, %s, 0", has.s, lp.s);
@@ -158,21 +179,22 @@ static struct key_rows rows_setup(struct ptx_kernel *k, struct ptx_reg g, struct
     ptx_ins(k, "ld.param.u64 %s, [p_lane_stride]", stride.s);
     ptx_ins(k, "cvt.u64.u32 %s, %s", off.s, lane.s);
     ptx_ins(k, "mul.lo.u64 %s, %s, %s", off.s, off.s, stride.s);
-    ptx_ins(k, "shl.b64 %s, %s, 2", off.s, off.s);
+    ptx_ins(k, "mul.lo.u64 %s, %s, %d", off.s, off.s, esz);
     ptx_ins(k, "add.s64 %s, %s, %s", kb.s, ptx_ld_ptr(k, "p_k").s, off.s);
     ptx_ins(k, "add.s64 %s, %s, %s", vb.s, ptx_ld_ptr(k, "p_v").s, off.s);
-    kr.kbase = ptx_addr(k, kb, col, 4);
-    kr.vbase = ptx_addr(k, vb, col, 4);
+    kr.kbase = ptx_addr(k, kb, col, esz);
+    kr.vbase = ptx_addr(k, vb, col, esz);
     return kr;
 }
 
 /* One kernel of either mode (the file's top comment). */
-static char *gen_one_row(int sm, int n_head, int d, int gather) {
+static char *gen_one_row(int sm, int n_head, int d, int gather, int kv_half) {
     if (n_head <= 0 || d <= 0 || d % 32 || d > GATHER_MAXD)
         return NULL;
     int c = n_head * d, nd = d / 32;
     char name[64];
-    snprintf(name, sizeof name, "attn_%s_h%d_d%d", gather ? "gather" : "rows", n_head, d);
+    snprintf(name, sizeof name, "attn_%s_h%d_d%d%s", gather ? "gather" : "rows", n_head, d,
+             kv_half ? "_kvh" : "");
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
     ptx_param(&k, "u64", "p_out");
@@ -215,7 +237,8 @@ static char *gen_one_row(int sm, int n_head, int d, int gather) {
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", col.s, head.s, d, lane.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", qi.s, g.s, c, col.s);
     struct ptx_reg qa = ptx_addr(&k, ptx_ld_ptr(&k, "p_q"), qi, 4);
-    struct key_rows kr = gather ? gather_setup(&k, g, col, n_kv) : rows_setup(&k, g, col, n_kv);
+    struct key_rows kr =
+        gather ? gather_setup(&k, g, col, n_kv) : rows_setup(&k, g, col, n_kv, kv_half ? 2 : 4);
     struct ptx_reg q[GATHER_MAXD / 32], acc[GATHER_MAXD / 32];
     struct ptx_reg scale = ptx_f32((float)(1.4426950408889634 / sqrt((double)d)));
     for (int i = 0; i < nd; i++) {
@@ -328,6 +351,8 @@ static char *gen_one_row(int sm, int n_head, int d, int gather) {
     return ptx_end(&k);
 }
 
-char *gen_attention_gather(int sm, int n_head, int d) { return gen_one_row(sm, n_head, d, 1); }
+char *gen_attention_gather(int sm, int n_head, int d) { return gen_one_row(sm, n_head, d, 1, 0); }
 
-char *gen_attention_rows(int sm, int n_head, int d) { return gen_one_row(sm, n_head, d, 0); }
+char *gen_attention_rows(int sm, int n_head, int d, int kv_half) {
+    return gen_one_row(sm, n_head, d, 0, kv_half);
+}

@@ -14,6 +14,9 @@
  * - Row max and sum: a row lives in the 4 lanes of a group (2 shuffles).
  * Keys past s_len are zeros in shared memory and -inf in S; query rows past t_len are computed
  * on a clamped row and not stored. d_head a multiple of 16, at most 128.
+ * kv_half (attn_tc_..._kvh): K and V stored as fp16 (the batch decoder's cross-attention K/V)
+ * are staged as loaded; since the f32 kernel rounds them to fp16 the same way, both give the
+ * same bits on K/V that fp16 holds exactly.
  */
 #include <math.h>
 #include <stdio.h>
@@ -39,32 +42,46 @@ static void pack(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg lo, st
  * first key; row = ld_kv * 4 bytes. */
 static void stage(struct ptx_kernel *k, struct ptx_reg kp, struct ptx_reg vp, struct ptx_reg ksh,
                   struct ptx_reg vsh, struct ptx_reg krem, struct ptx_reg vrem, struct ptx_reg row,
-                  int d) {
+                  int d, int kv_half) {
     int kstep = 128 / (d / 2), vstep = 2 * (128 / d); /* keys from pair r to r + 1 */
     struct ptx_reg a = ptx_reg(k, PTX_B64), x0 = ptx_reg(k, PTX_F32), x1 = ptx_reg(k, PTX_F32);
     struct ptx_reg h = ptx_reg(k, PTX_B32), p = ptx_reg(k, PTX_PRED), off = ptx_reg(k, PTX_B64);
+    struct ptx_reg h2[2] = {ptx_reg(k, PTX_B16), ptx_reg(k, PTX_B16)};
     for (int r = 0; r < TC_BK * d / 256; r++) {
         ptx_ins(k, "setp.gt.s32 %s, %s, %d", p.s, krem.s, r * kstep);
         ptx_ins(k, "mul.lo.u64 %s, %s, %d", off.s, row.s, r * kstep);
         ptx_ins(k, "add.s64 %s, %s, %s", a.s, kp.s, off.s);
-        ptx_ins(k, "mov.f32 %s, 0f00000000", x0.s);
-        ptx_ins(k, "mov.f32 %s, 0f00000000", x1.s);
-        ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", p.s, x0.s, a.s);
-        ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+4]", p.s, x1.s, a.s);
-        pack(k, h, x0, x1);
+        if (kv_half) { /* the pair as stored: two neighbouring halves */
+            ptx_ins(k, "mov.b32 %s, 0", h.s);
+            ptx_ins(k, "@%s ld.global.nc.b32 %s, [%s]", p.s, h.s, a.s);
+        } else {
+            ptx_ins(k, "mov.f32 %s, 0f00000000", x0.s);
+            ptx_ins(k, "mov.f32 %s, 0f00000000", x1.s);
+            ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", p.s, x0.s, a.s);
+            ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+4]", p.s, x1.s, a.s);
+            pack(k, h, x0, x1);
+        }
         ptx_ins(k, "st.shared.b32 [%s+%d], %s", ksh.s, 2 * r * kstep * (d + TC_PAD), h.s);
     }
     for (int r = 0; r < TC_BK * d / 256; r++) {
         ptx_ins(k, "mul.lo.u64 %s, %s, %d", off.s, row.s, r * vstep);
         ptx_ins(k, "add.s64 %s, %s, %s", a.s, vp.s, off.s);
-        ptx_ins(k, "mov.f32 %s, 0f00000000", x0.s);
-        ptx_ins(k, "mov.f32 %s, 0f00000000", x1.s);
-        ptx_ins(k, "setp.gt.s32 %s, %s, %d", p.s, vrem.s, r * vstep);
-        ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", p.s, x0.s, a.s);
-        ptx_ins(k, "add.s64 %s, %s, %s", a.s, a.s, row.s);
-        ptx_ins(k, "setp.gt.s32 %s, %s, %d", p.s, vrem.s, r * vstep + 1);
-        ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", p.s, x1.s, a.s);
-        pack(k, h, x0, x1);
+        for (int e = 0; e < 2; e++) { /* keys 2 (e / d) + e, one row apart */
+            if (e)
+                ptx_ins(k, "add.s64 %s, %s, %s", a.s, a.s, row.s);
+            ptx_ins(k, "setp.gt.s32 %s, %s, %d", p.s, vrem.s, r * vstep + e);
+            if (kv_half) {
+                ptx_ins(k, "mov.b16 %s, 0", h2[e].s);
+                ptx_ins(k, "@%s ld.global.nc.b16 %s, [%s]", p.s, h2[e].s, a.s);
+            } else {
+                ptx_ins(k, "mov.f32 %s, 0f00000000", (e ? x1 : x0).s);
+                ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", p.s, (e ? x1 : x0).s, a.s);
+            }
+        }
+        if (kv_half)
+            ptx_ins(k, "mov.b32 %s, {%s, %s}", h.s, h2[0].s, h2[1].s);
+        else
+            pack(k, h, x0, x1);
         ptx_ins(k, "st.shared.b32 [%s+%d], %s", vsh.s, 2 * r * vstep, h.s);
     }
 }
@@ -83,13 +100,14 @@ static struct ptx_reg row_addr(struct ptx_kernel *k, struct ptx_reg base, struct
     return ptx_addr(k, base, index, 4);
 }
 
-char *gen_attention_tc(int sm, int n_head, int d) {
+char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
     if (sm < 80 || n_head <= 0 || d <= 0 || d % 16 || d > TC_MAXD || 256 % d)
         return NULL;
     int c = n_head * d, nks = d / 16, nnd = d / 8, nnt = TC_BK / 8;
     int pk = d + TC_PAD, pv = TC_BK + TC_PAD; /* shared pitches in halves */
     char name[64];
-    snprintf(name, sizeof name, "attn_tc_h%d_d%d", n_head, d);
+    snprintf(name, sizeof name, "attn_tc_h%d_d%d%s", n_head, d, kv_half ? "_kvh" : "");
+    int esz = kv_half ? 2 : 4; /* bytes per key or value element */
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
     ptx_param(&k, "u64", "p_out");
@@ -175,13 +193,13 @@ char *gen_attention_tc(int sm, int n_head, int d) {
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", hd.s, head.s, d);
     ptx_ins(&k, "add.u32 %s, %s, %s", gi.s, hd.s, kcol.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", gi.s, kkey.s, ld.s, gi.s);
-    struct ptx_reg kp = row_addr(&k, ptx_ld_ptr(&k, "p_k"), gi);
+    struct ptx_reg kp = ptx_addr(&k, ptx_ld_ptr(&k, "p_k"), gi, esz);
     ptx_ins(&k, "add.u32 %s, %s, %s", gi.s, hd.s, vcol.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", gi.s, vkey.s, ld.s, gi.s);
-    struct ptx_reg vp = row_addr(&k, ptx_ld_ptr(&k, "p_v"), gi);
+    struct ptx_reg vp = ptx_addr(&k, ptx_ld_ptr(&k, "p_v"), gi, esz);
     struct ptx_reg row = ptx_reg(&k, PTX_B64), tstep = ptx_reg(&k, PTX_B64);
-    ptx_ins(&k, "mul.wide.u32 %s, %s, 4", row.s, ld.s);
-    ptx_ins(&k, "mul.wide.u32 %s, %s, %d", tstep.s, ld.s, 4 * TC_BK);
+    ptx_ins(&k, "mul.wide.u32 %s, %s, %d", row.s, ld.s, esz);
+    ptx_ins(&k, "mul.wide.u32 %s, %s, %d", tstep.s, ld.s, esz * TC_BK);
 
     /* running max m, sum l (this lane's columns only; summed over the group at the end) and
      * output o[nd] (C layout, dims nd*8 + 2tg..) for rows r0 (index 0) and r1 (index 1) */
@@ -206,7 +224,7 @@ char *gen_attention_tc(int sm, int n_head, int d) {
     ptx_place(&k, loop);
     ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, j0.s, s_len.s);
     ptx_ins(&k, "@%s bra %s", p.s, end.s);
-    stage(&k, kp, vp, ksh, vsh, krem, vrem, row, d);
+    stage(&k, kp, vp, ksh, vsh, krem, vrem, row, d, kv_half);
     ptx_ins(&k, "bar.sync 0");
 
     /* S = Q·Kᵀ for 8 column tiles of 8 keys; keys >= s_len to -inf */

@@ -62,8 +62,9 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_attention(sm, ha, ca / ha, 0)) |
                add(list, &n, gen_attention(sm, ht, ct / ht, 1)) |
                add(list, &n, gen_attention(sm, ht, ct / ht, 0)) |
-               add(list, &n, gen_attention_tc(sm, ha, ca / ha)) |
-               add(list, &n, gen_attention_tc(sm, ht, ct / ht)) |
+               add(list, &n, gen_attention_tc(sm, ha, ca / ha, 0)) |
+               add(list, &n, gen_attention_tc(sm, ht, ct / ht, 0)) |
+               add(list, &n, gen_attention_tc(sm, ht, ct / ht, 1)) |
                add(list, &n, gen_attention_gather(sm, ht, ct / ht)) |
                add(list, &n, gen_attention_scores(sm, ht, ct / ht)) |
                add(list, &n, gen_logits_part(sm, hp->n_vocab)) |
@@ -74,7 +75,7 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
     /* decoder steps (<= 64 rows): projections (none for k and the logits, bias for q/v, bias +
      * residual for out/fc2, bias + GELU for fc1), each also with its layer norm fused (all but
      * out/fc2), the three self-attention projections as one (norm_qkv), and cross-attention
-     * per lane */
+     * per lane (its K/V in f32 or, the batch decoder's, f16: also a prompt's on tensor cores) */
     const int GB = KERNEL_GEMV_BIAS, GG = KERNEL_GEMV_GELU, GA = KERNEL_GEMV_ACCUMULATE;
     const int GN = KERNEL_GEMV_NORM, GQ = KERNEL_GEMV_QKV;
     if (!bad)
@@ -86,7 +87,8 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_gemv_f16(sm, ct, GN | GB | GG)) |
                add(list, &n, gen_gemv_f16(sm, ct, GN | GQ)) |
                add(list, &n, gen_gemv_f16(sm, 4 * ct, GB | GA)) |
-               add(list, &n, gen_attention_rows(sm, ht, ct / ht));
+               add(list, &n, gen_attention_rows(sm, ht, ct / ht, 0)) |
+               add(list, &n, gen_attention_rows(sm, ht, ct / ht, 1));
     if (bad) {
         kernels_free(list, n);
         *out = NULL;

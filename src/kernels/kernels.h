@@ -63,8 +63,10 @@ char *gen_attention(int sm, int n_head, int d_head, int causal);
 /* The non-causal attention on tensor cores (mma.sync, fp16 operands rounded in the kernel, fp32
  * accumulate and softmax; sm >= 80): attn_tc_h<H>_d<D>, same parameters (causal_pos0 unused)
  * and launch shape as attn_h<H>_d<D>. For the encoder and cross-attention; fp16 accuracy
- * (relative ~1e-3), as openai-whisper's fp16 inference. d_head 16, 32, 64 or 128. */
-char *gen_attention_tc(int sm, int n_head, int d_head);
+ * (relative ~1e-3), as openai-whisper's fp16 inference. d_head 16, 32, 64 or 128.
+ * kv_half: attn_tc_h<H>_d<D>_kvh reads k and v as fp16 (ld_kv in elements; k, v 4-byte
+ * aligned), with the bits the f32 kernel gives on their widened values. */
+char *gen_attention_tc(int sm, int n_head, int d_head, int kv_half);
 
 /* backend.h's `attention_gather`: one query per sequence, keys/values through the slot table:
  * attn_gather_h<H>_d<D>(out, q, k, v, slots, ld_slots, n_kv_seq, n_seq, n_kv, part, count),
@@ -85,9 +87,10 @@ char *gen_attention_gather(int sm, int n_head, int d_head);
  * than 4 GiB apart; lane_of_row 0: every row reads lane 0), s_len >= 1; grid (n_rows, H, ceil(s_len
  * / KERNEL_ATTN_SPLIT)) x KERNEL_GATHER_THREADS, split as gather. Also `attention` for a few
  * unmasked queries (KERNEL_ROWS_MAX_QUERIES), so that a decoder step gives the same bits alone and
- * batched. */
+ * batched. kv_half: attn_rows_h<H>_d<D>_kvh, k and v fp16 (ld_kv and lane_stride in elements), with
+ * the bits the f32 kernel gives on their widened values. */
 #define KERNEL_ROWS_MAX_QUERIES 8
-char *gen_attention_rows(int sm, int n_head, int d_head);
+char *gen_attention_rows(int sm, int n_head, int d_head, int kv_half);
 
 /* The splits' join (attention_combine.h), in the last split CTA:
  * out[g][h D + i] = sum_z 2^(max_z - M) acc_z[i] / sum_z 2^(max_z - M) sum_z, M = max_z max_z,

@@ -331,14 +331,14 @@ PY
 # whisperc_full_batch over the 186 clips (model loaded, audio in memory) at 16 and 64 lanes:
 # encoder, decoder, batch steps (ms a step, windows a step) and the step graphs' state, to see
 # where a batched run's time goes
-# One batched bench: model, beams, batch size.
+# One batched bench: model, beams, batch size[, a label for the summary].
 batchbench_one() {
     local rc=0
     timeout 150 "$B/whisper-c" bench --device cuda -m "$S/models/ggml-$1.bin" -l en \
         -bs "$2" -bo "$2" --batch-size "$3" --runs 1 -t "$(nproc)" .device/wav16/*.wav \
         >"$OUT/bench.tmp" 2>&1 || rc=1
     cat "$OUT/bench.tmp"
-    say "batchbench $1 -bs $2 --batch-size $3: $(sed -n '/whisperc_full_batch/,$p' \
+    say "batchbench $1 -bs $2 --batch-size $3${4:-}: $(sed -n '/whisperc_full_batch/,$p' \
         "$OUT/bench.tmp" | grep -E '^  (encoder|decoder|total|batch|graphs)|speed-up' |
         tr -s ' ' | tr '\n' ';')"
     rm -f "$OUT/bench.tmp"
@@ -355,6 +355,8 @@ stage_batchbench() {
     done
     # beam search (5 beams, the CLI's default) batched: 16 windows = 80 rows a step
     batchbench_one base 5 16 || rc=1
+    # the cross-attention K/V in fp32 (as before 2026-11-26) against the default fp16
+    WHISPERC_CROSS_KV=f32 batchbench_one base 1 64 " (cross K/V f32)" || rc=1
     return "$rc"
 }
 
