@@ -102,7 +102,41 @@ static void check_rows(struct wc_stream *s, const struct logit_filters *lf, int 
     free(x), free(ref), free(orig);
 }
 
+/* decode_sample's draws against the exact distribution softmax(x / T) (chi-square over a few
+ * tokens, -inf ones never drawn) and its logprob against log_softmax(x) in double. */
+static void test_sample(float temperature) {
+    enum { N = 7, DRAWS = 200000 };
+    const float x[N] = {1.5f, -INFINITY, 0.25f, 2.0f, -1.0f, -INFINITY, 1.9f};
+    double p[N], z = 0, zt = 0, mx = 2.0;
+    for (int i = 0; i < N; i++) {
+        z += exp(x[i] - mx);
+        zt += (p[i] = exp((x[i] - mx) / temperature));
+    }
+    long count[N] = {0};
+    float w[N];
+    struct wc_rng rng = {42};
+    int lp_bad = 0;
+    for (int d = 0; d < DRAWS; d++) {
+        float lp;
+        int t = decode_sample(x, N, temperature, &rng, w, &lp);
+        count[t]++;
+        lp_bad += fabs(lp - (x[t] - mx - log(z))) > 1e-6;
+    }
+    double chi2 = 0;
+    for (int i = 0; i < N; i++)
+        if (p[i] > 0)
+            chi2 += pow(count[i] - DRAWS * p[i] / zt, 2) / (DRAWS * p[i] / zt);
+    /* 4 degrees of freedom: P(chi2 > 25) < 1e-4 */
+    bool ok = chi2 < 25 && !count[1] && !count[5] && !lp_bad;
+    printf("%s decode_sample T=%.2f: chi2 %.2f over %d draws, %d logprobs off\n",
+           ok ? "ok  " : "FAIL", temperature, chi2, DRAWS, lp_bad);
+    CHECK(ok);
+}
+
 int main(void) {
+    test_sample(1.0f);
+    test_sample(0.4f);
+    test_sample(1.7f);
     struct wc_backend *be;
     struct wc_stream *s;
     char err[256];

@@ -76,6 +76,12 @@ int beam_search(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v
 int decode_initial_tokens(const struct decode_opts *o, int n_text_ctx, int sample_len,
                           const struct wc_vocab *v, int32_t *out, int *sot_index);
 int decode_argmax(const float *x, int n); /* the first maximum, as torch.argmax */
+/* Categorical(logits = x / T).sample() (T > 0; -inf entries never drawn, one finite entry at
+ * least), with log_softmax(x)[token] (untempered, as sum_logprobs wants) in *logprob; w: n
+ * floats of scratch. */
+struct wc_rng;
+int decode_sample(const float *x, int n, float temperature, struct wc_rng *rng, float *w,
+                  float *logprob);
 struct hyp;
 struct wc_greedy_pick;
 /* Greedy's next token for n rows of logits in backend memory ([n][n_vocab], left undefined):
