@@ -28,6 +28,10 @@
 #             24 times), files in, text out: x real time at --batch-size 16 and 64, tiny.en
 #             and base (THROUGHPUT_REPEAT, THROUGHPUT_CLIPS, THROUGHPUT_WORKERS="-j 1" for a dry
 #             run on the CPU)
+#   quick     a 15-minute session's measurements with tiny.en alone (stage.sh pack tiny.en):
+#             jfk and the dev set on cuda, batch identity, batchbench at 64 lanes (cross K/V
+#             f16 and f32), base.en-shaped random weights (step, encoder, batched x real
+#             time), throughput tiny.en at 64 lanes
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -207,8 +211,7 @@ synthetic_lines() {
 stage_random() {
     local rc=0 size bs enc
     for size in large-v3 large-v3-turbo; do
-        python3 tools/make-random-model "$size" "/tmp/ggml-$size-random.bin" --seed 1 \
-            --vocab-from "$S/models/ggml-base.bin" || { rc=1; continue; }
+        random_model "$size" || { rc=1; continue; }
         for bs in 1 5; do
             # -bs 1 also times the encoder on 8 windows in passes of 1, 2, 4, 8 (the GPU's
             # default); -bs 5 only one by one
@@ -405,10 +408,9 @@ stage_profile() {
     return "$rc"
 }
 
-stage_throughput() {
-    local rc=0 m bs reps=${THROUGHPUT_REPEAT:-24} clips=${THROUGHPUT_CLIPS:-186}
-    local workers=${THROUGHPUT_WORKERS:---gpus 0} out=.device/throughput
-    python3 - "$S/audio/ljspeech-dev/wavs" "$reps" "$clips" >.device/throughput.csv <<'PY' || return 1
+# .device/throughput.csv: the first CLIPS ljspeech-dev FLACs listed REPEAT times, distinct ids
+throughput_manifest() { # REPEAT CLIPS
+    python3 - "$S/audio/ljspeech-dev/wavs" "$1" "$2" >.device/throughput.csv <<'PY'
 import os, sys
 d, reps, clips = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 files = sorted(f for f in os.listdir(d) if f.endswith(".flac"))[:clips]
@@ -417,6 +419,12 @@ for r in range(reps):
     for f in files:
         print(f"r{r}/{f[:-5]},{os.path.abspath(os.path.join(d, f))}")
 PY
+}
+
+stage_throughput() {
+    local rc=0 m bs
+    local workers=${THROUGHPUT_WORKERS:---gpus 0} out=.device/throughput
+    throughput_manifest "${THROUGHPUT_REPEAT:-24}" "${THROUGHPUT_CLIPS:-186}" || return 1
     for m in tiny.en base; do
         for bs in 16 64; do
             throughput_run "$m" "$bs" "" || rc=1
@@ -428,7 +436,60 @@ PY
     return "$rc"
 }
 
-[ $# -gt 0 ] || { sed -n '2,28p' "$0"; exit 2; }
+# A random-weight model of SIZE at /tmp/ggml-SIZE-random.bin (vocabulary: a ggml file of the
+# right kind, or the vocabulary-only header stage.sh packs when base itself is not carried).
+random_model() {
+    local vocab=()
+    case $1 in
+    *.en) ;;
+    *) for f in "$S/models/ggml-base.bin" "$S/models/vocab-base.bin"; do
+           [ -f "$f" ] && { vocab=(--vocab-from "$f"); break; }
+       done ;;
+    esac
+    python3 tools/make-random-model "$1" "/tmp/ggml-$1-random.bin" --seed 1 "${vocab[@]}"
+}
+
+stage_quick() {
+    local rc=0 out=.device/throughput workers="--gpus 0"
+    compare_jfk tiny.en || rc=1
+    if WHISPERC_TEST_DEVICE=cuda timeout 130 meson test -C "$B" --no-rebuild devset_tiny.en; then
+        say "golden on cuda: devset_tiny.en ok"
+    else
+        say "golden on cuda: devset_tiny.en FAIL"
+        rc=1
+    fi
+    grep -E "tokens identical|WER|seconds" "$B/meson-logs/testlog.txt" | head -5 |
+        sed 's/^/    /' | tee -a "$SUMMARY"
+    if WHISPERC_TEST_DEVICE=cuda timeout 150 "$B/tests/test_batch" quick >"$OUT/batch-cuda.txt" 2>&1; then
+        say "batch identity on cuda: ok"
+    else
+        say "batch identity on cuda: FAIL"
+        rc=1
+    fi
+    make_wav16 || return 1
+    batchbench_one tiny.en 1 64 || rc=1
+    WHISPERC_CROSS_KV=f32 batchbench_one tiny.en 1 64 " (cross K/V f32)" || rc=1
+    # base's shape with random weights: a step and the encoder from CUDA events, then issue 4's
+    # batched figure (128 windows, 64 lanes, 100 tokens each)
+    if random_model base.en; then
+        timeout 40 "$B/whisper-c" bench --synthetic --device cuda -m /tmp/ggml-base.en-random.bin \
+            --tokens 100 -bs 1 --runs 3 >"$OUT/bench.tmp" 2>&1 || rc=1
+        say "synthetic base.en (random): $(synthetic_lines "$OUT/bench.tmp")"
+        timeout 90 "$B/whisper-c" bench --synthetic --device cuda -m /tmp/ggml-base.en-random.bin \
+            --tokens 100 -bs 1 --runs 1 --batch-size 64 --throughput 128 >"$OUT/bench.tmp" 2>&1 || rc=1
+        say "synthetic base.en (random) batched: $(sed -n '/^batched throughput/,$p' "$OUT/bench.tmp" |
+            grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
+        rm -f /tmp/ggml-base.en-random.bin "$OUT/bench.tmp"
+    else
+        rc=1
+    fi
+    throughput_manifest 24 186 || return 1
+    throughput_run tiny.en 64 "" || rc=1
+    rm -rf "$out"
+    return "$rc"
+}
+
+[ $# -gt 0 ] || { sed -n '2,34p' "$0"; exit 2; }
 load_env
 status=0
 for stage in "$@"; do

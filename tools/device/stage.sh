@@ -24,13 +24,27 @@ pack() {
         [ -f "$SHARED/models/ggml-$m.bin" ] || { echo "stage.sh: no $SHARED/models/ggml-$m.bin" >&2; exit 1; }
         files="$files models/ggml-$m.bin"
     done
-    rm -rf "$XFER"
-    mkdir -p "$XFER"
+    rm -rf "$XFER" .device/vocab
+    mkdir -p "$XFER" .device/vocab/models
+    # Without base itself, its header and vocabulary alone (models/vocab-base.bin, 0.8 MiB: a
+    # ggml file with no tensors), so that make-random-model can build multilingual shapes.
+    case " $* " in
+    *" base "*) ;;
+    *) python3 - "$SHARED/models/ggml-base.bin" .device/vocab/models/vocab-base.bin <<'PY' ;;
+import sys
+sys.path.insert(0, "tools")
+from whisperc_ggml import GgmlFile
+n = GgmlFile(sys.argv[1]).tensors_offset
+with open(sys.argv[1], "rb") as f, open(sys.argv[2], "wb") as out:
+    out.write(f.read(n))
+PY
+    esac
+    vocab=$(cd .device/vocab && find models -type f)
     # One stream: .device/debs as debs/, the shared files under shared/; parts of PART_MIB MiB.
-    # $files is a list of relative paths without spaces: splitting it is intended.
+    # $vocab and $files are lists of relative paths without spaces: splitting them is intended.
     # shellcheck disable=SC2086
-    tar -cf - -C .device debs -C "$SHARED" \
-        --transform 's,^\(audio\|golden\|reference\|models\),shared/\1,' $files |
+    tar -cf - -C .device debs -C "$PWD/.device/vocab" $vocab \
+        -C "$SHARED" --transform 's,^\(audio\|golden\|reference\|models\),shared/\1,' $files |
         split -b "${PART_MIB:-58}M" -d -a 2 - "$XFER/part."
     cat "$XFER"/part.* | sha256sum | cut -d' ' -f1 >"$XFER/tar.sha256"
     n=$(find "$XFER" -name 'part.*' | wc -l)
