@@ -254,8 +254,9 @@ struct wc_backend {
     void *impl; /* owned by the backend */
     /* The dtype the batch decoder keeps cross-attention K/V in: a step reads every lane's
      * (n_audio_ctx rows a layer), the most bytes of a batched step. The CPU keeps F32 (the
-     * reference's bits); CUDA F16 where its kernels take it (WHISPERC_CROSS_KV=f32|f16 sets
-     * either backend's). */
+     * reference's bits); CUDA F16 where its kernels take it: tensor-core attention on (head
+     * widths the tensor-core kernel takes: every Whisper size's 64). WHISPERC_CROSS_KV=f32
+     * turns F16 off, =f16 turns it on (the CPU too). */
     enum wc_dtype cross_kv;
 };
 

@@ -71,8 +71,8 @@ static void att_task(void *ctx, int task, int thread) {
         s_len = j->causal_pos0 + t0 + bm;
     const float *k, *v;
     int ld;
-    float *wk = S + (size_t)ATT_BLOCK * j->s_len, *wv = wk + (size_t)j->s_len * j->d;
-    head_kv(j, 0, h, s_len, wk, wv, &k, &v, &ld);
+    float *wk = j->kv_half ? S + (size_t)ATT_BLOCK * j->s_len : NULL;
+    head_kv(j, 0, h, s_len, wk, wk ? wk + (size_t)j->s_len * j->d : NULL, &k, &v, &ld);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bm, s_len, j->d, j->scale, q, j->c, k, ld,
                 0.0f, S, s_len);
     for (int t = 0; t < bm; t++) {
@@ -136,7 +136,8 @@ static void step_task(void *ctx, int task, int thread) {
     size_t lane = j->lane_of_row ? (size_t)j->lane_of_row[t] * j->lane_stride : 0;
     const float *k, *v;
     int ld; /* f16 K/V (never gathered) widened after the scores' n floats */
-    head_kv(j, lane, h, n, p + n, p + n + (size_t)n * j->d, &k, &v, &ld);
+    float *wk = j->kv_half ? p + n : NULL;
+    head_kv(j, lane, h, n, wk, wk ? wk + (size_t)n * j->d : NULL, &k, &v, &ld);
     const int32_t *rows = j->slots ? j->slots + (size_t)t * j->ld_slots : NULL;
     dots(cpu_backend(j->s)->has_avx2_f16c, p, j->q + (size_t)t * j->c + (size_t)h * j->d, k, rows,
          ld, n, j->d, j->scale);

@@ -321,6 +321,11 @@ void cuda_attention(struct wc_stream *s, float *out, const float *q, const void 
                        "cuda attention: f16 keys need the tensor-core kernel (unmasked, sm_80+)");
         return;
     }
+    if (half && ((ld_kv & 1) || ((dptr(k) | dptr(v)) & 3))) { /* attn_tc_kvh loads half pairs */
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "cuda attention: f16 keys need 4-byte aligned pairs (ld_kv %d)", ld_kv);
+        return;
+    }
     const struct cuda_kernel *kn = tc ? cuda_kernel_get(s, CK_ATTN_TC, n_head, d, half)
                                       : cuda_kernel_get(s, CK_ATTENTION, n_head, d, causal);
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v);

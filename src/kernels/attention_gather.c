@@ -42,7 +42,8 @@
 
 /* Where this row's keys are: gather mode reads key j's row index from slot_row (global
  * address of the row's slot-table row), rows mode takes row j itself, row_bytes apart (a
- * register: 4 ld_kv). kbase, vbase: column `col` of row 0 (of the row's own lane in rows mode). */
+ * register: esz ld_kv). kbase, vbase: column `col` of row 0 (of the row's own lane in rows mode).
+ */
 struct key_rows {
     int gather, esz; /* esz: bytes per key/value element, 4 (f32) or 2 (rows mode's kv_half) */
     struct ptx_reg slot_row, row_bytes, kbase, vbase;
@@ -160,7 +161,8 @@ static struct key_rows gather_setup(struct ptx_kernel *k, struct ptx_reg g, stru
     return kr;
 }
 
-/* Rows mode: s_len keys, row j at (k or v) + 4 (lane_of_row[g] * lane_stride + j * ld_kv + col). */
+/* Rows mode: s_len keys, row j at (k or v) + esz (lane_of_row[g] * lane_stride + j * ld_kv + col).
+ */
 static struct key_rows rows_setup(struct ptx_kernel *k, struct ptx_reg g, struct ptx_reg col,
                                   struct ptx_reg n_kv, int esz) {
     struct key_rows kr = {.gather = 0, .esz = esz, .row_bytes = ptx_reg(k, PTX_B32)};

@@ -39,7 +39,7 @@ static void pack(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg lo, st
  * [dim][TC_BK + pad]), zeros for keys >= s_len. Pair e = tid + 128 r: K pair (key e / (d/2),
  * dims 2 (e % (d/2)) + {0,1}), V pair (keys 2 (e / d) + {0,1}, dim e % d). kp/vp: global address
  * of this thread's r = 0 element at j0; ksh/vsh: its shared address; krem/vrem: s_len - j0 - its
- * first key; row = ld_kv * 4 bytes. */
+ * first key; row = ld_kv elements, in bytes. */
 static void stage(struct ptx_kernel *k, struct ptx_reg kp, struct ptx_reg vp, struct ptx_reg ksh,
                   struct ptx_reg vsh, struct ptx_reg krem, struct ptx_reg vrem, struct ptx_reg row,
                   int d, int kv_half) {
