@@ -122,26 +122,28 @@ if not same:
 PY
 }
 
-stage_compare() {
-    local rc=0 t
-    compare_jfk tiny.en || rc=1
-    compare_jfk base || rc=1
-    # The CPU's golden checks, unchanged, on the GPU (criteria in tests/check_transcripts.py).
-    for t in devset_tiny.en words_tiny.en devset_base longform_tiny.en beam5_tiny.en; do
-        # 130 s each keeps the stage inside one 10-minute call; the CPU takes far longer
-        if WHISPERC_TEST_DEVICE=cuda timeout 130 meson test -C "$B" --no-rebuild \
-            --print-errorlogs "$t"; then
-            say "golden on cuda: $t ok"
-        else
-            say "golden on cuda: $t FAIL"
-            rc=1
-        fi
-        grep -E "tokens identical|WER|seconds|segments" "$B/meson-logs/testlog.txt" | head -8 |
-            sed 's/^/    /' | tee -a "$SUMMARY"
-    done
-    # whisperc_full_batch against whisperc_full on the GPU (greedy, fallbacks, beams): issue 4's
-    # "batched and unbatched runs give the same transcripts"
-    if WHISPERC_TEST_DEVICE=cuda timeout 200 "$B/tests/test_batch" quick >"$OUT/batch-cuda.txt" 2>&1; then
+# One of the CPU's golden checks, unchanged, on the GPU (criteria in tests/check_transcripts.py);
+# 130 s keeps a stage inside one 10-minute call (the CPU takes far longer).
+golden_on_cuda() {
+    local rc=0
+    if WHISPERC_TEST_DEVICE=cuda timeout 130 meson test -C "$B" --no-rebuild \
+        --print-errorlogs "$1"; then
+        say "golden on cuda: $1 ok"
+    else
+        say "golden on cuda: $1 FAIL"
+        rc=1
+    fi
+    grep -E "tokens identical|WER|seconds|segments" "$B/meson-logs/testlog.txt" | head -8 |
+        sed 's/^/    /' | tee -a "$SUMMARY"
+    return "$rc"
+}
+
+# whisperc_full_batch against whisperc_full on the GPU (greedy, fallbacks, beams): issue 4's
+# "batched and unbatched runs give the same transcripts"; $1: seconds at most
+batch_identity() {
+    local rc=0
+    if WHISPERC_TEST_DEVICE=cuda timeout "$1" "$B/tests/test_batch" quick \
+        >"$OUT/batch-cuda.txt" 2>&1; then
         say "batch identity on cuda: ok"
     else
         say "batch identity on cuda: FAIL"
@@ -149,6 +151,17 @@ stage_compare() {
     fi
     grep -E "identical|DIFFER|differ|FAIL" "$OUT/batch-cuda.txt" | head -12 | sed 's/^/    /' |
         tee -a "$SUMMARY"
+    return "$rc"
+}
+
+stage_compare() {
+    local rc=0 t
+    compare_jfk tiny.en || rc=1
+    compare_jfk base || rc=1
+    for t in devset_tiny.en words_tiny.en devset_base longform_tiny.en beam5_tiny.en; do
+        golden_on_cuda "$t" || rc=1
+    done
+    batch_identity 200 || rc=1
     return "$rc"
 }
 
@@ -452,20 +465,8 @@ random_model() {
 stage_quick() {
     local rc=0 out=.device/throughput workers="--gpus 0"
     compare_jfk tiny.en || rc=1
-    if WHISPERC_TEST_DEVICE=cuda timeout 130 meson test -C "$B" --no-rebuild devset_tiny.en; then
-        say "golden on cuda: devset_tiny.en ok"
-    else
-        say "golden on cuda: devset_tiny.en FAIL"
-        rc=1
-    fi
-    grep -E "tokens identical|WER|seconds" "$B/meson-logs/testlog.txt" | head -5 |
-        sed 's/^/    /' | tee -a "$SUMMARY"
-    if WHISPERC_TEST_DEVICE=cuda timeout 150 "$B/tests/test_batch" quick >"$OUT/batch-cuda.txt" 2>&1; then
-        say "batch identity on cuda: ok"
-    else
-        say "batch identity on cuda: FAIL"
-        rc=1
-    fi
+    golden_on_cuda devset_tiny.en || rc=1
+    batch_identity 150 || rc=1
     make_wav16 || return 1
     batchbench_one tiny.en 1 64 || rc=1
     WHISPERC_CROSS_KV=f32 batchbench_one tiny.en 1 64 " (cross K/V f32)" || rc=1
