@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util.h"
+
 int test_failures = 0;
 
 const char *shared_path(const char *rel) {
@@ -180,4 +182,11 @@ float test_rng_normal(struct test_rng *r) {
     double u1 = ((double)(rng_next(r) >> 11) + 0.5) * 0x1.0p-53;
     double u2 = (double)(rng_next(r) >> 11) * 0x1.0p-53;
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+uint16_t *test_round_f16(float *x, size_t n) {
+    uint16_t *h = malloc(n * sizeof *h);
+    for (size_t i = 0; h && i < n; i++)
+        x[i] = wc_f16_to_f32(h[i] = wc_f32_to_f16(x[i]));
+    return h;
 }

@@ -55,4 +55,8 @@ struct test_rng {
 float test_rng_uniform(struct test_rng *r); /* [-1, 1) */
 float test_rng_normal(struct test_rng *r);  /* N(0, 1) */
 
+/* x[0..n) rounded to f16 in place (wc_f32_to_f16); returns their halves (malloc'd): the
+ * inputs of an f16 K/V case, which an f32 reference then reads exactly. */
+uint16_t *test_round_f16(float *x, size_t n);
+
 #endif /* WC_TEST_COMMON_H */

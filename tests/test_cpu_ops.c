@@ -209,14 +209,6 @@ static void naive_head(float *out, const float *q, const float *k, const float *
     free(p);
 }
 
-/* x[i] rounded to f16 in place; returns the halves (malloc'd) */
-static uint16_t *round_f16(float *x, size_t n) {
-    uint16_t *h = malloc(n * sizeof *h);
-    for (size_t i = 0; i < n; i++)
-        x[i] = wc_f16_to_f32(h[i] = wc_f32_to_f16(x[i]));
-    return h;
-}
-
 /* With kv half, K and V also go in as f16 (the batch decoder's cross-attention), compared with
  * the f32 call on their widened values: bit for bit where a call takes the few-query path. */
 static void test_attention_dt(struct wc_stream *s, int t_len, int s_len, int c, int n_head,
@@ -224,8 +216,8 @@ static void test_attention_dt(struct wc_stream *s, int t_len, int s_len, int c, 
     int ld = c + ld_extra, d = c / n_head;
     float *q = rand_vec((size_t)t_len * c, 1.0f);
     float *k = rand_vec((size_t)s_len * ld, 1.0f), *v = rand_vec((size_t)s_len * ld, 1.0f);
-    uint16_t *kh = half ? round_f16(k, (size_t)s_len * ld) : NULL;
-    uint16_t *vh = half ? round_f16(v, (size_t)s_len * ld) : NULL;
+    uint16_t *kh = half ? test_round_f16(k, (size_t)s_len * ld) : NULL;
+    uint16_t *vh = half ? test_round_f16(v, (size_t)s_len * ld) : NULL;
     float *out = nan_vec((size_t)t_len * c), *ref = malloc((size_t)t_len * c * sizeof(float));
     for (int h = 0; h < n_head; h++)
         for (int t = 0; t < t_len; t++) {
@@ -309,8 +301,8 @@ static void test_attention_rows(struct wc_stream *s, int n_rows, int n_lanes, in
     size_t lane_stride = (size_t)s_len * ld + 17;
     float *q = rand_vec((size_t)n_rows * c, 1.0f);
     float *k = rand_vec(lane_stride * n_lanes, 1.0f), *v = rand_vec(lane_stride * n_lanes, 1.0f);
-    uint16_t *kh = dt == WC_F16 ? round_f16(k, lane_stride * n_lanes) : NULL;
-    uint16_t *vh = dt == WC_F16 ? round_f16(v, lane_stride * n_lanes) : NULL;
+    uint16_t *kh = dt == WC_F16 ? test_round_f16(k, lane_stride * n_lanes) : NULL;
+    uint16_t *vh = dt == WC_F16 ? test_round_f16(v, lane_stride * n_lanes) : NULL;
     const void *kx = kh ? (const void *)kh : k, *vx = vh ? (const void *)vh : v;
     size_t esz = kh ? sizeof *kh : sizeof *k;
     float *out = nan_vec((size_t)n_rows * c), *ref = malloc((size_t)n_rows * c * sizeof(float));

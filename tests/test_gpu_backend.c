@@ -37,17 +37,6 @@ static float *rand_vec(size_t n, float scale) {
     return p;
 }
 
-/* f16 bits of f (truncated; both backends get the same bits) */
-static uint16_t to_f16(float f) {
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    uint32_t sign = (b >> 16) & 0x8000u;
-    int e = (int)((b >> 23) & 0xff) - 112;
-    if (e <= 0)
-        return (uint16_t)sign;
-    return (uint16_t)(sign | ((uint32_t)e << 10) | ((b >> 13) & 0x3ffu));
-}
-
 /* Host data on the GPU stream (alloc + upload). */
 static void *gpu_copy(struct pair *p, const void *host, size_t bytes) {
     void *d = p->gs->be->ops->alloc(p->gs, bytes);
@@ -97,7 +86,7 @@ static void make_mat(struct pair *p, struct wc_mat *mc, struct wc_mat *mg, int r
     if (dtype == WC_F16) {
         h = malloc(n * 2);
         for (size_t i = 0; i < n; i++)
-            h[i] = to_f16(w[i]);
+            h[i] = wc_f32_to_f16(w[i]);
         src = h;
     }
     CHECK(p->cpu->ops->upload_mat(p->cpu, mc, src, dtype, rows, cols) == 0);
@@ -151,7 +140,7 @@ static void test_conv1d(struct pair *p, int c_in, int c_out, int t_in, int strid
     float *w = rand_vec(n_w, 1.0f / sqrtf(3.0f * c_in));
     uint16_t *wh = malloc(n_w * 2);
     for (size_t i = 0; i < n_w; i++)
-        wh[i] = to_f16(w[i]);
+        wh[i] = wc_f32_to_f16(w[i]);
     struct wc_mat mc, mg;
     CHECK(p->cpu->ops->upload_conv(p->cpu, &mc, wh, WC_F16, c_out, c_in, 3) == 0);
     CHECK(p->gpu->ops->upload_conv(p->gpu, &mg, wh, WC_F16, c_out, c_in, 3) == 0);
@@ -255,9 +244,7 @@ static struct kv_in kv_in(size_t n, enum wc_dtype dt) {
     struct kv_in x = {.f32 = rand_vec(n, 1.0f), .bytes = n * 4};
     x.host = x.f32;
     if (dt == WC_F16) {
-        x.f16 = malloc(n * 2);
-        for (size_t i = 0; i < n; i++)
-            x.f16[i] = wc_f32_to_f16(x.f32[i]);
+        x.f16 = test_round_f16(x.f32, n);
         x.host = x.f16, x.bytes = n * 2;
     }
     return x;

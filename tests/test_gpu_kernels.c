@@ -294,12 +294,7 @@ static void test_im2col(int sm, int c_in, int stride, int t_in) {
  * and the kernel then read the same values. */
 static float *rand_kv(size_t n, int half, uint16_t **h) {
     float *x = rand_vec(n, 1.0f);
-    *h = NULL;
-    if (half) {
-        *h = malloc(n * 2);
-        for (size_t i = 0; i < n; i++)
-            x[i] = wc_f16_to_f32((*h)[i] = wc_f32_to_f16(x[i]));
-    }
+    *h = half ? test_round_f16(x, n) : NULL;
     return x;
 }
 

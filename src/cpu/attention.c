@@ -41,8 +41,7 @@ struct att_job {
 static void widen_head(float *dst, const void *src, size_t off, int ld, int n, int d) {
     const uint16_t *p = (const uint16_t *)src + off;
     for (int r = 0; r < n; r++)
-        for (int i = 0; i < d; i++)
-            dst[(size_t)r * d + i] = wc_f16_to_f32(p[(size_t)r * ld + i]);
+        wc_to_f32(dst + (size_t)r * d, p + (size_t)r * ld, 1, (size_t)d);
 }
 
 /* Head h's keys and values from element `base` on (rows ld_kv apart): in place when f32, else

@@ -19,10 +19,11 @@ static void release_all(struct decoder_batch *db, struct wc_stream *s) {
             s->be->ops->release(s, *bufs[i]);
         *bufs[i] = NULL;
     }
-    for (void **x = &db->xk; x; x = x == &db->xk ? &db->xv : NULL) {
-        if (*x)
-            s->be->ops->release(s, *x);
-        *x = NULL;
+    void **kv[] = {&db->xk, &db->xv}; /* of the backend's cross_kv dtype */
+    for (size_t i = 0; i < 2; i++) {
+        if (*kv[i])
+            s->be->ops->release(s, *kv[i]);
+        *kv[i] = NULL;
     }
     if (db->step_idx)
         s->be->ops->release(s, db->step_idx);
