@@ -293,6 +293,31 @@ static void test_attention_gather(struct wc_stream *s, int n_seq, int n_kv, int 
     free(q), free(k), free(v), free(out), free(ref), free(slots), free(counts);
 }
 
+/* A short prompt's causal attention (t_len <= attention_exact_rows queries at positions
+ * pos0..) has attention_gather's bits over the same keys (rows mult * c floats apart): what
+ * lets the batch decoder feed a prompt as step rows (decode_batch.h). */
+static void test_prompt_attention(struct wc_stream *s, int t_len, int pos0, int c, int n_head,
+                                  int mult) {
+    int s_len = pos0 + t_len;
+    size_t nq = (size_t)t_len * c, nkv = (size_t)s_len * mult * c;
+    float *q = rand_vec(nq, 1.0f), *k = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
+    float *out = nan_vec(nq), *gat = nan_vec(nq);
+    int32_t *slots = malloc((size_t)s_len * sizeof *slots);
+    for (int j = 0; j < s_len; j++)
+        slots[j] = j * mult;
+    CHECK(t_len <= s->be->ops->attention_exact_rows);
+    s->be->ops->attention(s, out, q, k, v, WC_F32, mult * c, t_len, s_len, c, n_head, pos0);
+    for (int t = 0; t < t_len; t++)
+        s->be->ops->attention_gather(s, gat + (size_t)t * c, q + (size_t)t * c, k, v, slots, s_len,
+                                     NULL, 1, pos0 + t + 1, c, n_head);
+    CHECK(wc_stream_sync(s) == 0);
+    int ok = memcmp(out, gat, nq * sizeof(float)) == 0;
+    printf("prompt attention t=%d pos0=%d c=%d heads=%d ld=%dc: %s\n", t_len, pos0, c, n_head, mult,
+           ok ? "the gather's bits" : "DIFFERS");
+    CHECK(ok);
+    free(q), free(k), free(v), free(out), free(gat), free(slots);
+}
+
 /* Cross-attention of n_rows rows over n_lanes lanes' own K/V (rows ld_kv apart, lanes
  * lane_stride apart): row g must have exactly the bits `attention` gives it alone. */
 static void test_attention_rows(struct wc_stream *s, int n_rows, int n_lanes, int s_len, int c,
@@ -501,6 +526,10 @@ int main(void) {
         test_attention_dt(s, 70, 300, 128, 2, 0, -1, 1);
         test_attention_dt(s, 3, 1500, 384, 6, 64, -1, 1);
         test_to_f16(s);
+        test_prompt_attention(s, 1, 0, 128, 2, 1);
+        test_prompt_attention(s, 4, 0, 384, 6, 1);
+        test_prompt_attention(s, be->ops->attention_exact_rows, 0, 128, 2, 1);
+        test_prompt_attention(s, 3, 70, 128, 2, 5);
         test_attention_gather(s, 1, 1, 1, 64, 1, 0);
         test_attention_gather(s, 5, 37, 200, 128, 2, 0);
         test_attention_gather(s, 3, 300, 1500, 384, 6, 0);

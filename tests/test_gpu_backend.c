@@ -278,6 +278,40 @@ static void test_attention_dt(struct pair *p, int t_len, int s_len, int c, int n
     free(q), kv_free(&k), kv_free(&v), free(want), free(got);
 }
 
+/* A short prompt's causal attention (t_len <= attention_exact_rows queries at positions
+ * pos0..) against attention_gather over the same keys, bit for bit on the GPU: query t over
+ * rows 0..pos0+t, rows ld = mult * c floats apart (the single decoder's beams' stride). */
+static void test_prompt_attention(struct pair *p, int t_len, int pos0, int c, int n_head,
+                                  int mult) {
+    char name[128];
+    snprintf(name, sizeof name, "prompt attention t %d pos0 %d c %d h %d ld %d c", t_len, pos0, c,
+             n_head, mult);
+    int s_len = pos0 + t_len;
+    size_t nq = (size_t)t_len * c, nkv = (size_t)s_len * mult * c;
+    float *q = rand_vec(nq, 1.0f), *k = rand_vec(nkv, 1.0f), *v = rand_vec(nkv, 1.0f);
+    size_t n_slots = (size_t)t_len * s_len; /* a table row a query, all alike */
+    int32_t *slots = malloc(n_slots * 4), *counts = malloc((size_t)t_len * 4);
+    for (size_t i = 0; i < n_slots; i++)
+        slots[i] = (int32_t)(i % (size_t)s_len) * mult;
+    for (int t = 0; t < t_len; t++)
+        counts[t] = pos0 + t + 1;
+    void *dq = gpu_copy(p, q, nq * 4), *dk = gpu_copy(p, k, nkv * 4), *dv = gpu_copy(p, v, nkv * 4);
+    void *ds = gpu_copy(p, slots, n_slots * 4), *dc = gpu_copy(p, counts, (size_t)t_len * 4);
+    void *dout = gpu_poisoned(p, nq), *dgat = gpu_poisoned(p, nq);
+    const struct wc_backend_ops *op = p->gpu->ops;
+    CHECK(t_len <= op->attention_exact_rows);
+    op->attention(p->gs, dout, dq, dk, dv, WC_F32, mult * c, t_len, s_len, c, n_head, pos0);
+    op->attention_gather(p->gs, dgat, dq, dk, dv, ds, s_len, dc, t_len, s_len, c, n_head);
+    float *got = gpu_fetch(p, dout, nq), *want = gpu_fetch(p, dgat, nq);
+    int ok = got && want && memcmp(got, want, nq * 4) == 0;
+    printf("%s: %s\n", name, ok ? "the gather's bits" : "DIFFERS from the gather");
+    CHECK(ok);
+    void *rel[] = {dq, dk, dv, ds, dc, dout, dgat};
+    for (int i = 0; i < 7; i++)
+        p->gs->be->ops->release(p->gs, rel[i]);
+    free(q), free(k), free(v), free(slots), free(counts), free(got), free(want);
+}
+
 static void test_attention(struct pair *p, int t_len, int s_len, int c, int n_head, int ld_kv,
                            int causal_pos0) {
     test_attention_dt(p, t_len, s_len, c, n_head, ld_kv, causal_pos0, WC_F32);
@@ -1026,6 +1060,11 @@ int main(void) {
         test_attention(&p, 3, 10, c, h, c, 7);      /* causal, after a cached prefix */
         test_attention(&p, 4, 1500, c, h, c, -1);   /* cross-attention */
         test_attention(&p, 300, 1500, c, h, c, -1); /* tensor cores, tails of 64 */
+        test_attention(&p, 8, 8, c, h, 5 * c, 0);   /* a prompt of 8, beams' stride */
+        test_prompt_attention(&p, 1, 0, c, h, 1);
+        test_prompt_attention(&p, 4, 0, c, h, 1);
+        test_prompt_attention(&p, p.gpu->ops->attention_exact_rows, 0, c, h, 1);
+        test_prompt_attention(&p, 3, 70, c, h, 5); /* after a cached prefix: split keys */
         test_gather(&p, 1, 1, c, h, 0);
         test_gather(&p, 5, 33, c, h, 0);
         for (int n_seq = 1; n_seq <= 8; n_seq++) /* B = 1..8 lanes, different key counts */

@@ -20,8 +20,7 @@
 #include "libwhisperc.h"
 #include "util.h"
 
-#define ATT_BLOCK    256 /* query rows per sgemm task */
-#define ATT_MAX_STEP 8   /* up to this many queries take the in-place path */
+#define ATT_BLOCK 256 /* query rows per sgemm task */
 
 struct att_job {
     struct wc_stream *s;
@@ -194,7 +193,7 @@ void cpu_attention(struct wc_stream *s, float *out, const float *q, const void *
         return;
     struct att_job j =
         make_job(s, out, q, k, v, kv_dtype, ld_kv, t_len, s_len, c, n_head, causal_pos0);
-    if (t_len <= ATT_MAX_STEP && j.d <= ATT_MAX_D) {
+    if (t_len <= CPU_ATT_MAX_STEP && j.d <= ATT_MAX_D) {
         pool_run(cpu_stream(s)->pool, step_task, &j, n_head * t_len);
         return;
     }

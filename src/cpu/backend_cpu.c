@@ -231,6 +231,7 @@ static double cpu_timer_elapsed_ms(struct wc_stream *s, int a, int b) {
 static const struct wc_backend_ops cpu_ops = {
     .name = "cpu",
     .linear_exact_rows = CPU_GEMV_MAX_ROWS,
+    .attention_exact_rows = CPU_ATT_MAX_STEP, /* one task per (head, query), as a gather's */
     /* OpenBLAS picks kernels and blocking by shape, so a row's sum is not promised to be the
      * same at 1500 and 12000 rows; 1500-row sgemm calls already keep every core busy. */
     .linear_merge_windows = 0,

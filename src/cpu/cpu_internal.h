@@ -18,6 +18,9 @@
 /* Up to this many input rows, linear takes the matrix-vector path, where each row is summed
  * alone in a fixed order (so it is also the backend's linear_exact_rows); more take sgemm. */
 #define CPU_GEMV_MAX_ROWS 8
+/* attention over up to this many queries takes the in-place path: one task per (head, query),
+ * the arithmetic of attention_gather's */
+#define CPU_ATT_MAX_STEP  8
 
 /* Per-model: which kernels this CPU runs. */
 struct cpu_backend {

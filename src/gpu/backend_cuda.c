@@ -148,6 +148,8 @@ static const struct wc_backend_ops cuda_ops = {
     /* up to 64 rows go through gemv_f16, whose summation order does not depend on the row
      * count (cuBLAS, beyond, may choose another algorithm for another n_rows) */
     .linear_exact_rows = KERNEL_GEMV_LAUNCH_ROWS,
+    /* short prompts run one attn_rows launch per query (cuda_attention), a gather's arithmetic */
+    .attention_exact_rows = KERNEL_ROWS_MAX_QUERIES,
     /* one cuBLAS GEMM over B x 1500 encoder rows: B times the tiles at 1500x512x512 (base) */
     .linear_merge_windows = 1,
     .host_cores_free = 1,
