@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api_internal.h"
+#include "decoder/decode_batch.h"
 #include "decoder/decode_window.h"
 #include "decoder/decoder_batch.h"
 #ifdef WC_HAVE_CUDA
@@ -302,7 +303,42 @@ struct wave {
     struct wc_greedy_pick *pick;
     int32_t *tok;
     int *lanes;
+    int32_t *row_tok; /* [max_rows]: the prompts' rows */
+    int *row_lanes;
 };
+
+/* The m lanes' prompts and first picks into w->pick: fed as step rows where the batch
+ * decoder feeds them (decode_batch.h), as many lanes a step as max_rows holds, the rows in
+ * token-major order so that the last tokens' rows are adjacent; else a prefill per lane. */
+static int wave_prompts(whisperc_state *st, const struct wave *w, int m) {
+    struct wc_stream *s = st->s;
+    const struct wc_backend_ops *op = s->be->ops;
+    struct decoder_batch *db = w->db;
+    int n_vocab = st->m->vocab.n_vocab, n = w->n_prompt, rc = 0;
+    if (n > decode_batch_feed_max(op)) {
+        for (int k = 0; k < m && !rc; k++) {
+            int row = n - 1;
+            rc = decoder_batch_prefill(db, s, k, w->prompt, n, &row, 1, NULL);
+            op->logits_greedy(s, &w->pick[k], db->logits, w->rules, NULL, 0, 1, n_vocab);
+        }
+        return rc ? rc : wc_stream_sync(s);
+    }
+    for (int k0 = 0, q; k0 < m && !rc; k0 += q) {
+        q = db->max_rows / n < m - k0 ? db->max_rows / n : m - k0;
+        for (int p = 0, r = 0; p < n; p++)
+            for (int k = k0; k < k0 + q; k++, r++) {
+                if (p == 0)
+                    decoder_batch_clear(db, k);
+                w->row_lanes[r] = k;
+                w->row_tok[r] = w->prompt[p];
+            }
+        rc = decoder_batch_step(db, s, w->row_lanes, w->row_tok, n * q, NULL);
+        op->logits_greedy(s, &w->pick[k0], db->logits + (size_t)(n - 1) * q * n_vocab, w->rules,
+                          NULL, 0, q, n_vocab);
+        rc = rc ? rc : wc_stream_sync(s);
+    }
+    return rc;
+}
 
 static int run_wave(whisperc_state *st, const struct wave *w, int m, int n_steps,
                     struct wc_bench_throughput_times *out) {
@@ -320,15 +356,11 @@ static int run_wave(whisperc_state *st, const struct wave *w, int m, int n_steps
         rc = wc_stream_sync(s);
     }
     double t1 = wc_now_ms();
-    for (int k = 0; k < m && !rc; k++) {
-        int row = w->n_prompt - 1;
-        rc = decoder_batch_prefill(w->db, s, k, w->prompt, w->n_prompt, &row, 1, NULL);
-        op->logits_greedy(s, &w->pick[k], w->db->logits, w->rules, NULL, 0, 1, n_vocab);
+    rc = rc ? rc : wave_prompts(st, w, m);
+    for (int k = 0; k < m; k++) {
         w->lanes[k] = k;
-    }
-    rc = rc ? rc : wc_stream_sync(s);
-    for (int k = 0; k < m; k++)
         w->tok[k] = w->pick[k].token;
+    }
     double t2 = wc_now_ms();
     for (int i = 0; i < n_steps && !rc; i++) {
         decoder_batch_step(w->db, s, w->lanes, w->tok, m, NULL);
@@ -381,8 +413,11 @@ whisperc_status wc_bench_throughput(whisperc_state *st, int n_threads, int n_lan
         .pick = malloc((size_t)n_lanes * sizeof *w.pick),
         .tok = malloc((size_t)n_lanes * sizeof *w.tok),
         .lanes = malloc((size_t)n_lanes * sizeof *w.lanes),
+        .row_tok = malloc((size_t)decoder_batch_max_rows(n_lanes) * sizeof *w.row_tok),
+        .row_lanes = malloc((size_t)decoder_batch_max_rows(n_lanes) * sizeof *w.row_lanes),
     };
-    if (!mel || !w.wins || !w.rules || !w.pick || !w.tok || !w.lanes) {
+    if (!mel || !w.wins || !w.rules || !w.pick || !w.tok || !w.lanes || !w.row_tok ||
+        !w.row_lanes) {
         rc = WHISPERC_ERR_NO_MEMORY;
     } else {
         for (int i = 0; i < per_pass; i++)
@@ -405,6 +440,7 @@ whisperc_status wc_bench_throughput(whisperc_state *st, int n_threads, int n_lan
     if (db.n_lanes)
         decoder_batch_free(&db, s);
     free(mel), free(w.wins), free(w.rules), free(w.pick), free(w.tok), free(w.lanes);
+    free(w.row_tok), free(w.row_lanes);
     return rc ? bench_fail(st, rc, "batched throughput") : WHISPERC_OK;
 }
 

@@ -24,7 +24,12 @@ enum slot_state { SLOT_FREE = 0, SLOT_RUNNING, SLOT_ENDED };
 struct decode_batch_slot {
     enum slot_state state;
     const struct decode_opts *o;
-    bool beams;           /* o->beam_size > 0: bs, over the group's lanes */
+    bool beams; /* o->beam_size > 0: bs, over the group's lanes */
+    /* a prompt fed whole with the next step (decode_batch_start): its tokens, where the SOT
+     * is; fed_now: in this step, its SOT at row sot_row, downloaded to d->sot_logits[sot_at] */
+    bool feed, fed_now;
+    int32_t prompt[DECODE_BATCH_FEED_MAX];
+    int sot_index, sot_row, sot_at;
     struct hyp_set hs;    /* greedy: one hypothesis, of o->sample_len + 1 tokens */
     struct beam_state bs; /* beams */
     struct decode_result r;
@@ -32,26 +37,36 @@ struct decode_batch_slot {
     int i_step; /* greedy: the next token's index in this window (sample_group's i) */
 };
 
+int decode_batch_feed_max(const struct wc_backend_ops *op) {
+    int n = DECODE_BATCH_FEED_MAX;
+    n = op->attention_exact_rows < n ? op->attention_exact_rows : n;
+    n = op->linear_exact_rows < n ? op->linear_exact_rows : n;
+    const char *env = getenv("WHISPERC_BATCH_PROMPT");
+    return env && strcmp(env, "prefill") == 0 ? 0 : n;
+}
+
 int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct wc_stream *s,
                       const struct wc_vocab *v) {
-    size_t B = (size_t)db->n_lanes, n_ctx = (size_t)db->hp->n_text_ctx;
+    /* rows of a step, in step order: up to db->max_rows */
+    size_t R = (size_t)db->max_rows, n_ctx = (size_t)db->hp->n_text_ctx;
     size_t K = (size_t)db->group + 1;
     *d = (struct decode_batch){
         .db = db,
         .s = s,
         .v = v,
         .n_slots = db->n_lanes / db->group,
-        .slots = calloc(B / (size_t)db->group, sizeof *d->slots),
+        .feed_max = decode_batch_feed_max(s->be->ops),
+        .slots = calloc((size_t)(db->n_lanes / db->group), sizeof *d->slots),
         .logits = malloc(2 * (size_t)v->n_vocab * sizeof *d->logits),
         .seq = malloc((2 * n_ctx + 8) * sizeof *d->seq),
-        .last = malloc(B * sizeof *d->last),
-        .ids = malloc(B * sizeof *d->ids),
-        .src = malloc(B * sizeof *d->src),
-        .pick = malloc(B * sizeof *d->pick),
-        .top = malloc(B * K * sizeof *d->top),
-        .lf = malloc(B * sizeof *d->lf),
-        .hk = malloc(B * sizeof *d->hk),
-        .rules = malloc(B * sizeof *d->rules),
+        .last = malloc(R * sizeof *d->last),
+        .ids = malloc(R * sizeof *d->ids),
+        .src = malloc(R * sizeof *d->src),
+        .pick = malloc(R * sizeof *d->pick),
+        .top = malloc(R * K * sizeof *d->top),
+        .lf = malloc(R * sizeof *d->lf),
+        .hk = malloc(R * sizeof *d->hk),
+        .rules = malloc(R * sizeof *d->rules),
     };
     if (!d->slots || !d->logits || !d->seq || !d->last || !d->ids || !d->src || !d->pick ||
         !d->top || !d->lf || !d->hk || !d->rules) {
@@ -71,7 +86,7 @@ void decode_batch_free(struct decode_batch *d) {
     for (int k = 0; d->slots && k < d->n_slots; k++)
         slot_clear(&d->slots[k]);
     free(d->slots), free(d->logits), free(d->seq), free(d->last), free(d->ids), free(d->src);
-    free(d->pick), free(d->top), free(d->lf), free(d->hk), free(d->rules);
+    free(d->pick), free(d->top), free(d->lf), free(d->hk), free(d->rules), free(d->sot_logits);
     memset(d, 0, sizeof *d);
 }
 
@@ -135,16 +150,25 @@ int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *
                        n_ctx);
         return s->err;
     }
+    sl->r.n_steps = 1;
+    sl->n_initial = n_initial;
+    if (!sl->beams && o->sample_len > 0 && n_initial <= d->feed_max) {
+        /* fed whole with the next step (decode_batch_step), the lane emptied for it */
+        memcpy(sl->prompt, d->seq, (size_t)n_initial * sizeof *sl->prompt);
+        sl->feed = true;
+        sl->sot_index = sot_index;
+        decoder_batch_clear(d->db, k * G);
+        sl->state = SLOT_RUNNING;
+        return 0;
+    }
     int rows[2] = {n_initial - 1, sot_index};
     int n_rows = sot_index == n_initial - 1 ? 1 : 2;
-    sl->r.n_steps = 1;
     /* the prompt in the group's first lane; beams take it over in beam_take */
     int rc = decoder_batch_prefill(d->db, s, k * G, d->seq, n_initial, rows, n_rows, d->logits);
     if (rc)
         return rc;
     const float *at_sot = d->logits + (size_t)(n_rows - 1) * n_vocab;
     sl->r.no_speech_prob = exp(at_sot[v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
-    sl->n_initial = n_initial;
     sl->state = o->sample_len > 0 ? SLOT_RUNNING : SLOT_ENDED;
     if (sl->state != SLOT_RUNNING)
         return 0;
@@ -179,28 +203,97 @@ static void rank_beams(struct decode_batch *d, int r0, int m) {
     }
 }
 
-int decode_batch_step(struct decode_batch *d, int *n_stepped) {
-    int n_ctx = d->db->hp->n_text_ctx, G = d->db->group, K = G + 1, n = 0;
+/* Row n of the step: token `tok` of lane `lane`, of slot k, picked with hk's history. */
+static void add_row(struct decode_batch *d, int n, int k, int lane, int32_t tok,
+                    const struct hyp *hk) {
+    d->ids[n] = lane;
+    d->src[n] = k;
+    d->last[n] = tok;
+    d->lf[n] = d->slots[k].o->filters;
+    d->hk[n] = hk;
+}
+
+/* The step's rows: first the prompts fed in it but their last tokens, then, from *r_pick on,
+ * the rows whose logits are picked from: each running slot's (a fed prompt's last token:
+ * its first pick). A prompt goes in whole or waits for a step with room. */
+static int plan_rows(struct decode_batch *d, int *r_pick) {
+    int G = d->db->group, n = 0, room = d->db->max_rows;
     for (int k = 0; k < d->n_slots; k++) {
         struct decode_batch_slot *sl = &d->slots[k];
-        if (sl->state != SLOT_RUNNING)
-            continue;
-        for (int g = 0; g < (sl->beams ? G : 1); g++, n++) {
-            d->ids[n] = k * G + g;
-            d->src[n] = k; /* the row's slot */
-            d->last[n] = sl->beams ? beam_last(&sl->bs, g) : sl->hs.h->tok[sl->hs.h->n - 1];
-            d->lf[n] = sl->o->filters;
-            d->hk[n] = sl->beams ? &sl->bs.cur.h[g] : sl->hs.h;
-        }
+        if (sl->state == SLOT_RUNNING && !sl->feed)
+            room -= sl->beams ? G : 1;
     }
+    for (int k = 0; k < d->n_slots; k++) {
+        struct decode_batch_slot *sl = &d->slots[k];
+        sl->fed_now = sl->state == SLOT_RUNNING && sl->feed && sl->n_initial <= room;
+        if (!sl->fed_now)
+            continue;
+        room -= sl->n_initial;
+        sl->sot_row = n + sl->sot_index; /* unless the SOT is the last token (below) */
+        for (int p = 0; p < sl->n_initial - 1; p++, n++)
+            add_row(d, n, k, k * G, sl->prompt[p], sl->hs.h);
+    }
+    *r_pick = n;
+    for (int k = 0; k < d->n_slots; k++) {
+        struct decode_batch_slot *sl = &d->slots[k];
+        if (sl->state != SLOT_RUNNING || (sl->feed && !sl->fed_now))
+            continue;
+        if (sl->fed_now) {
+            if (sl->sot_index == sl->n_initial - 1)
+                sl->sot_row = n;
+            add_row(d, n++, k, k * G, sl->prompt[sl->n_initial - 1], sl->hs.h);
+        } else if (!sl->beams)
+            add_row(d, n++, k, k * G, sl->hs.h->tok[sl->hs.h->n - 1], sl->hs.h);
+        else
+            for (int g = 0; g < G; g++)
+                add_row(d, n++, k, k * G + g, beam_last(&sl->bs, g), &sl->bs.cur.h[g]);
+    }
+    return n;
+}
+
+/* The SOT rows of the prompts fed in this step, queued for download to d->sot_logits before
+ * anything masks them (no_speech_prob wants the raw row). */
+static int fetch_sot_rows(struct decode_batch *d) {
+    int n_vocab = d->v->n_vocab, n_sot = 0;
+    for (int k = 0; k < d->n_slots; k++)
+        n_sot += d->slots[k].fed_now;
+    if (n_sot > d->sot_cap) {
+        float *p = realloc(d->sot_logits, (size_t)n_sot * n_vocab * sizeof *p);
+        if (!p) {
+            wc_stream_fail(d->s, WHISPERC_ERR_NO_MEMORY, "decoder: out of memory");
+            return d->s->err;
+        }
+        d->sot_logits = p;
+        d->sot_cap = n_sot;
+    }
+    for (int k = 0, j = 0; k < d->n_slots; k++) {
+        struct decode_batch_slot *sl = &d->slots[k];
+        if (!sl->fed_now)
+            continue;
+        sl->sot_at = j;
+        d->s->be->ops->download(d->s, d->sot_logits + (size_t)j++ * n_vocab,
+                                d->db->logits + (size_t)sl->sot_row * n_vocab,
+                                (size_t)n_vocab * sizeof(float));
+    }
+    return d->s->err;
+}
+
+int decode_batch_step(struct decode_batch *d, int *n_stepped) {
+    int n_ctx = d->db->hp->n_text_ctx, G = d->db->group, K = G + 1, n_vocab = d->v->n_vocab;
+    int r_pick, n = plan_rows(d, &r_pick);
     if (n_stepped)
         *n_stepped = n;
     if (n == 0)
         return d->s->err;
     int rc = decoder_batch_step(d->db, d->s, d->ids, d->last, n, NULL);
+    bool fed = false;
+    for (int k = 0; k < d->n_slots; k++)
+        fed |= d->slots[k].fed_now;
+    if (!rc && fed)
+        rc = fetch_sot_rows(d);
     /* each step's logits stay on the backend: only the picks come back; greedy rows through
      * logits_greedy, beam rows through logits_topk, in runs of one kind */
-    for (int r0 = 0, m; r0 < n && !rc; r0 += m) {
+    for (int r0 = r_pick, m; r0 < n && !rc; r0 += m) {
         bool beams = d->slots[d->src[r0]].beams;
         for (m = 1; r0 + m < n && d->slots[d->src[r0 + m]].beams == beams; m++)
             ;
@@ -208,14 +301,22 @@ int decode_batch_step(struct decode_batch *d, int *n_stepped) {
             rank_beams(d, r0, m);
             rc = wc_stream_sync(d->s);
         } else {
-            rc = decode_greedy_pick(d->s, d->db->logits + (size_t)r0 * d->v->n_vocab, m,
-                                    d->v->n_vocab, d->lf + r0, d->hk + r0, d->pick + r0);
+            rc = decode_greedy_pick(d->s, d->db->logits + (size_t)r0 * n_vocab, m, n_vocab,
+                                    d->lf + r0, d->hk + r0, d->pick + r0);
         }
     }
+    if (!rc && fed) /* the SOT rows' downloads, where no pick synced after them */
+        rc = wc_stream_sync(d->s);
     d->n_steps++;
-    for (int a = 0; a < n && !rc;) {
+    for (int a = r_pick; a < n && !rc;) {
         struct decode_batch_slot *sl = &d->slots[d->src[a]];
-        sl->r.n_steps++;
+        if (sl->fed_now) { /* the prompt's step counts as the prefill it replaces */
+            const float *at_sot = d->sot_logits + (size_t)sl->sot_at * n_vocab;
+            sl->r.no_speech_prob = exp(at_sot[d->v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
+            sl->feed = sl->fed_now = false;
+        } else {
+            sl->r.n_steps++;
+        }
         if (sl->beams) {
             beam_take(d, d->src[a], d->top + (size_t)a * K);
             a += G;

@@ -7,6 +7,12 @@
  * limit or the text context) hands its result back and may start another window at once,
  * while the others keep stepping (continuous batching).
  *
+ * A greedy slot's prompt of up to feed_max tokens (the usual SOT sequence) goes in as rows of
+ * the next step, all at once, instead of a prefill of its own: a prefill is ~100 launches
+ * outside the step's graph and a sync, for each window. The bits are the same where the
+ * backend's attention_exact_rows and linear_exact_rows cover the prompt (backend.h); longer
+ * prompts (the previous text) and beam slots' run as decoder_batch_prefill.
+ *
  * Usage: decode_batch_start(k) for each slot given a window (its audio set with
  * decoder_batch_set_audio(k) first); then, while any slot runs, decode_batch_step(); a slot for
  * which decode_batch_ended() is true gives its result with decode_batch_take() and is free.
@@ -18,19 +24,25 @@
 
 #include "decoder/decode_window.h"
 
+#define DECODE_BATCH_FEED_MAX 8 /* the longest prompt fed as step rows */
+
 struct decoder_batch;
 struct decode_batch_slot;
+struct wc_backend_ops;
 struct wc_logit_rule;
 
 struct decode_batch {
-    struct decoder_batch *db;        /* not owned */
-    struct wc_stream *s;             /* not owned */
-    const struct wc_vocab *v;        /* not owned */
-    int n_slots;                     /* db->n_lanes / db->group */
+    struct decoder_batch *db; /* not owned */
+    struct wc_stream *s;      /* not owned */
+    const struct wc_vocab *v; /* not owned */
+    int n_slots;              /* db->n_lanes / db->group */
+    /* prompts up to this long go in as step rows (<= DECODE_BATCH_FEED_MAX; 0: all as
+     * prefills, WHISPERC_BATCH_PROMPT=prefill) */
+    int feed_max;
     struct decode_batch_slot *slots; /* [n_slots], owned */
     /* host scratch, owned: a prompt's logits [2][n_vocab], a prompt [2 n_text_ctx + 8], and a
-     * step's rows [n_lanes] each (lane ids, slots, last tokens, greedy picks, filters,
-     * histories, rules), and beam rows' picks [n_lanes][group + 1] */
+     * step's rows [db->max_rows] each (lane ids, slots, last tokens, greedy picks, filters,
+     * histories, rules), and beam rows' picks [db->max_rows][group + 1] */
     float *logits;
     int32_t *seq, *last;
     int *ids, *src;
@@ -38,8 +50,15 @@ struct decode_batch {
     const struct logit_filters **lf;
     const struct hyp **hk;
     struct wc_logit_rule *rules;
+    float *sot_logits; /* [sot_cap][n_vocab]: the SOT rows of prompts fed in a step */
+    int sot_cap;
     int n_steps; /* decoder_batch_step calls made, all slots together (statistics) */
 };
+
+/* The longest prompt fed as step rows on a backend: what keeps a prefill's bits (backend.h
+ * attention_exact_rows, linear_exact_rows), at most DECODE_BATCH_FEED_MAX; 0 under
+ * WHISPERC_BATCH_PROMPT=prefill (every prompt a prefill, for comparison). */
+int decode_batch_feed_max(const struct wc_backend_ops *op);
 
 /* For db's slots, all free. Returns 0 or WHISPERC_ERR_NO_MEMORY. */
 int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct wc_stream *s,
@@ -48,7 +67,8 @@ void decode_batch_free(struct decode_batch *d);
 
 /* Free slot k starts a window with options o (temperature 0, no best_of; beam_size 0 or
  * db->group; kept by pointer until the slot's result is taken): its prompt through the
- * decoder, its no_speech_prob and first token(s). It may end at once (decode_batch_ended).
+ * decoder, its no_speech_prob and first token(s), now or (a short prompt) with the next step.
+ * It may end at once (decode_batch_ended).
  * Returns 0 or a WHISPERC_ERR_* code (message in the stream). */
 int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *o);
 

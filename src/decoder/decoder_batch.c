@@ -47,7 +47,8 @@ static struct batch_sizes batch_sizes(const struct wc_hparams *hp, enum wc_dtype
                                       int n_lanes, int group) {
     size_t L = (size_t)hp->n_text_layer, c = (size_t)hp->n_text_state, f = sizeof(float);
     size_t n_ctx = (size_t)hp->n_text_ctx, n_audio = (size_t)hp->n_audio_ctx, B = (size_t)n_lanes;
-    size_t rows = n_ctx > B ? n_ctx : B, n_logits = B > 2 ? B : 2;
+    size_t R = (size_t)decoder_batch_max_rows(n_lanes); /* a step's rows */
+    size_t rows = n_ctx > R ? n_ctx : R, n_logits = R;
     size_t fx = cross_kv == WC_F16 ? 2 : f, mlp_rows = 4 * rows > n_audio ? 4 * rows : n_audio;
     return (struct batch_sizes){
         .cache = L * B * n_ctx * c * f,                    /* k_cache, v_cache */
@@ -55,9 +56,9 @@ static struct batch_sizes batch_sizes(const struct wc_hparams *hp, enum wc_dtype
         .act = rows * c * f,                               /* x, h, q, att */
         .mlp = mlp_rows * c * f, /* also one layer's f32 cross K or V (set_audio) */
         .logits = n_logits * (size_t)hp->n_vocab * f,
-        .idx = (3 + n_ctx) * B * sizeof(int32_t), /* step_idx and its host copy step_host */
+        .idx = (3 + n_ctx) * R * sizeof(int32_t), /* step_idx and its host copy step_host */
         .slots = B * n_ctx * sizeof(int32_t),     /* slots_host, slots_tmp */
-        .lanes = B * sizeof(int32_t),             /* pos_host, n_past */
+        .lanes = R * sizeof(int32_t),             /* pos_host, n_past */
     };
 }
 
@@ -111,6 +112,7 @@ int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const stru
         return s->err;
     }
     db->n_lanes = n_lanes;
+    db->max_rows = decoder_batch_max_rows(n_lanes);
     for (int i = 0; i < db->n_slots; i++) /* lane k's position p is row k * n_ctx + p */
         db->slots_host[i] = i;
     return 0;
@@ -121,6 +123,11 @@ void decoder_batch_free(struct decoder_batch *db, struct wc_stream *s) { release
 void decoder_batch_reset(struct decoder_batch *db) {
     for (int i = 0; i < db->n_lanes; i++)
         db->n_past[i] = 0;
+}
+
+void decoder_batch_clear(struct decoder_batch *db, int lane) {
+    if (lane >= 0 && lane < db->n_lanes)
+        db->n_past[lane] = 0;
 }
 
 /* Layer `layer`'s cross-attention keys (or values) of audio region `audio` */
@@ -234,7 +241,7 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
      * are made for all its rows together in db->mlp (free until the MLP below), then copied
      * to each row's own lane (db->step_idx: n_kv, lane_of, dst_row, table), or written there
      * by the backend's norm_qkv */
-    const int32_t *dst_row = db->step_idx + 2 * db->n_lanes;
+    const int32_t *dst_row = db->step_idx + 2 * db->max_rows;
     if (br->lanes && op->norm_qkv) { /* all of that in one op (the same bits) */
         const struct wc_mat *const w3[3] = {&b->attn.q, &b->attn.k, &b->attn.v};
         const float *const b3[3] = {b->attn.q_b, NULL, b->attn.v_b};
@@ -259,7 +266,7 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
         op->attention(s, db->att, db->q, kc + (size_t)br->base * c, vc + (size_t)br->base * c,
                       WC_F32, c, n, n, c, n_head, 0);
     } else {
-        const int32_t *n_kv = db->step_idx, *table = db->step_idx + 3 * db->n_lanes;
+        const int32_t *n_kv = db->step_idx, *table = db->step_idx + 3 * db->max_rows;
         /* the key bound is the context, not this step's longest row: each row stops at its own
          * count, and a step's launches stay the same from one step to the next (a CUDA graph
          * can replay them) */
@@ -279,7 +286,7 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
         size_t audio_stride = (size_t)hp->n_text_layer * hp->n_audio_ctx * c;
         op->attention_rows(s, db->att, db->q, audio_kv(db, db->xk, 0, l),
                            audio_kv(db, db->xv, 0, l), db->xkv, c, audio_stride,
-                           db->step_idx + db->n_lanes, n, hp->n_audio_ctx, c, n_head);
+                           db->step_idx + db->max_rows, n, hp->n_audio_ctx, c, n_head);
     }
     linear_rows(s, br, db->x, db->att, &b->cross.o, b->cross.o_b, WC_ACT_NONE, 1);
 
@@ -341,7 +348,7 @@ static void step_ops(struct decoder_batch *db, struct wc_stream *s, const int *l
     int c = db->hp->n_text_state, n_ctx = db->hp->n_text_ctx;
     op->embed(s, db->x, tokens, db->pos_host, n, &db->w->tok_emb, db->w->dec_pos, 0, c);
     op->upload(s, db->step_idx, db->step_host,
-               ((size_t)3 * db->n_lanes + (size_t)n * n_ctx) * sizeof(int32_t));
+               ((size_t)3 * db->max_rows + (size_t)n * n_ctx) * sizeof(int32_t));
     struct block_rows br = {.n = n, .lanes = lanes};
     for (int l = 0; l < db->hp->n_text_layer; l++)
         decoder_block(db, s, l, &br);
@@ -354,28 +361,34 @@ int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int 
     int n_ctx = db->hp->n_text_ctx;
     if (s->err)
         return s->err;
-    if (n < 1 || n > db->n_lanes) {
-        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: %d lanes of %d stepped", n,
-                       db->n_lanes);
+    if (n < 1 || n > db->max_rows) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: %d rows in a step of at most %d", n,
+                       db->max_rows);
         return s->err;
     }
-    int32_t *n_kv = db->step_host, *lane_of = n_kv + db->n_lanes, *dst_row = lane_of + db->n_lanes;
-    int32_t *table = dst_row + db->n_lanes;
+    int32_t *n_kv = db->step_host, *lane_of = n_kv + db->max_rows,
+            *dst_row = lane_of + db->max_rows;
+    int32_t *table = dst_row + db->max_rows;
     for (int k = 0; k < n; k++) {
         int lane = lanes[k], pos = lane >= 0 && lane < db->n_lanes ? db->n_past[lane] : -1;
-        if (pos < 1 || pos >= n_ctx) {
+        if (pos < 0 || pos >= n_ctx) {
+            for (int i = 0; i < k; i++) /* the positions taken so far, back */
+                db->n_past[lanes[i]]--;
             wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
                            "decoder: lane %d at position %d cannot step (context %d)", lane, pos,
                            n_ctx);
             return s->err;
         }
-        /* a lane writes only its own rows */
+        /* a lane writes only its own rows; its table row up to pos is its own (or what
+         * decoder_batch_reorder gave it) with, at pos, this row, made by this step (the K/V
+         * are scattered before the attention reads them) */
         dst_row[k] = db->slots_host[(size_t)lane * n_ctx + pos] = lane * n_ctx + pos;
         db->pos_host[k] = pos;
         n_kv[k] = pos + 1;
         lane_of[k] = lane / db->group; /* its audio region */
         memcpy(table + (size_t)k * n_ctx, db->slots_host + (size_t)lane * n_ctx,
                (size_t)(pos + 1) * sizeof(int32_t));
+        db->n_past[lane]++; /* a lane's next row in this step is its next position */
     }
     /* one recording per row count (backend.h step_graph_*); the ops are issued again when
      * a recording fails, as none of them ran */
@@ -386,8 +399,6 @@ int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int 
     } else {
         step_ops(db, s, lanes, tokens, n);
     }
-    for (int k = 0; k < n; k++)
-        db->n_past[lanes[k]]++;
     if (!logits_host) /* kept in backend memory (db->logits) for the caller's next op */
         return s->err;
     op->download(s, logits_host, db->logits, (size_t)n * db->hp->n_vocab * sizeof(float));

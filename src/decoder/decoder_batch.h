@@ -28,8 +28,9 @@
  * only its own rows, at positions past every row other lanes read from it.
  *
  * Usage: for a lane that starts a window, decoder_batch_set_audio() (its group's audio) and
- * decoder_batch_prefill(); decoder_batch_step() for the lanes in the middle of one;
- * decoder_batch_reorder() between steps.
+ * decoder_batch_prefill(), or decoder_batch_clear() and its prompt's tokens as steps;
+ * decoder_batch_step() for the lanes in the middle of one; decoder_batch_reorder() between
+ * steps.
  */
 #ifndef WC_DECODER_BATCH_H
 #define WC_DECODER_BATCH_H
@@ -43,22 +44,23 @@
 struct decoder_batch {
     const struct wc_hparams *hp;
     const struct wc_weights *w;
-    int n_lanes; /* lanes the buffers have room for */
-    int group;   /* lanes per cross-attention K/V: n_lanes / group audio regions */
-    int n_slots; /* cache rows: n_lanes * n_text_ctx */
-    int *n_past; /* [n_lanes] positions of each lane in the cache, owned */
+    int n_lanes;  /* lanes the buffers have room for */
+    int max_rows; /* rows a step may have: decoder_batch_max_rows(n_lanes) */
+    int group;    /* lanes per cross-attention K/V: n_lanes / group audio regions */
+    int n_slots;  /* cache rows: n_lanes * n_text_ctx */
+    int *n_past;  /* [n_lanes] positions of each lane in the cache, owned */
     /* backend memory, owned */
     float *k_cache, *v_cache; /* [n_text_layer][n_lanes][n_text_ctx][s] */
     /* [n_lanes / group][n_text_layer][n_audio_ctx][s] cross-attention K/V, of the backend's
      * cross_kv dtype */
     void *xk, *xv;
     enum wc_dtype xkv;
-    float *x, *h, *q, *att; /* [max(n_text_ctx, n_lanes)][s] */
-    float *mlp;    /* [max(n_text_ctx, n_lanes, n_audio_ctx / 4)][4s]; a step's new K/V before,
+    float *x, *h, *q, *att; /* [max(n_text_ctx, max_rows)][s] */
+    float *mlp;    /* [max(n_text_ctx, max_rows, n_audio_ctx / 4)][4s]; a step's new K/V before,
                     * f16 cross K/V before their narrowing (decoder_batch_set_audio) */
-    float *logits; /* [max(2, n_lanes)][n_vocab] */
-    /* a step's index arrays, rows in step order: [n_lanes] keys each row sees, [n_lanes] its
-     * lane, [n_lanes] its new K/V's cache row, then [n_lanes][n_text_ctx] its lane's slot-table
+    float *logits; /* [max_rows][n_vocab] */
+    /* a step's index arrays, rows in step order: [max_rows] keys each row sees, [max_rows] its
+     * lane, [max_rows] its new K/V's cache row, then [n rows][n_text_ctx] its lane's slot-table
      * row */
     int32_t *step_idx;
     /* host, owned */
@@ -66,8 +68,14 @@ struct decoder_batch {
     int32_t *slots_host; /* [n_lanes][n_text_ctx] cache row of (lane, position); a lane's own
                           * row k * n_ctx + p unless decoder_batch_reorder gave it another's */
     int32_t *slots_tmp;  /* [n_lanes][n_text_ctx] decoder_batch_reorder's scratch */
-    int32_t *pos_host;   /* [n_lanes] a step's row positions */
+    int32_t *pos_host;   /* [max_rows] a step's row positions */
 };
+
+/* The rows a step of n_lanes lanes may have: one a lane and as many again (at least 8) for
+ * prompts fed whole, several rows of one lane (decode_batch.h). */
+static inline int decoder_batch_max_rows(int n_lanes) {
+    return n_lanes + (n_lanes > 8 ? n_lanes : 8);
+}
 
 /* Bytes decoder_batch_init allocates for n_lanes lanes in groups of `group` (backend and host
  * memory together), cross-attention K/V in cross_kv (the backend's). */
@@ -83,6 +91,11 @@ void decoder_batch_free(struct decoder_batch *db, struct wc_stream *s);
 /* Empties every lane. */
 void decoder_batch_reset(struct decoder_batch *db);
 
+/* Empties lane `lane`: its next step is its position 0 (a prompt fed token by token, each
+ * step's row giving what decoder_batch_prefill's would where the backend's
+ * attention_exact_rows covers the prompt). */
+void decoder_batch_clear(struct decoder_batch *db, int lane);
+
 /* The cross-attention K/V of lane group `audio` (lanes audio * group ...) from an encoder
  * output [n_audio_ctx][s]. */
 void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int audio,
@@ -96,9 +109,11 @@ int decoder_batch_prefill(struct decoder_batch *db, struct wc_stream *s, int lan
                           const int32_t *tokens, int n, const int *rows, int n_rows,
                           float *logits_host);
 
-/* One token for each of the n lanes in lanes[] (distinct), each at its own next position;
- * writes their logits to logits_host [n][n_vocab]. logits_host NULL: they stay in backend
- * memory, db->logits [n][n_vocab], for an op queued next (nothing is synced). */
+/* n rows (<= db->max_rows): row k is token tokens[k] of lane lanes[k] at the lane's next
+ * position, rows of one lane at consecutive positions in their order (a prompt fed whole, each
+ * row seeing those before it); writes their logits to logits_host [n][n_vocab]. logits_host
+ * NULL: they stay in backend memory, db->logits [n][n_vocab], for an op queued next (nothing
+ * is synced). */
 int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int *lanes,
                        const int32_t *tokens, int n, float *logits_host);
 

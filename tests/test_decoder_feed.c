@@ -1,0 +1,217 @@
+/*
+ * test_decoder_feed.c — a short prompt fed to the batch decoder as step rows (several rows of
+ * one lane in one step, decode_batch.h) gives exactly what decoder_batch_prefill gives: the
+ * logits of its last and SOT rows, the next step's logits and the KV cache, bit for bit, on a
+ * random-weight model. Prompts of 1, 4 and the backend's longest fed length, their rows
+ * interleaved with each other's and with a lane in the middle of its window. Also: a step of
+ * more than max_rows rows, or one that would run a lane past the context, is refused with the
+ * lanes' positions unchanged. On the CPU always; on CUDA too where a device is (bits there
+ * rest on cuda_attention's short-prompt path, backend.h attention_exact_rows).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api_internal.h"
+#include "backend.h"
+#include "common.h"
+#include "decoder/decode_batch.h"
+#include "decoder/decoder_batch.h"
+#include "ggml_synth.h"
+
+static struct test_rng rng = {77};
+
+#define N_LANES 8
+#define N_FED   3 /* lanes 0..2 start a window; lane 3 is in the middle of one */
+
+struct run {
+    float *first;  /* [N_FED + 1][n_vocab]: each fed lane's last prompt row, then lane 3's step */
+    float *sot;    /* [N_FED][n_vocab]: each fed lane's SOT row (its first) */
+    float *second; /* [N_FED + 1][n_vocab]: the step after, lanes 0..3 */
+    float *kv;     /* k_cache then v_cache */
+};
+
+static const int32_t base_prompt[DECODE_BATCH_FEED_MAX] = {50257, 50258, 50359, 50363,
+                                                           440,   1000,  2000,  3000};
+static const int32_t running[5] = {50257, 50362, 300, 301, 302}; /* lane 3's window so far */
+
+static void download(struct wc_stream *s, float *dst, const float *src, size_t n) {
+    s->be->ops->download(s, dst, src, n * sizeof(float));
+    CHECK(wc_stream_sync(s) == 0);
+}
+
+/* prefill: each fed lane's prompt by decoder_batch_prefill, lane 3's step alone; else the
+ * prompts and lane 3's step as the rows of one step, interleaved */
+static void run(struct decoder_batch *db, struct wc_stream *s, const int *n_prompt, int prefill,
+                struct run *out) {
+    int n_vocab = db->hp->n_vocab;
+    size_t nv = (size_t)n_vocab;
+    decoder_batch_reset(db);
+    float *host = malloc(2 * nv * sizeof(float));
+    CHECK(decoder_batch_prefill(db, s, 3, running, 4, NULL, 0, host) == 0);
+    if (prefill) {
+        for (int k = 0; k < N_FED; k++) {
+            int rows[2] = {n_prompt[k] - 1, 0};
+            CHECK(decoder_batch_prefill(db, s, k, base_prompt, n_prompt[k], rows, 2, host) == 0);
+            memcpy(out->first + k * nv, host, nv * sizeof(float));
+            memcpy(out->sot + k * nv, host + nv, nv * sizeof(float));
+        }
+        int lane = 3;
+        CHECK(decoder_batch_step(db, s, &lane, &running[4], 1, NULL) == 0);
+        download(s, out->first + N_FED * nv, db->logits, nv);
+    } else {
+        int lanes[N_FED * DECODE_BATCH_FEED_MAX + 1], n = 0, at_last[N_FED], at_sot[N_FED];
+        int32_t tok[N_FED * DECODE_BATCH_FEED_MAX + 1];
+        for (int k = 0; k < N_FED; k++)
+            decoder_batch_clear(db, k);
+        lanes[n] = 3, tok[n++] = running[4];
+        for (int p = 0; p < DECODE_BATCH_FEED_MAX; p++) /* token p of every prompt in turn */
+            for (int k = 0; k < N_FED; k++) {
+                if (p >= n_prompt[k])
+                    continue;
+                if (p == 0)
+                    at_sot[k] = n;
+                if (p == n_prompt[k] - 1)
+                    at_last[k] = n;
+                lanes[n] = k, tok[n++] = base_prompt[p];
+            }
+        CHECK(n <= db->max_rows);
+        CHECK(decoder_batch_step(db, s, lanes, tok, n, NULL) == 0);
+        float *all = malloc((size_t)n * nv * sizeof(float));
+        download(s, all, db->logits, (size_t)n * nv);
+        for (int k = 0; k < N_FED; k++) {
+            memcpy(out->first + k * nv, all + at_last[k] * nv, nv * sizeof(float));
+            memcpy(out->sot + k * nv, all + at_sot[k] * nv, nv * sizeof(float));
+        }
+        memcpy(out->first + N_FED * nv, all, nv * sizeof(float));
+        free(all);
+    }
+    int lanes[N_FED + 1] = {2, 0, 3, 1};
+    int32_t tok[N_FED + 1] = {700, 701, 702, 703};
+    CHECK(decoder_batch_step(db, s, lanes, tok, N_FED + 1, NULL) == 0);
+    float *rows = malloc((N_FED + 1) * nv * sizeof(float));
+    download(s, rows, db->logits, (N_FED + 1) * nv);
+    for (int r = 0; r < N_FED + 1; r++) /* by lane */
+        memcpy(out->second + lanes[r] * nv, rows + r * nv, nv * sizeof(float));
+    free(rows);
+    size_t n_cache = (size_t)db->hp->n_text_layer * db->n_slots * db->hp->n_text_state;
+    download(s, out->kv, db->k_cache, n_cache);
+    download(s, out->kv + n_cache, db->v_cache, n_cache);
+    free(host);
+}
+
+/* The refusals: more rows than max_rows; a lane past its context (positions kept). */
+static void test_refusals(struct decoder_batch *db, struct wc_stream *s) {
+    int n_ctx = db->hp->n_text_ctx, n = db->max_rows + 1;
+    int *lanes = calloc((size_t)n_ctx + 1, sizeof *lanes);
+    int32_t *tok = calloc((size_t)n_ctx + 1, sizeof *tok);
+    decoder_batch_reset(db);
+    CHECK(decoder_batch_step(db, s, lanes, tok, n, NULL) == WHISPERC_ERR_INVALID_ARG);
+    s->err = 0;
+    lanes[0] = 1; /* one row of lane 1, then lane 0 more rows than its context holds */
+    for (int i = 1; i <= n_ctx && i < db->max_rows; i++)
+        lanes[i] = 0;
+    if (n_ctx < db->max_rows) {
+        CHECK(decoder_batch_step(db, s, lanes, tok, n_ctx + 1, NULL) == WHISPERC_ERR_INVALID_ARG);
+        CHECK(db->n_past[0] == 0 && db->n_past[1] == 0);
+        s->err = 0;
+    }
+    free(lanes), free(tok);
+}
+
+static int same(const char *what, const float *a, const float *b, size_t n) {
+    int ok = memcmp(a, b, n * sizeof(float)) == 0;
+    printf("  %-44s %s\n", what, ok ? "same bits" : "DIFFER");
+    return ok;
+}
+
+static void test_backend(const char *path, whisperc_device dev) {
+    struct whisperc_model_params mp = whisperc_model_default_params();
+    mp.device = dev;
+    char err[512];
+    whisperc_model *m = NULL;
+    whisperc_state *st = NULL;
+    if (whisperc_model_load(path, &mp, &m, err, sizeof err)) {
+        if (dev == WHISPERC_DEVICE_CUDA) {
+            printf("cuda: %s (skipped)\n", err);
+            return;
+        }
+        fprintf(stderr, "%s\n", err);
+        test_failures++;
+        return;
+    }
+    CHECK(whisperc_state_new(m, &st) == 0);
+    struct wc_stream *s = st->s;
+    const struct wc_backend_ops *op = s->be->ops;
+    const struct wc_hparams *hp = &m->file->hp;
+    int feed = DECODE_BATCH_FEED_MAX;
+    feed = op->attention_exact_rows < feed ? op->attention_exact_rows : feed;
+    feed = op->linear_exact_rows < feed ? op->linear_exact_rows : feed;
+    int n_prompt[N_FED] = {1, 4 < feed ? 4 : feed, feed};
+    printf("%s: prompts of %d, %d, %d tokens fed\n", op->name, n_prompt[0], n_prompt[1],
+           n_prompt[2]);
+    struct decoder_batch db;
+    CHECK(decoder_batch_init(&db, s, hp, &m->w, N_LANES, 1) == 0);
+    size_t nf = (size_t)hp->n_audio_ctx * hp->n_audio_state, nv = (size_t)hp->n_vocab;
+    float *feat_host = malloc(nf * sizeof(float));
+    for (size_t i = 0; i < nf; i++)
+        feat_host[i] = test_rng_uniform(&rng);
+    float *feat = op->alloc(s, nf * sizeof(float));
+    op->upload(s, feat, feat_host, nf * sizeof(float));
+    for (int k = 0; k < N_LANES; k++)
+        decoder_batch_set_audio(&db, s, k, feat);
+    size_t n_cache = (size_t)hp->n_text_layer * db.n_slots * hp->n_text_state;
+    struct run r[2];
+    for (int i = 0; i < 2; i++) {
+        r[i].first = malloc((N_FED + 1) * nv * sizeof(float));
+        r[i].sot = malloc(N_FED * nv * sizeof(float));
+        r[i].second = malloc((N_FED + 1) * nv * sizeof(float));
+        r[i].kv = malloc(2 * n_cache * sizeof(float));
+        run(&db, s, n_prompt, i == 0, &r[i]);
+    }
+    CHECK(same("last prompt rows' logits (and lane 3's step)", r[0].first, r[1].first,
+               (N_FED + 1) * nv));
+    CHECK(same("SOT rows' logits", r[0].sot, r[1].sot, N_FED * nv));
+    CHECK(same("the next step's logits", r[0].second, r[1].second, (N_FED + 1) * nv));
+    /* the cache rows the lanes wrote (the rest was never written in either run) */
+    int ok = 1, n_ctx = hp->n_text_ctx;
+    for (int kv = 0; kv < 2; kv++)
+        for (int l = 0; l < hp->n_text_layer; l++)
+            for (int lane = 0; lane <= N_FED; lane++) {
+                size_t off = kv * n_cache +
+                             ((size_t)l * db.n_slots + (size_t)lane * n_ctx) * hp->n_text_state;
+                size_t len = (size_t)db.n_past[lane] * hp->n_text_state;
+                ok &= memcmp(r[0].kv + off, r[1].kv + off, len * sizeof(float)) == 0;
+            }
+    printf("  %-44s %s\n", "KV cache rows", ok ? "same bits" : "DIFFER");
+    CHECK(ok);
+    test_refusals(&db, s);
+    for (int i = 0; i < 2; i++)
+        free(r[i].first), free(r[i].sot), free(r[i].second), free(r[i].kv);
+    op->release(s, feat);
+    free(feat_host);
+    decoder_batch_free(&db, s);
+    whisperc_state_free(st);
+    whisperc_model_free(m);
+}
+
+int main(void) {
+    char path[] = "/tmp/wc_decoder_feed_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    struct ggml_synth_opts o = ggml_synth_default_opts();
+    o.n_state = 128;
+    o.n_head = 2;
+    o.n_layer = 2;
+    o.n_audio_ctx = 64;
+    o.n_text_ctx = 16;
+    o.multilingual = 1;
+    o.seed = 11;
+    CHECK(ggml_synth_write(path, &o) == 0);
+    test_backend(path, WHISPERC_DEVICE_CPU);
+    test_backend(path, WHISPERC_DEVICE_CUDA);
+    unlink(path);
+    return TEST_RESULT();
+}
