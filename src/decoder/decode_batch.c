@@ -152,8 +152,9 @@ int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *
     }
     sl->r.n_steps = 1;
     sl->n_initial = n_initial;
-    if (!sl->beams && o->sample_len > 0 && n_initial <= d->feed_max) {
-        /* fed whole with the next step (decode_batch_step), the lane emptied for it */
+    if (o->sample_len > 0 && n_initial <= d->feed_max) {
+        /* fed whole with the next step (decode_batch_step), the group's first lane emptied for
+         * it (beams take it over in beam_take) */
         memcpy(sl->prompt, d->seq, (size_t)n_initial * sizeof *sl->prompt);
         sl->feed = true;
         sl->sot_index = sot_index;
@@ -203,7 +204,8 @@ static void rank_beams(struct decode_batch *d, int r0, int m) {
     }
 }
 
-/* Row n of the step: token `tok` of lane `lane`, of slot k, picked with hk's history. */
+/* Row n of the step: token `tok` of lane `lane`, of slot k; a greedy pick reads hk's history
+ * (NULL: no greedy pick reads the row). */
 static void add_row(struct decode_batch *d, int n, int k, int lane, int32_t tok,
                     const struct hyp *hk) {
     d->ids[n] = lane;
@@ -231,17 +233,17 @@ static int plan_rows(struct decode_batch *d, int *r_pick) {
         room -= sl->n_initial;
         sl->sot_row = n + sl->sot_index; /* unless the SOT is the last token (below) */
         for (int p = 0; p < sl->n_initial - 1; p++, n++)
-            add_row(d, n, k, k * G, sl->prompt[p], sl->hs.h);
+            add_row(d, n, k, k * G, sl->prompt[p], NULL);
     }
     *r_pick = n;
     for (int k = 0; k < d->n_slots; k++) {
         struct decode_batch_slot *sl = &d->slots[k];
         if (sl->state != SLOT_RUNNING || (sl->feed && !sl->fed_now))
             continue;
-        if (sl->fed_now) {
+        if (sl->fed_now) { /* the first pick, of one row (beams: beam 0's, beam_rows) */
             if (sl->sot_index == sl->n_initial - 1)
                 sl->sot_row = n;
-            add_row(d, n++, k, k * G, sl->prompt[sl->n_initial - 1], sl->hs.h);
+            add_row(d, n++, k, k * G, sl->prompt[sl->n_initial - 1], sl->beams ? NULL : sl->hs.h);
         } else if (!sl->beams)
             add_row(d, n++, k, k * G, sl->hs.h->tok[sl->hs.h->n - 1], sl->hs.h);
         else
@@ -310,6 +312,7 @@ int decode_batch_step(struct decode_batch *d, int *n_stepped) {
     d->n_steps++;
     for (int a = r_pick; a < n && !rc;) {
         struct decode_batch_slot *sl = &d->slots[d->src[a]];
+        int rows = sl->beams ? beam_rows(&sl->bs) : 1;
         if (sl->fed_now) { /* the prompt's step counts as the prefill it replaces */
             const float *at_sot = d->sot_logits + (size_t)sl->sot_at * n_vocab;
             sl->r.no_speech_prob = exp(at_sot[d->v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
@@ -317,13 +320,11 @@ int decode_batch_step(struct decode_batch *d, int *n_stepped) {
         } else {
             sl->r.n_steps++;
         }
-        if (sl->beams) {
+        if (sl->beams)
             beam_take(d, d->src[a], d->top + (size_t)a * K);
-            a += G;
-        } else {
+        else
             take(sl, d->v, n_ctx, d->pick[a].token, d->pick[a].logprob);
-            a++;
-        }
+        a += rows;
     }
     return rc;
 }

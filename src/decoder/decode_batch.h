@@ -7,11 +7,11 @@
  * limit or the text context) hands its result back and may start another window at once,
  * while the others keep stepping (continuous batching).
  *
- * A greedy slot's prompt of up to feed_max tokens (the usual SOT sequence) goes in as rows of
- * the next step, all at once, instead of a prefill of its own: a prefill is ~100 launches
- * outside the step's graph and a sync, for each window. The bits are the same where the
- * backend's attention_exact_rows and linear_exact_rows cover the prompt (backend.h); longer
- * prompts (the previous text) and beam slots' run as decoder_batch_prefill.
+ * A slot's prompt of up to feed_max tokens (the usual SOT sequence) goes in as rows of the
+ * next step, all at once, in its group's first lane, instead of a prefill of its own: a
+ * prefill is ~100 launches outside the step's graph and a sync, for each window. The bits are
+ * the same where the backend's attention_exact_rows and linear_exact_rows cover the prompt
+ * (backend.h); longer prompts (the previous text) run as decoder_batch_prefill.
  *
  * Usage: decode_batch_start(k) for each slot given a window (its audio set with
  * decoder_batch_set_audio(k) first); then, while any slot runs, decode_batch_step(); a slot for
