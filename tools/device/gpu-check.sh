@@ -31,7 +31,7 @@
 #   quick     a 15-minute session's measurements with tiny.en alone (stage.sh pack tiny.en):
 #             jfk and the dev set on cuda, batch identity, batchbench at 64 lanes (cross K/V
 #             f16 and f32), base.en-shaped random weights (step, encoder, batched x real
-#             time), throughput tiny.en at 64 lanes
+#             time with prompts as step rows and as prefills), throughput tiny.en at 64 lanes
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -476,10 +476,14 @@ stage_quick() {
         timeout 40 "$B/whisper-c" bench --synthetic --device cuda -m /tmp/ggml-base.en-random.bin \
             --tokens 100 -bs 1 --runs 3 >"$OUT/bench.tmp" 2>&1 || rc=1
         say "synthetic base.en (random): $(synthetic_lines "$OUT/bench.tmp")"
-        timeout 90 "$B/whisper-c" bench --synthetic --device cuda -m /tmp/ggml-base.en-random.bin \
-            --tokens 100 -bs 1 --runs 1 --batch-size 64 --throughput 128 >"$OUT/bench.tmp" 2>&1 || rc=1
-        say "synthetic base.en (random) batched: $(sed -n '/^batched throughput/,$p' "$OUT/bench.tmp" |
-            grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
+        # prompts as step rows (the default), then each a prefill (before 580f5a5)
+        for p in steps prefill; do
+            WHISPERC_BATCH_PROMPT=$p timeout 90 "$B/whisper-c" bench --synthetic --device cuda \
+                -m /tmp/ggml-base.en-random.bin --tokens 100 -bs 1 --runs 1 --batch-size 64 \
+                --throughput 128 >"$OUT/bench.tmp" 2>&1 || rc=1
+            say "synthetic base.en (random) batched, prompts as $p: $(sed -n '/^batched throughput/,$p' \
+                "$OUT/bench.tmp" | grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
+        done
         rm -f /tmp/ggml-base.en-random.bin "$OUT/bench.tmp"
     else
         rc=1
