@@ -66,9 +66,10 @@ struct wc_backend_ops {
      * row alone (>= 1). Decoding several sequences in one call is then exactly decoding each
      * by itself; callers with more rows split them into calls of at most this many. */
     int linear_exact_rows;
-    /* A causal `attention` (f32 K/V) of up to this many queries gives query t exactly the bits
-     * attention_gather gives it over the same keys (>= 1): a prompt that short has the bits of
-     * one-token steps, so the batch decoder may feed it to a lane as steps. */
+    /* A causal `attention` (f32 K/V, heads the step attention takes: d <= 128, a multiple of 32
+     * on CUDA) of up to this many queries gives query t exactly the bits attention_gather gives
+     * it over the same keys (>= 1): a prompt that short has the bits of one-token steps, so the
+     * batch decoder may feed it to a lane as step rows. */
     int attention_exact_rows;
     /* The encoder over several windows: 1 runs each linear over all the windows' rows in one
      * call (B x n_audio_ctx rows fill a GPU; a window's bits may then differ from its encoding

@@ -184,8 +184,9 @@ int beam_search(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v
             if ((rc = decoder_step(d, s, last, G, on_backend ? NULL : logits)))
                 goto out;
         }
-        /* the first step: the prompt's row, on the host */
-        float *host = b.i_step == 0 || !on_backend ? logits : NULL;
+        /* ranked by the backend where it can, the first step too: decoder_forward left the
+         * prompt's last row in d->logits */
+        float *host = on_backend ? NULL : logits;
         if ((rc = rank_rows(&b, d, s, v->n_vocab, host, beam_rows(&b))))
             goto out;
         ended = beam_update(&b, b.top, v->eot);

@@ -26,10 +26,10 @@ struct decode_batch_slot {
     const struct decode_opts *o;
     bool beams; /* o->beam_size > 0: bs, over the group's lanes */
     /* a prompt fed whole with the next step (decode_batch_start): its tokens, where the SOT
-     * is; fed_now: in this step, its SOT at row sot_row, downloaded to d->sot_logits[sot_at] */
+     * is; fed_now: in this step, its SOT at row sot_row (downloaded to d->sot_logits) */
     bool feed, fed_now;
     int32_t prompt[DECODE_BATCH_FEED_MAX];
-    int sot_index, sot_row, sot_at;
+    int sot_index, sot_row;
     struct hyp_set hs;    /* greedy: one hypothesis, of o->sample_len + 1 tokens */
     struct beam_state bs; /* beams */
     struct decode_result r;
@@ -67,9 +67,10 @@ int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct w
         .lf = malloc(R * sizeof *d->lf),
         .hk = malloc(R * sizeof *d->hk),
         .rules = malloc(R * sizeof *d->rules),
+        .sot_logits = malloc((size_t)(db->n_lanes / db->group) * v->n_vocab * sizeof(float)),
     };
     if (!d->slots || !d->logits || !d->seq || !d->last || !d->ids || !d->src || !d->pick ||
-        !d->top || !d->lf || !d->hk || !d->rules) {
+        !d->top || !d->lf || !d->hk || !d->rules || !d->sot_logits) {
         decode_batch_free(d);
         return WHISPERC_ERR_NO_MEMORY;
     }
@@ -120,6 +121,10 @@ static void beam_take(struct decode_batch *d, int k, const struct wc_greedy_pick
     }
     decoder_batch_reorder(d->db, lanes, src, G);
 }
+
+static void add_row(struct decode_batch *d, int n, int k, int lane, int32_t tok,
+                    const struct hyp *hk);
+static void rank_beams(struct decode_batch *d, int r0, int m);
 
 int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *o) {
     struct wc_stream *s = d->s;
@@ -173,15 +178,19 @@ int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *
     sl->state = o->sample_len > 0 ? SLOT_RUNNING : SLOT_ENDED;
     if (sl->state != SLOT_RUNNING)
         return 0;
-    float *logits = d->logits; /* the prompt's row is on the host already */
+    /* the first pick by the backend, as a step's (decode_window's likewise): the prompt's last
+     * row is the first of db->logits */
+    add_row(d, 0, k, k * G, 0, sl->beams ? NULL : sl->hs.h);
     if (sl->beams) {
-        beam_rank_host(&sl->bs, 0, logits, n_vocab);
-        beam_take(d, k, sl->bs.top);
+        rank_beams(d, 0, 1);
+        if ((rc = wc_stream_sync(s)))
+            return rc;
+        beam_take(d, k, d->top);
         return 0;
     }
-    logit_filters_apply(o->filters, logits, sl->hs.h->tok, sl->hs.h->n);
-    int next = decode_argmax(logits, n_vocab);
-    take(sl, v, n_ctx, next, (float)(logits[next] - wc_logsumexp(logits, 0, n_vocab)));
+    if ((rc = decode_greedy_pick(s, d->db->logits, 1, n_vocab, d->lf, d->hk, d->pick)))
+        return rc;
+    take(sl, v, n_ctx, d->pick[0].token, d->pick[0].logprob);
     return 0;
 }
 
@@ -253,30 +262,15 @@ static int plan_rows(struct decode_batch *d, int *r_pick) {
     return n;
 }
 
-/* The SOT rows of the prompts fed in this step, queued for download to d->sot_logits before
- * anything masks them (no_speech_prob wants the raw row). */
+/* The SOT rows of the prompts fed in this step, queued for download to their slots' rows of
+ * d->sot_logits before anything masks them (no_speech_prob wants the raw row). */
 static int fetch_sot_rows(struct decode_batch *d) {
-    int n_vocab = d->v->n_vocab, n_sot = 0;
+    size_t n_vocab = (size_t)d->v->n_vocab;
     for (int k = 0; k < d->n_slots; k++)
-        n_sot += d->slots[k].fed_now;
-    if (n_sot > d->sot_cap) {
-        float *p = realloc(d->sot_logits, (size_t)n_sot * n_vocab * sizeof *p);
-        if (!p) {
-            wc_stream_fail(d->s, WHISPERC_ERR_NO_MEMORY, "decoder: out of memory");
-            return d->s->err;
-        }
-        d->sot_logits = p;
-        d->sot_cap = n_sot;
-    }
-    for (int k = 0, j = 0; k < d->n_slots; k++) {
-        struct decode_batch_slot *sl = &d->slots[k];
-        if (!sl->fed_now)
-            continue;
-        sl->sot_at = j;
-        d->s->be->ops->download(d->s, d->sot_logits + (size_t)j++ * n_vocab,
-                                d->db->logits + (size_t)sl->sot_row * n_vocab,
-                                (size_t)n_vocab * sizeof(float));
-    }
+        if (d->slots[k].fed_now)
+            d->s->be->ops->download(d->s, d->sot_logits + (size_t)k * n_vocab,
+                                    d->db->logits + (size_t)d->slots[k].sot_row * n_vocab,
+                                    n_vocab * sizeof(float));
     return d->s->err;
 }
 
@@ -314,7 +308,7 @@ int decode_batch_step(struct decode_batch *d, int *n_stepped) {
         struct decode_batch_slot *sl = &d->slots[d->src[a]];
         int rows = sl->beams ? beam_rows(&sl->bs) : 1;
         if (sl->fed_now) { /* the prompt's step counts as the prefill it replaces */
-            const float *at_sot = d->sot_logits + (size_t)sl->sot_at * n_vocab;
+            const float *at_sot = d->sot_logits + (size_t)d->src[a] * n_vocab;
             sl->r.no_speech_prob = exp(at_sot[d->v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
             sl->feed = sl->fed_now = false;
         } else {

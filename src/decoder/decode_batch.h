@@ -50,9 +50,8 @@ struct decode_batch {
     const struct logit_filters **lf;
     const struct hyp **hk;
     struct wc_logit_rule *rules;
-    float *sot_logits; /* [sot_cap][n_vocab]: the SOT rows of prompts fed in a step */
-    int sot_cap;
-    int n_steps; /* decoder_batch_step calls made, all slots together (statistics) */
+    float *sot_logits; /* [n_slots][n_vocab]: the SOT rows of the prompts fed in a step */
+    int n_steps;       /* decoder_batch_step calls made, all slots together (statistics) */
 };
 
 /* The longest prompt fed as step rows on a backend: what keeps a prefill's bits (backend.h
@@ -72,9 +71,9 @@ void decode_batch_free(struct decode_batch *d);
  * Returns 0 or a WHISPERC_ERR_* code (message in the stream). */
 int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *o);
 
-/* One token for every sequence of every slot still running, in one decoder_batch_step.
- * *n_stepped (may be NULL) receives how many lanes stepped (0: none was running). Returns 0
- * or the stream's error. */
+/* One token for every sequence of every slot still running, and the prompts of slots that
+ * start (as many as the step has room for), in one decoder_batch_step. *n_stepped (may be
+ * NULL) receives the step's rows (0: no slot was running). Returns 0 or the stream's error. */
 int decode_batch_step(struct decode_batch *d, int *n_stepped);
 
 /* Whether slot k's window has ended with its result not yet taken. */

@@ -159,20 +159,24 @@ static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_
     for (int g = 0; g < G; g++)
         rows[g] = g;
     for (int i = 0; i < o->sample_len && n_active > 0; i++) {
+        int rc = 0;
         if (i > 0) {
             for (int k = 0; k < n_active; k++)
                 last[k] = hs->h[rows[k]].tok[hs->h[rows[k]].n - 1];
             (*n_steps)++;
-            int rc = decoder_step(d, s, last, n_active, on_backend ? NULL : logits);
-            for (int k = 0; on_backend && k < n_active; k++) {
-                lf[k] = o->filters;
-                hk[k] = &hs->h[rows[k]];
-            }
-            if (!rc && on_backend)
-                rc = decode_greedy_pick(s, d->logits, n_active, n_vocab, lf, hk, pick);
-            if (rc)
-                return rc;
+            rc = decoder_step(d, s, last, n_active, on_backend ? NULL : logits);
         }
+        /* greedy picks through the backend, the first one too, from the prompt's last row
+         * that decoder_forward left in d->logits: every pick of a window made alike (on a GPU
+         * the op's logprob may differ from the host's in the last bits) */
+        for (int k = 0; on_backend && k < n_active; k++) {
+            lf[k] = o->filters;
+            hk[k] = &hs->h[rows[k]];
+        }
+        if (!rc && on_backend)
+            rc = decode_greedy_pick(s, d->logits, n_active, n_vocab, lf, hk, pick);
+        if (rc)
+            return rc;
         /* the first step's sequences all continue the prompt: its one row of logits */
         for (int k = 1; i == 0 && k < n_active; k++)
             memcpy(logits + (size_t)k * n_vocab, logits, (size_t)n_vocab * sizeof *logits);
@@ -181,7 +185,7 @@ static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_
             struct hyp *h = &hs->h[rows[k]];
             int next;
             float lp;
-            if (on_backend && i > 0) {
+            if (on_backend) {
                 next = pick[k].token;
                 lp = pick[k].logprob;
             } else {

@@ -175,7 +175,7 @@ void decoder_batch_reorder(struct decoder_batch *db, const int *lanes, const int
 
 /* What one decoder_block call runs on: n rows of db->x that are either one lane's prompt
  * (lanes == NULL: rows at positions 0..n-1 of lane `lane`, in cache rows base..base+n-1) or
- * one token for each of lanes[0..n) (lane k at position n_past[lane k], db->step_idx filled). */
+ * a step's rows, row k a token of lane lanes[k] (db->step_idx filled: positions, tables). */
 struct block_rows {
     int n, base;
     int lane;

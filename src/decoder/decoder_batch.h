@@ -91,9 +91,9 @@ void decoder_batch_free(struct decoder_batch *db, struct wc_stream *s);
 /* Empties every lane. */
 void decoder_batch_reset(struct decoder_batch *db);
 
-/* Empties lane `lane`: its next step is its position 0 (a prompt fed token by token, each
- * step's row giving what decoder_batch_prefill's would where the backend's
- * attention_exact_rows covers the prompt). */
+/* Empties lane `lane`: its next step row is its position 0 (a prompt fed as step rows, each
+ * giving what decoder_batch_prefill's would where the backend's attention_exact_rows and
+ * linear_exact_rows cover the prompt). */
 void decoder_batch_clear(struct decoder_batch *db, int lane);
 
 /* The cross-attention K/V of lane group `audio` (lanes audio * group ...) from an encoder

@@ -112,8 +112,9 @@ struct cuda_staging {
  * signature: a replay whose signature differs from its recording's is not launched. */
 /* row counts 1..1024: the CLI's largest batch (64 windows) of the most beams (16) a step; a
  * window's 5 beams (the CLI's default) at --batch-size 16 already step 80 rows. A batch decoder
- * steps beams x (1 ... its windows) rows, so at most 64 recordings live at once (a new decoder
- * drops them: decoder_batch_init, step_graph_reset). */
+ * steps up to decoder_batch_max_rows rows (its lanes and the prompts fed with them), one
+ * recording per row count seen (a new decoder drops them: decoder_batch_init,
+ * step_graph_reset); past 1024 rows steps run as plain launches. */
 #define CUDA_GRAPH_KEYS 1024
 enum cuda_graph_mode { CUDA_GRAPH_NONE = 0, CUDA_GRAPH_CAPTURE, CUDA_GRAPH_REPLAY };
 struct cuda_step_graph {

@@ -309,9 +309,11 @@ void cuda_attention(struct wc_stream *s, float *out, const float *q, const void 
         /* a short prompt: query t over its causal_pos0 + t + 1 keys in a launch of its own,
          * attention_gather's arithmetic (attention_exact_rows), so that a prompt has the bits
          * of one-token steps and the batch decoder may feed it to a lane as steps */
-        for (int t = 0; t < t_len; t++)
+        for (int t = 0; t < t_len; t++) {
+            int n_keys = causal_pos0 + t + 1 < s_len ? causal_pos0 + t + 1 : s_len;
             cuda_attention_rows(s, out + (size_t)t * c, q + (size_t)t * c, k, v, WC_F32, ld_kv, 0,
-                                NULL, 1, causal_pos0 + t + 1, c, n_head);
+                                NULL, 1, n_keys, c, n_head);
+        }
         return;
     }
     if (!causal && t_len <= KERNEL_ROWS_MAX_QUERIES && d % 32 == 0 && d <= 128) {
