@@ -76,10 +76,15 @@ static float *random_windows(const struct wc_hparams *hp, int n_windows, uint64_
     return mel;
 }
 
-/* The synthetic window's prompt: <|startoftranscript|> (<|en|>) <|transcribe|>
- * <|notimestamps|> into prompt[4]; returns its length. */
-static int bench_prompt(const struct wc_vocab *v, int32_t *prompt) {
+/* The synthetic window's prompt: n_context > 0 tokens of previous text as a long-form window's
+ * (<|startofprev|> and ordinary text tokens), then <|startoftranscript|> (<|en|>)
+ * <|transcribe|> <|notimestamps|> into prompt[n_context + 5]; returns its length. */
+static int bench_prompt(const struct wc_vocab *v, int n_context, int32_t *prompt) {
     int n = 0;
+    if (n_context > 0)
+        prompt[n++] = v->sot_prev;
+    for (int i = 0; i < n_context; i++)
+        prompt[n++] = 220 + (i * 37) % 10000; /* text tokens, nothing special */
     prompt[n++] = v->sot;
     if (v->multilingual)
         prompt[n++] = vocab_lang_token(v, 0); /* "en" */
@@ -175,8 +180,8 @@ whisperc_status wc_bench_window(whisperc_state *st, int n_threads, int n_tokens,
     }
     out->cross_ms = wc_now_ms() - t0;
 
-    int32_t prompt[4], tok[WC_MAX_GROUP];
-    int n = bench_prompt(v, prompt);
+    int32_t prompt[5], tok[WC_MAX_GROUP];
+    int n = bench_prompt(v, 0, prompt);
     out->n_prompt = n;
     out->n_seq = n_seq;
     if (!rc) {
@@ -225,8 +230,8 @@ static int batch_steps(whisperc_state *st, struct decoder_batch *db, int n_lanes
     const struct wc_backend_ops *op = s->be->ops;
     struct wc_logit_rule rules[WC_MAX_GROUP];
     struct wc_greedy_pick pick[WC_MAX_GROUP];
-    int32_t prompt[4], tok[WC_MAX_GROUP];
-    int lanes[WC_MAX_GROUP], n = bench_prompt(v, prompt), rc = 0;
+    int32_t prompt[5], tok[WC_MAX_GROUP];
+    int lanes[WC_MAX_GROUP], n = bench_prompt(v, 0, prompt), rc = 0;
     memset(rules, 0, sizeof rules);
     for (int k = 0; !rc && k < n_lanes; k++) {
         int row = n - 1;
@@ -382,9 +387,10 @@ static int run_wave(whisperc_state *st, const struct wave *w, int m, int n_steps
 }
 
 whisperc_status wc_bench_throughput(whisperc_state *st, int n_threads, int n_lanes, int n_windows,
-                                    int n_tokens, uint64_t seed,
+                                    int n_tokens, int n_context, uint64_t seed,
                                     struct wc_bench_throughput_times *out) {
-    if (!st || !out || n_lanes < 1 || n_lanes > 64 || n_windows < 1 || n_tokens < 0)
+    if (!st || !out || n_lanes < 1 || n_lanes > 64 || n_windows < 1 || n_tokens < 0 ||
+        n_context < 0 || n_context > st->m->file->hp.n_text_ctx / 2 - 1)
         return WHISPERC_ERR_INVALID_ARG;
     memset(out, 0, sizeof *out);
     st->errmsg[0] = '\0';
@@ -398,8 +404,11 @@ whisperc_status wc_bench_throughput(whisperc_state *st, int n_threads, int n_lan
         rc = api_encoder_reserve(st, per_pass);
     if (rc)
         return rc;
-    int32_t prompt[4];
-    int n = bench_prompt(v, prompt);
+    int32_t *prompt = malloc(((size_t)n_context + 5) * sizeof *prompt);
+    if (!prompt)
+        return WHISPERC_ERR_NO_MEMORY;
+    int n = bench_prompt(v, n_context, prompt);
+    out->n_prompt = n;
     int n_steps = n_tokens < hp->n_text_ctx - n ? n_tokens : hp->n_text_ctx - n;
     float *mel = random_windows(hp, per_pass, seed);
     struct decoder_batch db = {0};
@@ -440,7 +449,7 @@ whisperc_status wc_bench_throughput(whisperc_state *st, int n_threads, int n_lan
     if (db.n_lanes)
         decoder_batch_free(&db, s);
     free(mel), free(w.wins), free(w.rules), free(w.pick), free(w.tok), free(w.lanes);
-    free(w.row_tok), free(w.row_lanes);
+    free(w.row_tok), free(w.row_lanes), free(prompt);
     return rc ? bench_fail(st, rc, "batched throughput") : WHISPERC_OK;
 }
 

@@ -70,8 +70,9 @@ whisperc_status wc_bench_batch_steps(whisperc_state *st, int n_lanes, int n_toke
  * fixed number of tokens a window): n_windows windows of seeded random log-Mel, n_lanes at a
  * time (<= 64), as whisperc_full_batch runs them: encoded in passes (ENCODER_MAX_WINDOWS where
  * the backend merges windows, else 2), each lane's cross-attention K/V and prompt (as
- * wc_bench_window's; the lanes' picks waited for once), then n_tokens batch-decoder steps of
- * every lane (fewer if the text context ends), each fed its logits_greedy argmax; after one
+ * wc_bench_window's, after n_context tokens of previous text (<= n_text_ctx / 2 - 1) as a
+ * long-form window's when > 0; the lanes' picks waited for once), then n_tokens batch-decoder steps
+ * of every lane (fewer if the text context ends), each fed its logits_greedy argmax; after one
  * untimed warm-up wave of 2 steps (kernel loads, step graphs). Host wall clock per stage, each
  * ending with a sync. Leaves out the frontend: what reading and log-Mel cost is in
  * `whisper-c batch` runs. */
@@ -80,9 +81,10 @@ struct wc_bench_throughput_times {
     int n_windows, n_lanes, per_pass, n_waves;
     long n_steps;  /* batch steps, all waves */
     long n_tokens; /* tokens decoded, all lanes */
+    int n_prompt;  /* a window's prompt tokens */
 };
 whisperc_status wc_bench_throughput(whisperc_state *st, int n_threads, int n_lanes, int n_windows,
-                                    int n_tokens, uint64_t seed,
+                                    int n_tokens, int n_context, uint64_t seed,
                                     struct wc_bench_throughput_times *out);
 
 /* The state's step graphs as backend.h step_graph_state says (1 in use, 0 not, -1 turned off by

@@ -163,6 +163,15 @@ try:
           and "(4 steps in 2 waves" in r.stdout and "6 tokens)" in r.stdout and
           "x real time)" in r.stdout,
           f"bench --synthetic --throughput 3: windows, waves, steps ({r.stdout[-400:]!r})")
+    # a long-form window's prompt (previous text): prefilled, the rest as before
+    r = run(["bench", "--synthetic", "-m", model, "-t", "2", "-bs", "1", "--tokens", "2",
+             "--batch-size", "2", "--throughput", "2", "--context-tokens", "20"])
+    check(r.returncode == 0 and "prompt of 24 tokens" in r.stdout
+          and "(2 steps in 1 waves" in r.stdout,
+          f"bench --throughput --context-tokens 20: 24-token prompts ({r.stdout[-400:]!r})")
+    r = run(["bench", "--synthetic", "-m", model, "--context-tokens", "20"])
+    check(r.returncode == 2 and "--context-tokens" in r.stderr,
+          f"--context-tokens without --throughput: a usage error ({r.stderr.strip()!r})")
     r = run(["transcribe", "--throughput", "3", jfk])
     check(r.returncode == 2 and "--throughput" in r.stderr,
           f"--throughput outside bench --synthetic: a usage error ({r.stderr.strip()!r})")

@@ -247,7 +247,8 @@ static int bench_batch_steps(const struct cli_options *o, whisperc_state *st, in
 static int bench_throughput(const struct cli_options *o, whisperc_state *st) {
     int lanes = o->batch_size ? o->batch_size : 64;
     struct wc_bench_throughput_times t;
-    int rc = wc_bench_throughput(st, o->n_threads, lanes, o->throughput, o->n_tokens, 7, &t);
+    int rc = wc_bench_throughput(st, o->n_threads, lanes, o->throughput, o->n_tokens, o->n_context,
+                                 7, &t);
     if (rc) {
         fprintf(stderr, "whisper-c: %s\n", whisperc_state_errmsg(st));
         return rc;
@@ -259,7 +260,8 @@ static int bench_throughput(const struct cli_options *o, whisperc_state *st) {
            t.n_windows, t.n_lanes, (int)(t.n_steps / (t.n_waves ? t.n_waves : 1)), t.per_pass);
     printf("  %-10s %9.1f ms  (%.2f ms a window, its cross K/V included)\n", "encoder", t.encode_ms,
            t.encode_ms / t.n_windows);
-    printf("  %-10s %9.1f ms  (each lane's prompt and first pick)\n", "prompts", t.prompt_ms);
+    printf("  %-10s %9.1f ms  (each lane's prompt of %d tokens and first pick)\n", "prompts",
+           t.prompt_ms, t.n_prompt);
     printf("  %-10s %9.1f ms  (%ld steps in %d waves, %.3f ms a step, %ld tokens)\n", "decoder",
            t.steps_ms, t.n_steps, t.n_waves, t.steps_ms / steps, t.n_tokens);
     printf("  %-10s %9.1f ms  (%.2f ms a window: %.0fx real time)\n", "total", t.wall_ms, per,

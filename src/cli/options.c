@@ -98,6 +98,8 @@ void cli_usage(const char *prog) {
            "       --throughput W       with --synthetic: also W random windows decoded\n"
            "                            --batch-size at a time (default 64), --tokens steps\n"
            "                            each, as whisperc_full_batch runs them: x real time\n"
+           "       --context-tokens N   with --throughput: each prompt opens with N tokens of\n"
+           "                            previous text, as a long-form window's (default 0)\n"
            "       --compare-whisper-cpp PATH  also run whisper.cpp's whisper-cli at PATH\n"
            "                            on the same audio, model and threads\n"
            "       --batch-size N       time the files one by one, then N at a time in one\n"
@@ -196,6 +198,8 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         *rc = parse_int(a, v, 0, 448, &o->n_tokens);
     else if (is(a, "--throughput", NULL))
         *rc = parse_int(a, v, 1, 100000, &o->throughput);
+    else if (is(a, "--context-tokens", NULL))
+        *rc = parse_int(a, v, 0, 223, &o->n_context);
     else if (is(a, "--batch-size", NULL))
         *rc = parse_int(a, v, 1, 64, &o->batch_size);
     else if (is(a, "-bs", "--beam-size"))
@@ -356,6 +360,10 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
     }
     if (o->throughput && !(bench && o->synthetic)) {
         fprintf(stderr, "whisper-c: --throughput is a bench --synthetic option\n");
+        return 2;
+    }
+    if (o->n_context && !o->throughput) {
+        fprintf(stderr, "whisper-c: --context-tokens goes with --throughput\n");
         return 2;
     }
     if (!bench && o->synthetic) {

@@ -50,6 +50,7 @@ struct cli_options {
     int n_tokens;   /* --tokens N: decoder steps per window with --synthetic (default 100) */
     int batch_size; /* --batch-size: files one by one vs whisperc_full_batch; 0: not given */
     int throughput; /* --throughput W: with --synthetic, W windows batched (0: not given) */
+    int n_context;  /* --context-tokens N: with --throughput, previous text a prompt (0) */
     const char *files[CLI_MAX_FILES];
     int n_files;
 };

@@ -484,6 +484,13 @@ stage_quick() {
             say "synthetic base.en (random) batched, prompts as $p: $(sed -n '/^batched throughput/,$p' \
                 "$OUT/bench.tmp" | grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
         done
+        # long-form windows (200 tokens of previous text: prefills, one lane at a time)
+        timeout 60 "$B/whisper-c" bench --synthetic --device cuda -m /tmp/ggml-base.en-random.bin \
+            --tokens 100 -bs 1 --runs 1 --batch-size 64 --throughput 64 --context-tokens 200 \
+            >"$OUT/bench.tmp" 2>&1 || rc=1
+        say "synthetic base.en (random) batched, 200 tokens of context: $(sed -n \
+            '/^batched throughput/,$p' "$OUT/bench.tmp" | grep -E '^  (prompts|decoder|total)' |
+            tr -s ' ' | tr '\n' ';')"
         rm -f /tmp/ggml-base.en-random.bin "$OUT/bench.tmp"
     else
         rc=1
