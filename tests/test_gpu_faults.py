@@ -9,8 +9,9 @@ the "GPU" are meaningless; what runs is every allocation, copy, launch and graph
 each checked against the live allocations). Faults come from the fake's environment:
 
   - clean runs (greedy and the default beam search, both through step graphs; beam search
-    batched over 2 inputs and over 14, 70-row steps): exit 0, no rule broken, nothing left
-    allocated at exit
+    batched over 2 inputs and over 14, 70-row steps; bench --synthetic --throughput, with
+    short prompts fed as step rows and long ones prefilled): exit 0, no rule broken, nothing
+    left allocated at exit
   - device memory too small for the weights / for a decoding state beside them: --device auto
     says so in one line and transcribes on the CPU (the right text); --device cuda fails with
     the reason
@@ -93,6 +94,17 @@ def clean_runs():
     check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0 and rep["graphs"] > 0,
           f"beam search on the fake GPU: exit 0, its beams' steps as graphs (the batch decoder), "
           f"no rule broken, nothing left ({rep})")
+    # the batched throughput bench as a dry run (the fake's pick kernels write token 0): short
+    # prompts fed as step rows, several rows of a lane a step; long ones prefilled
+    for ctx in ("0", "20"):
+        r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
+                 "--tokens", "3", "--runs", "1", "--batch-size", "4", "--throughput", "6",
+                 "--context-tokens", ctx])
+        rep = report(r)
+        check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0
+              and "(6 steps in 2 waves" in r.stdout,
+              f"bench --throughput 6 (context {ctx}) on the fake GPU: exit 0, graphs, no rule "
+              f"broken ({rep}, {r.stdout[-300:]!r}, {r.stderr[-300:]!r})")
 
 
 def batch_beams(tmp, n):

@@ -3,8 +3,10 @@
  * driver entry points whisper-c's CUDA backend resolves (src/gpu/cuda_api.c) over host memory:
  * device memory is mmap'd, copies are memcpy, streams run in order on the calling thread, graphs
  * record and replay their copies. Kernels do not run (a launch computes nothing), so outputs are
- * meaningless; what the fake checks is the host side of the backend, which is what fails when
- * a GPU is out of memory or a kernel faults:
+ * meaningless, but for one thing: the logits pick kernels (logits_pick_*, logits_topk_pick_*)
+ * write zeros, token 0 with log-probability 0, so that the host keeps decoding in range and
+ * timed dry runs (bench --throughput) go through. What the fake checks is the host side of the
+ * backend, which is what fails when a GPU is out of memory or a kernel faults:
  *
  *   - every copy and memset lies inside one live allocation, every free names one;
  *   - every pointer parameter of a launch (a .u64 param the PTX converts with cvta.to.global) is
@@ -72,6 +74,7 @@ struct fake_node {
     unsigned char value;
     const struct fake_entry *fn;
     uint64_t args[MAX_PARAMS]; /* pointer params by value, as a graph keeps them */
+    unsigned gx;               /* a kernel's grid x: a pick kernel's rows */
 };
 
 struct CUgraph_st {
@@ -588,7 +591,18 @@ CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) {
 // launches
 
 /* Checks a launch's pointer arguments (taken by value) and applies an injected fault. */
-static CUresult kernel_run(const struct fake_entry *e, const uint64_t *args) {
+/* The picks a logits pick kernel of gx rows writes to its first parameter (struct
+ * wc_greedy_pick, 8 bytes): 1 a row, or k (logits_topk_pick_v<V>_k<k>); 0 for other kernels. */
+static size_t pick_bytes(const struct fake_entry *e, unsigned gx) {
+    const char *k = strstr(e->name, "_k");
+    if (strncmp(e->name, "logits_pick_v", 13) == 0)
+        return (size_t)gx * 8;
+    if (strncmp(e->name, "logits_topk_pick_v", 18) == 0 && k)
+        return (size_t)gx * (size_t)atoi(k + 2) * 8;
+    return 0;
+}
+
+static CUresult kernel_run(const struct fake_entry *e, const uint64_t *args, unsigned gx) {
     if (fakecuda_sticky())
         return fakecuda_sticky();
     pthread_mutex_lock(&mu);
@@ -606,6 +620,16 @@ static CUresult kernel_run(const struct fake_entry *e, const uint64_t *args) {
             atomic_store(&sticky, CUDA_ERROR_ILLEGAL_ADDRESS);
         else
             r = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    }
+    size_t pb = pick_bytes(e, gx);
+    if (!r && pb && args[0]) {
+        if (find((uintptr_t)args[0], pb))
+            memset((void *)(uintptr_t)args[0], 0, pb);
+        else
+            r = violation(CUDA_ERROR_INVALID_VALUE,
+                          "launch of %s: %zu bytes of picks at %p: out "
+                          "of bounds",
+                          e->name, pb, (void *)(uintptr_t)args[0]);
     }
     pthread_mutex_unlock(&mu);
     return r;
@@ -628,12 +652,12 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
         pthread_mutex_unlock(&mu);
         return r;
     }
-    struct fake_node node = {.kind = NODE_KERNEL, .fn = e};
+    struct fake_node node = {.kind = NODE_KERNEL, .fn = e, .gx = gx};
     for (int i = 0; i < e->n_params; i++)
         memcpy(&node.args[i], params[i], (size_t)e->param_size[i]);
     if (s && s->capture) /* checked when the graph runs */
         return node_add(s->capture, &node);
-    return kernel_run(e, node.args);
+    return kernel_run(e, node.args, gx);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -704,7 +728,7 @@ CUresult cuGraphLaunch(CUgraphExec x, CUstream s) {
     pthread_mutex_unlock(&mu);
     for (int i = 0; i < x->g.n && !r; i++) {
         const struct fake_node *n = &x->g.nodes[i];
-        r = n->kind == NODE_KERNEL ? kernel_run(n->fn, n->args) : copy_run(n, "graph copy");
+        r = n->kind == NODE_KERNEL ? kernel_run(n->fn, n->args, n->gx) : copy_run(n, "graph copy");
     }
     return r;
 }
