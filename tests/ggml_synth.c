@@ -363,3 +363,11 @@ int ggml_synth_write(const char *path, const struct ggml_synth_opts *o) {
     }
     return 0;
 }
+
+int ggml_synth_write_temp(char *path_template, const struct ggml_synth_opts *o) {
+    int fd = mkstemp(path_template);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    return ggml_synth_write(path_template, o);
+}

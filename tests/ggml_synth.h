@@ -58,6 +58,10 @@ struct ggml_synth_opts ggml_synth_default_opts(void);
 /* Writes the file. Returns 0, or -1 with errno set (EINVAL for bad options). */
 int ggml_synth_write(const char *path, const struct ggml_synth_opts *o);
 
+/* Writes it to a new temporary file named from path_template ("/tmp/name_XXXXXX", mkstemp's
+ * form, rewritten in place); the caller unlinks it. Returns 0, or -1 with errno set. */
+int ggml_synth_write_temp(char *path_template, const struct ggml_synth_opts *o);
+
 /* "ok", "empty", "bad_magic", ...: a short name for test messages. */
 const char *ggml_synth_corruption_name(enum ggml_synth_corruption c);
 

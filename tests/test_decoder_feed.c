@@ -195,9 +195,6 @@ static void test_backend(const char *path, whisperc_device dev) {
 
 int main(void) {
     char path[] = "/tmp/wc_decoder_feed_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
     struct ggml_synth_opts o = ggml_synth_default_opts();
     o.n_state = 128;
     o.n_head = 2;
@@ -206,7 +203,7 @@ int main(void) {
     o.n_text_ctx = 96; /* a step's gather bound: two key splits on CUDA, a prompt's one */
     o.multilingual = 1;
     o.seed = 11;
-    CHECK(ggml_synth_write(path, &o) == 0);
+    CHECK(ggml_synth_write_temp(path, &o) == 0);
     test_backend(path, WHISPERC_DEVICE_CPU);
     test_backend(path, WHISPERC_DEVICE_CUDA);
     unlink(path);

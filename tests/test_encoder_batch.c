@@ -71,16 +71,13 @@ static int encode_both(struct wc_stream *s, const struct wc_hparams *hp, const s
 
 int main(void) {
     char path[] = "/tmp/wc_encoder_batch_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
     struct ggml_synth_opts o = ggml_synth_default_opts();
     o.n_state = 64;
     o.n_head = 2;
     o.n_layer = 2;
     o.n_audio_ctx = 200; /* 200 rows: the sgemm path of linear, as real windows take */
     o.seed = 11;
-    CHECK(ggml_synth_write(path, &o) == 0);
+    CHECK(ggml_synth_write_temp(path, &o) == 0);
     struct whisperc_model_params mp = whisperc_model_default_params();
     mp.device = WHISPERC_DEVICE_CPU;
     whisperc_model *m = NULL;

@@ -880,9 +880,6 @@ static void test_graph_steps(const char *path) {
 
 static void test_model(int n_state, int n_head) {
     char path[] = "/tmp/wc_gpu_backend_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
     struct ggml_synth_opts o = ggml_synth_default_opts();
     o.n_state = n_state;
     o.n_head = n_head;
@@ -890,7 +887,7 @@ static void test_model(int n_state, int n_head) {
     o.n_audio_ctx = 200;
     o.n_text_ctx = 64;
     o.seed = 7;
-    CHECK(ggml_synth_write(path, &o) == 0);
+    CHECK(ggml_synth_write_temp(path, &o) == 0);
     whisperc_model *mc = NULL, *mg = NULL;
     whisperc_state *sc = open_state(path, WHISPERC_DEVICE_CPU, &mc);
     whisperc_state *sg = open_state(path, WHISPERC_DEVICE_CUDA, &mg);
