@@ -5,8 +5,10 @@
  * random-weight model. Prompts of 1, 4 and the backend's longest fed length, their rows
  * interleaved with each other's and with a lane in the middle of its window. Also: a step of
  * more than max_rows rows, or one that would run a lane past the context, is refused with the
- * lanes' positions unchanged. On the CPU always; on CUDA too where a device is (bits there
- * rest on cuda_attention's short-prompt path, backend.h attention_exact_rows).
+ * lanes' positions unchanged. Then decode_batch against decode_window, whole windows of greedy
+ * and beam decoding, several slots starting at once, some prompts waiting for room. On the CPU
+ * always; on CUDA too where a device is (bits there rest on cuda_attention's short-prompt path,
+ * backend.h attention_exact_rows).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +19,11 @@
 #include "backend.h"
 #include "common.h"
 #include "decoder/decode_batch.h"
+#include "decoder/decoder.h"
 #include "decoder/decoder_batch.h"
+#include "decoder/logit_filters.h"
 #include "ggml_synth.h"
+#include "model/vocab.h"
 
 static struct test_rng rng = {77};
 
@@ -117,6 +122,94 @@ static void test_refusals(struct decoder_batch *db, struct wc_stream *s) {
     free(lanes), free(tok);
 }
 
+#define N_WIN 6
+
+/* decode_batch against decode_window, window by window: N_WIN slots start at once, greedy or
+ * with 3 beams each; their prompts (4 tokens, one of 10 with previous text: a prefill) do not
+ * all fit in the first greedy step, so some wait. Each result (tokens, logprobs, sum,
+ * no_speech_prob, steps) must be decode_window's for that window alone, bit for bit. */
+static void test_decode_batch(whisperc_state *st, int beams) {
+    struct wc_stream *s = st->s;
+    const struct wc_backend_ops *op = s->be->ops;
+    const struct wc_hparams *hp = &st->m->file->hp;
+    const struct wc_vocab *v = &st->m->vocab;
+    int G = beams ? 3 : 1, n_vocab = v->n_vocab;
+    size_t nf = (size_t)hp->n_audio_ctx * hp->n_audio_state;
+    struct logit_filters lf = {
+        .vocab = v, .suppress_blank = true, .max_initial_timestamp_index = -1, .blank_token = 220};
+    int32_t sot_seq[4] = {v->sot, vocab_lang_token(v, 0), v->transcribe, v->no_timestamps};
+    int32_t prev[5] = {400, 401, 402, 403, 404};
+    struct decode_opts o[N_WIN];
+    float *feat[N_WIN], *host = malloc(nf * sizeof(float));
+    for (int k = 0; k < N_WIN; k++) {
+        o[k] = (struct decode_opts){.sample_len = 12,
+                                    .sot_sequence = sot_seq,
+                                    .n_sot_sequence = 4,
+                                    .filters = &lf,
+                                    .beam_size = beams ? G : 0,
+                                    .patience = 1.0f,
+                                    .length_penalty = -1.0f,
+                                    .max_context = -1};
+        if (k == 4)
+            o[k].prompt = prev, o[k].n_prompt = 5;
+        for (size_t i = 0; i < nf; i++)
+            host[i] = test_rng_uniform(&rng);
+        feat[k] = op->alloc(s, nf * sizeof(float));
+        op->upload(s, feat[k], host, nf * sizeof(float));
+    }
+    struct decode_result ref[N_WIN], got[N_WIN];
+    memset(got, 0, sizeof got);
+    float *logits = malloc((size_t)(G > 2 ? G : 2) * n_vocab * sizeof(float));
+    CHECK(decoder_reserve(&st->dec, s, G) == 0);
+    for (int k = 0; k < N_WIN; k++) {
+        decoder_set_audio(&st->dec, s, feat[k]);
+        CHECK(decode_window(&st->dec, s, v, &o[k], logits, &ref[k]) == 0);
+    }
+    struct decoder_batch db;
+    struct decode_batch d;
+    CHECK(decoder_batch_init(&db, s, hp, &st->m->w, N_WIN * G, G) == 0);
+    CHECK(decode_batch_init(&d, &db, s, v) == 0);
+    for (int k = 0; k < N_WIN; k++) {
+        decoder_batch_set_audio(&db, s, k, feat[k]);
+        CHECK(decode_batch_start(&d, k, &o[k]) == 0);
+    }
+    int n_rows = 1, left = N_WIN;
+    while (left > 0 && n_rows > 0) {
+        CHECK(decode_batch_step(&d, &n_rows) == 0);
+        for (int k = 0; k < N_WIN; k++)
+            if (decode_batch_ended(&d, k)) {
+                CHECK(decode_batch_take(&d, k, &got[k]) == 0);
+                left--;
+            }
+    }
+    int ok = left == 0, n_tokens = 0;
+    for (int k = 0; k < N_WIN && ok; k++) {
+        const struct decode_result *a = &ref[k], *b = &got[k];
+        n_tokens += a->n_tokens;
+        ok = a->n_tokens == b->n_tokens && a->n_steps == b->n_steps &&
+             a->sum_logprob == b->sum_logprob && a->no_speech_prob == b->no_speech_prob &&
+             memcmp(a->tokens, b->tokens, (size_t)a->n_tokens * sizeof *a->tokens) == 0 &&
+             memcmp(a->logprobs, b->logprobs, (size_t)a->n_tokens * sizeof *a->logprobs) == 0;
+        if (!ok)
+            printf("  window %d: %d tokens, %d steps, sum %.9g, no_speech %.9g alone; %d, %d, "
+                   "%.9g, %.9g batched\n",
+                   k, a->n_tokens, a->n_steps, a->sum_logprob, a->no_speech_prob, b->n_tokens,
+                   b->n_steps, b->sum_logprob, b->no_speech_prob);
+    }
+    printf("  %-44s %s (%d tokens, %d batched steps)\n",
+           beams ? "decode_batch, 3 beams, = decode_window"
+                 : "decode_batch, greedy, = decode_window",
+           ok ? "same" : "DIFFER", n_tokens, d.n_steps);
+    CHECK(ok);
+    for (int k = 0; k < N_WIN; k++) {
+        decode_result_free(&ref[k]), decode_result_free(&got[k]);
+        op->release(s, feat[k]);
+    }
+    decode_batch_free(&d);
+    decoder_batch_free(&db, s);
+    free(host), free(logits);
+}
+
 static int same(const char *what, const float *a, const float *b, size_t n) {
     int ok = memcmp(a, b, n * sizeof(float)) == 0;
     printf("  %-44s %s\n", what, ok ? "same bits" : "DIFFER");
@@ -184,11 +277,14 @@ static void test_backend(const char *path, whisperc_device dev) {
     printf("  %-44s %s\n", "KV cache rows", ok ? "same bits" : "DIFFER");
     CHECK(ok);
     test_refusals(&db, s);
+    decoder_batch_free(&db, s);
+    test_decode_batch(st, 0);
+    if (op->logits_topk)
+        test_decode_batch(st, 1);
     for (int i = 0; i < 2; i++)
         free(r[i].first), free(r[i].sot), free(r[i].second), free(r[i].kv);
     op->release(s, feat);
     free(feat_host);
-    decoder_batch_free(&db, s);
     whisperc_state_free(st);
     whisperc_model_free(m);
 }
