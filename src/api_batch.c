@@ -91,10 +91,10 @@ uint64_t api_batch_memory_bytes(const struct wc_hparams *hp, enum wc_dtype cross
                                 int group) {
     if (n_lanes < 1 || group < 1)
         return 0;
-    /* the batch decoder's buffers, then decode_batch's host logits: a prefill's two rows and a
-     * SOT row a window (a step's picks come back through logits_greedy / logits_topk) */
+    /* the batch decoder's buffers, then decode_batch's host logits: a SOT row a window (the
+     * picks come back through logits_greedy / logits_topk) */
     return decoder_batch_bytes(hp, cross_kv, n_lanes, group) +
-           (2 + (uint64_t)(n_lanes / group)) * hp->n_vocab * sizeof(float);
+           (uint64_t)(n_lanes / group) * hp->n_vocab * sizeof(float);
 }
 
 /* Decoder lanes per window: a beam search's beams */

@@ -57,7 +57,6 @@ int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct w
         .n_slots = db->n_lanes / db->group,
         .feed_max = decode_batch_feed_max(s->be->ops),
         .slots = calloc((size_t)(db->n_lanes / db->group), sizeof *d->slots),
-        .logits = malloc(2 * (size_t)v->n_vocab * sizeof *d->logits),
         .seq = malloc((2 * n_ctx + 8) * sizeof *d->seq),
         .last = malloc(R * sizeof *d->last),
         .ids = malloc(R * sizeof *d->ids),
@@ -69,8 +68,8 @@ int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct w
         .rules = malloc(R * sizeof *d->rules),
         .sot_logits = malloc((size_t)(db->n_lanes / db->group) * v->n_vocab * sizeof(float)),
     };
-    if (!d->slots || !d->logits || !d->seq || !d->last || !d->ids || !d->src || !d->pick ||
-        !d->top || !d->lf || !d->hk || !d->rules || !d->sot_logits) {
+    if (!d->slots || !d->seq || !d->last || !d->ids || !d->src || !d->pick || !d->top || !d->lf ||
+        !d->hk || !d->rules || !d->sot_logits) {
         decode_batch_free(d);
         return WHISPERC_ERR_NO_MEMORY;
     }
@@ -86,7 +85,7 @@ static void slot_clear(struct decode_batch_slot *sl) {
 void decode_batch_free(struct decode_batch *d) {
     for (int k = 0; d->slots && k < d->n_slots; k++)
         slot_clear(&d->slots[k]);
-    free(d->slots), free(d->logits), free(d->seq), free(d->last), free(d->ids), free(d->src);
+    free(d->slots), free(d->seq), free(d->last), free(d->ids), free(d->src);
     free(d->pick), free(d->top), free(d->lf), free(d->hk), free(d->rules), free(d->sot_logits);
     memset(d, 0, sizeof *d);
 }
@@ -169,28 +168,32 @@ int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *
     }
     int rows[2] = {n_initial - 1, sot_index};
     int n_rows = sot_index == n_initial - 1 ? 1 : 2;
-    /* the prompt in the group's first lane; beams take it over in beam_take */
-    int rc = decoder_batch_prefill(d->db, s, k * G, d->seq, n_initial, rows, n_rows, d->logits);
+    /* the prompt in the group's first lane (beams take it over in beam_take); its logits stay
+     * in db->logits but the SOT row's, which no_speech_prob reads on the host */
+    float *at_sot = d->sot_logits + (size_t)k * n_vocab;
+    int rc = decoder_batch_prefill(d->db, s, k * G, d->seq, n_initial, rows, n_rows, NULL);
+    s->be->ops->download(s, at_sot, d->db->logits + (size_t)(n_rows - 1) * n_vocab,
+                         (size_t)n_vocab * sizeof(float));
+    sl->state = o->sample_len > 0 ? SLOT_RUNNING : SLOT_ENDED;
+    /* the first pick by the backend, as a step's (decode_window's likewise): the prompt's last
+     * row is the first of db->logits; the pick's sync brings the SOT row too */
+    add_row(d, 0, k, k * G, 0, sl->beams ? NULL : sl->hs.h);
+    if (!rc && sl->state == SLOT_RUNNING && !sl->beams) {
+        rc = decode_greedy_pick(s, d->db->logits, 1, n_vocab, d->lf, d->hk, d->pick);
+    } else if (!rc) {
+        if (sl->state == SLOT_RUNNING)
+            rank_beams(d, 0, 1);
+        rc = wc_stream_sync(s);
+    }
     if (rc)
         return rc;
-    const float *at_sot = d->logits + (size_t)(n_rows - 1) * n_vocab;
     sl->r.no_speech_prob = exp(at_sot[v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
-    sl->state = o->sample_len > 0 ? SLOT_RUNNING : SLOT_ENDED;
     if (sl->state != SLOT_RUNNING)
         return 0;
-    /* the first pick by the backend, as a step's (decode_window's likewise): the prompt's last
-     * row is the first of db->logits */
-    add_row(d, 0, k, k * G, 0, sl->beams ? NULL : sl->hs.h);
-    if (sl->beams) {
-        rank_beams(d, 0, 1);
-        if ((rc = wc_stream_sync(s)))
-            return rc;
+    if (sl->beams)
         beam_take(d, k, d->top);
-        return 0;
-    }
-    if ((rc = decode_greedy_pick(s, d->db->logits, 1, n_vocab, d->lf, d->hk, d->pick)))
-        return rc;
-    take(sl, v, n_ctx, d->pick[0].token, d->pick[0].logprob);
+    else
+        take(sl, v, n_ctx, d->pick[0].token, d->pick[0].logprob);
     return 0;
 }
 
@@ -263,15 +266,20 @@ static int plan_rows(struct decode_batch *d, int *r_pick) {
 }
 
 /* The SOT rows of the prompts fed in this step, queued for download to their slots' rows of
- * d->sot_logits before anything masks them (no_speech_prob wants the raw row). */
+ * d->sot_logits before anything masks them (no_speech_prob wants the raw row); returns how
+ * many. */
 static int fetch_sot_rows(struct decode_batch *d) {
     size_t n_vocab = (size_t)d->v->n_vocab;
-    for (int k = 0; k < d->n_slots; k++)
-        if (d->slots[k].fed_now)
-            d->s->be->ops->download(d->s, d->sot_logits + (size_t)k * n_vocab,
-                                    d->db->logits + (size_t)d->slots[k].sot_row * n_vocab,
-                                    n_vocab * sizeof(float));
-    return d->s->err;
+    int n = 0;
+    for (int k = 0; k < d->n_slots; k++) {
+        if (!d->slots[k].fed_now)
+            continue;
+        d->s->be->ops->download(d->s, d->sot_logits + (size_t)k * n_vocab,
+                                d->db->logits + (size_t)d->slots[k].sot_row * n_vocab,
+                                n_vocab * sizeof(float));
+        n++;
+    }
+    return n;
 }
 
 int decode_batch_step(struct decode_batch *d, int *n_stepped) {
@@ -282,11 +290,7 @@ int decode_batch_step(struct decode_batch *d, int *n_stepped) {
     if (n == 0)
         return d->s->err;
     int rc = decoder_batch_step(d->db, d->s, d->ids, d->last, n, NULL);
-    bool fed = false;
-    for (int k = 0; k < d->n_slots; k++)
-        fed |= d->slots[k].fed_now;
-    if (!rc && fed)
-        rc = fetch_sot_rows(d);
+    bool fed = !rc && fetch_sot_rows(d) > 0;
     /* each step's logits stay on the backend: only the picks come back; greedy rows through
      * logits_greedy, beam rows through logits_topk, in runs of one kind */
     for (int r0 = r_pick, m; r0 < n && !rc; r0 += m) {

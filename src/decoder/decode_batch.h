@@ -40,17 +40,16 @@ struct decode_batch {
      * prefills, WHISPERC_BATCH_PROMPT=prefill) */
     int feed_max;
     struct decode_batch_slot *slots; /* [n_slots], owned */
-    /* host scratch, owned: a prompt's logits [2][n_vocab], a prompt [2 n_text_ctx + 8], and a
-     * step's rows [db->max_rows] each (lane ids, slots, last tokens, greedy picks, filters,
-     * histories, rules), and beam rows' picks [db->max_rows][group + 1] */
-    float *logits;
+    /* host scratch, owned: a prompt [2 n_text_ctx + 8], and a step's rows [db->max_rows] each
+     * (lane ids, slots, last tokens, greedy picks, filters, histories, rules), and beam rows'
+     * picks [db->max_rows][group + 1] */
     int32_t *seq, *last;
     int *ids, *src;
     struct wc_greedy_pick *pick, *top;
     const struct logit_filters **lf;
     const struct hyp **hk;
     struct wc_logit_rule *rules;
-    float *sot_logits; /* [n_slots][n_vocab]: the SOT rows of the prompts fed in a step */
+    float *sot_logits; /* [n_slots][n_vocab]: each slot's prompt's SOT row (no_speech_prob) */
     int n_steps;       /* decoder_batch_step calls made, all slots together (statistics) */
 };
 
