@@ -269,9 +269,11 @@ WHISPERC_API whisperc_status whisperc_full_file(whisperc_state *state,
  * reads its weights once per token step for all of them (the gain on a CPU; on a GPU, fewer
  * launches). Each input's windows stay in order; a window that ends hands its lane to the
  * input's next window (or to the next input) without waiting for the others.
- * Batched: greedy decoding or beam search from temperature 0 with fallback (a window that falls
- * back is re-decoded alone; a window's beams are batch lanes too, so a batch of 8 with 5 beams
- * steps 40 sequences). Word timestamps, max_len and vad run the inputs one by one.
+ * Batched: greedy decoding or beam search, and best_of sampling at temperatures above 0, with
+ * fallback (a window that falls back is decoded again in the batch at the next temperature;
+ * a window's beams and samples are batch lanes too, so a batch of 8 with 5 beams steps 40
+ * sequences; a greedy batch smaller than best_of decodes its fallbacks alone). Word
+ * timestamps, max_len and vad run the inputs one by one.
  * Callbacks: only abort_fn is called, and log_fn. The first failing input ends the call (the
  * message names it) and no results are kept. Results: input 0's are selected;
  * whisperc_batch_select() picks another input for the result accessors, which read the

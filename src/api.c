@@ -257,27 +257,27 @@ static int default_threads(void) {
 }
 
 /* What a state with room for n_group sequences, n_windows encoder windows and n_lanes batch
- * lanes in groups of lane_group (0: none) allocates: encoder and decoder activations and
- * caches, the encoder output, the batch decoder. */
+ * lanes for n_batch windows (0: none) allocates: encoder and decoder activations and caches,
+ * the encoder output, the batch decoder. */
 static uint64_t state_memory_bytes(const struct whisperc_model *m, int n_group, int n_windows,
-                                   int n_lanes, int lane_group) {
+                                   int n_lanes, int n_batch) {
     const struct wc_hparams *hp = &m->file->hp;
     return encoder_memory_bytes(hp, n_windows) + decoder_memory_bytes(hp, n_group) +
            (uint64_t)n_windows * hp->n_audio_ctx * hp->n_audio_state * sizeof(float) +
-           api_batch_memory_bytes(hp, m->be->cross_kv, n_lanes, lane_group);
+           api_batch_memory_bytes(hp, m->be->cross_kv, n_lanes, n_batch);
 }
 
 int api_state_budget_check(const struct whisperc_model *m, const whisperc_state *st, int n_group,
-                           int n_windows, int n_lanes, int lane_group, char *err, size_t err_size) {
+                           int n_windows, int n_lanes, int n_batch, char *err, size_t err_size) {
     if (strcmp(m->be->ops->name, "cpu") != 0 || m->max_memory_bytes < 0)
         return 0;
-    uint64_t need = state_memory_bytes(m, n_group, n_windows, n_lanes, lane_group);
+    uint64_t need = state_memory_bytes(m, n_group, n_windows, n_lanes, n_batch);
     uint64_t model = model_memory_bytes(m->file);
     if (m->max_memory_bytes > 0) {
         need += model;
     } else if (st) {
         uint64_t now = state_memory_bytes(m, st->dec.n_group_max, st->enc.n_windows, st->db.n_lanes,
-                                          st->db.group);
+                                          st->db.n_regions);
         need = need > now ? need - now : 0;
     }
     char state[160], what[240];
@@ -286,9 +286,9 @@ int api_state_budget_check(const struct whisperc_model *m, const whisperc_state 
     if (n_windows > 1)
         snprintf(state + strlen(state), sizeof state - strlen(state), " and %d encoder windows",
                  n_windows);
-    if (n_lanes > 0 && lane_group > 1)
+    if (n_lanes > 0 && n_lanes > n_batch)
         snprintf(state + strlen(state), sizeof state - strlen(state),
-                 " and a batch of %d with %d beams each", n_lanes / lane_group, lane_group);
+                 " and a batch of %d on %d decoder lanes", n_batch, n_lanes);
     else if (n_lanes > 0)
         snprintf(state + strlen(state), sizeof state - strlen(state), " and a batch of %d",
                  n_lanes);
@@ -306,7 +306,7 @@ int api_encoder_reserve(whisperc_state *st, int n_windows) {
     const struct wc_hparams *hp = &st->m->file->hp;
     const struct wc_backend_ops *op = st->s->be->ops;
     if (api_state_budget_check(st->m, st, st->dec.n_group_max, n_windows, st->db.n_lanes,
-                               st->db.group, st->errmsg, sizeof st->errmsg))
+                               st->db.n_regions, st->errmsg, sizeof st->errmsg))
         return WHISPERC_ERR_NO_MEMORY;
     if (wc_stream_sync(st->s)) /* an earlier failure: the stream does nothing more */
         return api_fail(st, st->s->err, "%s", st->s->errmsg);
@@ -807,8 +807,8 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     if (!rc)
         rc = api_state_ready(st);
     if (!rc && !det && n_group > st->dec.n_group_max &&
-        api_state_budget_check(st->m, st, n_group, st->enc.n_windows, st->db.n_lanes, st->db.group,
-                               st->errmsg, sizeof st->errmsg))
+        api_state_budget_check(st->m, st, n_group, st->enc.n_windows, st->db.n_lanes,
+                               st->db.n_regions, st->errmsg, sizeof st->errmsg))
         rc = WHISPERC_ERR_NO_MEMORY;
     if (!rc)
         rc = api_set_threads(st, p.n_threads);

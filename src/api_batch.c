@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api_internal.h"
+#include "decoder/decode_batch.h"
 #include "decoder/transcribe_batch.h"
 #include "frontend/audio.h"
 #include "frontend/mel.h"
@@ -88,47 +89,49 @@ static bool on_window(void *user, int n_new, int percent) {
 }
 
 uint64_t api_batch_memory_bytes(const struct wc_hparams *hp, enum wc_dtype cross_kv, int n_lanes,
-                                int group) {
-    if (n_lanes < 1 || group < 1)
+                                int n_windows) {
+    if (n_lanes < 1 || n_windows < 1)
         return 0;
-    /* the batch decoder's buffers, then decode_batch's host logits: a SOT row a window (the
-     * picks come back through logits_greedy / logits_topk) */
-    return decoder_batch_bytes(hp, cross_kv, n_lanes, group) +
-           (uint64_t)(n_lanes / group) * hp->n_vocab * sizeof(float);
+    /* the batch decoder's buffers, then decode_batch's host logits */
+    return decoder_batch_bytes(hp, cross_kv, n_lanes, n_windows) +
+           decode_batch_bytes(n_lanes, n_windows, hp->n_vocab);
 }
 
-/* Decoder lanes per window: a beam search's beams */
-static int lane_group(const struct whisperc_full_params *p) {
-    return p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p->beam_size : 1;
+/* Decoder lanes for B windows: transcribe_batch_group(p) each. A temperature fallback's
+ * best_of samples take lanes from the others while it runs; one that needs more than there are
+ * (a greedy batch smaller than best_of) runs alone. */
+static int batch_lane_count(const struct whisperc_full_params *p, int B) {
+    return B * transcribe_batch_group(p);
 }
 
-/* Whether a batch decoder of n_lanes lanes in groups of `group` is as large as one refused
+/* Whether a batch decoder of n_lanes lanes for n_windows windows is as large as one refused
  * before on this state (and so is not tried again). */
-static bool lanes_refused(const whisperc_state *st, int n_lanes, int group) {
+static bool lanes_refused(const whisperc_state *st, int n_lanes, int n_windows) {
     return st->batch_bytes_refused &&
-           api_batch_memory_bytes(&st->m->file->hp, st->m->be->cross_kv, n_lanes, group) >=
+           api_batch_memory_bytes(&st->m->file->hp, st->m->be->cross_kv, n_lanes, n_windows) >=
                st->batch_bytes_refused;
 }
 
-/* Records the refusal of a batch decoder of n_lanes lanes in groups of `group`: only smaller
+/* Records the refusal of a batch decoder of n_lanes lanes for n_windows windows: only smaller
  * ones are tried from now on. */
-static void refuse_lanes(whisperc_state *st, int n_lanes, int group) {
-    uint64_t bytes = api_batch_memory_bytes(&st->m->file->hp, st->m->be->cross_kv, n_lanes, group);
+static void refuse_lanes(whisperc_state *st, int n_lanes, int n_windows) {
+    uint64_t bytes =
+        api_batch_memory_bytes(&st->m->file->hp, st->m->be->cross_kv, n_lanes, n_windows);
     if (!st->batch_bytes_refused || bytes < st->batch_bytes_refused)
         st->batch_bytes_refused = bytes;
 }
 
-/* The batch decoder with room for p->batch_size windows (lane_group(p) lanes each), or fewer:
+/* The batch decoder with room for p->batch_size windows (batch_lane_count lanes), or fewer:
  * when its buffers are refused (the memory budget, or the stream's allocation failing with
  * WHISPERC_ERR_NO_MEMORY, as a GPU arena does when device memory runs out), the number of
  * windows is halved down to 1, with a warning. A size refused once is not tried again on this
  * state. */
 static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p) {
     const struct whisperc_model *m = st->m;
-    int B = p->batch_size, G = lane_group(p);
-    while (B > 1 && lanes_refused(st, B * G, G))
+    int B = p->batch_size, G = transcribe_batch_group(p);
+    while (B > 1 && lanes_refused(st, batch_lane_count(p, B), B))
         B /= 2;
-    if (st->db.n_lanes == B * G && st->db.group == G)
+    if (st->db.n_lanes == batch_lane_count(p, B) && st->db.n_regions == B)
         return 0;
     if (wc_stream_sync(st->s)) /* an earlier failure: the stream does nothing more */
         return api_fail(st, st->s->err, "%s", st->s->errmsg);
@@ -136,10 +139,11 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
         char why[256] = "";
         decoder_batch_free(&st->db, st->s);
         int rc = 0;
-        if (api_state_budget_check(m, st, st->dec.n_group_max, st->enc.n_windows, B * G, G, why,
+        int n_lanes = batch_lane_count(p, B);
+        if (api_state_budget_check(m, st, st->dec.n_group_max, st->enc.n_windows, n_lanes, B, why,
                                    sizeof why))
             rc = WHISPERC_ERR_NO_MEMORY;
-        else if ((rc = decoder_batch_init(&st->db, st->s, &m->file->hp, &m->w, B * G, G)))
+        else if ((rc = decoder_batch_init(&st->db, st->s, &m->file->hp, &m->w, n_lanes, B)))
             snprintf(why, sizeof why, "%s", st->s->errmsg);
         if (!rc)
             return 0;
@@ -148,7 +152,7 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
              * state's own decoder (the failed allocation was the stream's only error) */
             st->s->err = 0;
             st->s->errmsg[0] = '\0';
-            refuse_lanes(st, G, G);
+            refuse_lanes(st, n_lanes, 1);
             if (G > 1)
                 return api_fail(st, rc, "batch of 1 with %d beams: %s", G, why);
             return api_fail(st, rc, "batch of 1: %s", why);
@@ -159,7 +163,7 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
          * error (decoder_batch_init queues no work), and nothing of it stays allocated. */
         st->s->err = 0;
         st->s->errmsg[0] = '\0';
-        refuse_lanes(st, B * G, G);
+        refuse_lanes(st, n_lanes, B);
         api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
                 "batch of %d does not fit in memory (%s); using %d", B, why, B / 2);
         B /= 2;
@@ -169,7 +173,7 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
 bool api_single_batched(const whisperc_state *st, const struct whisperc_full_params *p) {
     const char *env = getenv("WHISPERC_DECODER");
     if (!transcribe_batch_supported(p) || (env && !strcmp(env, "single")) ||
-        lanes_refused(st, lane_group(p), lane_group(p)))
+        lanes_refused(st, batch_lane_count(p, 1), 1))
         return false;
     return (env && !strcmp(env, "batch")) || st->s->be->ops->step_graph_begin != NULL;
 }
@@ -186,8 +190,8 @@ static int given_mel(void *user, int i, struct mel_spec *out, char *err, size_t 
 int api_transcribe_one_batched(whisperc_state *st, const struct whisperc_full_params *p,
                                struct transcribe_ctx *t, struct mel_spec *mel,
                                struct wc_transcript *out) {
-    /* a batch's lanes, if there are some of the right group, serve as they are */
-    if (st->db.n_lanes < 1 || st->db.group != lane_group(p)) {
+    /* a batch's lanes, if there are enough for one window, serve as they are */
+    if (st->db.n_lanes < batch_lane_count(p, 1)) {
         if (wc_stream_sync(st->s))
             return api_fail(st, st->s->err, "%s", st->s->errmsg);
         struct whisperc_full_params one = *p;
@@ -272,7 +276,7 @@ static int min_pass(const whisperc_state *st, int windows) {
         return atoi(env) > 0 ? atoi(env) : 1;
     if (!st->s->be->ops->linear_merge_windows)
         return 1;
-    int n = st->db.n_lanes / st->db.group / 8;
+    int n = st->db.n_regions / 8;
     return n < 1 ? 1 : n > windows ? windows : n;
 }
 
@@ -289,7 +293,7 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
     int cap = st->s->be->ops->linear_merge_windows ? ENCODER_MAX_WINDOWS : 2;
     /* fewer windows when the budget refuses them (a refusal allocates nothing; one window is
      * always there), as the lanes above */
-    int slots = st->db.n_lanes / st->db.group;
+    int slots = st->db.n_regions;
     int w = slots < cap ? slots : cap;
     while (st->n_windows_refused && w >= st->n_windows_refused && w > 1)
         w /= 2;
@@ -371,11 +375,11 @@ whisperc_status whisperc_full_batch(whisperc_state *st, const struct whisperc_fu
         rc = api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory for %d inputs", n_inputs);
     if (!rc) {
         st->n_batch = n_inputs;
-        int G = lane_group(&p);
-        bool refused = lanes_refused(st, G, G); /* not even one window's lanes */
+        bool refused =
+            lanes_refused(st, batch_lane_count(&p, 1), 1); /* not even one window's lanes */
         if (transcribe_batch_supported(&p) && !p.vad && !refused) {
             rc = batched(st, &p, pcm16k, n_samples, n_inputs, i_lang);
-            if (rc == WHISPERC_ERR_NO_MEMORY && lanes_refused(st, G, G) &&
+            if (rc == WHISPERC_ERR_NO_MEMORY && lanes_refused(st, batch_lane_count(&p, 1), 1) &&
                 !st->s->err) { /* one window's lanes do not fit: one by one */
                 api_log(p.log_fn, p.log_user_data, WHISPERC_LOG_WARN,
                         "%s; the inputs run one by one", st->errmsg);

@@ -287,7 +287,7 @@ whisperc_status wc_bench_batch_steps(whisperc_state *st, int n_lanes, int n_toke
     if (rc)
         return bench_fail(st, rc, "encoder");
     struct decoder_batch db;
-    rc = decoder_batch_init(&db, s, hp, &st->m->w, n_lanes, 1);
+    rc = decoder_batch_init(&db, s, hp, &st->m->w, n_lanes, n_lanes);
     if (rc)
         return bench_fail(st, rc, "batch decoder");
     rc = batch_steps(st, &db, n_lanes, n_tokens, out);
@@ -431,7 +431,7 @@ whisperc_status wc_bench_throughput(whisperc_state *st, int n_threads, int n_lan
     } else {
         for (int i = 0; i < per_pass; i++)
             w.wins[i] = mel + (size_t)i * hp->n_mels * BENCH_FRAMES;
-        rc = decoder_batch_init(&db, s, hp, &st->m->w, n_lanes, 1);
+        rc = decoder_batch_init(&db, s, hp, &st->m->w, n_lanes, n_lanes);
     }
     int first = n_windows < n_lanes ? n_windows : n_lanes;
     if (!rc) /* warm-up */

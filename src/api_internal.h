@@ -56,17 +56,17 @@ struct whisperc_state {
 void api_log(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* 0 if the model with a state grown to room for n_group sequences, n_windows encoder windows
- * and n_lanes batch lanes (in groups of lane_group) fits
+ * and n_lanes batch lanes for n_batch windows fits
  * the model's memory budget (else err filled): an explicit budget (max_memory_bytes > 0) holds
  * the model and the whole state; the default one (available memory, which already counts the
  * model and st as it is; st NULL: a new state) the growth. Host memory only: a CUDA state's
  * buffers live on the GPU, where its arena refuses what does not fit. */
 int api_state_budget_check(const struct whisperc_model *m, const whisperc_state *st, int n_group,
-                           int n_windows, int n_lanes, int lane_group, char *err, size_t err_size);
-/* What decoder_batch_init allocates for n_lanes lanes in groups of `group` (0 for none), with
- * transcribe_batch's host buffers (api_batch.c). */
+                           int n_windows, int n_lanes, int n_batch, char *err, size_t err_size);
+/* What decoder_batch_init allocates for n_lanes lanes and n_windows audio regions (0 for
+ * none), with decode_batch's host buffers (api_batch.c). */
 uint64_t api_batch_memory_bytes(const struct wc_hparams *hp, enum wc_dtype cross_kv, int n_lanes,
-                                int group);
+                                int n_windows);
 
 /* Records the message in st->errmsg; returns rc. */
 int api_fail(whisperc_state *st, int rc, const char *fmt, ...)

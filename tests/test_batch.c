@@ -2,8 +2,9 @@
  * test_batch.c — whisperc_full_batch against whisperc_full, input by input: the same segments
  * (text, times, tokens, decoding details) and text, bit for bit, on LJSpeech dev clips of
  * different lengths plus one long input of many windows, with tiny.en, at batch sizes 4 and 8;
- * then with a logprob threshold that sends windows to the temperature fallback (decoded alone
- * inside the batched run), and an abort; then under a max_memory_bytes budget that holds only a
+ * then with a logprob threshold that sends windows to the temperature fallback (best_of samples
+ * decoded in the batch, on its lanes), with a first temperature above 0 (every window sampled),
+ * and an abort; then under a max_memory_bytes budget that holds only a
  * batch of 2: batch size 8 falls back to 2 with warnings, with the same results; and under
  * ones that hold the state but not one lane, or 5 beams on the state's decoder but not one
  * window's 5 beams batched: the inputs run one by one, with the same results. Continuous
@@ -129,9 +130,13 @@ static float *load(const char *rel, int *n) {
 static int compare(whisperc_state *st, struct whisperc_full_params *fp, const float *const *pcm,
                    const int *n, const int *sizes, int n_sizes, const char *what) {
     struct result alone[MAX_CLIPS + 1];
+    int alone_windows = 0;
     for (int i = 0; i < N_INPUTS; i++) {
         CHECK(whisperc_full(st, fp, pcm[i], n[i]) == WHISPERC_OK);
         take_result(st, &alone[i]);
+        struct whisperc_timings tm = {.size = sizeof tm};
+        CHECK(whisperc_state_timings(st, &tm) == WHISPERC_OK);
+        alone_windows += tm.n_windows;
     }
     /* whisperc_full through the batch decoder, one window (a GPU's way: its steps replay as
      * graphs); the first time for each strategy only */
@@ -184,6 +189,16 @@ static int compare(whisperc_state *st, struct whisperc_full_params *fp, const fl
                what, sizes[b], N_INPUTS, ok ? "identical" : "DIFFER", tm.n_windows, tm.n_fallbacks,
                tm.n_batch_steps, tm.decode_ms);
         CHECK(ok);
+        /* each window encoded once, as alone, where a fallback's best_of samples fit in the
+         * batch's lanes: it decodes again in the batch from the audio it has (one alone
+         * encodes its window again) */
+        int lanes = sizes[b] * (fp->strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? fp->beam_size : 1);
+        if (fp->temperatures[0] > 0.0f)
+            lanes = sizes[b] * fp->best_of;
+        if (lanes >= fp->best_of)
+            CHECK(tm.n_windows == alone_windows);
+        else if (tm.n_fallbacks > 0) /* each window that falls back encoded again */
+            CHECK(tm.n_windows > alone_windows);
         CHECK(whisperc_batch_select(st, N_INPUTS) == WHISPERC_ERR_INVALID_ARG);
         CHECK(whisperc_batch_select(st, -1) == WHISPERC_ERR_INVALID_ARG);
     }
@@ -428,19 +443,31 @@ int main(int argc, char **argv) {
 
     const int sizes[] = {4, 8}, quick_size[] = {3};
     compare(st, &fp, in, n, quick ? quick_size : sizes, quick ? 1 : 2, "defaults");
-    /* a threshold most windows miss: fallbacks (sampling at T > 0) inside the batched run;
-     * two temperatures keep it quick (4 lanes for 14 inputs: lanes are reused) */
+    /* a threshold most windows miss: fallbacks (5 samples at T > 0) inside the batched run: in
+     * the batch at batch size 8 (5 of its 8 decoder lanes while one runs), alone at 4 (more
+     * samples than lanes); two temperatures keep it quick */
     fp.logprob_threshold = -0.15f;
     fp.n_temperatures = 2;
     fp.temperatures[1] = 0.4f;
-    CHECK(compare(st, &fp, in, n, quick ? quick_size : sizes, 1,
+    const int fallback_sizes[] = {8, 4}, fallback_quick[] = {5};
+    CHECK(compare(st, &fp, in, n, quick ? fallback_quick : fallback_sizes, quick ? 1 : 2,
                   "logprob_threshold -0.15, T 0 and 0.4") > 0);
+
+    /* every window sampled: 3 samples at T = 0.3, no fallback */
+    fp.logprob_threshold = -1.0f;
+    fp.n_temperatures = 1;
+    fp.temperatures[0] = 0.3f;
+    fp.best_of = 3;
+    const int sample_sizes[] = {4}, sample_quick[] = {2};
+    compare(st, &fp, in, n, quick ? sample_quick : sample_sizes, 1, "T 0.3, best_of 3");
+    fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    fp.language = "en";
 
     test_schedule(st, in, n);
 
     /* beam search (5 beams, the CLI's default): each window's beams are 5 lanes of the batch
      * decoder, the windows of several inputs stepped together; fallbacks at T > 0 (best_of 5)
-     * alone, on the state's decoder */
+     * on 5 lanes likewise */
     fp = whisperc_full_default_params(WHISPERC_SAMPLING_BEAM_SEARCH);
     fp.language = "en";
     const int beam_sizes[] = {3}, beam_quick[] = {2};

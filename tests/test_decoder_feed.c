@@ -6,7 +6,8 @@
  * interleaved with each other's and with a lane in the middle of its window. Also: a step of
  * more than max_rows rows, or one that would run a lane past the context, is refused with the
  * lanes' positions unchanged. Then decode_batch against decode_window, whole windows of greedy
- * and beam decoding, several slots starting at once, some prompts waiting for room. On the CPU
+ * and beam decoding and of best_of samples, several slots starting at once, some prompts
+ * waiting for room, some windows for decoder lanes. On the CPU
  * always; on CUDA too where a device is (bits there rest on cuda_attention's short-prompt path,
  * backend.h attention_exact_rows).
  */
@@ -124,16 +125,23 @@ static void test_refusals(struct decoder_batch *db, struct wc_stream *s) {
 
 #define N_WIN 6
 
-/* decode_batch against decode_window, window by window: N_WIN slots start at once, greedy or
- * with 3 beams each; their prompts (4 tokens, one of 10 with previous text: a prefill) do not
+enum mode { GREEDY, BEAMS, SAMPLES };
+
+/* decode_batch against decode_window, window by window: N_WIN slots start, greedy or with 3
+ * beams each, or (SAMPLES) half of them greedy and half 3 samples at T = 0.7, as temperature
+ * fallbacks do, on fewer decoder lanes than all of them want at once, so that some start only
+ * when others end; their prompts (4 tokens, one of 10 with previous text: a prefill) do not
  * all fit in the first greedy step, so some wait. Each result (tokens, logprobs, sum,
- * no_speech_prob, steps) must be decode_window's for that window alone, bit for bit. */
-static void test_decode_batch(whisperc_state *st, int beams) {
+ * no_speech_prob, steps) must be decode_window's for that window alone, bit for bit (samples:
+ * each window drawing from its own rng, seeded alike). */
+static void test_decode_batch(whisperc_state *st, enum mode mode) {
     struct wc_stream *s = st->s;
     const struct wc_backend_ops *op = s->be->ops;
     const struct wc_hparams *hp = &st->m->file->hp;
     const struct wc_vocab *v = &st->m->vocab;
-    int G = beams ? 3 : 1, n_vocab = v->n_vocab;
+    int G = mode == GREEDY ? 1 : 3, n_vocab = v->n_vocab;
+    bool samples[N_WIN] = {0};
+    struct wc_rng draws[N_WIN];
     size_t nf = (size_t)hp->n_audio_ctx * hp->n_audio_state;
     struct logit_filters lf = {
         .vocab = v, .suppress_blank = true, .max_initial_timestamp_index = -1, .blank_token = 220};
@@ -146,12 +154,15 @@ static void test_decode_batch(whisperc_state *st, int beams) {
                                     .sot_sequence = sot_seq,
                                     .n_sot_sequence = 4,
                                     .filters = &lf,
-                                    .beam_size = beams ? G : 0,
+                                    .beam_size = mode == BEAMS ? G : 0,
                                     .patience = 1.0f,
                                     .length_penalty = -1.0f,
                                     .max_context = -1};
         if (k == 4)
             o[k].prompt = prev, o[k].n_prompt = 5;
+        samples[k] = mode == SAMPLES && (k == 1 || k == 4 || k == 5);
+        if (samples[k])
+            o[k].temperature = 0.7f, o[k].best_of = G, o[k].rng = &draws[k];
         for (size_t i = 0; i < nf; i++)
             host[i] = test_rng_uniform(&rng);
         feat[k] = op->alloc(s, nf * sizeof(float));
@@ -162,19 +173,33 @@ static void test_decode_batch(whisperc_state *st, int beams) {
     float *logits = malloc((size_t)(G > 2 ? G : 2) * n_vocab * sizeof(float));
     CHECK(decoder_reserve(&st->dec, s, G) == 0);
     for (int k = 0; k < N_WIN; k++) {
+        draws[k].s = 1000 + k;
         decoder_set_audio(&st->dec, s, feat[k]);
         CHECK(decode_window(&st->dec, s, v, &o[k], logits, &ref[k]) == 0);
     }
+    /* SAMPLES: 3 greedy windows and 3 of 3 samples want 12 lanes; there are 8 */
+    int n_lanes = mode == SAMPLES ? 8 : N_WIN * G;
     struct decoder_batch db;
     struct decode_batch d;
-    CHECK(decoder_batch_init(&db, s, hp, &st->m->w, N_WIN * G, G) == 0);
-    CHECK(decode_batch_init(&d, &db, s, v) == 0);
+    CHECK(decoder_batch_init(&db, s, hp, &st->m->w, n_lanes, N_WIN) == 0);
+    CHECK(decode_batch_init(&d, &db, s, v, mode == BEAMS ? G : 0) == 0);
+    bool started[N_WIN] = {0};
+    int n_rows = 1, left = N_WIN, n_waited = 0;
     for (int k = 0; k < N_WIN; k++) {
+        draws[k].s = 1000 + k;
         decoder_batch_set_audio(&db, s, k, feat[k]);
-        CHECK(decode_batch_start(&d, k, &o[k]) == 0);
     }
-    int n_rows = 1, left = N_WIN;
     while (left > 0 && n_rows > 0) {
+        for (int k = 0; k < N_WIN; k++) { /* in order: one that waits for lanes stops the rest */
+            if (started[k])
+                continue;
+            if (decode_n_group(&o[k]) > decode_batch_lanes_free(&d)) {
+                n_waited++;
+                break;
+            }
+            CHECK(decode_batch_start(&d, k, &o[k]) == 0);
+            started[k] = true;
+        }
         CHECK(decode_batch_step(&d, &n_rows) == 0);
         for (int k = 0; k < N_WIN; k++)
             if (decode_batch_ended(&d, k)) {
@@ -182,6 +207,8 @@ static void test_decode_batch(whisperc_state *st, int beams) {
                 left--;
             }
     }
+    CHECK(mode != SAMPLES || n_waited > 0);
+    CHECK(decode_batch_lanes_free(&d) == n_lanes);
     int ok = left == 0, n_tokens = 0;
     for (int k = 0; k < N_WIN && ok; k++) {
         const struct decode_result *a = &ref[k], *b = &got[k];
@@ -197,8 +224,9 @@ static void test_decode_batch(whisperc_state *st, int beams) {
                    b->n_steps, b->sum_logprob, b->no_speech_prob);
     }
     printf("  %-44s %s (%d tokens, %d batched steps)\n",
-           beams ? "decode_batch, 3 beams, = decode_window"
-                 : "decode_batch, greedy, = decode_window",
+           mode == BEAMS     ? "decode_batch, 3 beams, = decode_window"
+           : mode == SAMPLES ? "decode_batch, greedy + 3 samples, = alone"
+                             : "decode_batch, greedy, = decode_window",
            ok ? "same" : "DIFFER", n_tokens, d.n_steps);
     CHECK(ok);
     for (int k = 0; k < N_WIN; k++) {
@@ -242,7 +270,7 @@ static void test_backend(const char *path, whisperc_device dev) {
     printf("%s: prompts of %d, %d, %d tokens fed\n", op->name, n_prompt[0], n_prompt[1],
            n_prompt[2]);
     struct decoder_batch db;
-    CHECK(decoder_batch_init(&db, s, hp, &m->w, N_LANES, 1) == 0);
+    CHECK(decoder_batch_init(&db, s, hp, &m->w, N_LANES, N_LANES) == 0);
     size_t nf = (size_t)hp->n_audio_ctx * hp->n_audio_state, nv = (size_t)hp->n_vocab;
     float *feat_host = malloc(nf * sizeof(float));
     for (size_t i = 0; i < nf; i++)
@@ -278,9 +306,10 @@ static void test_backend(const char *path, whisperc_device dev) {
     CHECK(ok);
     test_refusals(&db, s);
     decoder_batch_free(&db, s);
-    test_decode_batch(st, 0);
+    test_decode_batch(st, GREEDY);
+    test_decode_batch(st, SAMPLES);
     if (op->logits_topk)
-        test_decode_batch(st, 1);
+        test_decode_batch(st, BEAMS);
     for (int i = 0; i < 2; i++)
         free(r[i].first), free(r[i].sot), free(r[i].second), free(r[i].kv);
     op->release(s, feat);

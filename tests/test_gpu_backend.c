@@ -795,7 +795,7 @@ static void graph_run(whisperc_state *st, const float *features_host, struct gra
     int n_vocab = hp->n_vocab, c = hp->n_text_state;
     size_t nf = (size_t)hp->n_audio_ctx * hp->n_audio_state;
     struct decoder_batch db;
-    CHECK(decoder_batch_init(&db, s, hp, &st->m->w, 8, 1) == 0);
+    CHECK(decoder_batch_init(&db, s, hp, &st->m->w, 8, 8) == 0);
     float *feat = op->alloc(s, nf * 4);
     op->upload(s, feat, features_host, nf * 4);
     int32_t tok[8];

@@ -428,9 +428,8 @@ static int bench_batch(const struct cli_options *o, whisperc_model *m,
         double per = b->n_batch_steps ? 1.0 / b->n_batch_steps : 0.0;
         printf("  batch    %6d steps   (%.2f ms a step with the prompts", b->n_batch_steps,
                b->decode_ms * per);
-        if (b->n_fallbacks == 0) /* a fallback decodes alone: its tokens are no step's */
-            printf(", %.1f windows a step%s", b->n_decode_tokens * per,
-                   o->beam_size > 1 ? " (each its beams)" : "");
+        printf(", %.1f windows a step%s", b->n_decode_tokens * per,
+               o->beam_size > 1 ? " (each its beams)" : "");
         printf(")\n");
         printf("  graphs   %s\n", why);
         double alone = best[0].mel_ms + best[0].encode_ms + best[0].decode_ms;

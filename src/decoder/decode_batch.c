@@ -1,8 +1,8 @@
 /*
  * decode_batch.c — see decode_batch.h. A greedy slot runs decode_window's greedy loop
- * (sample_group with one sequence) one step at a time in its group's first lane; a beam slot
- * runs beam_search.h's state machine over its group's lanes. The steps of all running slots
- * share one decoder_batch_step.
+ * (sample_group with one sequence) one step at a time in its first lane; a sampling slot the
+ * same loop at T > 0 over best_of lanes; a beam slot beam_search.h's state machine over its
+ * lanes. The steps of all running slots share one decoder_batch_step.
  */
 #include "decoder/decode_batch.h"
 
@@ -20,21 +20,28 @@
 #include "util.h"
 
 enum slot_state { SLOT_FREE = 0, SLOT_RUNNING, SLOT_ENDED };
+enum slot_kind { SLOT_GREEDY, SLOT_BEAMS, SLOT_SAMPLES };
 
 struct decode_batch_slot {
     enum slot_state state;
+    enum slot_kind kind;
     const struct decode_opts *o;
-    bool beams; /* o->beam_size > 0: bs, over the group's lanes */
+    int n_lanes;            /* held: 1, the beams, or best_of samples */
+    int lane[WC_MAX_GROUP]; /* the decoder lanes held; lane[0] runs the prompt */
     /* a prompt fed whole with the next step (decode_batch_start): its tokens, where the SOT
      * is; fed_now: in this step, its SOT at row sot_row (downloaded to d->sot_logits) */
     bool feed, fed_now;
     int32_t prompt[DECODE_BATCH_FEED_MAX];
     int sot_index, sot_row;
-    struct hyp_set hs;    /* greedy: one hypothesis, of o->sample_len + 1 tokens */
+    struct hyp_set hs;    /* greedy: one hypothesis; samples: best_of, of sample_len + 1 */
     struct beam_state bs; /* beams */
     struct decode_result r;
     int n_initial;
-    int i_step; /* greedy: the next token's index in this window (sample_group's i) */
+    int i_step; /* greedy, samples: the next token's index in this window (sample_group's i) */
+    /* samples: the unfinished hypotheses in order (hypothesis g decodes in lane[g]), and the
+     * host rows their logits come to: [n_lanes][n_vocab], then decode_sample's weights */
+    int active[WC_MAX_GROUP], n_active;
+    float *logits;
 };
 
 int decode_batch_feed_max(const struct wc_backend_ops *op) {
@@ -45,50 +52,70 @@ int decode_batch_feed_max(const struct wc_backend_ops *op) {
     return env && strcmp(env, "prefill") == 0 ? 0 : n;
 }
 
+uint64_t decode_batch_bytes(int n_lanes, int n_slots, int n_vocab) {
+    /* a SOT row a slot, and the sampling slots' rows: at most a row a lane and a weights row a
+     * slot (the picks of greedy and beam rows come back through logits_greedy / logits_topk) */
+    return ((uint64_t)n_slots * 2 + (uint64_t)n_lanes) * (uint64_t)n_vocab * sizeof(float);
+}
+
 int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct wc_stream *s,
-                      const struct wc_vocab *v) {
+                      const struct wc_vocab *v, int beam_size) {
     /* rows of a step, in step order: up to db->max_rows */
     size_t R = (size_t)db->max_rows, n_ctx = (size_t)db->hp->n_text_ctx;
-    size_t K = (size_t)db->group + 1;
+    size_t K = (size_t)beam_size + 1;
     *d = (struct decode_batch){
         .db = db,
         .s = s,
         .v = v,
-        .n_slots = db->n_lanes / db->group,
+        .n_slots = db->n_regions,
+        .beam_size = beam_size,
         .feed_max = decode_batch_feed_max(s->be->ops),
-        .slots = calloc((size_t)(db->n_lanes / db->group), sizeof *d->slots),
+        .slots = calloc((size_t)db->n_regions, sizeof *d->slots),
         .seq = malloc((2 * n_ctx + 8) * sizeof *d->seq),
         .last = malloc(R * sizeof *d->last),
         .ids = malloc(R * sizeof *d->ids),
         .src = malloc(R * sizeof *d->src),
+        .hyp = malloc(R * sizeof *d->hyp),
         .pick = malloc(R * sizeof *d->pick),
         .top = malloc(R * K * sizeof *d->top),
         .lf = malloc(R * sizeof *d->lf),
         .hk = malloc(R * sizeof *d->hk),
         .rules = malloc(R * sizeof *d->rules),
-        .sot_logits = malloc((size_t)(db->n_lanes / db->group) * v->n_vocab * sizeof(float)),
+        .sot_logits = malloc((size_t)db->n_regions * v->n_vocab * sizeof(float)),
+        .lane_busy = calloc((size_t)db->n_lanes, sizeof *d->lane_busy),
+        .n_free = db->n_lanes,
     };
-    if (!d->slots || !d->seq || !d->last || !d->ids || !d->src || !d->pick || !d->top || !d->lf ||
-        !d->hk || !d->rules || !d->sot_logits) {
+    if (!d->slots || !d->seq || !d->last || !d->ids || !d->src || !d->hyp || !d->pick || !d->top ||
+        !d->lf || !d->hk || !d->rules || !d->sot_logits || !d->lane_busy) {
         decode_batch_free(d);
         return WHISPERC_ERR_NO_MEMORY;
     }
     return 0;
 }
 
-static void slot_clear(struct decode_batch_slot *sl) {
+/* The slot's lanes back to the free ones, and its buffers freed. */
+static void slot_clear(struct decode_batch *d, struct decode_batch_slot *sl) {
+    for (int g = 0; g < sl->n_lanes; g++)
+        d->lane_busy[sl->lane[g]] = false;
+    d->n_free += sl->n_lanes;
+    sl->n_lanes = 0;
     hyp_set_free(&sl->hs);
     beam_free(&sl->bs);
     decode_result_free(&sl->r);
+    free(sl->logits);
+    sl->logits = NULL;
 }
 
 void decode_batch_free(struct decode_batch *d) {
     for (int k = 0; d->slots && k < d->n_slots; k++)
-        slot_clear(&d->slots[k]);
-    free(d->slots), free(d->seq), free(d->last), free(d->ids), free(d->src);
+        slot_clear(d, &d->slots[k]);
+    free(d->slots), free(d->seq), free(d->last), free(d->ids), free(d->src), free(d->hyp);
     free(d->pick), free(d->top), free(d->lf), free(d->hk), free(d->rules), free(d->sot_logits);
+    free(d->lane_busy);
     memset(d, 0, sizeof *d);
 }
+
+int decode_batch_lanes_free(const struct decode_batch *d) { return d->n_free; }
 
 /* Step i_step of a greedy slot with its chosen token, as one iteration of sample_group at
  * T = 0. */
@@ -108,45 +135,122 @@ static void take(struct decode_batch_slot *sl, const struct wc_vocab *v, int n_c
     sl->i_step++;
 }
 
+/* Step i_step of a sampling slot, as one iteration of sample_group at T > 0: each unfinished
+ * hypothesis, in order, draws from its row of sl->logits (the first step: every hypothesis
+ * from the prompt's one row); the ones that go on continue in their lanes (the first step:
+ * from the prompt in lane[0]). */
+static void sample_take(struct decode_batch *d, struct decode_batch_slot *sl) {
+    const struct decode_opts *o = sl->o;
+    int n_vocab = d->v->n_vocab, n_ctx = d->db->hp->n_text_ctx, G = sl->n_lanes;
+    bool first = sl->i_step == 0;
+    int n = first ? G : sl->n_active, keep[WC_MAX_GROUP], n_keep = 0;
+    float *weights = sl->logits + (size_t)G * n_vocab;
+    for (int i = 1; first && i < G; i++) /* decode_window copies the prompt's row likewise */
+        memcpy(sl->logits + (size_t)i * n_vocab, sl->logits, (size_t)n_vocab * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        int g = first ? i : sl->active[i];
+        struct hyp *h = &sl->hs.h[g];
+        float *row = sl->logits + (size_t)i * n_vocab, lp;
+        logit_filters_apply(o->filters, row, h->tok, h->n);
+        int next = decode_sample(row, n_vocab, o->temperature, o->rng, weights, &lp);
+        h->sum += lp;
+        if (next == d->v->eot) {
+            h->done = true;
+            continue;
+        }
+        h->tok[h->n] = next;
+        h->lp[h->n++] = lp;
+        keep[n_keep++] = g;
+    }
+    if (first && n_keep > 0) {
+        int lanes[WC_MAX_GROUP], src[WC_MAX_GROUP];
+        for (int i = 0; i < n_keep; i++) {
+            lanes[i] = sl->lane[keep[i]];
+            src[i] = sl->lane[0];
+        }
+        decoder_batch_reorder(d->db, lanes, src, n_keep);
+    }
+    memcpy(sl->active, keep, (size_t)n_keep * sizeof *keep);
+    sl->n_active = n_keep;
+    if (n_keep == 0 || sl->n_initial + sl->i_step + 1 > n_ctx || sl->i_step + 1 >= o->sample_len)
+        sl->state = SLOT_ENDED;
+    sl->i_step++;
+}
+
 /* A beam slot's update from its rows' picks; its lanes' histories follow the beams. */
 static void beam_take(struct decode_batch *d, int k, const struct wc_greedy_pick *top) {
     struct decode_batch_slot *sl = &d->slots[k];
-    int G = d->db->group, lanes[WC_MAX_GROUP], src[WC_MAX_GROUP];
+    int G = sl->n_lanes, lanes[WC_MAX_GROUP], src[WC_MAX_GROUP];
     if (beam_update(&sl->bs, top, d->v->eot))
         sl->state = SLOT_ENDED;
     for (int g = 0; g < G; g++) {
-        lanes[g] = k * G + g;
-        src[g] = k * G + sl->bs.src_of[g];
+        lanes[g] = sl->lane[g];
+        src[g] = sl->lane[sl->bs.src_of[g]];
     }
     decoder_batch_reorder(d->db, lanes, src, G);
 }
 
-static void add_row(struct decode_batch *d, int n, int k, int lane, int32_t tok,
-                    const struct hyp *hk);
+static void add_row(struct decode_batch *d, int n, int k, int g, int32_t tok, const struct hyp *hk);
 static void rank_beams(struct decode_batch *d, int r0, int m);
+
+/* The slot's kind and its lanes, taken from the free ones and pointed at its audio. */
+static int slot_open(struct decode_batch *d, int k, const struct decode_opts *o) {
+    struct wc_stream *s = d->s;
+    struct decode_batch_slot *sl = &d->slots[k];
+    int G = decode_n_group(o);
+    enum slot_kind kind = o->temperature > 0.0f ? SLOT_SAMPLES
+                          : o->beam_size > 0    ? SLOT_BEAMS
+                                                : SLOT_GREEDY;
+    if (k < 0 || k >= d->n_slots || sl->state != SLOT_FREE) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: slot %d is not free", k);
+        return s->err;
+    }
+    if (!(o->temperature >= 0.0f) || (o->temperature == 0.0f && o->best_of > 1) ||
+        (kind == SLOT_BEAMS && (o->beam_size != d->beam_size || !s->be->ops->logits_topk)) ||
+        G > WC_MAX_GROUP) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "decoder: batched decoding is greedy, beam search with %d beams or up to "
+                       "%d samples",
+                       d->beam_size, WC_MAX_GROUP);
+        return s->err;
+    }
+    if (G > d->n_free) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: a window of %d lanes, %d free", G,
+                       d->n_free);
+        return s->err;
+    }
+    slot_clear(d, sl);
+    *sl = (struct decode_batch_slot){.o = o, .kind = kind};
+    for (int lane = 0; sl->n_lanes < G; lane++) {
+        if (d->lane_busy[lane])
+            continue;
+        d->lane_busy[lane] = true;
+        sl->lane[sl->n_lanes++] = lane;
+        decoder_batch_assign(d->db, lane, k);
+    }
+    d->n_free -= G;
+    return 0;
+}
 
 int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *o) {
     struct wc_stream *s = d->s;
     const struct wc_vocab *v = d->v;
-    int n_ctx = d->db->hp->n_text_ctx, n_vocab = v->n_vocab, G = d->db->group;
-    if (k < 0 || k >= d->n_slots || d->slots[k].state != SLOT_FREE) {
-        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: slot %d is not free", k);
-        return s->err;
-    }
-    if (o->temperature != 0.0f || o->best_of > 1 || (o->beam_size > 0 && o->beam_size != G) ||
-        (o->beam_size > 0 && !s->be->ops->logits_topk)) {
-        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
-                       "decoder: batched decoding is greedy or beam search with %d beams", G);
-        return s->err;
-    }
+    int n_ctx = d->db->hp->n_text_ctx, n_vocab = v->n_vocab;
+    int rc = slot_open(d, k, o);
+    if (rc)
+        return rc;
     struct decode_batch_slot *sl = &d->slots[k];
-    slot_clear(sl);
-    *sl = (struct decode_batch_slot){.o = o, .beams = o->beam_size > 0};
+    int G = sl->n_lanes;
     sl->r.temperature = o->temperature;
     int sot_index,
         n_initial = decode_initial_tokens(o, n_ctx, o->sample_len, v, d->seq, &sot_index);
-    if (sl->beams ? beam_init(&sl->bs, o, n_initial, n_ctx)
-                  : hyp_set_init(&sl->hs, 1, o->sample_len + 1))
+    bool oom = sl->kind == SLOT_BEAMS ? beam_init(&sl->bs, o, n_initial, n_ctx)
+                                      : hyp_set_init(&sl->hs, G, o->sample_len + 1);
+    if (!oom && sl->kind == SLOT_SAMPLES) {
+        sl->logits = malloc((size_t)(G + 1) * n_vocab * sizeof *sl->logits);
+        oom = !sl->logits;
+    }
+    if (oom)
         return WHISPERC_ERR_NO_MEMORY;
     if (n_initial + 1 > n_ctx) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
@@ -157,32 +261,35 @@ int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *
     sl->r.n_steps = 1;
     sl->n_initial = n_initial;
     if (o->sample_len > 0 && n_initial <= d->feed_max) {
-        /* fed whole with the next step (decode_batch_step), the group's first lane emptied for
-         * it (beams take it over in beam_take) */
+        /* fed whole with the next step (decode_batch_step), the first lane emptied for it (the
+         * others take it over after the first pick) */
         memcpy(sl->prompt, d->seq, (size_t)n_initial * sizeof *sl->prompt);
         sl->feed = true;
         sl->sot_index = sot_index;
-        decoder_batch_clear(d->db, k * G);
+        decoder_batch_clear(d->db, sl->lane[0]);
         sl->state = SLOT_RUNNING;
         return 0;
     }
     int rows[2] = {n_initial - 1, sot_index};
     int n_rows = sot_index == n_initial - 1 ? 1 : 2;
-    /* the prompt in the group's first lane (beams take it over in beam_take); its logits stay
-     * in db->logits but the SOT row's, which no_speech_prob reads on the host */
+    /* the prompt in the first lane (the others take it over after the first pick); its logits
+     * stay in db->logits but the SOT row's, which no_speech_prob reads on the host */
     float *at_sot = d->sot_logits + (size_t)k * n_vocab;
-    int rc = decoder_batch_prefill(d->db, s, k * G, d->seq, n_initial, rows, n_rows, NULL);
+    rc = decoder_batch_prefill(d->db, s, sl->lane[0], d->seq, n_initial, rows, n_rows, NULL);
     s->be->ops->download(s, at_sot, d->db->logits + (size_t)(n_rows - 1) * n_vocab,
                          (size_t)n_vocab * sizeof(float));
     sl->state = o->sample_len > 0 ? SLOT_RUNNING : SLOT_ENDED;
     /* the first pick by the backend, as a step's (decode_window's likewise): the prompt's last
-     * row is the first of db->logits; the pick's sync brings the SOT row too */
-    add_row(d, 0, k, k * G, 0, sl->beams ? NULL : sl->hs.h);
-    if (!rc && sl->state == SLOT_RUNNING && !sl->beams) {
+     * row is the first of db->logits; the pick's sync brings the SOT row too. Samples draw
+     * from that row on the host. */
+    add_row(d, 0, k, 0, 0, sl->kind == SLOT_GREEDY ? sl->hs.h : NULL);
+    if (!rc && sl->state == SLOT_RUNNING && sl->kind == SLOT_GREEDY) {
         rc = decode_greedy_pick(s, d->db->logits, 1, n_vocab, d->lf, d->hk, d->pick);
     } else if (!rc) {
-        if (sl->state == SLOT_RUNNING)
+        if (sl->state == SLOT_RUNNING && sl->kind == SLOT_BEAMS)
             rank_beams(d, 0, 1);
+        if (sl->state == SLOT_RUNNING && sl->kind == SLOT_SAMPLES)
+            s->be->ops->download(s, sl->logits, d->db->logits, (size_t)n_vocab * sizeof(float));
         rc = wc_stream_sync(s);
     }
     if (rc)
@@ -190,25 +297,27 @@ int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *
     sl->r.no_speech_prob = exp(at_sot[v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
     if (sl->state != SLOT_RUNNING)
         return 0;
-    if (sl->beams)
+    if (sl->kind == SLOT_BEAMS)
         beam_take(d, k, d->top);
+    else if (sl->kind == SLOT_SAMPLES)
+        sample_take(d, sl);
     else
         take(sl, v, n_ctx, d->pick[0].token, d->pick[0].logprob);
     return 0;
 }
 
-/* The picks of beam rows r0 .. r0 + m (each slot's G rows in a row) through logits_topk, in
+/* The picks of beam rows r0 .. r0 + m (each slot's beams in a row) through logits_topk, in
  * runs that share a suppress list (in practice: one call), into d->top [row][K]. */
 static void rank_beams(struct decode_batch *d, int r0, int m) {
-    int K = d->db->group + 1, n_vocab = d->v->n_vocab;
+    int K = d->beam_size + 1, n_vocab = d->v->n_vocab;
     for (int a = r0, n; a < r0 + m; a += n) {
         const struct logit_filters *f = d->lf[a];
         for (n = 0; a + n < r0 + m; n++) {
             const struct logit_filters *g = d->lf[a + n];
             if (g->suppress != f->suppress || g->n_suppress != f->n_suppress)
                 break;
-            /* the row's beam: its lane's place in the slot's group */
-            beam_rule(&d->slots[d->src[a + n]].bs, d->ids[a + n] % d->db->group, &d->rules[a + n]);
+            /* the row's beam: its place in the slot's lanes */
+            beam_rule(&d->slots[d->src[a + n]].bs, d->hyp[a + n], &d->rules[a + n]);
         }
         d->s->be->ops->logits_topk(d->s, d->top + (size_t)a * K,
                                    d->db->logits + (size_t)a * n_vocab, d->rules + a, f->suppress,
@@ -216,26 +325,34 @@ static void rank_beams(struct decode_batch *d, int r0, int m) {
     }
 }
 
-/* Row n of the step: token `tok` of lane `lane`, of slot k; a greedy pick reads hk's history
- * (NULL: no greedy pick reads the row). */
-static void add_row(struct decode_batch *d, int n, int k, int lane, int32_t tok,
+/* Row n of the step: token `tok` of slot k's lane[g]; a greedy pick reads hk's history (NULL:
+ * no greedy pick reads the row). */
+static void add_row(struct decode_batch *d, int n, int k, int g, int32_t tok,
                     const struct hyp *hk) {
-    d->ids[n] = lane;
+    d->ids[n] = d->slots[k].lane[g];
     d->src[n] = k;
+    d->hyp[n] = g;
     d->last[n] = tok;
     d->lf[n] = d->slots[k].o->filters;
     d->hk[n] = hk;
+}
+
+/* Rows a running slot picks from in a step: a fed prompt's one, else a row a sequence. */
+static int pick_rows(const struct decode_batch_slot *sl) {
+    if (sl->fed_now || sl->kind == SLOT_GREEDY)
+        return 1;
+    return sl->kind == SLOT_BEAMS ? beam_rows(&sl->bs) : sl->n_active;
 }
 
 /* The step's rows: first the prompts fed in it but their last tokens, then, from *r_pick on,
  * the rows whose logits are picked from: each running slot's (a fed prompt's last token:
  * its first pick). A prompt goes in whole or waits for a step with room. */
 static int plan_rows(struct decode_batch *d, int *r_pick) {
-    int G = d->db->group, n = 0, room = d->db->max_rows;
+    int n = 0, room = d->db->max_rows;
     for (int k = 0; k < d->n_slots; k++) {
         struct decode_batch_slot *sl = &d->slots[k];
         if (sl->state == SLOT_RUNNING && !sl->feed)
-            room -= sl->beams ? G : 1;
+            room -= pick_rows(sl);
     }
     for (int k = 0; k < d->n_slots; k++) {
         struct decode_batch_slot *sl = &d->slots[k];
@@ -245,22 +362,29 @@ static int plan_rows(struct decode_batch *d, int *r_pick) {
         room -= sl->n_initial;
         sl->sot_row = n + sl->sot_index; /* unless the SOT is the last token (below) */
         for (int p = 0; p < sl->n_initial - 1; p++, n++)
-            add_row(d, n, k, k * G, sl->prompt[p], NULL);
+            add_row(d, n, k, 0, sl->prompt[p], NULL);
     }
     *r_pick = n;
     for (int k = 0; k < d->n_slots; k++) {
         struct decode_batch_slot *sl = &d->slots[k];
         if (sl->state != SLOT_RUNNING || (sl->feed && !sl->fed_now))
             continue;
-        if (sl->fed_now) { /* the first pick, of one row (beams: beam 0's, beam_rows) */
+        const struct hyp *greedy = sl->kind == SLOT_GREEDY ? sl->hs.h : NULL;
+        if (sl->fed_now) { /* the first pick, of one row */
             if (sl->sot_index == sl->n_initial - 1)
                 sl->sot_row = n;
-            add_row(d, n++, k, k * G, sl->prompt[sl->n_initial - 1], sl->beams ? NULL : sl->hs.h);
-        } else if (!sl->beams)
-            add_row(d, n++, k, k * G, sl->hs.h->tok[sl->hs.h->n - 1], sl->hs.h);
-        else
-            for (int g = 0; g < G; g++)
-                add_row(d, n++, k, k * G + g, beam_last(&sl->bs, g), &sl->bs.cur.h[g]);
+            add_row(d, n++, k, 0, sl->prompt[sl->n_initial - 1], greedy);
+        } else if (sl->kind == SLOT_GREEDY) {
+            add_row(d, n++, k, 0, greedy->tok[greedy->n - 1], greedy);
+        } else if (sl->kind == SLOT_BEAMS) {
+            for (int g = 0; g < sl->n_lanes; g++)
+                add_row(d, n++, k, g, beam_last(&sl->bs, g), &sl->bs.cur.h[g]);
+        } else {
+            for (int i = 0; i < sl->n_active; i++) {
+                const struct hyp *h = &sl->hs.h[sl->active[i]];
+                add_row(d, n++, k, sl->active[i], h->tok[h->n - 1], NULL);
+            }
+        }
     }
     return n;
 }
@@ -282,35 +406,55 @@ static int fetch_sot_rows(struct decode_batch *d) {
     return n;
 }
 
+/* Sample rows r0 .. r0 + m (slots' rows in a row) queued for download to their slots' host
+ * rows, in the order sample_take reads them. */
+static void fetch_sample_rows(struct decode_batch *d, int r0, int m) {
+    size_t n_vocab = (size_t)d->v->n_vocab;
+    for (int a = r0; a < r0 + m;) {
+        struct decode_batch_slot *sl = &d->slots[d->src[a]];
+        int rows = pick_rows(sl);
+        d->s->be->ops->download(d->s, sl->logits, d->db->logits + (size_t)a * n_vocab,
+                                (size_t)rows * n_vocab * sizeof(float));
+        a += rows;
+    }
+}
+
 int decode_batch_step(struct decode_batch *d, int *n_stepped) {
-    int n_ctx = d->db->hp->n_text_ctx, G = d->db->group, K = G + 1, n_vocab = d->v->n_vocab;
+    int n_ctx = d->db->hp->n_text_ctx, K = d->beam_size + 1, n_vocab = d->v->n_vocab;
     int r_pick, n = plan_rows(d, &r_pick);
     if (n_stepped)
         *n_stepped = n;
     if (n == 0)
         return d->s->err;
     int rc = decoder_batch_step(d->db, d->s, d->ids, d->last, n, NULL);
-    bool fed = !rc && fetch_sot_rows(d) > 0;
+    /* downloads queued with no pick's sync after them: SOT rows, sample rows */
+    bool unsynced = !rc && fetch_sot_rows(d) > 0;
     /* each step's logits stay on the backend: only the picks come back; greedy rows through
-     * logits_greedy, beam rows through logits_topk, in runs of one kind */
+     * logits_greedy, beam rows through logits_topk, in runs of one kind; sample rows come to
+     * the host */
     for (int r0 = r_pick, m; r0 < n && !rc; r0 += m) {
-        bool beams = d->slots[d->src[r0]].beams;
-        for (m = 1; r0 + m < n && d->slots[d->src[r0 + m]].beams == beams; m++)
+        enum slot_kind kind = d->slots[d->src[r0]].kind;
+        for (m = 1; r0 + m < n && d->slots[d->src[r0 + m]].kind == kind; m++)
             ;
-        if (beams) {
+        if (kind == SLOT_BEAMS) {
             rank_beams(d, r0, m);
             rc = wc_stream_sync(d->s);
-        } else {
+            unsynced = false;
+        } else if (kind == SLOT_GREEDY) {
             rc = decode_greedy_pick(d->s, d->db->logits + (size_t)r0 * n_vocab, m, n_vocab,
                                     d->lf + r0, d->hk + r0, d->pick + r0);
+            unsynced = false;
+        } else {
+            fetch_sample_rows(d, r0, m);
+            unsynced = true;
         }
     }
-    if (!rc && fed) /* the SOT rows' downloads, where no pick synced after them */
+    if (!rc && unsynced)
         rc = wc_stream_sync(d->s);
     d->n_steps++;
     for (int a = r_pick; a < n && !rc;) {
         struct decode_batch_slot *sl = &d->slots[d->src[a]];
-        int rows = sl->beams ? beam_rows(&sl->bs) : 1;
+        int rows = pick_rows(sl);
         if (sl->fed_now) { /* the prompt's step counts as the prefill it replaces */
             const float *at_sot = d->sot_logits + (size_t)d->src[a] * n_vocab;
             sl->r.no_speech_prob = exp(at_sot[d->v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
@@ -318,8 +462,10 @@ int decode_batch_step(struct decode_batch *d, int *n_stepped) {
         } else {
             sl->r.n_steps++;
         }
-        if (sl->beams)
+        if (sl->kind == SLOT_BEAMS)
             beam_take(d, d->src[a], d->top + (size_t)a * K);
+        else if (sl->kind == SLOT_SAMPLES)
+            sample_take(d, sl);
         else
             take(sl, d->v, n_ctx, d->pick[a].token, d->pick[a].logprob);
         a += rows;
@@ -339,18 +485,23 @@ int decode_batch_take(struct decode_batch *d, int k, struct decode_result *r) {
     sl->state = SLOT_FREE;
     r->tokens = malloc((size_t)cap * sizeof *r->tokens);
     r->logprobs = malloc((size_t)cap * sizeof *r->logprobs);
-    if (!r->tokens || !r->logprobs)
-        return WHISPERC_ERR_NO_MEMORY;
-    if (sl->beams) {
-        beam_result(&sl->bs, r);
-    } else {
-        const struct hyp *h = sl->hs.h;
-        if (h->n > 0) {
+    if (r->tokens && r->logprobs) {
+        const struct hyp *h = NULL;
+        if (sl->kind == SLOT_BEAMS)
+            beam_result(&sl->bs, r);
+        else
+            h = &sl->hs.h[hyp_rank(sl->hs.h, sl->hs.n, sl->o->length_penalty)];
+        if (h && h->n > 0) {
             memcpy(r->tokens, h->tok, (size_t)h->n * sizeof *r->tokens);
             memcpy(r->logprobs, h->lp, (size_t)h->n * sizeof *r->logprobs);
         }
-        r->n_tokens = h->n;
-        r->sum_logprob = h->sum;
+        if (h) {
+            r->n_tokens = h->n;
+            r->sum_logprob = h->sum;
+        }
     }
+    slot_clear(d, sl);
+    if (!r->tokens || !r->logprobs)
+        return WHISPERC_ERR_NO_MEMORY;
     return decode_result_finish(d->v, r);
 }

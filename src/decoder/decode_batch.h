@@ -1,11 +1,17 @@
 /*
- * decode_batch.h — decoding at temperature 0, greedy or beam search, of one window in each
- * slot of a struct decoder_batch, the slots stepped together: each slot's result is what
- * decode_window gives that window alone with the same options, bit for bit. Slot k holds the
- * decoder's lane group k (db->group lanes: a beam search's beams; greedy uses the first).
- * Slots are independent: a slot whose window ends (EOT, enough finished beams, the sample_len
- * limit or the text context) hands its result back and may start another window at once,
- * while the others keep stepping (continuous batching).
+ * decode_batch.h — decoding of one window in each slot of a struct decoder_batch, greedy or by
+ * beam search at temperature 0, or best_of samples at a temperature above 0 (a fallback), the
+ * slots stepped together: each slot's result is what decode_window gives that window alone
+ * with the same options, bit for bit (samples too: a slot draws from its options' rng in
+ * decode_window's order). Slot k reads the decoder's audio region k and holds, while its
+ * window runs, as many of the decoder's lanes as the window decodes sequences
+ * (decode_n_group: 1, the beams, or best_of), taken from the free ones. Slots are independent:
+ * a slot whose window ends (EOT, enough finished beams, the sample_len limit or the text
+ * context) hands its result back and may start another window at once, while the others keep
+ * stepping (continuous batching).
+ *
+ * Greedy and beam rows are picked by the backend (only the picks come back); a sample row's
+ * logits come to the host, where it is drawn as decode_window draws it.
  *
  * A slot's prompt of up to feed_max tokens (the usual SOT sequence) goes in as rows of the
  * next step, all at once, in its group's first lane, instead of a prefill of its own: a
@@ -21,6 +27,7 @@
 #define WC_DECODE_BATCH_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "decoder/decode_window.h"
 
@@ -35,7 +42,8 @@ struct decode_batch {
     struct decoder_batch *db; /* not owned */
     struct wc_stream *s;      /* not owned */
     const struct wc_vocab *v; /* not owned */
-    int n_slots;              /* db->n_lanes / db->group */
+    int n_slots;              /* db->n_regions */
+    int beam_size;            /* of every beam-search window (0: none) */
     /* prompts up to this long go in as step rows (<= DECODE_BATCH_FEED_MAX; 0: all as
      * prefills, WHISPERC_BATCH_PROMPT=prefill) */
     int feed_max;
@@ -44,12 +52,14 @@ struct decode_batch {
      * (lane ids, slots, last tokens, greedy picks, filters, histories, rules), and beam rows'
      * picks [db->max_rows][group + 1] */
     int32_t *seq, *last;
-    int *ids, *src;
+    int *ids, *src, *hyp; /* a row's lane, slot, and place among its slot's lanes */
     struct wc_greedy_pick *pick, *top;
     const struct logit_filters **lf;
     const struct hyp **hk;
     struct wc_logit_rule *rules;
     float *sot_logits; /* [n_slots][n_vocab]: each slot's prompt's SOT row (no_speech_prob) */
+    bool *lane_busy;   /* [db->n_lanes] held by a slot */
+    int n_free;        /* lanes not held */
     int n_steps;       /* decoder_batch_step calls made, all slots together (statistics) */
 };
 
@@ -58,16 +68,20 @@ struct decode_batch {
  * WHISPERC_BATCH_PROMPT=prefill (every prompt a prefill, for comparison). */
 int decode_batch_feed_max(const struct wc_backend_ops *op);
 
-/* For db's slots, all free. Returns 0 or WHISPERC_ERR_NO_MEMORY. */
+/* For db's slots, all free; beam-search windows will have beam_size beams (0: none). Returns
+ * 0 or WHISPERC_ERR_NO_MEMORY. */
 int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct wc_stream *s,
-                      const struct wc_vocab *v);
+                      const struct wc_vocab *v, int beam_size);
+
+/* Host bytes decode_batch_init and its slots allocate at most, for the memory budget. */
+uint64_t decode_batch_bytes(int n_lanes, int n_slots, int n_vocab);
 void decode_batch_free(struct decode_batch *d);
 
-/* Free slot k starts a window with options o (temperature 0, no best_of; beam_size 0 or
- * db->group; kept by pointer until the slot's result is taken): its prompt through the
- * decoder, its no_speech_prob and first token(s), now or (a short prompt) with the next step.
- * It may end at once (decode_batch_ended).
- * Returns 0 or a WHISPERC_ERR_* code (message in the stream). */
+/* Free slot k starts a window with options o (at temperature 0 no best_of, and beam_size 0 or
+ * d->beam_size; kept by pointer until the slot's result is taken), on decode_n_group(o) free
+ * lanes (the caller checks decode_batch_lanes_free): its prompt through the decoder, its
+ * no_speech_prob and first token(s), now or (a short prompt) with the next step. It may end
+ * at once (decode_batch_ended). Returns 0 or a WHISPERC_ERR_* code (message in the stream). */
 int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *o);
 
 /* One token for every sequence of every slot still running, and the prompts of slots that
@@ -75,11 +89,14 @@ int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *
  * NULL) receives the step's rows (0: no slot was running). Returns 0 or the stream's error. */
 int decode_batch_step(struct decode_batch *d, int *n_stepped);
 
+/* Lanes no slot holds. */
+int decode_batch_lanes_free(const struct decode_batch *d);
+
 /* Whether slot k's window has ended with its result not yet taken. */
 bool decode_batch_ended(const struct decode_batch *d, int k);
 
 /* Slot k's ended window into *r (the caller frees it with decode_result_free, also on error);
- * the slot is free again. Returns 0 or WHISPERC_ERR_NO_MEMORY. */
+ * the slot and its lanes are free again. Returns 0 or WHISPERC_ERR_NO_MEMORY. */
 int decode_batch_take(struct decode_batch *d, int k, struct decode_result *r);
 
 #endif /* WC_DECODE_BATCH_H */

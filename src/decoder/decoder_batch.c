@@ -33,8 +33,9 @@ static void release_all(struct decoder_batch *db, struct wc_stream *s) {
     free(db->slots_tmp);
     free(db->pos_host);
     free(db->n_past);
+    free(db->region_of);
     db->step_host = db->slots_host = db->slots_tmp = db->pos_host = NULL;
-    db->n_past = NULL;
+    db->n_past = db->region_of = NULL;
     db->n_lanes = 0;
 }
 
@@ -44,7 +45,7 @@ struct batch_sizes {
     size_t cache, cross, act, mlp, logits, idx, slots, lanes;
 };
 static struct batch_sizes batch_sizes(const struct wc_hparams *hp, enum wc_dtype cross_kv,
-                                      int n_lanes, int group) {
+                                      int n_lanes, int n_regions) {
     size_t L = (size_t)hp->n_text_layer, c = (size_t)hp->n_text_state, f = sizeof(float);
     size_t n_ctx = (size_t)hp->n_text_ctx, n_audio = (size_t)hp->n_audio_ctx, B = (size_t)n_lanes;
     size_t R = (size_t)decoder_batch_max_rows(n_lanes); /* a step's rows */
@@ -52,41 +53,41 @@ static struct batch_sizes batch_sizes(const struct wc_hparams *hp, enum wc_dtype
     size_t fx = cross_kv == WC_F16 ? 2 : f, mlp_rows = 4 * rows > n_audio ? 4 * rows : n_audio;
     return (struct batch_sizes){
         .cache = L * B * n_ctx * c * f,                    /* k_cache, v_cache */
-        .cross = B / (size_t)group * L * n_audio * c * fx, /* xk, xv */
+        .cross = (size_t)n_regions * L * n_audio * c * fx, /* xk, xv */
         .act = rows * c * f,                               /* x, h, q, att */
         .mlp = mlp_rows * c * f, /* also one layer's f32 cross K or V (set_audio) */
         .logits = n_logits * (size_t)hp->n_vocab * f,
         .idx = (3 + n_ctx) * R * sizeof(int32_t), /* step_idx and its host copy step_host */
         .slots = B * n_ctx * sizeof(int32_t),     /* slots_host, slots_tmp */
-        .lanes = R * sizeof(int32_t),             /* pos_host, n_past */
+        .lanes = R * sizeof(int32_t),             /* pos_host, n_past, region_of */
     };
 }
 
 uint64_t decoder_batch_bytes(const struct wc_hparams *hp, enum wc_dtype cross_kv, int n_lanes,
-                             int group) {
-    if (n_lanes < 1 || group < 1)
+                             int n_regions) {
+    if (n_lanes < 1 || n_regions < 1)
         return 0;
-    struct batch_sizes z = batch_sizes(hp, cross_kv, n_lanes, group);
+    struct batch_sizes z = batch_sizes(hp, cross_kv, n_lanes, n_regions);
     return 2 * (uint64_t)z.cache + 2 * (uint64_t)z.cross + 4 * (uint64_t)z.act + z.mlp + z.logits +
-           2 * (uint64_t)z.idx + 2 * (uint64_t)z.slots + 2 * (uint64_t)z.lanes;
+           2 * (uint64_t)z.idx + 2 * (uint64_t)z.slots + 3 * (uint64_t)z.lanes;
 }
 
 int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const struct wc_hparams *hp,
-                       const struct wc_weights *w, int n_lanes, int group) {
+                       const struct wc_weights *w, int n_lanes, int n_regions) {
     const struct wc_backend_ops *op = s->be->ops;
     memset(db, 0, sizeof *db);
     if (op->step_graph_reset) /* steps recorded for another decoder's buffers */
         op->step_graph_reset(s);
-    if (n_lanes < 1 || group < 1 || n_lanes % group) {
-        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: %d lanes in groups of %d", n_lanes,
-                       group);
+    if (n_lanes < 1 || n_regions < 1 || n_regions > n_lanes) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: %d lanes over %d audio regions",
+                       n_lanes, n_regions);
         return s->err;
     }
     db->hp = hp;
     db->w = w;
-    db->group = group;
+    db->n_regions = n_regions;
     db->xkv = s->be->cross_kv;
-    struct batch_sizes z = batch_sizes(hp, db->xkv, n_lanes, group);
+    struct batch_sizes z = batch_sizes(hp, db->xkv, n_lanes, n_regions);
     db->n_slots = n_lanes * hp->n_text_ctx;
     db->k_cache = op->alloc(s, z.cache);
     db->v_cache = op->alloc(s, z.cache);
@@ -104,8 +105,9 @@ int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const stru
     db->slots_tmp = calloc(1, z.slots);
     db->pos_host = calloc(1, z.lanes);
     db->n_past = calloc(1, z.lanes);
-    if (!s->err &&
-        (!db->step_host || !db->slots_host || !db->slots_tmp || !db->pos_host || !db->n_past))
+    db->region_of = calloc(1, z.lanes);
+    if (!s->err && (!db->step_host || !db->slots_host || !db->slots_tmp || !db->pos_host ||
+                    !db->n_past || !db->region_of))
         wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "decoder: out of memory for %d lanes", n_lanes);
     if (s->err) {
         release_all(db, s);
@@ -115,6 +117,8 @@ int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const stru
     db->max_rows = decoder_batch_max_rows(n_lanes);
     for (int i = 0; i < db->n_slots; i++) /* lane k's position p is row k * n_ctx + p */
         db->slots_host[i] = i;
+    for (int i = 0; i < n_lanes; i++) /* spread evenly until decoder_batch_assign */
+        db->region_of[i] = (int)((int64_t)i * n_regions / n_lanes);
     return 0;
 }
 
@@ -147,6 +151,11 @@ static void cross_proj(struct decoder_batch *db, struct wc_stream *s, void *dst,
     op->linear(s, f32, 0, audio_features, w, b, n_audio, WC_ACT_NONE, 0);
     if (db->xkv == WC_F16)
         op->to_f16(s, dst, f32, (size_t)n_audio * db->hp->n_text_state);
+}
+
+void decoder_batch_assign(struct decoder_batch *db, int lane, int audio) {
+    if (lane >= 0 && lane < db->n_lanes && audio >= 0 && audio < db->n_regions)
+        db->region_of[lane] = audio;
 }
 
 void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int audio,
@@ -278,7 +287,7 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
     struct pre_norm pn = pre_norm(db, s, br, b->cross_ln_g, b->cross_ln_b);
     proj(s, db, br, &pn, db->q, &b->cross.q, b->cross.q_b, WC_ACT_NONE);
     if (!br->lanes) {
-        int audio = br->lane / db->group;
+        int audio = db->region_of[br->lane];
         op->attention(s, db->att, db->q, audio_kv(db, db->xk, audio, l),
                       audio_kv(db, db->xv, audio, l), db->xkv, c, n, hp->n_audio_ctx, c, n_head,
                       -1);
@@ -385,7 +394,7 @@ int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int 
         dst_row[k] = db->slots_host[(size_t)lane * n_ctx + pos] = lane * n_ctx + pos;
         db->pos_host[k] = pos;
         n_kv[k] = pos + 1;
-        lane_of[k] = lane / db->group; /* its audio region */
+        lane_of[k] = db->region_of[lane]; /* its audio region */
         memcpy(table + (size_t)k * n_ctx, db->slots_host + (size_t)lane * n_ctx,
                (size_t)(pos + 1) * sizeof(int32_t));
         db->n_past[lane]++; /* a lane's next row in this step is its next position */

@@ -21,13 +21,15 @@
  * the same rows, so a lane's logits have the bits struct decoder gives the same window alone:
  * the backend promises each row of those ops the bits it gets alone.
  *
- * Beams: lanes come in groups of `group` that share one cross-attention K/V (audio region k
- * serves lanes [k * group, (k+1) * group)), the beams of one window. The first lane of a group
+ * Audio regions: the cross-attention K/V of n_regions windows; each lane reads the region it
+ * is assigned (decoder_batch_assign), so that the lanes of one window (a beam search's beams,
+ * the best_of samples of a temperature fallback) share one K/V. The first lane of such a group
  * runs the prompt; decoder_batch_reorder() gives lanes the history of others (the prompt, then
  * the beam each one continues) by copying slot-table rows, never cache rows: a lane writes
  * only its own rows, at positions past every row other lanes read from it.
  *
- * Usage: for a lane that starts a window, decoder_batch_set_audio() (its group's audio) and
+ * Usage: for a lane that starts a window, decoder_batch_set_audio() (its region's audio),
+ * decoder_batch_assign() and
  * decoder_batch_prefill(), or decoder_batch_clear() and its prompt's tokens as steps;
  * decoder_batch_step() for the lanes in the middle of one; decoder_batch_reorder() between
  * steps.
@@ -44,14 +46,15 @@
 struct decoder_batch {
     const struct wc_hparams *hp;
     const struct wc_weights *w;
-    int n_lanes;  /* lanes the buffers have room for */
-    int max_rows; /* rows a step may have: decoder_batch_max_rows(n_lanes) */
-    int group;    /* lanes per cross-attention K/V: n_lanes / group audio regions */
-    int n_slots;  /* cache rows: n_lanes * n_text_ctx */
-    int *n_past;  /* [n_lanes] positions of each lane in the cache, owned */
+    int n_lanes;    /* lanes the buffers have room for */
+    int max_rows;   /* rows a step may have: decoder_batch_max_rows(n_lanes) */
+    int n_regions;  /* cross-attention K/V regions (windows), at most n_lanes */
+    int n_slots;    /* cache rows: n_lanes * n_text_ctx */
+    int *n_past;    /* [n_lanes] positions of each lane in the cache, owned */
+    int *region_of; /* [n_lanes] the audio region each lane reads, owned */
     /* backend memory, owned */
     float *k_cache, *v_cache; /* [n_text_layer][n_lanes][n_text_ctx][s] */
-    /* [n_lanes / group][n_text_layer][n_audio_ctx][s] cross-attention K/V, of the backend's
+    /* [n_regions][n_text_layer][n_audio_ctx][s] cross-attention K/V, of the backend's
      * cross_kv dtype */
     void *xk, *xv;
     enum wc_dtype xkv;
@@ -77,15 +80,16 @@ static inline int decoder_batch_max_rows(int n_lanes) {
     return n_lanes + (n_lanes > 8 ? n_lanes : 8);
 }
 
-/* Bytes decoder_batch_init allocates for n_lanes lanes in groups of `group` (backend and host
- * memory together), cross-attention K/V in cross_kv (the backend's). */
+/* Bytes decoder_batch_init allocates for n_lanes lanes and n_regions audio regions (backend
+ * and host memory together), cross-attention K/V in cross_kv (the backend's). */
 uint64_t decoder_batch_bytes(const struct wc_hparams *hp, enum wc_dtype cross_kv, int n_lanes,
-                             int group);
+                             int n_regions);
 
-/* Buffers for n_lanes lanes, `group` (>= 1, dividing n_lanes) to a cross-attention K/V. Returns
- * 0 or the stream's error (nothing left allocated). */
+/* Buffers for n_lanes lanes and n_regions (1 .. n_lanes) cross-attention K/V regions, lane i
+ * reading region i * n_regions / n_lanes until assigned another. Returns 0 or the stream's
+ * error (nothing left allocated). */
 int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const struct wc_hparams *hp,
-                       const struct wc_weights *w, int n_lanes, int group);
+                       const struct wc_weights *w, int n_lanes, int n_regions);
 void decoder_batch_free(struct decoder_batch *db, struct wc_stream *s);
 
 /* Empties every lane. */
@@ -96,8 +100,10 @@ void decoder_batch_reset(struct decoder_batch *db);
  * linear_exact_rows cover the prompt). */
 void decoder_batch_clear(struct decoder_batch *db, int lane);
 
-/* The cross-attention K/V of lane group `audio` (lanes audio * group ...) from an encoder
- * output [n_audio_ctx][s]. */
+/* Lane `lane` reads audio region `audio` from its next prefill or step on. Host only. */
+void decoder_batch_assign(struct decoder_batch *db, int lane, int audio);
+
+/* The cross-attention K/V of audio region `audio` from an encoder output [n_audio_ctx][s]. */
 void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int audio,
                              const float *audio_features);
 
@@ -118,8 +124,8 @@ int decoder_batch_step(struct decoder_batch *db, struct wc_stream *s, const int 
                        const int32_t *tokens, int n, float *logits_host);
 
 /* Lane lanes[i] takes over the history (positions and slot-table row) of lane src[i], for
- * i < n, all at once (a permutation, duplicates allowed); the lanes must share a group's
- * audio. Host only: the next step uploads the table. */
+ * i < n, all at once (a permutation, duplicates allowed); the lanes must read one audio
+ * region. Host only: the next step uploads the table. */
 void decoder_batch_reorder(struct decoder_batch *db, const int *lanes, const int *src, int n);
 
 #endif /* WC_DECODER_BATCH_H */

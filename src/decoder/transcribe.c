@@ -461,6 +461,8 @@ struct transcribe_job {
     int segment_size;
     const int32_t *prompt; /* into out->all_tokens or r.prompt_buf */
     int n_prompt;
+    int i_temp;               /* the temperature its decoding in hand was made at */
+    struct decode_opts retry; /* transcribe_job_retry's options */
 };
 
 /* An allocation failed: the stream's message where it has one (which memory, how much: a
@@ -517,8 +519,26 @@ void transcribe_job_window(struct transcribe_job *j, float *mel_window, struct d
         memset(dst + j->segment_size, 0, (size_t)(WC_CHUNK_FRAMES - j->segment_size) * sizeof *dst);
     }
     *o = window_opts(&j->r, j->prompt, j->n_prompt, 0);
-    o->best_of = 1; /* at temperatures[0] = 0 best_of has no use (decode_n_group), and the
-                     * batched decoder refuses it (the CLI's -bo 5 with -bs 1) */
+    if (o->temperature == 0.0f)
+        o->best_of = 1; /* best_of has no use at T = 0 (decode_n_group), and the batched
+                         * decoder refuses it there (the CLI's -bo 5 with -bs 1) */
+    j->i_temp = 0;
+}
+
+bool transcribe_job_retry(struct transcribe_job *j, struct decode_result *d, int max_group,
+                          const struct decode_opts **o) {
+    struct transcribe_ctx *t = j->r.t;
+    if (j->i_temp + 1 >= t->p->n_temperatures || !needs_fallback(t->p, d))
+        return false;
+    struct decode_opts next = window_opts(&j->r, j->prompt, j->n_prompt, j->i_temp + 1);
+    if (decode_n_group(&next) > max_group)
+        return false;
+    decode_result_free(d); /* as decode_with_fallback drops each result it does not keep */
+    t->n_fallbacks++;
+    j->i_temp++;
+    j->retry = next;
+    *o = &j->retry;
+    return true;
 }
 
 /* The window's final decoding in: skip silence or cut segments, advance the seek, report. */
@@ -562,13 +582,13 @@ static int job_window_end(struct transcribe_job *j, struct decode_result *d) {
 int transcribe_job_decoded(struct transcribe_job *j, struct decode_result *d) {
     struct run *r = &j->r;
     int rc = 0;
-    if (needs_fallback(r->t->p, d) && r->t->p->n_temperatures > 1) {
+    if (needs_fallback(r->t->p, d) && j->i_temp + 1 < r->t->p->n_temperatures) {
         /* the rest of the fallback runs this window alone, on the state's own decoder */
         rc = encode_window(r, j->seek, j->segment_size);
         if (rc)
             wc_errf(r->err, r->err_size, "encoder: %s", r->t->s->errmsg);
         else
-            rc = decode_with_fallback(r, j->prompt, j->n_prompt, 1, d);
+            rc = decode_with_fallback(r, j->prompt, j->n_prompt, j->i_temp + 1, d);
     }
     if (rc) {
         decode_result_free(d);

@@ -80,7 +80,8 @@ int transcribe(struct transcribe_ctx *t, const struct mel_spec *mel, struct wc_t
 
 /* ---- the same, one window at a time, for transcribe_batch.c ----
  * transcribe() is: transcribe_job_start; while not transcribe_job_done: transcribe_job_window,
- * decode the window at temperatures[0], transcribe_job_decoded; then transcribe_job_end. The
+ * decode the window at temperatures[0] (and, while transcribe_job_retry says so, again at the
+ * next ones), transcribe_job_decoded; then transcribe_job_end. The
  * job keeps pointers to t, mel and out until transcribe_job_free. */
 struct transcribe_job;
 struct decode_opts;
@@ -96,9 +97,17 @@ bool transcribe_job_done(const struct transcribe_job *j);
 /* The next window: its log-Mel, zero-padded, into mel_window [n_mels][3000] and its decoding
  * options at temperatures[0] into *o (pointing into the job: valid until the next call). */
 void transcribe_job_window(struct transcribe_job *j, float *mel_window, struct decode_opts *o);
-/* The window's decoding with those options, consumed (freed). If it needs a temperature
- * fallback, the window is encoded again and re-decoded alone on t's decoder; then its segments
- * are cut and the seek advanced. Returns 0 or a WHISPERC_ERR_* code, err filled. */
+/* A batch's way to fall back: if the window's decoding d (at the temperature of the options
+ * last given) needs the next temperature, and that decodes at most max_group sequences
+ * (decode_n_group), d is freed, the fallback counted, *o points to the options for it (valid
+ * until the next call) and true is returned: the caller decodes the window again (its audio
+ * as before). Else false, d untouched. */
+bool transcribe_job_retry(struct transcribe_job *j, struct decode_result *d, int max_group,
+                          const struct decode_opts **o);
+/* The window's decoding with those options, consumed (freed). If it still needs a
+ * temperature fallback, the window is encoded again and re-decoded alone on t's decoder at the
+ * next temperatures; then its segments are cut and the seek advanced. Returns 0 or a
+ * WHISPERC_ERR_* code, err filled. */
 int transcribe_job_decoded(struct transcribe_job *j, struct decode_result *d);
 /* The transcript's text, once done. */
 int transcribe_job_end(struct transcribe_job *j);

@@ -1,11 +1,17 @@
 /*
  * transcribe_batch.c — see transcribe_batch.h. One loop: give every lane without an input an
- * input not started yet; encode the next window of every lane that has none running (those
- * that freed up together, in passes of the encoder's windows) and start it; step the running
- * lanes once; hand each window that ended back to its input's job (which cuts segments, or
- * falls back alone) and retire the inputs that are done. The other lanes keep their place:
- * lanes join and leave the batch as windows end (continuous batching). An input's log-Mel
- * exists only while it holds a lane.
+ * input not started yet; start again, at the next temperature, each window that needs a
+ * fallback (its audio still in its lane); encode the next window of every lane that has none
+ * running (those that freed up together, in passes of the encoder's windows) and start it;
+ * step the running lanes once; hand each window that ended back to its input's job (which
+ * cuts segments, or asks for the fallback) and retire the inputs that are done. The other
+ * lanes keep their place: lanes join and leave the batch as windows end (continuous
+ * batching). An input's log-Mel exists only while it holds a lane.
+ *
+ * A "lane" here is one input's place: decode_batch's slot k and audio region k. The decoder's
+ * own lanes are what windows hold while they run (1, the beams, or best_of samples); a
+ * fallback's samples may need more of them than a window at temperature 0, so a fallback
+ * waiting for lanes goes first, and no new window starts until it has them.
  */
 #include "decoder/transcribe_batch.h"
 
@@ -25,14 +31,23 @@
 bool transcribe_batch_supported(const struct whisperc_full_params *p) {
     return (p->strategy == WHISPERC_SAMPLING_GREEDY ||
             p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH) &&
-           p->n_temperatures >= 1 && p->temperatures[0] == 0.0f && !p->word_timestamps &&
+           p->n_temperatures >= 1 && p->temperatures[0] >= 0.0f && !p->word_timestamps &&
            p->max_len == 0;
+}
+
+int transcribe_batch_group(const struct whisperc_full_params *p) {
+    if (p->n_temperatures >= 1 && p->temperatures[0] > 0.0f)
+        return p->best_of > 1 ? p->best_of : 1;
+    return p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH && p->beam_size > 1 ? p->beam_size : 1;
 }
 
 struct lane {
     struct transcribe_job *job; /* NULL: the lane has no input */
     int i_input;
     bool running; /* a window of job is in the decoder (started, result not handed back) */
+    /* not NULL: its window is to be decoded again at the next temperature with these
+     * options (the job's), when decoder lanes free up */
+    const struct decode_opts *retry;
 };
 
 struct batch_run {
@@ -43,7 +58,8 @@ struct batch_run {
     float *window;            /* host [enc->n_windows][n_mels][3000] */
     const float **windows;    /* [enc->n_windows] pointers into window */
     int *need;                /* [n_slots] lanes whose next window is to be started */
-    struct decode_opts *opts; /* [n_slots] each lane's window's options */
+    struct decode_opts *opts; /* [n_slots] each lane's window's options at temperatures[0] */
+    int group;                /* decoder lanes a window at temperatures[0] holds */
     const struct batch_source *src;
     struct mel_spec *mels; /* [src->n]; an input's is computed when it enters a lane, freed
                             * when it leaves */
@@ -76,7 +92,7 @@ static int fill_lanes(struct batch_run *b, int *next, struct wc_transcript *outs
                     return rc;
                 continue;
             }
-            b->lanes[k] = (struct lane){j, i, false};
+            b->lanes[k] = (struct lane){.job = j, .i_input = i};
         }
     }
     return 0;
@@ -121,8 +137,33 @@ static int start_windows(struct batch_run *b, int n_need, char *err, size_t err_
     return rc;
 }
 
+/* The windows that wait to be decoded again at the next temperature started, in lane order,
+ * while decoder lanes are free for them (*waiting: one still waits). Returns 0 or
+ * decode_batch_start's error. */
+static int restart_fallbacks(struct batch_run *b, bool *waiting) {
+    *waiting = false;
+    for (int k = 0; k < b->d.n_slots; k++) {
+        struct lane *ln = &b->lanes[k];
+        if (!ln->retry)
+            continue;
+        if (decode_n_group(ln->retry) > decode_batch_lanes_free(&b->d)) {
+            *waiting = true;
+            return 0;
+        }
+        double t0 = wc_now_ms();
+        int rc = decode_batch_start(&b->d, k, ln->retry);
+        b->t->decode_ms += wc_now_ms() - t0;
+        if (rc)
+            return rc;
+        ln->retry = NULL;
+        ln->running = true;
+    }
+    return 0;
+}
+
 /* Hands each ended window back to its lane's job, in lane order; a lane whose input is done
- * is emptied (the input retired). */
+ * is emptied (the input retired); a window that needs the next temperature waits to start
+ * again (restart_fallbacks). */
 static int finish_lanes(struct batch_run *b) {
     int rc = 0;
     for (int k = 0; k < b->d.n_slots; k++) {
@@ -139,6 +180,8 @@ static int finish_lanes(struct batch_run *b) {
             continue;
         }
         b->t->n_decode_steps += r.n_steps;
+        if (transcribe_job_retry(ln->job, &r, b->db->n_lanes, &ln->retry))
+            continue;
         rc = transcribe_job_decoded(ln->job, &r); /* calls t->on_window, which may abort */
         if (!rc && transcribe_job_done(ln->job)) {
             rc = transcribe_job_end(ln->job);
@@ -156,20 +199,26 @@ static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char
                 size_t err_size, bool *idle) {
     struct transcribe_ctx *t = b->t;
     int rc = fill_lanes(b, next, outs, err, err_size), n_need = 0, n_busy = 0;
+    bool fallback_waits = false;
+    if (!rc && (rc = restart_fallbacks(b, &fallback_waits)))
+        wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
     for (int k = 0; k < b->d.n_slots && !rc; k++) {
         n_busy += b->lanes[k].job != NULL;
-        if (b->lanes[k].job && !b->lanes[k].running)
+        if (b->lanes[k].job && !b->lanes[k].running && !b->lanes[k].retry)
             b->need[n_need++] = k;
     }
     *idle = n_busy == 0;
     if (rc || *idle)
         return rc;
-    /* a pass of few windows, while other lanes still decode, can wait a few steps for more */
+    /* a pass of few windows, while other lanes still decode, can wait a few steps for more;
+     * windows start only on free decoder lanes, none while a fallback waits for some */
     bool start =
         n_need >= b->min_pass || n_need == n_busy || b->waited >= TRANSCRIBE_BATCH_MAX_WAIT;
-    if (n_need && start) {
+    int room = fallback_waits ? 0 : decode_batch_lanes_free(&b->d) / b->group;
+    int n_start = n_need < room ? n_need : room;
+    if (n_start && start) {
         b->waited = 0;
-        if ((rc = start_windows(b, n_need, err, err_size)))
+        if ((rc = start_windows(b, n_start, err, err_size)))
             return rc;
     } else if (n_need) {
         b->waited++;
@@ -187,7 +236,9 @@ static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char
 int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
                      const struct batch_source *src, int min_pass, struct wc_transcript *outs,
                      char *err, size_t err_size) {
-    int B = db->n_lanes / db->group, n = src->n, next = 0, rc = 0;
+    const struct whisperc_full_params *p = t->p;
+    int beams = p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p->beam_size : 0;
+    int B = db->n_regions, n = src->n, next = 0, rc = 0;
     struct batch_run b = {
         .t = t,
         .db = db,
@@ -200,10 +251,11 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
         .src = src,
         .mels = calloc((size_t)n, sizeof *b.mels),
         .min_pass = min_pass < 1 ? 1 : min_pass,
+        .group = transcribe_batch_group(p),
     };
     for (int i = 0; i < n; i++)
         memset(&outs[i], 0, sizeof outs[i]);
-    int d_rc = decode_batch_init(&b.d, db, t->s, t->vocab);
+    int d_rc = decode_batch_init(&b.d, db, t->s, t->vocab, beams);
     if (d_rc || !b.lanes || !b.window || !b.windows || !b.need || !b.opts || !b.mels) {
         wc_errf(err, err_size, "out of memory for a batch of %d", B);
         rc = WHISPERC_ERR_NO_MEMORY;

@@ -1,18 +1,20 @@
 /*
  * transcribe_batch.h — transcribe() over many inputs at once: each input's windows stay in
  * order (a window's seek and prompt come from the one before), and the windows of up to
- * db->n_lanes / db->group inputs are decoded together (decode_batch), so the decoder reads its
+ * db->n_regions inputs are decoded together (decode_batch), so the decoder reads its
  * weights once per step for all of them. A lane whose window ends starts its input's next window
  * (or the next input's first, when its input is done) while the others keep stepping.
  *
- * Every transcript is exactly transcribe()'s for that input alone: the batch decodes at
- * temperatures[0] = 0, greedily or by beam search, as decode_window does (a beam search's
- * beams are the lanes of one of db's groups: db->group must be the beam size, 1 for greedy),
- * and a window that needs a fallback is re-decoded alone at the next temperatures on the
- * state's own decoder.
+ * Every transcript is exactly transcribe()'s for that input alone: the batch decodes each
+ * window as decode_window does, greedily or by beam search at temperature 0, by best_of
+ * samples above (a beam search's beams and the samples are lanes of db that read the
+ * window's audio region), and a window that needs a fallback is decoded again in the batch
+ * at the next temperature, its audio still in its region, drawing from its input's rng as
+ * transcribe() would (alone on the state's own decoder where the fallback's samples are more
+ * than db's lanes).
  *
- * Not batched (the caller runs transcribe() per input instead): a first temperature above 0,
- * word timestamps and max_len (their alignment needs the window on the state's own decoder).
+ * Not batched (the caller runs transcribe() per input instead): word timestamps and max_len
+ * (their alignment needs the window on the state's own decoder).
  */
 #ifndef WC_TRANSCRIBE_BATCH_H
 #define WC_TRANSCRIBE_BATCH_H
@@ -26,6 +28,10 @@ struct decoder_batch;
 
 /* Whether transcribe_batch can run these params. */
 bool transcribe_batch_supported(const struct whisperc_full_params *p);
+
+/* Decoder lanes a window holds at temperatures[0] (decode_n_group): its beams, its best_of
+ * samples (a first temperature above 0), else 1. */
+int transcribe_batch_group(const struct whisperc_full_params *p);
 
 /* The inputs: n of them, each one's log-Mel (as transcribe() wants it) made by mel() when the
  * input enters a lane and freed with mel_free when it leaves, so that at most n_lanes exist
