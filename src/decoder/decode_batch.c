@@ -7,6 +7,7 @@
 #include "decoder/decode_batch.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,10 +39,12 @@ struct decode_batch_slot {
     struct decode_result r;
     int n_initial;
     int i_step; /* greedy, samples: the next token's index in this window (sample_group's i) */
-    /* samples: the unfinished hypotheses in order (hypothesis g decodes in lane[g]), and the
-     * host rows their logits come to: [n_lanes][n_vocab], then decode_sample's weights */
+    /* samples: the unfinished hypotheses in order (hypothesis g decodes in lane[g]); the host
+     * rows their logits come to, [n_lanes][n_vocab], then each row's weights, as many again
+     * (sample_weigh) */
     int active[WC_MAX_GROUP], n_active;
     float *logits;
+    struct sample_weights sw[WC_MAX_GROUP];
 };
 
 int decode_batch_feed_max(const struct wc_backend_ops *op) {
@@ -53,9 +56,9 @@ int decode_batch_feed_max(const struct wc_backend_ops *op) {
 }
 
 uint64_t decode_batch_bytes(int n_lanes, int n_slots, int n_vocab) {
-    /* a SOT row a slot, and the sampling slots' rows: at most a row a lane and a weights row a
-     * slot (the picks of greedy and beam rows come back through logits_greedy / logits_topk) */
-    return ((uint64_t)n_slots * 2 + (uint64_t)n_lanes) * (uint64_t)n_vocab * sizeof(float);
+    /* a SOT row a slot, and the sampling slots' rows: at most a row and its weights a lane
+     * (the picks of greedy and beam rows come back through logits_greedy / logits_topk) */
+    return ((uint64_t)n_slots + 2 * (uint64_t)n_lanes) * (uint64_t)n_vocab * sizeof(float);
 }
 
 int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct wc_stream *s,
@@ -84,9 +87,12 @@ int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct w
         .sot_logits = malloc((size_t)db->n_regions * v->n_vocab * sizeof(float)),
         .lane_busy = calloc((size_t)db->n_lanes, sizeof *d->lane_busy),
         .n_free = db->n_lanes,
+        .weigh_slot = malloc(R * sizeof *d->weigh_slot),
+        .weigh_row = malloc(R * sizeof *d->weigh_row),
     };
     if (!d->slots || !d->seq || !d->last || !d->ids || !d->src || !d->hyp || !d->pick || !d->top ||
-        !d->lf || !d->hk || !d->rules || !d->sot_logits || !d->lane_busy) {
+        !d->lf || !d->hk || !d->rules || !d->sot_logits || !d->lane_busy || !d->weigh_slot ||
+        !d->weigh_row) {
         decode_batch_free(d);
         return WHISPERC_ERR_NO_MEMORY;
     }
@@ -111,7 +117,7 @@ void decode_batch_free(struct decode_batch *d) {
         slot_clear(d, &d->slots[k]);
     free(d->slots), free(d->seq), free(d->last), free(d->ids), free(d->src), free(d->hyp);
     free(d->pick), free(d->top), free(d->lf), free(d->hk), free(d->rules), free(d->sot_logits);
-    free(d->lane_busy);
+    free(d->lane_busy), free(d->weigh_slot), free(d->weigh_row);
     memset(d, 0, sizeof *d);
 }
 
@@ -135,24 +141,69 @@ static void take(struct decode_batch_slot *sl, const struct wc_vocab *v, int n_c
     sl->i_step++;
 }
 
-/* Step i_step of a sampling slot, as one iteration of sample_group at T > 0: each unfinished
- * hypothesis, in order, draws from its row of sl->logits (the first step: every hypothesis
- * from the prompt's one row); the ones that go on continue in their lanes (the first step:
- * from the prompt in lane[0]). */
+/* Row i of a sampling slot's step (in sl->logits), filtered after its hypothesis's history
+ * and weighed (decode_sample_weigh): what needs no random number. The first step has one row,
+ * the prompt's, for every hypothesis (their histories all empty: decode_window filters a copy
+ * of it for each, to the same bits). */
+static void sample_weigh(const struct decode_batch *d, struct decode_batch_slot *sl, int i) {
+    size_t n_vocab = (size_t)d->v->n_vocab;
+    const struct hyp *h = &sl->hs.h[sl->i_step == 0 ? 0 : sl->active[i]];
+    float *row = sl->logits + (size_t)i * n_vocab;
+    logit_filters_apply(sl->o->filters, row, h->tok, h->n);
+    decode_sample_weigh(row, (int)n_vocab, sl->o->temperature,
+                        sl->logits + (size_t)(sl->n_lanes + i) * n_vocab, &sl->sw[i]);
+}
+
+/* The rows to weigh, one job each, run on up to SAMPLE_THREADS threads where the backend
+ * leaves the host's cores free (a GPU, which waits for the picks meanwhile): ~0.5 ms of expf
+ * a row of 51,865 tokens; the CPU's cores belong to its own threads. */
+#define SAMPLE_THREADS 8
+struct weigh_run {
+    const struct decode_batch *d;
+    int n, stride, first;
+};
+
+static void *weigh_some(void *arg) {
+    const struct weigh_run *w = arg;
+    for (int j = w->first; j < w->n; j += w->stride)
+        sample_weigh(w->d, w->d->weigh_slot[j], w->d->weigh_row[j]);
+    return NULL;
+}
+
+static void weigh_all(struct decode_batch *d, int n) {
+    int n_threads = d->s->be->ops->host_cores_free ? n : 1;
+    n_threads = n_threads > SAMPLE_THREADS ? SAMPLE_THREADS : n_threads;
+    pthread_t th[SAMPLE_THREADS];
+    struct weigh_run run[SAMPLE_THREADS];
+    bool started[SAMPLE_THREADS] = {0};
+    for (int t = 0; t < n_threads; t++) {
+        run[t] = (struct weigh_run){d, n, n_threads, t};
+        started[t] = t > 0 && pthread_create(&th[t], NULL, weigh_some, &run[t]) == 0;
+    }
+    for (int t = 0; t < n_threads; t++) /* this thread's share, and any a thread could not */
+        if (!started[t])
+            weigh_some(&run[t]);
+    for (int t = 1; t < n_threads; t++)
+        if (started[t])
+            pthread_join(th[t], NULL);
+}
+
+/* Step i_step of a sampling slot, its rows weighed, as one iteration of sample_group at
+ * T > 0: each unfinished hypothesis, in order, draws from its row (the first step: every
+ * hypothesis from the prompt's one row); the ones that go on continue in their lanes (the
+ * first step: from the prompt in lane[0]). */
 static void sample_take(struct decode_batch *d, struct decode_batch_slot *sl) {
     const struct decode_opts *o = sl->o;
     int n_vocab = d->v->n_vocab, n_ctx = d->db->hp->n_text_ctx, G = sl->n_lanes;
     bool first = sl->i_step == 0;
     int n = first ? G : sl->n_active, keep[WC_MAX_GROUP], n_keep = 0;
-    float *weights = sl->logits + (size_t)G * n_vocab;
-    for (int i = 1; first && i < G; i++) /* decode_window copies the prompt's row likewise */
-        memcpy(sl->logits + (size_t)i * n_vocab, sl->logits, (size_t)n_vocab * sizeof(float));
     for (int i = 0; i < n; i++) {
-        int g = first ? i : sl->active[i];
+        int g = first ? i : sl->active[i], r = first ? 0 : i;
         struct hyp *h = &sl->hs.h[g];
-        float *row = sl->logits + (size_t)i * n_vocab, lp;
-        logit_filters_apply(o->filters, row, h->tok, h->n);
-        int next = decode_sample(row, n_vocab, o->temperature, o->rng, weights, &lp);
+        float lp;
+        int next = decode_sample_draw(sl->logits + (size_t)r * n_vocab, n_vocab,
+                                      sl->logits + (size_t)(G + r) * n_vocab, &sl->sw[r],
+                                      wc_rng_uniform(o->rng), &lp);
         h->sum += lp;
         if (next == d->v->eot) {
             h->done = true;
@@ -247,7 +298,7 @@ int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *
     bool oom = sl->kind == SLOT_BEAMS ? beam_init(&sl->bs, o, n_initial, n_ctx)
                                       : hyp_set_init(&sl->hs, G, o->sample_len + 1);
     if (!oom && sl->kind == SLOT_SAMPLES) {
-        sl->logits = malloc((size_t)(G + 1) * n_vocab * sizeof *sl->logits);
+        sl->logits = malloc((size_t)(2 * G) * n_vocab * sizeof *sl->logits);
         oom = !sl->logits;
     }
     if (oom)
@@ -297,12 +348,14 @@ int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *
     sl->r.no_speech_prob = exp(at_sot[v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
     if (sl->state != SLOT_RUNNING)
         return 0;
-    if (sl->kind == SLOT_BEAMS)
+    if (sl->kind == SLOT_BEAMS) {
         beam_take(d, k, d->top);
-    else if (sl->kind == SLOT_SAMPLES)
+    } else if (sl->kind == SLOT_SAMPLES) {
+        sample_weigh(d, sl, 0);
         sample_take(d, sl);
-    else
+    } else {
         take(sl, v, n_ctx, d->pick[0].token, d->pick[0].logprob);
+    }
     return 0;
 }
 
@@ -451,6 +504,18 @@ int decode_batch_step(struct decode_batch *d, int *n_stepped) {
     }
     if (!rc && unsynced)
         rc = wc_stream_sync(d->s);
+    int n_weigh = 0; /* the sample rows, weighed side by side before the draws */
+    for (int a = r_pick; a < n && !rc;) {
+        struct decode_batch_slot *sl = &d->slots[d->src[a]];
+        int rows = pick_rows(sl);
+        for (int i = 0; i < rows && sl->kind == SLOT_SAMPLES; i++, n_weigh++) {
+            d->weigh_slot[n_weigh] = sl;
+            d->weigh_row[n_weigh] = i;
+        }
+        a += rows;
+    }
+    if (n_weigh > 0)
+        weigh_all(d, n_weigh);
     d->n_steps++;
     for (int a = r_pick; a < n && !rc;) {
         struct decode_batch_slot *sl = &d->slots[d->src[a]];

@@ -60,7 +60,10 @@ struct decode_batch {
     float *sot_logits; /* [n_slots][n_vocab]: each slot's prompt's SOT row (no_speech_prob) */
     bool *lane_busy;   /* [db->n_lanes] held by a slot */
     int n_free;        /* lanes not held */
-    int n_steps;       /* decoder_batch_step calls made, all slots together (statistics) */
+    /* a step's sample rows to weigh [db->max_rows]: slot and row */
+    struct decode_batch_slot **weigh_slot;
+    int *weigh_row;
+    int n_steps; /* decoder_batch_step calls made, all slots together (statistics) */
 };
 
 /* The longest prompt fed as step rows on a backend: what keeps a prefill's bits (backend.h

@@ -61,8 +61,8 @@ int decode_greedy_pick(struct wc_stream *s, float *logits, int n, int n_vocab,
 /* One pass of expf (a float's precision is all a draw needs) keeps each weight in w for the
  * search and sums the weights and, at T != 1, exp(x - max) in double: a row of 51,864 took
  * three passes of double exp before (~3 ms, on the host of every step of every fallback). */
-int decode_sample(const float *x, int n, float temperature, struct wc_rng *rng, float *w,
-                  float *logprob) {
+void decode_sample_weigh(const float *x, int n, float temperature, float *w,
+                         struct sample_weights *sw) {
     float m = x[decode_argmax(x, n)], inv_t = 1.0f / temperature;
     bool unit = temperature == 1.0f;
     double total = 0, z = 0;
@@ -73,18 +73,30 @@ int decode_sample(const float *x, int n, float temperature, struct wc_rng *rng, 
         if (!unit)
             z += expf(d);
     }
-    double u = wc_rng_uniform(rng) * total, acc = 0;
+    *sw = (struct sample_weights){.max = m, .total = total, .z = unit ? total : z};
+}
+
+int decode_sample_draw(const float *x, int n, const float *w, const struct sample_weights *sw,
+                       double u, float *logprob) {
+    double target = u * sw->total, acc = 0;
     int tok = 0;
     for (int i = 0; i < n; i++) {
         if (x[i] == -INFINITY)
             continue;
         acc += w[i];
         tok = i;
-        if (u < acc)
+        if (target < acc)
             break;
     }
-    *logprob = (float)((double)x[tok] - m - log(unit ? total : z));
+    *logprob = (float)((double)x[tok] - sw->max - log(sw->z));
     return tok;
+}
+
+int decode_sample(const float *x, int n, float temperature, struct wc_rng *rng, float *w,
+                  float *logprob) {
+    struct sample_weights sw;
+    decode_sample_weigh(x, n, temperature, w, &sw);
+    return decode_sample_draw(x, n, w, &sw, wc_rng_uniform(rng), logprob);
 }
 
 /* Appends n tokens; src may be NULL when n is 0 (memcpy from NULL is undefined even then). */

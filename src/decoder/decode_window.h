@@ -82,6 +82,18 @@ int decode_argmax(const float *x, int n); /* the first maximum, as torch.argmax 
 struct wc_rng;
 int decode_sample(const float *x, int n, float temperature, struct wc_rng *rng, float *w,
                   float *logprob);
+/* decode_sample in two halves, the same bits: the row's weights (w: n floats) and their sums,
+ * which need no random number (so rows may be weighed side by side), then one draw from them
+ * with u = wc_rng_uniform(rng) (in each row's order, from one generator). */
+struct sample_weights {
+    float max;    /* of the row */
+    double total; /* of w: exp((x - max) / T) */
+    double z;     /* of exp(x - max); total at T = 1 */
+};
+void decode_sample_weigh(const float *x, int n, float temperature, float *w,
+                         struct sample_weights *sw);
+int decode_sample_draw(const float *x, int n, const float *w, const struct sample_weights *sw,
+                       double u, float *logprob);
 struct hyp;
 struct wc_greedy_pick;
 /* Greedy's next token for n rows of logits in backend memory ([n][n_vocab], left undefined):
