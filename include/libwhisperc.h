@@ -272,7 +272,8 @@ WHISPERC_API whisperc_status whisperc_full_file(whisperc_state *state,
  * Batched: greedy decoding or beam search, and best_of sampling at temperatures above 0, with
  * fallback (a window that falls back is decoded again in the batch at the next temperature;
  * a window's beams and samples are batch lanes too, so a batch of 8 with 5 beams steps 40
- * sequences; a greedy batch smaller than best_of decodes its fallbacks alone). Word
+ * sequences; a batch with fewer lanes than best_of, such as a greedy batch smaller than
+ * best_of, decodes its fallbacks alone). Word
  * timestamps, max_len and vad run the inputs one by one.
  * Callbacks: only abort_fn is called, and log_fn. The first failing input ends the call (the
  * message names it) and no results are kept. Results: input 0's are selected;

@@ -125,7 +125,7 @@ static uint64_t model_memory_bytes(const struct wc_model_file *f) {
 
 #ifdef WC_HAVE_CUDA
 static uint64_t state_memory_bytes(const struct whisperc_model *m, int n_group, int n_windows,
-                                   int n_lanes, int lane_group);
+                                   int n_lanes, int n_batch);
 
 /* AUTO: the weights fitting is not enough. A GPU that cannot also hold a decoding state (five
  * sequences, the CLI's default beam, one window, a batch of one) would fail every transcription,

@@ -154,7 +154,8 @@ static int batch_lanes(whisperc_state *st, const struct whisperc_full_params *p)
             st->s->errmsg[0] = '\0';
             refuse_lanes(st, n_lanes, 1);
             if (G > 1)
-                return api_fail(st, rc, "batch of 1 with %d beams: %s", G, why);
+                return api_fail(st, rc, "batch of 1 with %d %s: %s", G,
+                                p->temperatures[0] > 0.0f ? "samples" : "beams", why);
             return api_fail(st, rc, "batch of 1: %s", why);
         }
         if (rc != WHISPERC_ERR_NO_MEMORY)

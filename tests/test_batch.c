@@ -449,17 +449,18 @@ int main(int argc, char **argv) {
     fp.logprob_threshold = -0.15f;
     fp.n_temperatures = 2;
     fp.temperatures[1] = 0.4f;
+    fp.best_of = 5; /* the CLI's -bo; the API's default for greedy is 1 */
     const int fallback_sizes[] = {8, 4}, fallback_quick[] = {5};
     CHECK(compare(st, &fp, in, n, quick ? fallback_quick : fallback_sizes, quick ? 1 : 2,
                   "logprob_threshold -0.15, T 0 and 0.4") > 0);
 
-    /* every window sampled: 3 samples at T = 0.3, no fallback */
-    fp.logprob_threshold = -1.0f;
-    fp.n_temperatures = 1;
+    /* every window sampled (3 samples at T = 0.3), and those that fall back greedy at T = 0
+     * (best_of has no use there: the batch must not ask for it) */
     fp.temperatures[0] = 0.3f;
+    fp.temperatures[1] = 0.0f;
     fp.best_of = 3;
     const int sample_sizes[] = {4}, sample_quick[] = {2};
-    compare(st, &fp, in, n, quick ? sample_quick : sample_sizes, 1, "T 0.3, best_of 3");
+    compare(st, &fp, in, n, quick ? sample_quick : sample_sizes, 1, "T 0.3 then 0, best_of 3");
     fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     fp.language = "en";
 

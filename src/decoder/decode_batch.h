@@ -1,6 +1,7 @@
 /*
  * decode_batch.h — decoding of one window in each slot of a struct decoder_batch, greedy or by
- * beam search at temperature 0, or best_of samples at a temperature above 0 (a fallback), the
+ * beam search at temperature 0, or best_of samples at a temperature above 0 (a fallback's, or
+ * a first temperature's), the
  * slots stepped together: each slot's result is what decode_window gives that window alone
  * with the same options, bit for bit (samples too: a slot draws from its options' rng in
  * decode_window's order). Slot k reads the decoder's audio region k and holds, while its
@@ -50,7 +51,7 @@ struct decode_batch {
     struct decode_batch_slot *slots; /* [n_slots], owned */
     /* host scratch, owned: a prompt [2 n_text_ctx + 8], and a step's rows [db->max_rows] each
      * (lane ids, slots, last tokens, greedy picks, filters, histories, rules), and beam rows'
-     * picks [db->max_rows][group + 1] */
+     * picks [db->max_rows][beam_size + 1] */
     int32_t *seq, *last;
     int *ids, *src, *hyp; /* a row's lane, slot, and place among its slot's lanes */
     struct wc_greedy_pick *pick, *top;

@@ -531,6 +531,8 @@ bool transcribe_job_retry(struct transcribe_job *j, struct decode_result *d, int
     if (j->i_temp + 1 >= t->p->n_temperatures || !needs_fallback(t->p, d))
         return false;
     struct decode_opts next = window_opts(&j->r, j->prompt, j->n_prompt, j->i_temp + 1);
+    if (next.temperature == 0.0f)
+        next.best_of = 1; /* as transcribe_job_window: the batch refuses best_of at T = 0 */
     if (decode_n_group(&next) > max_group)
         return false;
     decode_result_free(d); /* as decode_with_fallback drops each result it does not keep */

@@ -34,8 +34,8 @@ bool transcribe_batch_supported(const struct whisperc_full_params *p);
 int transcribe_batch_group(const struct whisperc_full_params *p);
 
 /* The inputs: n of them, each one's log-Mel (as transcribe() wants it) made by mel() when the
- * input enters a lane and freed with mel_free when it leaves, so that at most n_lanes exist
- * at a time. mel returns 0 or a WHISPERC_ERR_* code with err filled. */
+ * input enters a lane and freed with mel_free when it leaves, so that at most db->n_regions
+ * exist at a time. mel returns 0 or a WHISPERC_ERR_* code with err filled. */
 struct batch_source {
     int n;
     int (*mel)(void *user, int i, struct mel_spec *out, char *err, size_t err_size);
@@ -43,12 +43,12 @@ struct batch_source {
 };
 
 /* Input i of src into outs[i] (i < src->n). t's encoder and decoder serve language detection
- * and fallbacks; db's lanes the batches. min_pass (>= 1): lanes that need a window wait, while
- * others decode, until this many need one (at most TRANSCRIBE_BATCH_MAX_WAIT steps), so that
- * the encoder runs on several windows at once; 1 starts each window at once. The results do
- * not depend on it where the encoder gives a window the same bits in any pass (the CPU).
- * Returns 0 or the first error, with err filled (naming the input); then every outs[i] is
- * freed. */
+ * (and a fallback of more samples than db has lanes); db's lanes the batches. min_pass (>= 1):
+ * lanes that need a window wait, while others decode, until this many need one (at most
+ * TRANSCRIBE_BATCH_MAX_WAIT steps), so that the encoder runs on several windows at once; 1 starts
+ * each window at once. The results do not depend on it where the encoder gives a window the same
+ * bits in any pass (the CPU). Returns 0 or the first error, with err filled (naming the input);
+ * then every outs[i] is freed. */
 #define TRANSCRIBE_BATCH_MAX_WAIT 8
 int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
                      const struct batch_source *src, int min_pass, struct wc_transcript *outs,
