@@ -176,6 +176,31 @@ try:
     check(r.returncode == 2 and "--throughput" in r.stderr,
           f"--throughput outside bench --synthetic: a usage error ({r.stderr.strip()!r})")
 
+    # the fallback's flags (whisper.cpp's -tp -tpi -lpt -nth): the parameters as asked (-ojf),
+    # sampling from the first window at -tp 0.5 the same for the same --seed, and a bad value
+    # a usage error
+    samp = ["transcribe", "-m", model, "-t", "2", "-bs", "1", "-bo", "2", "-np", "-tp", "0.5",
+            "-tpi", "0.25", "-lpt", "-0.5", "-nth", "0.7", "--compression-ratio-threshold", "2.0",
+            "--seed", "7", "-ojf"]
+    r = run(samp + ["-of", out + "-tp1", jfk])
+    r2 = run(samp + ["-of", out + "-tp2", jfk])
+    j = json.load(open(out + "-tp1.json")) if os.path.exists(out + "-tp1.json") else {}
+    prm = j.get("params", {})
+    check(r.returncode == 0 and prm.get("temperatures") == [0.5, 0.75, 1.0] and
+          prm.get("logprob_threshold") == -0.5 and prm.get("no_speech_threshold") == 0.7 and
+          prm.get("compression_ratio_threshold") == 2.0,
+          f"-tp 0.5 -tpi 0.25 -lpt -nth --compression-ratio-threshold: the parameters ({prm})")
+    segs = j.get("segments", [])
+    check(r2.returncode == 0 and len(segs) >= 1 and
+          open(out + "-tp2.json").read() == open(out + "-tp1.json").read(),
+          f"-tp 0.5 --seed 7 twice: the same sampled transcript ({len(segs)} segments)")
+    r = run(["transcribe", "-m", model, "-tp", "1.5", jfk])
+    check(r.returncode == 2 and "-tp" in r.stderr, f"-tp 1.5: a usage error ({r.stderr.strip()!r})")
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-tpi", "0", "-ojf", "-of",
+             out + "-tpi0", jfk])
+    prm = json.load(open(out + "-tpi0.json")).get("params", {}) if r.returncode == 0 else {}
+    check(prm.get("temperatures") == [0.0], f"-tpi 0: no fallback ({prm.get('temperatures')})")
+
     # default model via the environment, no flags
     r = run(["transcribe", "-np", jfk], env={"WHISPERC_MODEL": model})
     check(r.returncode == 0, "default model from WHISPERC_MODEL")

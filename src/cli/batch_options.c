@@ -56,6 +56,7 @@ void batch_usage(void) {
         "  -q,  --quiet            no progress, no summary; errors only\n"
         "transcription options, as for `whisper-c transcribe`:\n"
         "  -m FILE  -l LANG  -tr  -t N  -bs N  -bo N  --prompt TEXT  -nt  -nf  --seed N\n"
+        "  -tp N  -tpi N  -lpt N  -nth N  --compression-ratio-threshold N\n"
         "  -wt  -ml N  -sow  --alignment-heads NAME  --max-line-width N  --max-line-count N\n"
         "  --max-words-per-line N  --highlight-words\n"
         "\n"

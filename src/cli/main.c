@@ -97,8 +97,23 @@ void cli_full_params(const struct cli_options *o, struct whisperc_full_params *f
     fp->vad_min_silence_duration_ms = o->vad_min_silence_ms;
     fp->vad_speech_pad_ms = o->vad_pad_ms;
     fp->max_audio_s = o->max_duration_s;
-    if (o->no_fallback)
+    /* openai-whisper's temperatures: arange(temperature, 1.0 + 1e-6, increment); the API's
+     * own list (those of 0 and 0.2) unless another is asked for */
+    if (o->no_fallback || o->temperature_inc <= 0.0f) {
         fp->n_temperatures = 1;
+        fp->temperatures[0] = o->temperature;
+    } else if (o->temperature != 0.0f || o->temperature_inc != 0.2f) {
+        fp->n_temperatures = 0;
+        for (int i = 0; i < WHISPERC_MAX_TEMPERATURES; i++) {
+            double t = (double)o->temperature + i * (double)o->temperature_inc;
+            if (i > 0 && t > 1.0 + 1e-6)
+                break;
+            fp->temperatures[fp->n_temperatures++] = (float)t;
+        }
+    }
+    fp->logprob_threshold = o->logprob_thold;
+    fp->no_speech_threshold = o->no_speech_thold;
+    fp->compression_ratio_threshold = o->compression_ratio_thold;
     fp->word_timestamps = o->word_timestamps;
     fp->max_len = o->max_len;
     fp->split_on_word = o->split_on_word;

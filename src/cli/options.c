@@ -50,6 +50,12 @@ void cli_usage(const char *prog) {
            "       --no-context         no previous text as context (each window on its own)\n"
            "  -nt, --no-timestamps      decode without timestamps; one segment per window\n"
            "  -nf, --no-fallback        no temperature fallback (greedy only)\n"
+           "  -tp,  --temperature N     the first temperature (default 0: greedy or beams)\n"
+           "  -tpi, --temperature-inc N a fallback's step up to 1.0 (default 0.2; 0: none)\n"
+           "  -lpt, --logprob-thold N   fall back below this average log-probability (-1.0)\n"
+           "  -nth, --no-speech-thold N a window is silence above this no-speech probability\n"
+           "                            if its text is improbable too (default 0.6)\n"
+           "       --compression-ratio-threshold N  fall back above this gzip ratio (2.4)\n"
            "  -bs, --beam-size N        beam search with N beams at temperature 0 (default 5;\n"
            "                            1: greedy)\n"
            "  -bo, --best-of N          samples per temperature > 0, the best kept (default 5)\n"
@@ -206,6 +212,16 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         *rc = parse_int(a, v, 1, 16, &o->beam_size);
     else if (is(a, "-bo", "--best-of"))
         *rc = parse_int(a, v, 1, 16, &o->best_of);
+    else if (is(a, "-tp", "--temperature"))
+        *rc = parse_float(a, v, 0.0f, 1.0f, &o->temperature);
+    else if (is(a, "-tpi", "--temperature-inc"))
+        *rc = parse_float(a, v, 0.0f, 1.0f, &o->temperature_inc);
+    else if (is(a, "-lpt", "--logprob-thold"))
+        *rc = parse_float(a, v, -1e9f, 0.0f, &o->logprob_thold);
+    else if (is(a, "-nth", "--no-speech-thold"))
+        *rc = parse_float(a, v, 0.0f, 1.0f, &o->no_speech_thold);
+    else if (is(a, "--compression-ratio-threshold", NULL))
+        *rc = parse_float(a, v, 0.0f, 1e9f, &o->compression_ratio_thold);
     else if (is(a, "-vt", "--vad-threshold"))
         *rc = parse_float(a, v, 0.0f, 1.0f, &o->vad_threshold);
     else if (is(a, "-vspd", "--vad-min-speech-duration-ms"))
@@ -331,6 +347,10 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
     o->beam_size = 5;
     o->max_context = -1;
     o->best_of = 5;
+    o->temperature_inc = 0.2f;
+    o->logprob_thold = -1.0f;
+    o->no_speech_thold = 0.6f;
+    o->compression_ratio_thold = 2.4f;
     o->device = WHISPERC_DEVICE_AUTO;
     o->vad_threshold = 0.5f;
     o->vad_min_speech_ms = 250;

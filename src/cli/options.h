@@ -41,6 +41,9 @@ struct cli_options {
     whisperc_device device;
     int gpu_index;
     unsigned long long seed;
+    /* the temperature fallback (whisper.cpp's -tp, -tpi, -lpt, -nth; openai-whisper's
+     * --compression_ratio_threshold) */
+    float temperature, temperature_inc, logprob_thold, no_speech_thold, compression_ratio_thold;
     double max_duration_s;    /* --max-duration: longest audio accepted; 0: no limit */
     int64_t max_memory_bytes; /* --max-memory: 0 auto (available memory), -1 off */
     /* bench */

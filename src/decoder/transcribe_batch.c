@@ -64,6 +64,7 @@ struct batch_run {
     struct mel_spec *mels; /* [src->n]; an input's is computed when it enters a lane, freed
                             * when it leaves */
     int min_pass;          /* windows to wait for before an encoder pass (transcribe_batch.h) */
+    int retry_lanes;       /* the most samples a fallback decodes in the batch (more: alone) */
     int waited;            /* steps taken since a lane began to wait for its window */
 };
 
@@ -180,7 +181,7 @@ static int finish_lanes(struct batch_run *b) {
             continue;
         }
         b->t->n_decode_steps += r.n_steps;
-        if (transcribe_job_retry(ln->job, &r, b->db->n_lanes, &ln->retry))
+        if (transcribe_job_retry(ln->job, &r, b->retry_lanes, &ln->retry))
             continue;
         rc = transcribe_job_decoded(ln->job, &r); /* calls t->on_window, which may abort */
         if (!rc && transcribe_job_done(ln->job)) {
@@ -252,7 +253,11 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
         .mels = calloc((size_t)n, sizeof *b.mels),
         .min_pass = min_pass < 1 ? 1 : min_pass,
         .group = transcribe_batch_group(p),
+        .retry_lanes = db->n_lanes,
     };
+    const char *env = getenv("WHISPERC_BATCH_FALLBACK"); /* "alone": as before, to compare */
+    if (env && !strcmp(env, "alone"))
+        b.retry_lanes = 0;
     for (int i = 0; i < n; i++)
         memset(&outs[i], 0, sizeof outs[i]);
     int d_rc = decode_batch_init(&b.d, db, t->s, t->vocab, beams);

@@ -21,6 +21,7 @@
 #             base (needs .whl from tools/device/fetch-wheels.sh carried in the same call)
 #   torchlong the same on the 620 s file of the bench stage (long form), batch 1
 #   batchbench whisperc_full_batch on the 186 clips at --batch-size 16 and 64 (tiny.en, base),
+#             tiny.en at 64 with fallbacks on most windows (in the batch, and alone as before),
 #             and base with 5 beams at 16: encoder, decoder, batch steps and step graphs
 #   profile   ncu per-kernel durations of base decoder steps, 1 and 16 lanes, and of the
 #             encoder at batch 1
@@ -350,9 +351,10 @@ PY
 # One batched bench: model, beams, batch size[, a label for the summary].
 batchbench_one() {
     local rc=0
+    # shellcheck disable=SC2086  # BENCH_EXTRA: more options, word-split on purpose
     timeout 150 "$B/whisper-c" bench --device cuda -m "$S/models/ggml-$1.bin" -l en \
-        -bs "$2" -bo "$2" --batch-size "$3" --runs 1 -t "$(nproc)" .device/wav16/*.wav \
-        >"$OUT/bench.tmp" 2>&1 || rc=1
+        -bs "$2" -bo "$2" --batch-size "$3" --runs 1 -t "$(nproc)" ${BENCH_EXTRA:-} \
+        .device/wav16/*.wav >"$OUT/bench.tmp" 2>&1 || rc=1
     cat "$OUT/bench.tmp"
     say "batchbench $1 -bs $2 --batch-size $3${4:-}: $(sed -n '/whisperc_full_batch/,$p' \
         "$OUT/bench.tmp" | grep -E '^  (encoder|decoder|total|batch|graphs)|speed-up' |
@@ -371,6 +373,11 @@ stage_batchbench() {
     done
     # beam search (5 beams, the CLI's default) batched: 16 windows = 80 rows a step
     batchbench_one base 5 16 || rc=1
+    # temperature fallbacks on most windows (-lpt -0.15, 5 samples): in the batch, then alone
+    # (before b3923b5)
+    BENCH_EXTRA="-lpt -0.15 -bo 5" batchbench_one tiny.en 1 64 " (fallbacks in the batch)" || rc=1
+    WHISPERC_BATCH_FALLBACK=alone BENCH_EXTRA="-lpt -0.15 -bo 5" batchbench_one tiny.en 1 64 \
+        " (fallbacks alone)" || rc=1
     # the cross-attention K/V in fp32 (as before 2026-11-26) against the default fp16
     WHISPERC_CROSS_KV=f32 batchbench_one base 1 64 " (cross K/V f32)" || rc=1
     return "$rc"
