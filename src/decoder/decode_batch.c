@@ -247,15 +247,15 @@ static void rank_beams(struct decode_batch *d, int r0, int m);
 /* The slot's kind and its lanes, taken from the free ones and pointed at its audio. */
 static int slot_open(struct decode_batch *d, int k, const struct decode_opts *o) {
     struct wc_stream *s = d->s;
-    struct decode_batch_slot *sl = &d->slots[k];
     int G = decode_n_group(o);
     enum slot_kind kind = o->temperature > 0.0f ? SLOT_SAMPLES
                           : o->beam_size > 0    ? SLOT_BEAMS
                                                 : SLOT_GREEDY;
-    if (k < 0 || k >= d->n_slots || sl->state != SLOT_FREE) {
+    if (k < 0 || k >= d->n_slots || d->slots[k].state != SLOT_FREE) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: slot %d is not free", k);
         return s->err;
     }
+    struct decode_batch_slot *sl = &d->slots[k];
     if (!(o->temperature >= 0.0f) || (o->temperature == 0.0f && o->best_of > 1) ||
         (kind == SLOT_BEAMS && (o->beam_size != d->beam_size || !s->be->ops->logits_topk)) ||
         G > WC_MAX_GROUP) {

@@ -143,7 +143,9 @@ static struct decode_opts window_opts(struct run *r, const int32_t *prompt, int 
         .rng = &r->rng,
         /* as transcribe(): beam search at T = 0 only, best_of at T > 0 only */
         .beam_size = p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p->beam_size : 0,
-        .best_of = p->best_of,
+        /* best_of has no use at T = 0 (decode_n_group), and the batched decoder refuses it
+         * there (the CLI's -bo 5 with -bs 1) */
+        .best_of = p->temperatures[i_temp] > 0.0f ? p->best_of : 1,
         .patience = p->patience,
         .length_penalty = p->length_penalty,
         .prefix = r->prefix,
@@ -519,9 +521,6 @@ void transcribe_job_window(struct transcribe_job *j, float *mel_window, struct d
         memset(dst + j->segment_size, 0, (size_t)(WC_CHUNK_FRAMES - j->segment_size) * sizeof *dst);
     }
     *o = window_opts(&j->r, j->prompt, j->n_prompt, 0);
-    if (o->temperature == 0.0f)
-        o->best_of = 1; /* best_of has no use at T = 0 (decode_n_group), and the batched
-                         * decoder refuses it there (the CLI's -bo 5 with -bs 1) */
     j->i_temp = 0;
 }
 
@@ -531,8 +530,6 @@ bool transcribe_job_retry(struct transcribe_job *j, struct decode_result *d, int
     if (j->i_temp + 1 >= t->p->n_temperatures || !needs_fallback(t->p, d))
         return false;
     struct decode_opts next = window_opts(&j->r, j->prompt, j->n_prompt, j->i_temp + 1);
-    if (next.temperature == 0.0f)
-        next.best_of = 1; /* as transcribe_job_window: the batch refuses best_of at T = 0 */
     if (decode_n_group(&next) > max_group)
         return false;
     decode_result_free(d); /* as decode_with_fallback drops each result it does not keep */
