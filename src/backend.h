@@ -137,15 +137,28 @@ struct wc_backend_ops {
                         const float *g, const float *lb, const struct wc_mat *w, const float *b,
                         int n_rows, enum wc_act act, int accumulate);
 
-    /* A decoder step's self-attention projections in one op, for n_rows <= linear_exact_rows:
-     * with h = LN(in[t]) as in norm_linear, q_out[t] = h . w[0] + b[0] ([n_rows][c]), and
-     * h . w[1] + b[1], h . w[2] + b[2] into rows dst_row[t] of k_dst and v_dst (backend memory,
-     * int32, distinct rows below 2^32 / c; rows of c floats); the weights [c][c], a NULL bias
-     * adds nothing. Each output has the bits norm_linear then rows_scatter give it on the same
+    /* A block's self-attention projections in one op: with h = LN(in[t]) as in norm_linear,
+     * q_out[t] = h . w[0] + b[0] ([n_rows][c]), and h . w[1] + b[1], h . w[2] + b[2] into rows
+     * dst_row[t] of k_dst and v_dst (backend memory, int32, distinct rows below 2^32 / c; rows
+     * of c floats); the weights [c][c], a NULL bias adds nothing. With dst_row (a decoder
+     * step), n_rows <= linear_exact_rows and each output has the bits norm_linear then
+     * rows_scatter give it; dst_row NULL (the encoder), any n_rows, k_dst and v_dst are
+     * [n_rows][c] like q_out, each with the bits layernorm then linear give it, on the same
      * backend. NULL where a backend has no fused form. */
     void (*norm_qkv)(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst,
                      const int32_t *dst_row, const float *in, const float *g, const float *lb,
                      const struct wc_mat *const w[3], const float *const b[3], int n_rows);
+
+    /* A block's MLP in one op, over any n_rows: x[t] += fc2(GELU(fc1(LN(x[t])))), i.e. with
+     * h = LN(x[t]) (gain g, bias lb over w0->cols values) and u[k] = GELU(h . w0[k] + b0[k]),
+     * x[t][n] += u . w2[n] + b2[n]; work: backend memory [n_rows][w0->rows] floats, left
+     * undefined. x has the bits layernorm, linear (GELU) and linear (accumulate) give it on the
+     * same backend; the fused form saves passes over the rows (CUDA: the hidden layer goes to
+     * the second GEMM as fp16 straight from the first's epilogue). NULL where a backend has no
+     * fused form. */
+    void (*norm_mlp)(struct wc_stream *s, float *x, const float *g, const float *lb,
+                     const struct wc_mat *w0, const float *b0, const struct wc_mat *w2,
+                     const float *b2, int n_rows, float *work);
 
     /* Multi-head scaled dot-product attention, per head h (d = c / n_head columns each):
      *   out[t][h] = softmax_j(q[t][h] . k[j][h] / sqrt(d) + mask) . v[j][h],  j < s_len

@@ -590,6 +590,66 @@ static void test_norm_qkv(struct pair *p, int n_rows, int n_dst, int c) {
     free(q_one), free(q_sep);
 }
 
+/* The encoder's fused ops over n_rows (cuBLAS past linear_exact_rows, gemv below): norm_qkv
+ * without a scatter and norm_mlp, each the bits of the GPU's own layernorm and linears, and
+ * close to the CPU's. */
+static void test_encoder_fused(struct pair *p, int n_rows, int c) {
+    char name[128];
+    const struct wc_backend_ops *g = p->gpu->ops, *cpu = p->cpu->ops;
+    struct wc_mat mc[5], mg[5]; /* q, k, v, fc1, fc2 */
+    float *bc[5] = {NULL}, *bg[5] = {NULL}, *gc, *gg, *lc, *lg;
+    for (int i = 0; i < 5; i++) {
+        make_mat(p, &mc[i], &mg[i], i == 3 ? 4 * c : c, i == 4 ? 4 * c : c, WC_F16);
+        if (i != 1) /* Whisper's keys have no bias */
+            make_vec(p, &bc[i], &bg[i], (size_t)mc[i].rows, 0.5f);
+    }
+    make_vec(p, &gc, &gg, (size_t)c, 1.0f);
+    make_vec(p, &lc, &lg, (size_t)c, 1.0f);
+    size_t n = (size_t)n_rows * c;
+    float *in = rand_vec(n, 3.0f), *h = malloc(n * 4), *want = malloc(n * 4);
+    float *hid = malloc(4 * n * 4);
+    void *din = gpu_copy(p, in, n * 4), *dh = gpu_poisoned(p, n), *dwork = gpu_poisoned(p, 4 * n);
+    cpu->layernorm(p->cs, h, in, gc, lc, n_rows, c);
+    g->layernorm(p->gs, dh, din, gg, lg, n_rows, c);
+    void *d_one[3], *d_sep[3];
+    int same = 1;
+    for (int i = 0; i < 3; i++) {
+        d_one[i] = gpu_poisoned(p, n), d_sep[i] = gpu_poisoned(p, n);
+        g->linear(p->gs, d_sep[i], 0, dh, &mg[i], bg[i], n_rows, WC_ACT_NONE, 0);
+    }
+    const struct wc_mat *const w3[3] = {&mg[0], &mg[1], &mg[2]};
+    const float *const b3[3] = {bg[0], bg[1], bg[2]};
+    g->norm_qkv(p->gs, d_one[0], d_one[1], d_one[2], NULL, din, gg, lg, w3, b3, n_rows);
+    for (int i = 0; i < 3; i++) {
+        cpu->linear(p->cs, want, 0, h, &mc[i], bc[i], n_rows, WC_ACT_NONE, 0);
+        float *one = gpu_fetch(p, d_one[i], n), *sep = gpu_fetch(p, d_sep[i], n);
+        snprintf(name, sizeof name, "cuda norm_qkv, no scatter: rows %d, c %d, output %d", n_rows,
+                 c, i);
+        check_rel(name, one, want, n, 1e-2);
+        same &= one && sep && memcmp(one, sep, n * 4) == 0;
+        free(one), free(sep);
+    }
+    printf("cuda norm_qkv, no scatter: rows %d, c %d: the bits of layernorm and linear: %s\n",
+           n_rows, c, same ? "OK" : "NOT OK");
+    CHECK(same);
+    /* norm_mlp: x += fc2(GELU(fc1(LN(x)))) */
+    cpu->linear(p->cs, hid, 0, h, &mc[3], bc[3], n_rows, WC_ACT_GELU, 0);
+    memcpy(want, in, n * 4);
+    cpu->linear(p->cs, want, 0, hid, &mc[4], bc[4], n_rows, WC_ACT_NONE, 1);
+    void *dx_one = gpu_copy(p, in, n * 4), *dx_sep = gpu_copy(p, in, n * 4);
+    g->linear(p->gs, dwork, 0, dh, &mg[3], bg[3], n_rows, WC_ACT_GELU, 0);
+    g->linear(p->gs, dx_sep, 0, dwork, &mg[4], bg[4], n_rows, WC_ACT_NONE, 1);
+    g->norm_mlp(p->gs, dx_one, gg, lg, &mg[3], bg[3], &mg[4], bg[4], n_rows, dwork);
+    float *one = gpu_fetch(p, dx_one, n), *sep = gpu_fetch(p, dx_sep, n);
+    snprintf(name, sizeof name, "cuda norm_mlp: rows %d, c %d", n_rows, c);
+    check_rel(name, one, want, n, 1e-2);
+    same = one && sep && memcmp(one, sep, n * 4) == 0;
+    printf("%s: the bits of layernorm and two linears: %s\n", name, same ? "OK" : "NOT OK");
+    CHECK(same);
+    g->release(p->gs, din), g->release(p->gs, dh), g->release(p->gs, dwork);
+    free(in), free(h), free(want), free(hid), free(one), free(sep);
+}
+
 static void test_norm_linear_refused(struct pair *p, int c) {
     struct wc_stream *s;
     CHECK(p->gpu->ops->stream_new(p->gpu, 1, &s) == 0);
@@ -1052,6 +1112,9 @@ int main(void) {
         test_norm_qkv(&p, 1, 448, c);
         test_norm_qkv(&p, 5, 5 * 448, c);
         test_norm_qkv(&p, p.gpu->ops->linear_exact_rows, 64 * 448, c);
+        test_encoder_fused(&p, 5, c);
+        test_encoder_fused(&p, 1500, c);
+        test_encoder_fused(&p, 3 * 1500, c);
         test_conv1d(&p, 80, c, 61, 1, 0);
         test_conv1d(&p, c, c, 61, 2, 1);
         int h = c / 64;

@@ -115,7 +115,7 @@ static void test_layernorm(int sm, struct wc_stream *s, int rows, int c) {
     char name[64];
     snprintf(name, sizeof name, "layernorm_c%d", c);
     CUmodule mod;
-    CUfunction f = load(gen_layernorm(sm, c), name, &mod);
+    CUfunction f = load(gen_layernorm(sm, c, 0), name, &mod);
     size_t n = (size_t)rows * c;
     float *x = rand_vec(n, 3.0f), *g = rand_vec((size_t)c, 1.0f), *b = rand_vec((size_t)c, 1.0f);
     float *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
@@ -131,6 +131,22 @@ static void test_layernorm(int sm, struct wc_stream *s, int rows, int c) {
     launch(f, (unsigned)rows, KERNEL_LN_THREADS, args_inplace);
     CU(api.memcpy_dtoh(got, dx, n * 4));
     CHECK(check_close("layernorm in place", got, want, n, 1e-6, 1e-5));
+    /* the fp16 form: the f32 kernel's values (got), rounded, bit for bit */
+    CUmodule mod_h;
+    snprintf(name, sizeof name, "layernorm_c%d_h", c);
+    CUfunction fh = load(gen_layernorm(sm, c, 1), name, &mod_h);
+    CU(api.memcpy_htod(dx, x, n * 4));
+    CU(api.memcpy_htod(dout, got, n * 4)); /* poison of a kind: the f32 values, not halves */
+    launch(fh, (unsigned)rows, KERNEL_LN_THREADS, args);
+    uint16_t *h = malloc(n * 2);
+    CU(api.memcpy_dtoh(h, dout, n * 2));
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += h[i] != wc_f32_to_f16(got[i]);
+    printf("%s: %zu of %zu halves differ from the f32 kernel's values rounded\n", name, bad, n);
+    CHECK(bad == 0);
+    api.module_unload(mod_h);
+    free(h);
     api.mem_free(dx), api.mem_free(dg), api.mem_free(db), api.mem_free(dout);
     api.module_unload(mod);
     free(x), free(g), free(b), free(want), free(got);
@@ -238,13 +254,37 @@ static void test_bias_act(int sm, int rows, int n, int ld, int flags) {
     CUdeviceptr dx = dev_upload(x, nx * 4), db = dev_upload(b, (size_t)n * 4);
     CUdeviceptr dadd = dev_upload(add, na * 4);
     unsigned uld = (unsigned)ld, urows = (unsigned)rows;
-    void *args[] = {&dx, &uld, &db, &dadd, &urows};
-    launch(f, (unsigned)((na + KERNEL_EW_THREADS - 1) / KERNEL_EW_THREADS), KERNEL_EW_THREADS,
-           args);
+    CUdeviceptr none = 0;
+    void *args[] = {&dx, &uld, &db, &dadd, &urows, &none};
+    unsigned grid = (unsigned)((na + KERNEL_EW_THREADS - 1) / KERNEL_EW_THREADS);
+    launch(f, grid, KERNEL_EW_THREADS, args);
     CU(api.memcpy_dtoh(got, dx, nx * 4));
     char what[96];
     snprintf(what, sizeof what, "%s rows=%d ld=%d", name, rows, ld);
     CHECK(check_close(what, got, want, nx, 1e-6, 1e-5));
+    /* the fp16 form into [rows][n]: the in-place kernel's values (got) rounded, bit for bit,
+     * and x left as it was */
+    CUmodule mod_h;
+    snprintf(name, sizeof name, "bias_act_n%d_f%d", n, flags | KERNEL_EPI_HALF);
+    CUfunction fh = load(gen_bias_act(sm, n, flags | KERNEL_EPI_HALF), name, &mod_h);
+    CU(api.memcpy_htod(dx, x, nx * 4));
+    CUdeviceptr dh = dev_poisoned(na); /* twice the halves' bytes */
+    void *args_h[] = {&dx, &uld, &db, &dadd, &urows, &dh};
+    launch(fh, grid, KERNEL_EW_THREADS, args_h);
+    uint16_t *h = malloc(na * 2);
+    float *x_after = malloc(nx * 4);
+    CU(api.memcpy_dtoh(h, dh, na * 2));
+    CU(api.memcpy_dtoh(x_after, dx, nx * 4));
+    size_t bad = 0;
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < n; i++)
+            bad += h[(size_t)r * n + i] != wc_f32_to_f16(got[(size_t)r * ld + i]);
+    printf("%s rows=%d ld=%d: %zu of %zu halves differ from the f32 kernel's values rounded\n",
+           name, rows, ld, bad, na);
+    CHECK(bad == 0 && memcmp(x_after, x, nx * 4) == 0);
+    api.module_unload(mod_h);
+    api.mem_free(dh);
+    free(h), free(x_after);
     api.mem_free(dx), api.mem_free(db), api.mem_free(dadd);
     api.module_unload(mod);
     free(x), free(b), free(add), free(want), free(got);
@@ -513,7 +553,7 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
     if (norm) { /* layernorm_c<K>, then the kernel without the norm, from the same out0 */
         CUmodule ln_mod, plain_mod;
         snprintf(what, sizeof what, "layernorm_c%d", k_in);
-        CUfunction ln = load(gen_layernorm(sm, k_in), what, &ln_mod);
+        CUfunction ln = load(gen_layernorm(sm, k_in, 0), what, &ln_mod);
         snprintf(what, sizeof what, "gemv_f16_k%d_f%d", k_in, flags & ~KERNEL_GEMV_NORM);
         CUfunction plain =
             load(gen_gemv_f16(sm, k_in, flags & ~KERNEL_GEMV_NORM), what, &plain_mod);

@@ -8,7 +8,9 @@ that hold bit for bit and that ptxas alone cannot check:
   - attn_gather / attn_rows joining their key splits in the last CTA: against float64 numpy,
     the same bits whichever CTA finishes last (shuffled orders), the counters back at zero;
   - attn_rows over f16 K/V (_kvh, the batch decoder's cross-attention) == attn_rows over the
-    same values widened to f32.
+    same values widened to f32;
+  - the encoder's fp16 forms (norm_qkv, norm_mlp over many rows): layernorm_c<C>_h and the
+    epilogue bias_act_n<N>_f<flags | 8> == the f32 kernel's values rounded by f32_to_f16.
 
 usage: test_ptx_emulated.py WHISPER_C PTXEMU_DIR
 The emulator rounds every f32 operation as written; the GPU's ptxas may contract a mul.f32
@@ -218,12 +220,51 @@ def test_rows_kvh(ptx, H, rng, n_rows, n_keys):
           % (H, D, n_rows, n_keys), same_bits(outs[0], outs[1]) and not np.isnan(outs[1]).any())
 
 
+def to_half(ptx, mem, pin, n):
+    """f32_to_f16 over n floats at pin: the rounding the fp16 forms must give"""
+    pout = mem.alloc(n * 2)
+    run(ptx("f32_to_f16"), "f32_to_f16", grid=((n + 255) // 256, 1, 1), block=(256, 1, 1),
+        params=[pout, pin, n], mem=mem)
+    return mem.get(pout, np.uint16, n)
+
+
+def test_half_forms(ptx, K, rng):
+    rows = 3
+    mem = Memory(1 << 24)
+    x = (2 * rng.standard_normal((rows, K)) + 0.5).astype(np.float32)
+    px, pg, pb = mem.put(x), mem.put(rng.standard_normal(K).astype(np.float32)), \
+        mem.put(rng.standard_normal(K).astype(np.float32))
+    pf, ph = mem.alloc(rows * K * 4), mem.alloc(rows * K * 2)
+    layernorm(ptx, mem, K, pf, px, pg, pb, rows)
+    name = "layernorm_c%d_h" % K
+    run(ptx(name), name, grid=(rows, 1, 1), block=(128, 1, 1), params=[ph, px, pg, pb, rows],
+        mem=mem)
+    check("%s == layernorm_c%d then f32_to_f16, %d rows" % (name, K, rows),
+          (mem.get(ph, np.uint16, rows * K) == to_half(ptx, mem, pf, rows * K)).all())
+    # fc1's epilogue: bias + GELU, in place (f3) and into halves (f11), x left alone by f11;
+    # values around GELU's bend and big enough to round
+    N, rows = 4 * K, 2
+    h = (3 * rng.standard_normal((rows, N))).astype(np.float32)
+    flags = 3
+    mem = Memory(1 << 24)
+    pxf, pxh, pb = mem.put(h), mem.put(h), mem.put(rng.standard_normal(N).astype(np.float32))
+    pout = mem.alloc(rows * N * 2)
+    for f, p_x, p_out in ((flags, pxf, 0), (flags | 8, pxh, pout)):
+        name = "bias_act_n%d_f%d" % (N, f)
+        run(ptx(name), name, grid=((rows * N + 255) // 256, 1, 1), block=(256, 1, 1),
+            params=[p_x, N, pb if f & 1 else 0, 0, rows, p_out], mem=mem)
+    check("bias_act_n%d_f%d == f%d then f32_to_f16, x untouched" % (N, flags | 8, flags),
+          (mem.get(pout, np.uint16, rows * N) == to_half(ptx, mem, pxf, rows * N)).all()
+          and same_bits(mem.get(pxh, np.float32, rows * N), h.reshape(-1)))
+
+
 rng = np.random.default_rng(2026)
 for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     ptx = kernels(size)
     test_layernorm_gemv(ptx, K, rng)
     test_norm_fused(ptx, K, rng)
     test_qkv(ptx, K, rng)
+    test_half_forms(ptx, K, rng)
     for mode, n_rows, n_keys in (("gather", 3, 448), ("gather", 2, 40), ("rows", 2, 1500)):
         test_split(ptx, H, rng, mode, n_rows, n_keys)
     test_rows_kvh(ptx, H, rng, 2, 300)

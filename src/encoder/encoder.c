@@ -90,10 +90,18 @@ static void encoder_block(struct encoder *e, struct wc_stream *s, const struct w
                           int n) {
     const struct wc_backend_ops *op = s->be->ops;
     int n_ctx = e->hp->n_audio_ctx, c = e->hp->n_audio_state, rows = n * n_ctx;
-    op->layernorm(s, e->h, e->x, b->attn_ln_g, b->attn_ln_b, rows, c);
-    enc_linear(e, s, n, e->q, e->h, &b->attn.q, b->attn.q_b, WC_ACT_NONE, 0);
-    enc_linear(e, s, n, e->k, e->h, &b->attn.k, NULL, WC_ACT_NONE, 0);
-    enc_linear(e, s, n, e->v, e->h, &b->attn.v, b->attn.v_b, WC_ACT_NONE, 0);
+    /* the fused ops take every window's rows in one call: only where linears merge windows */
+    int merge = op->linear_merge_windows;
+    if (merge && op->norm_qkv) {
+        const struct wc_mat *const w[3] = {&b->attn.q, &b->attn.k, &b->attn.v};
+        const float *const bias[3] = {b->attn.q_b, NULL, b->attn.v_b};
+        op->norm_qkv(s, e->q, e->k, e->v, NULL, e->x, b->attn_ln_g, b->attn_ln_b, w, bias, rows);
+    } else {
+        op->layernorm(s, e->h, e->x, b->attn_ln_g, b->attn_ln_b, rows, c);
+        enc_linear(e, s, n, e->q, e->h, &b->attn.q, b->attn.q_b, WC_ACT_NONE, 0);
+        enc_linear(e, s, n, e->k, e->h, &b->attn.k, NULL, WC_ACT_NONE, 0);
+        enc_linear(e, s, n, e->v, e->h, &b->attn.v, b->attn.v_b, WC_ACT_NONE, 0);
+    }
     for (int i = 0; i < n; i++) {
         size_t o = (size_t)i * n_ctx * c;
         op->attention(s, e->att + o, e->q + o, e->k + o, e->v + o, WC_F32, c, n_ctx, n_ctx, c,
@@ -101,6 +109,11 @@ static void encoder_block(struct encoder *e, struct wc_stream *s, const struct w
     }
     enc_linear(e, s, n, e->x, e->att, &b->attn.o, b->attn.o_b, WC_ACT_NONE, 1);
 
+    if (merge && op->norm_mlp) {
+        op->norm_mlp(s, e->x, b->mlp_ln_g, b->mlp_ln_b, &b->mlp0, b->mlp0_b, &b->mlp2, b->mlp2_b,
+                     rows, e->mlp);
+        return;
+    }
     op->layernorm(s, e->h, e->x, b->mlp_ln_g, b->mlp_ln_b, rows, c);
     enc_linear(e, s, n, e->mlp, e->h, &b->mlp0, b->mlp0_b, WC_ACT_GELU, 0);
     enc_linear(e, s, n, e->x, e->mlp, &b->mlp2, b->mlp2_b, WC_ACT_NONE, 1);

@@ -171,6 +171,7 @@ static const struct wc_backend_ops cuda_ops = {
     .linear = cuda_linear,
     .norm_linear = cuda_norm_linear,
     .norm_qkv = cuda_norm_qkv,
+    .norm_mlp = cuda_norm_mlp,
     .attention = cuda_attention,
     .attention_gather = cuda_attention_gather,
     .attention_rows = cuda_attention_rows,

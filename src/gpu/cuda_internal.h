@@ -23,7 +23,7 @@
 
 /* Which generator builds a kernel, and its shape arguments (kernels.h). */
 enum cuda_kernel_kind {
-    CK_LAYERNORM,   /* a = c */
+    CK_LAYERNORM,   /* a = c, b = fp16 output */
     CK_F32_TO_F16,  /* no arguments */
     CK_EMBED,       /* a = c */
     CK_BIAS_ACT,    /* a = n, b = flags */
@@ -193,6 +193,9 @@ void cuda_norm_linear(struct wc_stream *s, float *out, int ld_out, const float *
 void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst,
                    const int32_t *dst_row, const float *in, const float *g, const float *lb,
                    const struct wc_mat *const w[3], const float *const b[3], int n_rows);
+void cuda_norm_mlp(struct wc_stream *s, float *x, const float *g, const float *lb,
+                   const struct wc_mat *w0, const float *b0, const struct wc_mat *w2,
+                   const float *b2, int n_rows, float *work);
 void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
                  const struct wc_mat *w, const float *b, int n_rows, enum wc_act act,
                  int accumulate);

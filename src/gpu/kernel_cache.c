@@ -14,7 +14,7 @@
 
 static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     switch (kind) {
-    case CK_LAYERNORM: return gen_layernorm(sm, a);
+    case CK_LAYERNORM: return gen_layernorm(sm, a, b);
     case CK_F32_TO_F16: return gen_f32_to_f16(sm);
     case CK_EMBED: return gen_embed(sm, a);
     case CK_BIAS_ACT: return gen_bias_act(sm, a, b);

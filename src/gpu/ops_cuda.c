@@ -60,17 +60,18 @@ static void gemm(struct wc_stream *s, float *c, int ldc, const struct wc_mat *w,
                         "cublasGemmEx");
 }
 
-/* x[r][i] = act(x[r][i] + b[i]) + add[r][i] over n_rows x n (rows ld apart), in place. */
+/* x[r][i] = act(x[r][i] + b[i]) + add[r][i] over n_rows x n (rows ld apart), in place; with
+ * out16, that value rounded to fp16 goes to out16[r][i] instead (x unchanged). */
 static void epilogue(struct wc_stream *s, float *x, int ld, const float *b, const float *add, int n,
-                     int n_rows, int gelu) {
-    int flags =
-        (b ? KERNEL_EPI_BIAS : 0) | (gelu ? KERNEL_EPI_GELU : 0) | (add ? KERNEL_EPI_ADD : 0);
+                     int n_rows, int gelu, uint64_t out16) {
+    int flags = (b ? KERNEL_EPI_BIAS : 0) | (gelu ? KERNEL_EPI_GELU : 0) |
+                (add ? KERNEL_EPI_ADD : 0) | (out16 ? KERNEL_EPI_HALF : 0);
     if (!flags || s->err)
         return;
     const struct cuda_kernel *k = cuda_kernel_get(s, CK_BIAS_ACT, n, flags, 0);
-    CUdeviceptr px = dptr(x), pb = dptr(b), padd = dptr(add);
+    CUdeviceptr px = dptr(x), pb = dptr(b), padd = dptr(add), pout = out16;
     unsigned uld = (unsigned)ld, urows = (unsigned)n_rows;
-    void *args[] = {&px, &uld, &pb, &padd, &urows};
+    void *args[] = {&px, &uld, &pb, &padd, &urows, &pout};
     cuda_launch(s, k, ceil_div((size_t)n_rows * (size_t)n, KERNEL_EW_THREADS), 1, KERNEL_EW_THREADS,
                 args);
 }
@@ -129,6 +130,33 @@ void cuda_norm_linear(struct wc_stream *s, float *out, int ld_out, const float *
     gemv(s, out, ld_out, in, g, lb, w, b, n_rows, act, accumulate);
 }
 
+/* in's rows layer-normed (gain g, bias lb) into fp16 at out16 ([n_rows][c] halves): what
+ * layernorm then to_half give, in one pass, for a GEMM's operand. */
+static void layernorm_half(struct wc_stream *s, uint64_t out16, const float *in, const float *g,
+                           const float *lb, int n_rows, int c) {
+    const struct cuda_kernel *k = cuda_kernel_get(s, CK_LAYERNORM, c, 1, 0);
+    CUdeviceptr po = out16, pi = dptr(in), pg = dptr(g), pb = dptr(lb);
+    unsigned urows = (unsigned)n_rows;
+    void *args[] = {&po, &pi, &pg, &pb, &urows};
+    cuda_launch(s, k, urows, 1, KERNEL_LN_THREADS, args);
+}
+
+/* norm_qkv over many rows without a scatter (the encoder's): the rows normed once, into fp16,
+ * for three GEMMs (layernorm and three linears normed the same rows three times, in f32 and
+ * again to fp16 for each). */
+static void norm_qkv_gemm(struct wc_stream *s, float *const out[3], const float *in, const float *g,
+                          const float *lb, const struct wc_mat *const w[3], const float *const b[3],
+                          int n_rows, int c) {
+    uint64_t h16 = cuda_scratch(s, CUDA_SCRATCH_HALF, (size_t)n_rows * (size_t)c * 2);
+    if (!h16)
+        return;
+    layernorm_half(s, h16, in, g, lb, n_rows, c);
+    for (int i = 0; i < 3; i++) {
+        gemm(s, out[i], c, w[i], h16, n_rows, 0.0f);
+        epilogue(s, out[i], c, b[i], NULL, c, n_rows, 0, 0);
+    }
+}
+
 void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst,
                    const int32_t *dst_row, const float *in, const float *g, const float *lb,
                    const struct wc_mat *const w[3], const float *const b[3], int n_rows) {
@@ -138,13 +166,24 @@ void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst
     for (int i = 0; i < 3; i++)
         if (!gemv_args_ok(s, "norm_qkv", c, w[i], n_rows, WC_ACT_NONE, 0))
             return;
-    if (n_rows > KERNEL_GEMV_LAUNCH_ROWS || !kernel_gemv_norm_fits(c) || !g || !lb || !dst_row ||
+    int gemv_rows = n_rows <= KERNEL_GEMV_LAUNCH_ROWS;
+    if ((gemv_rows && !kernel_gemv_norm_fits(c)) || (dst_row && !gemv_rows) || !g || !lb ||
         w[0]->rows != c || w[1]->rows != c || w[2]->rows != c || w[1]->cols != c ||
         w[2]->cols != c) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
-                       "cuda norm_qkv: %d rows of %d values (at most %d rows; square weights of "
-                       "a multiple of %d; gain, bias and rows given)",
+                       "cuda norm_qkv: %d rows of %d values (at most %d rows with a scatter; "
+                       "square weights of a multiple of %d; gain and bias given)",
                        n_rows, c, KERNEL_GEMV_LAUNCH_ROWS, KERNEL_LN_THREADS);
+        return;
+    }
+    float *const out[3] = {q_out, k_dst, v_dst};
+    if (!dst_row && !gemv_rows) {
+        norm_qkv_gemm(s, out, in, g, lb, w, b, n_rows, c);
+        return;
+    }
+    if (!dst_row) { /* a few rows into plain outputs: norm_linear's kernel, each its bits */
+        for (int i = 0; i < 3; i++)
+            gemv(s, out[i], c, in, g, lb, w[i], b[i], n_rows, WC_ACT_NONE, 0);
         return;
     }
     const struct cuda_kernel *k =
@@ -158,6 +197,43 @@ void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst
                     &plb, &pw[1], &pw[2], &pb[1], &pb[2], &pk, &pv,    &pr};
     cuda_launch(s, k, 3 * ceil_div((size_t)c, KERNEL_GEMV_COLS),
                 ceil_div((size_t)n_rows, KERNEL_GEMV_MAX_ROWS), KERNEL_GEMV_THREADS, args);
+}
+
+void cuda_norm_mlp(struct wc_stream *s, float *x, const float *g, const float *lb,
+                   const struct wc_mat *w0, const float *b0, const struct wc_mat *w2,
+                   const float *b2, int n_rows, float *work) {
+    if (cuda_op_begin(s) || n_rows <= 0)
+        return;
+    int c = w0->cols, hidden = w0->rows, gemv_rows = n_rows <= KERNEL_GEMV_LAUNCH_ROWS;
+    if (!gemv_args_ok(s, "norm_mlp", hidden, w0, n_rows, WC_ACT_GELU, 0) ||
+        !gemv_args_ok(s, "norm_mlp", c, w2, n_rows, WC_ACT_NONE, 1))
+        return;
+    if (w2->cols != hidden || w2->rows != c || !g || !lb ||
+        (gemv_rows && !kernel_gemv_norm_fits(c))) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "cuda norm_mlp: weights [%d][%d] then [%d][%d] (a multiple of %d values; "
+                       "gain and bias given)",
+                       w0->rows, w0->cols, w2->rows, w2->cols, KERNEL_LN_THREADS);
+        return;
+    }
+    if (gemv_rows) { /* norm_linear then linear, as the unfused ops issue them */
+        gemv(s, work, hidden, x, g, lb, w0, b0, n_rows, WC_ACT_GELU, 0);
+        gemv(s, x, c, work, NULL, NULL, w2, b2, n_rows, WC_ACT_NONE, 1);
+        return;
+    }
+    size_t n_hidden = (size_t)n_rows * (size_t)hidden;
+    if (!fits_u32(s, "norm_mlp", n_hidden))
+        return;
+    /* one fp16 buffer for both GEMMs' operands: the normed rows, then (once fc1 has read them,
+     * in stream order) the hidden layer after its bias and GELU */
+    uint64_t h16 = cuda_scratch(s, CUDA_SCRATCH_HALF, n_hidden * 2);
+    if (!h16)
+        return;
+    layernorm_half(s, h16, x, g, lb, n_rows, c);
+    gemm(s, work, hidden, w0, h16, n_rows, 0.0f);
+    epilogue(s, work, hidden, b0, NULL, hidden, n_rows, 1, h16);
+    gemm(s, x, c, w2, h16, n_rows, 1.0f);
+    epilogue(s, x, c, b2, NULL, c, n_rows, 0, 0);
 }
 
 void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
@@ -191,7 +267,7 @@ void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
     to_half(s, x16, in, n_in);
     gemm(s, out, ld_out, w, x16, n_rows, accumulate ? 1.0f : 0.0f);
     /* with accumulate, out = out + W·in, and the bias adds after: the same sum */
-    epilogue(s, out, ld_out, b, NULL, w->rows, n_rows, act == WC_ACT_GELU);
+    epilogue(s, out, ld_out, b, NULL, w->rows, n_rows, act == WC_ACT_GELU, 0);
 }
 
 void cuda_conv1d(struct wc_stream *s, float *out, const float *in, const struct wc_mat *w,
@@ -219,7 +295,7 @@ void cuda_conv1d(struct wc_stream *s, float *out, const float *in, const struct 
     void *args[] = {&pcol, &pin, &ut_out};
     cuda_launch(s, k, ut_out, 1, KERNEL_LN_THREADS, args);
     gemm(s, out, c_out, w, col, t_out, 0.0f);
-    epilogue(s, out, c_out, b, add, c_out, t_out, act == WC_ACT_GELU);
+    epilogue(s, out, c_out, b, add, c_out, t_out, act == WC_ACT_GELU, 0);
 }
 
 void cuda_layernorm(struct wc_stream *s, float *out, const float *in, const float *g,

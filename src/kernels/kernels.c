@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_KERNELS 48 /* a model's distinct kernels (34 for every official size today) */
+#define MAX_KERNELS 48 /* a model's distinct kernels (36 for every official size today) */
 
 /* Appends ptx to list[0..*n) unless a kernel of its name is there; -1 (ptx freed) when it is
  * NULL, unnamed, or the list is full. */
@@ -41,18 +41,22 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
     int ha = hp->n_audio_head, ht = hp->n_text_head;
     const int B = KERNEL_EPI_BIAS, G = KERNEL_EPI_GELU, A = KERNEL_EPI_ADD;
     if (!bad)
-        bad |= add(list, &n, gen_layernorm(sm, ca)) | add(list, &n, gen_layernorm(sm, ct)) |
-               add(list, &n, gen_bias_gelu(sm, ca)) | add(list, &n, gen_bias_gelu(sm, 4 * ca)) |
-               add(list, &n, gen_bias_gelu(sm, 4 * ct)) | add(list, &n, gen_f32_to_f16(sm)) |
-               add(list, &n, gen_embed(sm, ct)) | add(list, &n, gen_rows_scatter(sm, ct));
+        bad |= add(list, &n, gen_layernorm(sm, ca, 0)) | add(list, &n, gen_layernorm(sm, ct, 0)) |
+               add(list, &n, gen_layernorm(sm, ca, 1)) | add(list, &n, gen_bias_gelu(sm, ca)) |
+               add(list, &n, gen_bias_gelu(sm, 4 * ca)) | add(list, &n, gen_bias_gelu(sm, 4 * ct)) |
+               add(list, &n, gen_f32_to_f16(sm)) | add(list, &n, gen_embed(sm, ct)) |
+               add(list, &n, gen_rows_scatter(sm, ct));
     /* GEMM epilogues: q/v/out projections and fc2 (bias; bias + residual when the GEMM does
-     * not accumulate itself), fc1 and conv1 (bias + GELU), conv2 (bias + GELU + positions) */
+     * not accumulate itself), fc1 and conv1 (bias + GELU), conv2 (bias + GELU + positions);
+     * the encoder's layer norms and fc1 epilogue in fp16 too (norm_qkv, norm_mlp) */
+    const int H = KERNEL_EPI_HALF;
     if (!bad)
         bad |= add(list, &n, gen_bias_act(sm, ca, B)) | add(list, &n, gen_bias_act(sm, ct, B)) |
                add(list, &n, gen_bias_act(sm, ca, B | A)) |
                add(list, &n, gen_bias_act(sm, ct, B | A)) |
                add(list, &n, gen_bias_act(sm, ca, B | G)) |
                add(list, &n, gen_bias_act(sm, 4 * ca, B | G)) |
+               add(list, &n, gen_bias_act(sm, 4 * ca, B | G | H)) |
                add(list, &n, gen_bias_act(sm, 4 * ct, B | G)) |
                add(list, &n, gen_bias_act(sm, ca, B | G | A));
     /* conv stems; encoder self-attention, decoder self (causal) and cross attention, the

@@ -14,8 +14,10 @@
 #define KERNEL_EW_THREADS 256 /* elementwise kernels: 256 threads per CTA, one element each */
 
 /* layernorm_c<C>(out, in, g, b, n_rows): grid n_rows x 128 threads; out may equal in.
- * out[r][:] = (in[r][:] - mean) / sqrt(var + 1e-5) * g + b; C a multiple of 128. */
-char *gen_layernorm(int sm, int c);
+ * out[r][:] = (in[r][:] - mean) / sqrt(var + 1e-5) * g + b; C a multiple of 128.
+ * half_out: layernorm_c<C>_h writes out as fp16 (rounded to nearest even; out must not overlap
+ * in), the f32 kernel's values rounded: a GEMM's operand. */
+char *gen_layernorm(int sm, int c, int half_out);
 
 /* bias_gelu_n<N>(x, b, total): x[i] = gelu(x[i] + b[i % N]) in place, exact-erf GELU;
  * grid ceil(total / 256) x 256 threads. */
@@ -41,10 +43,13 @@ char *gen_rows_scatter(int sm, int c);
 
 /* Epilogue of a GEMM, in place: x[r*ld + i] = act(x[r*ld + i] + b[i]) + add[r*n + i],
  * i < N, r < n_rows; the bias term only with KERNEL_EPI_BIAS, the add only with KERNEL_EPI_ADD.
- * bias_act_n<N>_f<flags>(x, ld, b, add, n_rows): grid ceil(n_rows * N / 256) x 256. */
+ * bias_act_n<N>_f<flags>(x, ld, b, add, n_rows, out): grid ceil(n_rows * N / 256) x 256.
+ * KERNEL_EPI_HALF: the result goes to out[r*N + i] as fp16 (rounded to nearest even; out does
+ * not overlap x), x is left as it was; out is unused without it. */
 #define KERNEL_EPI_BIAS 1
 #define KERNEL_EPI_GELU 2
 #define KERNEL_EPI_ADD  4
+#define KERNEL_EPI_HALF 8
 char *gen_bias_act(int sm, int n, int flags);
 
 /* Conv1d (k = 3, padding 1) as a GEMM: im2col_c<C_IN>_s<STRIDE>(out, in, t_out) writes

@@ -1,6 +1,7 @@
 /* layernorm.c — gen_layernorm: one CTA per row, each thread holds C/128 values in registers;
  * mean, then the variance of the centred values (two passes, as numerically safe as the CPU's),
- * each reduced with warp shuffles and 4 shared-memory slots. */
+ * each reduced with warp shuffles and 4 shared-memory slots. The fp16 form rounds the same
+ * values once as it stores them: a GEMM's input without an f32_to_f16 pass over the rows. */
 #include <stdio.h>
 
 #include "kernels/kernels.h"
@@ -26,12 +27,12 @@ static void block_sum(struct ptx_kernel *k, struct ptx_reg v, const char *smem, 
     }
 }
 
-char *gen_layernorm(int sm, int c) {
+char *gen_layernorm(int sm, int c, int half_out) {
     if (c <= 0 || c % KERNEL_LN_THREADS || c / KERNEL_LN_THREADS > LN_MAX_PER)
         return NULL;
-    int per = c / KERNEL_LN_THREADS;
+    int per = c / KERNEL_LN_THREADS, out_size = half_out ? 2 : 4;
     char name[64];
-    snprintf(name, sizeof name, "layernorm_c%d", c);
+    snprintf(name, sizeof name, "layernorm_c%d%s", c, half_out ? "_h" : "");
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
     ptx_param(&k, "u64", "p_out");
@@ -55,7 +56,7 @@ char *gen_layernorm(int sm, int c) {
     ptx_ins(&k, "and.b32 %s, %s, 31", lane.s, tid.s);
     struct ptx_reg idx = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", idx.s, row.s, c, tid.s);
-    struct ptx_reg src = ptx_addr(&k, in, idx, 4), dst = ptx_addr(&k, out, idx, 4);
+    struct ptx_reg src = ptx_addr(&k, in, idx, 4), dst = ptx_addr(&k, out, idx, out_size);
     struct ptx_reg gp = ptx_addr(&k, g, tid, 4), bp = ptx_addr(&k, b, tid, 4);
 
     /* every load first (the gain and bias too: the reductions' barriers would hold them back),
@@ -82,7 +83,7 @@ char *gen_layernorm(int sm, int c) {
         ptx_ins(&k, "fma.rn.f32 %s, %s, %s, %s", sq.s, x[i].s, x[i].s, sq.s);
     }
     block_sum(&k, sq, "s_sq", warp, lane);
-    struct ptx_reg inv = ptx_reg(&k, PTX_F32);
+    struct ptx_reg inv = ptx_reg(&k, PTX_F32), h = ptx_reg(&k, PTX_B16);
     ptx_ins(&k, "div.rn.f32 %s, %s, %s", inv.s, sq.s, d.s);
     ptx_ins(&k, "add.f32 %s, %s, %s", inv.s, inv.s, ptx_f32(1e-5f).s);
     ptx_ins(&k, "sqrt.rn.f32 %s, %s", inv.s, inv.s);
@@ -90,7 +91,12 @@ char *gen_layernorm(int sm, int c) {
     for (int i = 0; i < per; i++) {
         ptx_ins(&k, "mul.f32 %s, %s, %s", x[i].s, x[i].s, inv.s);
         ptx_ins(&k, "fma.rn.f32 %s, %s, %s, %s", x[i].s, x[i].s, gv[i].s, bv[i].s);
-        ptx_ins(&k, "st.global.f32 [%s+%d], %s", dst.s, 4 * KERNEL_LN_THREADS * i, x[i].s);
+        if (half_out) {
+            ptx_ins(&k, "cvt.rn.f16.f32 %s, %s", h.s, x[i].s);
+            ptx_ins(&k, "st.global.b16 [%s+%d], %s", dst.s, 2 * KERNEL_LN_THREADS * i, h.s);
+        } else {
+            ptx_ins(&k, "st.global.f32 [%s+%d], %s", dst.s, 4 * KERNEL_LN_THREADS * i, x[i].s);
+        }
     }
     ptx_place(&k, done);
     return ptx_end(&k);
