@@ -273,8 +273,9 @@ WHISPERC_API whisperc_status whisperc_full_file(whisperc_state *state,
  * fallback (a window that falls back is decoded again in the batch at the next temperature;
  * a window's beams and samples are batch lanes too, so a batch of 8 with 5 beams steps 40
  * sequences; a batch with fewer lanes than best_of, such as a greedy batch smaller than
- * best_of, decodes its fallbacks alone). Word
- * timestamps, max_len and vad run the inputs one by one.
+ * best_of, decodes its fallbacks alone). Word timestamps and max_len are batched too (each
+ * window aligned as it ends), and vad (every input's speech gathered first, times mapped back
+ * to each input's).
  * Callbacks: only abort_fn is called, and log_fn. The first failing input ends the call (the
  * message names it) and no results are kept. Results: input 0's are selected;
  * whisperc_batch_select() picks another input for the result accessors, which read the

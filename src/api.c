@@ -654,9 +654,8 @@ static int run_pcm(whisperc_state *st, const struct whisperc_full_params *p, con
     return rc;
 }
 
-/* The speech of pcm gathered into *speech (malloc'd) and the map back to pcm's times. */
-static int vad_speech(whisperc_state *st, const struct whisperc_full_params *p, const float *pcm,
-                      int n, float **speech, size_t *n_speech, struct time_map *map) {
+int api_vad_speech(whisperc_state *st, const struct whisperc_full_params *p, const float *pcm,
+                   int n, float **speech, size_t *n_speech, struct time_map *map) {
     double t0 = wc_now_ms();
     struct vad_params vp = {p->vad_threshold, p->vad_min_speech_duration_ms,
                             p->vad_min_silence_duration_ms, p->vad_speech_pad_ms};
@@ -680,13 +679,21 @@ static int vad_speech(whisperc_state *st, const struct whisperc_full_params *p, 
     return rc;
 }
 
+int api_no_speech_transcript(whisperc_state *st, int i_lang, struct wc_transcript *out) {
+    memset(out, 0, sizeof *out);
+    out->text = calloc(1, 1);
+    if (!out->text)
+        return api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory");
+    out->i_language = i_lang;
+    out->language_prob = 1.0f;
+    return 0;
+}
+
 /* The result of audio with no speech: no segments, empty text (as whisper.cpp with VAD). */
 static int no_speech_result(whisperc_state *st, const struct whisperc_full_params *p, int i_lang) {
-    st->tr.text = calloc(1, 1);
-    if (!st->tr.text)
-        return api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory");
-    st->tr.i_language = i_lang;
-    st->tr.language_prob = 1.0f;
+    int rc = api_no_speech_transcript(st, i_lang, &st->tr);
+    if (rc)
+        return rc;
     if (p->progress_fn)
         p->progress_fn(st, 100, p->progress_user_data);
     return 0;
@@ -702,7 +709,7 @@ static int run_full(whisperc_state *st, const struct whisperc_full_params *p, co
     float *speech = NULL;
     size_t n_speech = 0;
     struct time_map map = {0};
-    int rc = vad_speech(st, p, pcm, n, &speech, &n_speech, &map);
+    int rc = api_vad_speech(st, p, pcm, n, &speech, &n_speech, &map);
     if (!rc && n_speech > (size_t)INT32_MAX)
         rc = api_fail(st, WHISPERC_ERR_UNSUPPORTED, "vad: %zu samples of speech is too long",
                       n_speech);

@@ -10,6 +10,7 @@
 #include "api_internal.h"
 #include "decoder/decode_batch.h"
 #include "decoder/transcribe_batch.h"
+#include "decoder/transcript_remap.h"
 #include "frontend/audio.h"
 #include "frontend/mel.h"
 #include "frontend/mel_prefetch.h"
@@ -282,9 +283,11 @@ static int min_pass(const whisperc_state *st, int windows) {
 }
 
 /* The batched path: transcribe_batch over the state's lanes, each input's log-Mel made when it
- * enters a lane and freed when it leaves (memory grows with the batch, not the inputs). */
+ * enters a lane and freed when it leaves (memory grows with the batch, not the inputs); the
+ * transcripts into outs[n]. */
 static int batched(whisperc_state *st, const struct whisperc_full_params *p,
-                   const float *const *pcm, const int *n_samples, int n, int i_lang) {
+                   const float *const *pcm, const int *n_samples, int n, int i_lang,
+                   struct wc_transcript *outs) {
     int rc = batch_lanes(st, p);
     if (rc)
         return rc;
@@ -317,8 +320,8 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
         return api_fail(st, rc, "out of memory for the log-Mel prefetcher");
     struct batch_source src = {n, input_mel, &ms};
     struct transcribe_ctx t = api_transcribe_ctx(st, p, i_lang, on_window, (void *)p);
-    rc = transcribe_batch(&t, &st->db, &src, min_pass(st, st->enc.n_windows), st->batch_tr,
-                          st->errmsg, sizeof st->errmsg);
+    rc = transcribe_batch(&t, &st->db, &src, min_pass(st, st->enc.n_windows), outs, st->errmsg,
+                          sizeof st->errmsg);
     mel_prefetch_free(ms.pf);
     const struct wc_backend_ops *op = st->s->be->ops;
     char why[384];
@@ -335,6 +338,62 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
     st->timings.n_fallbacks = t.n_fallbacks;
     for (int i = 0; i < n; i++)
         st->timings.audio_seconds += n_samples[i] / (double)WC_SAMPLE_RATE;
+    return rc;
+}
+
+/* The batched path with VAD, as whisperc_full runs it for each input: its speech gathered
+ * (up front, for all inputs), the inputs with speech batched, each transcript's times mapped
+ * back to its input's; an input without speech gets the empty transcript. */
+static int batched_vad(whisperc_state *st, const struct whisperc_full_params *p,
+                       const float *const *pcm, const int *n_samples, int n, int i_lang) {
+    float **speech = calloc((size_t)n, sizeof *speech);
+    const float **in = calloc((size_t)n, sizeof *in);
+    size_t *n_speech = calloc((size_t)n, sizeof *n_speech);
+    int *n_in = calloc((size_t)n, sizeof *n_in), *which = calloc((size_t)n, sizeof *which);
+    struct time_map *maps = calloc((size_t)n, sizeof *maps);
+    struct wc_transcript *outs = calloc((size_t)n, sizeof *outs);
+    double vad_ms = 0, vad_seconds = 0;
+    int rc = 0, m = 0;
+    if (!speech || !in || !n_speech || !n_in || !which || !maps || !outs)
+        rc = api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory for %d inputs", n);
+    for (int i = 0; i < n && !rc; i++) {
+        rc = api_vad_speech(st, p, pcm[i], n_samples[i], &speech[i], &n_speech[i], &maps[i]);
+        vad_ms += st->timings.vad_ms, vad_seconds += st->timings.vad_seconds;
+        if (!rc && n_speech[i] > (size_t)INT32_MAX)
+            rc = api_fail(st, WHISPERC_ERR_UNSUPPORTED, "vad: %zu samples of speech is too long",
+                          n_speech[i]);
+        if (rc) {
+            char msg[sizeof st->errmsg];
+            memcpy(msg, st->errmsg, sizeof msg);
+            api_fail(st, rc, "input %d: %s", i, msg);
+        } else if (n_speech[i]) {
+            in[m] = speech[i], n_in[m] = (int)n_speech[i], which[m++] = i;
+        } else {
+            rc = api_no_speech_transcript(st, i_lang, &st->batch_tr[i]);
+        }
+    }
+    if (!rc && m)
+        rc = batched(st, p, in, n_in, m, i_lang, outs);
+    for (int j = 0; !rc && j < m; j++) {
+        int i = which[j];
+        segments_remap(outs[j].seg, outs[j].n_seg, &maps[i]);
+        st->batch_tr[i] = outs[j];
+        memset(&outs[j], 0, sizeof outs[j]);
+    }
+    st->timings.vad_ms = vad_ms;
+    st->timings.vad_seconds = vad_seconds;
+    st->timings.audio_seconds = 0;
+    for (int i = 0; i < n; i++)
+        st->timings.audio_seconds += n_samples[i] / (double)WC_SAMPLE_RATE;
+    for (int i = 0; i < n; i++) {
+        if (speech)
+            free(speech[i]);
+        if (maps)
+            time_map_free(&maps[i]);
+        if (outs)
+            transcript_free(&outs[i]);
+    }
+    free(speech), free(in), free(n_speech), free(n_in), free(which), free(maps), free(outs);
     return rc;
 }
 
@@ -378,13 +437,16 @@ whisperc_status whisperc_full_batch(whisperc_state *st, const struct whisperc_fu
         st->n_batch = n_inputs;
         bool refused =
             lanes_refused(st, batch_lane_count(&p, 1), 1); /* not even one window's lanes */
-        if (transcribe_batch_supported(&p) && !p.vad && !refused) {
-            rc = batched(st, &p, pcm16k, n_samples, n_inputs, i_lang);
+        if (transcribe_batch_supported(&p) && !refused) {
+            rc = p.vad ? batched_vad(st, &p, pcm16k, n_samples, n_inputs, i_lang)
+                       : batched(st, &p, pcm16k, n_samples, n_inputs, i_lang, st->batch_tr);
             if (rc == WHISPERC_ERR_NO_MEMORY && lanes_refused(st, batch_lane_count(&p, 1), 1) &&
                 !st->s->err) { /* one window's lanes do not fit: one by one */
                 api_log(p.log_fn, p.log_user_data, WHISPERC_LOG_WARN,
                         "%s; the inputs run one by one", st->errmsg);
                 st->errmsg[0] = '\0';
+                for (int i = 0; i < n_inputs; i++) /* VAD's empty results, made already */
+                    transcript_free(&st->batch_tr[i]);
                 rc = one_by_one(st, &p, pcm16k, n_samples, n_inputs);
             }
         } else {

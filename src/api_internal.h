@@ -108,4 +108,13 @@ int api_transcribe_one_batched(whisperc_state *st, const struct whisperc_full_pa
                                struct transcribe_ctx *t, struct mel_spec *mel,
                                struct wc_transcript *out);
 
+struct time_map;
+/* VAD (api.c): the speech of pcm gathered into *speech (malloc'd) and the map back to pcm's
+ * times; sets st->timings.vad_ms and vad_seconds for this input. Returns 0 or an error (st's
+ * message set where it is out of memory; vad_detect's in st->errmsg otherwise). */
+int api_vad_speech(whisperc_state *st, const struct whisperc_full_params *p, const float *pcm,
+                   int n, float **speech, size_t *n_speech, struct time_map *map);
+/* *out = the transcript of audio with no speech (no segments, empty text, language i_lang). */
+int api_no_speech_transcript(whisperc_state *st, int i_lang, struct wc_transcript *out);
+
 #endif /* WC_API_INTERNAL_H */

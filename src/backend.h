@@ -192,9 +192,11 @@ struct wc_backend_ops {
 
     /* The attention logits of one head before the softmax, for word alignment:
      *   out[t][j] = q[t][head] . k[j][head] / sqrt(d),  t < t_len, j < s_len
-     * q: [t_len][c]; k: [s_len] rows ld_k floats apart; out: [t_len][s_len]. */
-    void (*attention_scores)(struct wc_stream *s, float *out, const float *q, const float *k,
-                             int ld_k, int t_len, int s_len, int c, int n_head, int head);
+     * q: [t_len][c]; k: [s_len] rows ld_k elements of k_dtype apart; out: [t_len][s_len].
+     * WC_F16 keys (the batch decoder's cross-attention) give what their widened values give. */
+    void (*attention_scores)(struct wc_stream *s, float *out, const float *q, const void *k,
+                             enum wc_dtype k_dtype, int ld_k, int t_len, int s_len, int c,
+                             int n_head, int head);
 
     /* out[t][:] = tok_emb[tokens[t]][:] + pos_emb[p(t)][:], t < t_len, p(t) = positions[t]
      * (each row its own position: sequences of a batch step) or pos0 + t when positions is

@@ -15,7 +15,9 @@
  * encoder pass (as on a GPU; WHISPERC_ENCODE_MIN_PASS). whisperc_full through the batch
  * decoder with one lane (a GPU's path, WHISPERC_DECODER=batch) gives the same results as the
  * single decoder. Beam search (5 beams) batched and through the batch decoder alone gives
- * the same results as whisperc_full's own beam search too. Skips (77)
+ * the same results as whisperc_full's own beam search too, and so do word timestamps (with
+ * max_len 1 too): words, times and probabilities; and VAD (inputs with no speech among them).
+ * Skips (77)
  * without ../shared. `test_batch quick`: 5 clips and a shorter long input, batch size 3 (for
  * sanitizer builds).
  */
@@ -38,6 +40,11 @@ struct seg {
     float temperature, avg_logprob, no_speech_prob, compression_ratio;
     int n_tokens;
     int *tokens;
+    /* word timestamps: each word's text, "|"-joined, and its times and probability */
+    char *words;
+    int n_words;
+    int64_t *word_t; /* [n_words][2] */
+    float *word_p;
 };
 
 struct result {
@@ -70,6 +77,19 @@ static void take_result(whisperc_state *st, struct result *r) {
         s->tokens = malloc(((size_t)s->n_tokens + 1) * sizeof *s->tokens);
         for (int k = 0; k < s->n_tokens; k++)
             s->tokens[k] = whisperc_segment_token_id(st, i, k);
+        s->n_words = whisperc_segment_n_words(st, i);
+        s->word_t = malloc(((size_t)s->n_words + 1) * 2 * sizeof *s->word_t);
+        s->word_p = malloc(((size_t)s->n_words + 1) * sizeof *s->word_p);
+        size_t len = 1;
+        for (int w = 0; w < s->n_words; w++)
+            len += strlen(whisperc_word_text(st, i, w)) + 1;
+        s->words = calloc(len, 1);
+        for (int w = 0; w < s->n_words; w++) {
+            strcat(strcat(s->words, whisperc_word_text(st, i, w)), "|");
+            s->word_t[2 * w] = whisperc_word_t0_ms(st, i, w);
+            s->word_t[2 * w + 1] = whisperc_word_t1_ms(st, i, w);
+            s->word_p[w] = whisperc_word_p(st, i, w);
+        }
     }
 }
 
@@ -77,6 +97,7 @@ static void result_free(struct result *r) {
     for (int i = 0; i < r->n_seg; i++) {
         free(r->seg[i].text);
         free(r->seg[i].tokens);
+        free(r->seg[i].words), free(r->seg[i].word_t), free(r->seg[i].word_p);
     }
     free(r->seg);
     free(r->text);
@@ -97,14 +118,17 @@ static int same_result(const char *what, int i, const struct result *a, const st
                    x->temperature == y->temperature && x->avg_logprob == y->avg_logprob &&
                    x->no_speech_prob == y->no_speech_prob &&
                    x->compression_ratio == y->compression_ratio && x->n_tokens == y->n_tokens &&
-                   !memcmp(x->tokens, y->tokens, (size_t)x->n_tokens * sizeof *x->tokens);
+                   !memcmp(x->tokens, y->tokens, (size_t)x->n_tokens * sizeof *x->tokens) &&
+                   x->n_words == y->n_words && !strcmp(x->words, y->words) &&
+                   !memcmp(x->word_t, y->word_t, (size_t)x->n_words * 2 * sizeof *x->word_t) &&
+                   !memcmp(x->word_p, y->word_p, (size_t)x->n_words * sizeof *x->word_p);
         if (!same) {
             fprintf(stderr,
-                    "%s input %d segment %d differs: alone [%lld %lld] T=%g lp=%.9g '%s', batch "
-                    "[%lld %lld] T=%g lp=%.9g '%s'\n",
+                    "%s input %d segment %d differs: alone [%lld %lld] T=%g lp=%.9g '%s' (%d "
+                    "words), batch [%lld %lld] T=%g lp=%.9g '%s' (%d words)\n",
                     what, i, k, (long long)x->t0, (long long)x->t1, x->temperature, x->avg_logprob,
-                    x->text, (long long)y->t0, (long long)y->t1, y->temperature, y->avg_logprob,
-                    y->text);
+                    x->text, x->n_words, (long long)y->t0, (long long)y->t1, y->temperature,
+                    y->avg_logprob, y->text, y->n_words);
             return 0;
         }
     }
@@ -263,6 +287,46 @@ static void test_schedule(whisperc_state *st, const float *const *pcm, const int
 }
 
 /* The warnings logged, one line each. */
+/* VAD with word timestamps: clip 0 after 4 s of silence, 3 s of silence alone (no speech: no
+ * segments) and the long input, at batch size 2, against whisperc_full (times mapped back to
+ * each input's, words too). */
+static void test_vad(whisperc_state *st, const float *const *pcm, const int *n) {
+    int sil = 4 * 16000, quiet_n = 3 * 16000;
+    float *padded = calloc((size_t)n[0] + (size_t)sil, sizeof *padded);
+    float *quiet = calloc((size_t)quiet_n, sizeof *quiet);
+    memcpy(padded + sil, pcm[0], (size_t)n[0] * sizeof *padded);
+    const float *in[3] = {padded, quiet, pcm[N_CLIPS]};
+    int nn[3] = {n[0] + sil, quiet_n, n[N_CLIPS]};
+    struct whisperc_full_params fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    fp.language = "en";
+    fp.vad = true;
+    fp.word_timestamps = true;
+    struct result alone[3];
+    for (int i = 0; i < 3; i++) {
+        CHECK(whisperc_full(st, &fp, in[i], nn[i]) == WHISPERC_OK);
+        take_result(st, &alone[i]);
+    }
+    CHECK(alone[1].n_seg == 0 && alone[0].n_seg > 0 && alone[0].seg[0].t0 >= 4000);
+    fp.batch_size = 2;
+    CHECK(whisperc_full_batch(st, &fp, in, nn, 3) == WHISPERC_OK);
+    struct whisperc_timings tm = {.size = sizeof tm};
+    CHECK(whisperc_state_timings(st, &tm) == WHISPERC_OK);
+    int ok = 1;
+    for (int i = 0; i < 3; i++) {
+        CHECK(whisperc_batch_select(st, i) == WHISPERC_OK);
+        struct result r;
+        take_result(st, &r);
+        ok &= same_result("vad", i, &alone[i], &r);
+        result_free(&r);
+        result_free(&alone[i]);
+    }
+    printf("vad + word timestamps, batch_size 2: 3 inputs %s (%d batched steps, vad %.1f s of "
+           "%.1f s)\n",
+           ok ? "identical" : "DIFFER", tm.n_batch_steps, tm.vad_seconds, tm.audio_seconds);
+    CHECK(ok && tm.n_batch_steps > 0);
+    free(padded), free(quiet);
+}
+
 static void on_log(whisperc_log_level level, const char *msg, void *user) {
     char *buf = user;
     if (level == WHISPERC_LOG_WARN && strlen(buf) + strlen(msg) + 2 < 4096)
@@ -465,6 +529,18 @@ int main(int argc, char **argv) {
     fp.language = "en";
 
     test_schedule(st, in, n);
+
+    /* word timestamps (their alignment on the state's decoder over the window's audio region,
+     * as each window ends), then max_len 1 with them (a word a segment) */
+    fp.word_timestamps = true;
+    const int word_sizes[] = {4}, word_quick[] = {3};
+    compare(st, &fp, in, n, quick ? word_quick : word_sizes, 1, "word timestamps");
+    fp.max_len = 1;
+    fp.split_on_word = true;
+    compare(st, &fp, in, n, quick ? word_quick : word_sizes, 1, "word timestamps, max_len 1");
+    fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    fp.language = "en";
+    test_vad(st, in, n);
 
     /* beam search (5 beams, the CLI's default): each window's beams are 5 lanes of the batch
      * decoder, the windows of several inputs stepped together; fallbacks at T > 0 (best_of 5)

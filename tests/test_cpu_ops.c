@@ -412,12 +412,23 @@ static void test_attention_scores(struct wc_stream *s, int t_len, int s_len, int
                 acc += (double)q[(size_t)t * c + head * d + i] * k[(size_t)j * ld + head * d + i];
             ref[(size_t)t * s_len + j] = (float)(acc / sqrt((double)d));
         }
-    s->be->ops->attention_scores(s, out, q, k, ld, t_len, s_len, c, n_head, head);
+    s->be->ops->attention_scores(s, out, q, k, WC_F32, ld, t_len, s_len, c, n_head, head);
     CHECK(wc_stream_sync(s) == 0);
     char name[96];
     snprintf(name, sizeof name, "attention_scores t=%d s=%d c=%d heads=%d head=%d ld+%d", t_len,
              s_len, c, n_head, head, ld_extra);
     CHECK(check_close(name, out, ref, (size_t)t_len * s_len, 1e-5, 1e-4));
+    /* f16 keys: the f32 path's bits on the widened values */
+    size_t nk = (size_t)s_len * ld;
+    uint16_t *kh = test_round_f16(k, nk);
+    float *out_h = nan_vec((size_t)t_len * s_len);
+    s->be->ops->attention_scores(s, out, q, k, WC_F32, ld, t_len, s_len, c, n_head, head);
+    s->be->ops->attention_scores(s, out_h, q, kh, WC_F16, ld, t_len, s_len, c, n_head, head);
+    CHECK(wc_stream_sync(s) == 0);
+    int same = memcmp(out, out_h, (size_t)t_len * s_len * sizeof *out) == 0;
+    printf("%s f16 keys = f32 on their values: %s\n", name, same ? "OK" : "NOT OK");
+    CHECK(same);
+    free(kh), free(out_h);
     free(q), free(k), free(out), free(ref);
 }
 

@@ -677,19 +677,24 @@ static void test_norm_linear_refused(struct pair *p, int c) {
     p->gpu->ops->stream_free(s);
 }
 
-static void test_scores(struct pair *p, int t_len, int s_len, int c, int n_head, int head) {
+/* f16 keys (dt WC_F16): both backends on the same halves */
+static void test_scores(struct pair *p, int t_len, int s_len, int c, int n_head, int head,
+                        enum wc_dtype dt) {
     char name[128];
-    snprintf(name, sizeof name, "attention_scores t %d s %d c %d h %d head %d", t_len, s_len, c,
-             n_head, head);
+    snprintf(name, sizeof name, "attention_scores t %d s %d c %d h %d head %d%s", t_len, s_len, c,
+             n_head, head, dt == WC_F16 ? " f16 keys" : "");
     size_t nq = (size_t)t_len * c, nk = (size_t)s_len * c, no = (size_t)t_len * s_len;
     float *q = rand_vec(nq, 1.0f), *k = rand_vec(nk, 1.0f), *want = malloc(no * 4);
-    void *dq = gpu_copy(p, q, nq * 4), *dk = gpu_copy(p, k, nk * 4), *dout = gpu_poisoned(p, no);
-    p->cpu->ops->attention_scores(p->cs, want, q, k, c, t_len, s_len, c, n_head, head);
-    p->gpu->ops->attention_scores(p->gs, dout, dq, dk, c, t_len, s_len, c, n_head, head);
+    uint16_t *kh = dt == WC_F16 ? test_round_f16(k, nk) : NULL;
+    const void *ks = kh ? (const void *)kh : k;
+    size_t kb = nk * (kh ? 2 : 4);
+    void *dq = gpu_copy(p, q, nq * 4), *dk = gpu_copy(p, ks, kb), *dout = gpu_poisoned(p, no);
+    p->cpu->ops->attention_scores(p->cs, want, q, ks, dt, c, t_len, s_len, c, n_head, head);
+    p->gpu->ops->attention_scores(p->gs, dout, dq, dk, dt, c, t_len, s_len, c, n_head, head);
     float *got = gpu_fetch(p, dout, no);
     CHECK(got && check_close(name, got, want, no, 1e-5, 1e-4));
     p->gs->be->ops->release(p->gs, dq), p->gs->be->ops->release(p->gs, dk);
-    free(q), free(k), free(want), free(got);
+    free(q), free(k), free(kh), free(want), free(got);
 }
 
 /* Sticky errors: a bad op fails the stream with a message, later ops do nothing, sync says so. */
@@ -1149,8 +1154,9 @@ int main(void) {
         test_attention(&p, 5, 1500, c, h, c, -1); /* five beams' */
         test_attention(&p, 9, 1500, c, h, c, -1); /* past KERNEL_ROWS_MAX_QUERIES: attn_tc */
         test_gather_clamp(&p, c, h);
-        test_scores(&p, 4, 1500, c, h, h - 1);
-        test_scores(&p, 1, 130, c, h, 0);
+        test_scores(&p, 4, 1500, c, h, h - 1, WC_F32);
+        test_scores(&p, 1, 130, c, h, 0, WC_F32);
+        test_scores(&p, 37, 1500, c, h, 1, WC_F16);
     }
     test_linear(&p, 2, 51865, 384, WC_F16, 0, WC_ACT_NONE, 0, 0); /* logits */
     test_linear(&p, 8, 51865, 384, WC_F16, 0, WC_ACT_NONE, 0, 0);

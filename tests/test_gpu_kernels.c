@@ -584,11 +584,11 @@ static void test_attention_scores(int sm, struct wc_stream *s, int n_head, int d
     char name[64];
     snprintf(name, sizeof name, "attn_scores_h%d_d%d", n_head, d);
     CUmodule mod;
-    CUfunction f = load(gen_attention_scores(sm, n_head, d), name, &mod);
+    CUfunction f = load(gen_attention_scores(sm, n_head, d, 0), name, &mod);
     size_t nq = (size_t)t_len * c, nk = (size_t)s_len * ld_k, no = (size_t)t_len * s_len;
     float *q = rand_vec(nq, 1.0f), *kk = rand_vec(nk, 1.0f);
     float *want = malloc(no * 4), *got = malloc(no * 4);
-    s->be->ops->attention_scores(s, want, q, kk, ld_k, t_len, s_len, c, n_head, head);
+    s->be->ops->attention_scores(s, want, q, kk, WC_F32, ld_k, t_len, s_len, c, n_head, head);
     CHECK(wc_stream_sync(s) == 0);
     CUdeviceptr dq = dev_upload(q, nq * 4), dk = dev_upload(kk, nk * 4), dout = dev_poisoned(no);
     unsigned uld = (unsigned)ld_k, ut = (unsigned)t_len, us = (unsigned)s_len;
@@ -601,6 +601,25 @@ static void test_attention_scores(int sm, struct wc_stream *s, int n_head, int d
     /* dot products of 64 N(0,1) pairs: summation order differs from sgemm's, so a score that
      * cancels to ~0 carries ~1e-7 * sum|q k| / 8 of absolute noise */
     CHECK(check_close(what, got, want, no, 1e-6, 1e-5));
+    /* f16 keys (_kvh): the f32 kernel's bits on the widened keys */
+    uint16_t *kh = test_round_f16(kk, nk); /* kk now holds the widened values */
+    CU(api.memcpy_htod(dk, kk, nk * 4));
+    launch2d(f, ut, (us + 127) / 128, 128, args);
+    CU(api.memcpy_dtoh(want, dout, no * 4));
+    CUmodule mod_h;
+    snprintf(name, sizeof name, "attn_scores_h%d_d%d_kvh", n_head, d);
+    CUfunction fh = load(gen_attention_scores(sm, n_head, d, 1), name, &mod_h);
+    CUdeviceptr dkh = dev_upload(kh, nk * 2), dout_h = dev_poisoned(no);
+    void *args_h[] = {&dout_h, &dq, &dkh, &uld, &ut, &us, &uhead};
+    launch2d(fh, ut, (us + 127) / 128, 128, args_h);
+    CU(api.memcpy_dtoh(got, dout_h, no * 4));
+    int same = memcmp(got, want, no * 4) == 0;
+    printf("%s t=%d s=%d head=%d: the f32 kernel's bits on widened keys: %s\n", name, t_len, s_len,
+           head, same ? "OK" : "NOT OK");
+    CHECK(same);
+    api.mem_free(dkh), api.mem_free(dout_h);
+    api.module_unload(mod_h);
+    free(kh);
     api.mem_free(dq), api.mem_free(dk), api.mem_free(dout);
     api.module_unload(mod);
     free(q), free(kk), free(want), free(got);

@@ -10,7 +10,9 @@ that hold bit for bit and that ptxas alone cannot check:
   - attn_rows over f16 K/V (_kvh, the batch decoder's cross-attention) == attn_rows over the
     same values widened to f32;
   - the encoder's fp16 forms (norm_qkv, norm_mlp over many rows): layernorm_c<C>_h and the
-    epilogue bias_act_n<N>_f<flags | 8> == the f32 kernel's values rounded by f32_to_f16.
+    epilogue bias_act_n<N>_f<flags | 8> == the f32 kernel's values rounded by f32_to_f16;
+  - attn_scores over f16 keys (_kvh, word alignment on the batch decoder's audio region) ==
+    attn_scores over the same values widened to f32.
 
 usage: test_ptx_emulated.py WHISPER_C PTXEMU_DIR
 The emulator rounds every f32 operation as written; the GPU's ptxas may contract a mul.f32
@@ -258,6 +260,23 @@ def test_half_forms(ptx, K, rng):
           and same_bits(mem.get(pxh, np.float32, rows * N), h.reshape(-1)))
 
 
+def test_scores_kvh(ptx, H, rng, t_len, s_len, head):
+    D = 64
+    C = H * D
+    q = rng.standard_normal((t_len, C)).astype(np.float32)
+    kh = rng.standard_normal((s_len, C)).astype(np.float16)
+    outs = []
+    for suffix, k in (("", kh.astype(np.float32)), ("_kvh", kh)):
+        mem = Memory(1 << 24)
+        pout = mem.put(np.full(t_len * s_len, np.nan, np.float32))
+        name = "attn_scores_h%d_d%d%s" % (H, D, suffix)
+        run(ptx(name), name, grid=(t_len, (s_len + 127) // 128, 1), block=(128, 1, 1),
+            params=[pout, mem.put(q), mem.put(k), C, t_len, s_len, head], mem=mem)
+        outs.append(mem.get(pout, np.float32, t_len * s_len))
+    check("attn_scores_h%d_d%d_kvh, %d queries, %d keys: the f32 kernel's bits on widened keys"
+          % (H, D, t_len, s_len), same_bits(outs[0], outs[1]) and not np.isnan(outs[1]).any())
+
+
 rng = np.random.default_rng(2026)
 for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     ptx = kernels(size)
@@ -268,5 +287,6 @@ for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     for mode, n_rows, n_keys in (("gather", 3, 448), ("gather", 2, 40), ("rows", 2, 1500)):
         test_split(ptx, H, rng, mode, n_rows, n_keys)
     test_rows_kvh(ptx, H, rng, 2, 300)
+    test_scores_kvh(ptx, H, rng, 2, 200, H - 1)
 print("%d failure(s)" % failures)
 sys.exit(1 if failures else 0)

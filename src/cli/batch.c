@@ -249,10 +249,6 @@ static void say_plan(const struct batch_config *c, const struct session *s,
         ERR("%d worker(s), one per GPU\n", c->jobs);
     else if (r->n_todo)
         ERR("%d worker(s) x %d thread(s)\n", c->jobs, c->n_threads);
-    struct whisperc_full_params fp;
-    cli_full_params(&c->o, &fp);
-    if (r->n_todo && c->o.batch_size > 1 && (fp.word_timestamps || fp.max_len || fp.vad))
-        ERR("--batch-size: -wt, -ml and --vad are not batched; these items run one by one\n");
 }
 
 /* The exit status after a run, with the closing line. */

@@ -245,11 +245,23 @@ void cpu_attention_rows(struct wc_stream *s, float *out, const float *q, const v
     pool_run(cpu_stream(s)->pool, step_task, &j, n_head * n_rows);
 }
 
-void cpu_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k, int ld_k,
-                          int t_len, int s_len, int c, int n_head, int head) {
+void cpu_attention_scores(struct wc_stream *s, float *out, const float *q, const void *k,
+                          enum wc_dtype k_dtype, int ld_k, int t_len, int s_len, int c, int n_head,
+                          int head) {
     if (s->err || t_len <= 0 || s_len <= 0)
         return;
     int d = c / n_head;
+    const float *kh = (const float *)k + (size_t)head * d;
+    int ld = ld_k;
+    if (k_dtype == WC_F16) { /* the head's keys widened into the first thread's scratch */
+        if (cpu_scratch_reserve(s, (size_t)s_len * d))
+            return;
+        float *w = cpu_stream(s)->scratch[0].p;
+        for (int j = 0; j < s_len; j++)
+            wc_to_f32(w + (size_t)j * d, (const uint16_t *)k + (size_t)j * ld_k + (size_t)head * d,
+                      1, (size_t)d);
+        kh = w, ld = d;
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t_len, s_len, d, 1.0f / sqrtf((float)d),
-                q + (size_t)head * d, c, k + (size_t)head * d, ld_k, 0.0f, out, s_len);
+                q + (size_t)head * d, c, kh, ld, 0.0f, out, s_len);
 }

@@ -61,8 +61,9 @@ void cpu_layernorm(struct wc_stream *s, float *out, const float *in, const float
 void cpu_attention(struct wc_stream *s, float *out, const float *q, const void *k, const void *v,
                    enum wc_dtype kv_dtype, int ld_kv, int t_len, int s_len, int c, int n_head,
                    int causal_pos0);
-void cpu_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k, int ld_k,
-                          int t_len, int s_len, int c, int n_head, int head);
+void cpu_attention_scores(struct wc_stream *s, float *out, const float *q, const void *k,
+                          enum wc_dtype k_dtype, int ld_k, int t_len, int s_len, int c, int n_head,
+                          int head);
 void cpu_attention_gather(struct wc_stream *s, float *out, const float *q, const float *k,
                           const float *v, const int32_t *slots, int ld_slots,
                           const int32_t *n_kv_seq, int n_seq, int n_kv, int c, int n_head);

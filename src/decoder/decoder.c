@@ -94,12 +94,20 @@ int decoder_reserve(struct decoder *d, struct wc_stream *s, int n_group) {
         return 0;
     /* The cross-attention K/V belong to the window: reserve before decoder_set_audio. */
     release_all(d, s);
+    decoder_borrow_audio(d, NULL, NULL, WC_F32);
     d->n_past = 0;
     return alloc_group(d, s, n_group);
 }
 
+void decoder_borrow_audio(struct decoder *d, const void *k, const void *v, enum wc_dtype dt) {
+    d->borrowed_k = k;
+    d->borrowed_v = k ? v : NULL;
+    d->borrowed_dtype = dt;
+}
+
 void decoder_set_audio(struct decoder *d, struct wc_stream *s, const float *audio_features) {
     const struct wc_backend_ops *op = s->be->ops;
+    decoder_borrow_audio(d, NULL, NULL, WC_F32);
     int n_audio = d->hp->n_audio_ctx;
     size_t layer = (size_t)n_audio * d->hp->n_text_state;
     for (int l = 0; l < d->hp->n_text_layer; l++) {
@@ -130,6 +138,13 @@ static void decoder_block(struct decoder *d, struct wc_stream *s, int l, int n, 
     float *kc = d->k_cache + (size_t)l * hp->n_text_ctx * ld;
     float *vc = d->v_cache + (size_t)l * hp->n_text_ctx * ld;
     size_t xoff = (size_t)l * hp->n_audio_ctx * c;
+    const void *xk = d->xk + xoff, *xv = d->xv + xoff;
+    enum wc_dtype xdt = WC_F32;
+    if (d->borrowed_k) {
+        xdt = d->borrowed_dtype;
+        size_t at = xoff * (xdt == WC_F16 ? 2 : sizeof(float));
+        xk = (const char *)d->borrowed_k + at, xv = (const char *)d->borrowed_v + at;
+    }
 
     /* self-attention: new keys/values go straight into their cache slots */
     op->layernorm(s, d->h, d->x, b->attn_ln_g, b->attn_ln_b, n, c);
@@ -147,13 +162,12 @@ static void decoder_block(struct decoder *d, struct wc_stream *s, int l, int n, 
     /* cross-attention over the window's audio features */
     op->layernorm(s, d->h, d->x, b->cross_ln_g, b->cross_ln_b, n, c);
     op->linear(s, d->q, 0, d->h, &b->cross.q, b->cross.q_b, n, WC_ACT_NONE, 0);
-    op->attention(s, d->att, d->q, d->xk + xoff, d->xv + xoff, WC_F32, c, n, hp->n_audio_ctx, c,
-                  n_head, -1);
+    op->attention(s, d->att, d->q, xk, xv, xdt, c, n, hp->n_audio_ctx, c, n_head, -1);
     for (int i = 0; al && i < al->n_heads; i++) {
         if (al->heads[i].layer != l)
             continue;
         size_t n_scores = (size_t)n * hp->n_audio_ctx;
-        op->attention_scores(s, al->scores, d->q, d->xk + xoff, c, n, hp->n_audio_ctx, c, n_head,
+        op->attention_scores(s, al->scores, d->q, xk, xdt, c, n, hp->n_audio_ctx, c, n_head,
                              al->heads[i].head);
         op->download(s, al->qk_host + i * n_scores, al->scores, n_scores * sizeof(float));
     }

@@ -30,12 +30,15 @@ struct decoder {
     /* backend memory, owned */
     float *k_cache, *v_cache; /* [n_text_layer][n_text_ctx][n_group_max][s] */
     float *xk, *xv;           /* [n_text_layer][n_audio_ctx][s] cross-attention K/V */
-    float *x, *h, *q, *att;   /* [max(n_text_ctx, n_group_max)][s] */
-    float *mlp;               /* [max(n_text_ctx, n_group_max)][4s] */
-    float *logits;            /* [max(2, n_group_max)][n_vocab] */
-    int32_t *slots;           /* [n_group_max][n_text_ctx] cache slot of (sequence, position) */
-    int32_t *slots_host;      /* host copy of slots, owned */
-    int32_t *slots_tmp;       /* host scratch for decoder_reorder, owned */
+    /* not NULL: the cross-attention K/V read instead of xk, xv (decoder_borrow_audio) */
+    const void *borrowed_k, *borrowed_v;
+    enum wc_dtype borrowed_dtype;
+    float *x, *h, *q, *att; /* [max(n_text_ctx, n_group_max)][s] */
+    float *mlp;             /* [max(n_text_ctx, n_group_max)][4s] */
+    float *logits;          /* [max(2, n_group_max)][n_vocab] */
+    int32_t *slots;         /* [n_group_max][n_text_ctx] cache slot of (sequence, position) */
+    int32_t *slots_host;    /* host copy of slots, owned */
+    int32_t *slots_tmp;     /* host scratch for decoder_reorder, owned */
 };
 
 int decoder_init(struct decoder *d, struct wc_stream *s, const struct wc_hparams *hp,
@@ -50,6 +53,11 @@ int decoder_reserve(struct decoder *d, struct wc_stream *s, int n_group);
 
 /* Cross-attention keys and values of every layer from the encoder output [n_audio_ctx][s]. */
 void decoder_set_audio(struct decoder *d, struct wc_stream *s, const float *audio_features);
+/* Reads cross-attention K/V made elsewhere, in xk's layout [n_text_layer][n_audio_ctx][s] of
+ * dtype dt (backend memory; WC_F16 where the backend takes it, wc_backend.cross_kv), instead
+ * of its own, until decoder_set_audio, decoder_reserve or a borrow of NULL: the batch
+ * decoder's audio region of a window that ended, for its word alignment. Host only. */
+void decoder_borrow_audio(struct decoder *d, const void *k, const void *v, enum wc_dtype dt);
 
 static inline void decoder_reset(struct decoder *d) { d->n_past = 0; }
 

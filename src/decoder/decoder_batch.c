@@ -153,6 +153,11 @@ static void cross_proj(struct decoder_batch *db, struct wc_stream *s, void *dst,
         op->to_f16(s, dst, f32, (size_t)n_audio * db->hp->n_text_state);
 }
 
+void decoder_batch_audio(struct decoder_batch *db, int audio, const void **k, const void **v) {
+    *k = audio_kv(db, db->xk, audio, 0);
+    *v = audio_kv(db, db->xv, audio, 0);
+}
+
 void decoder_batch_assign(struct decoder_batch *db, int lane, int audio) {
     if (lane >= 0 && lane < db->n_lanes && audio >= 0 && audio < db->n_regions)
         db->region_of[lane] = audio;

@@ -106,6 +106,9 @@ void decoder_batch_assign(struct decoder_batch *db, int lane, int audio);
 /* The cross-attention K/V of audio region `audio` from an encoder output [n_audio_ctx][s]. */
 void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int audio,
                              const float *audio_features);
+/* Audio region `audio`'s cross-attention K and V, [n_text_layer][n_audio_ctx][s] of db->xkv
+ * (decoder_borrow_audio's layout), until its next decoder_batch_set_audio. */
+void decoder_batch_audio(struct decoder_batch *db, int audio, const void **k, const void **v);
 
 /* Runs tokens[0..n) at positions 0.. of lane `lane` (whatever it held is dropped), as
  * decoder_forward, leaving the other lanes as they are; for each of the

@@ -21,6 +21,7 @@
 #include "backend.h"
 #include "decoder/decode_batch.h"
 #include "decoder/decode_window.h"
+#include "decoder/decoder.h"
 #include "decoder/decoder_batch.h"
 #include "encoder/encoder.h"
 #include "frontend/mel.h"
@@ -31,8 +32,7 @@
 bool transcribe_batch_supported(const struct whisperc_full_params *p) {
     return (p->strategy == WHISPERC_SAMPLING_GREEDY ||
             p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH) &&
-           p->n_temperatures >= 1 && p->temperatures[0] >= 0.0f && !p->word_timestamps &&
-           p->max_len == 0;
+           p->n_temperatures >= 1 && p->temperatures[0] >= 0.0f;
 }
 
 int transcribe_batch_group(const struct whisperc_full_params *p) {
@@ -183,7 +183,12 @@ static int finish_lanes(struct batch_run *b) {
         b->t->n_decode_steps += r.n_steps;
         if (transcribe_job_retry(ln->job, &r, b->retry_lanes, &ln->retry))
             continue;
+        /* word timestamps: the alignment reads the window's audio, still in region k */
+        const void *xk, *xv;
+        decoder_batch_audio(b->db, k, &xk, &xv);
+        decoder_borrow_audio(b->t->dec, xk, xv, b->db->xkv);
         rc = transcribe_job_decoded(ln->job, &r); /* calls t->on_window, which may abort */
+        decoder_borrow_audio(b->t->dec, NULL, NULL, WC_F32);
         if (!rc && transcribe_job_done(ln->job)) {
             rc = transcribe_job_end(ln->job);
             retire(b, ln->job, ln->i_input);

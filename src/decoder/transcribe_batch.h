@@ -13,8 +13,10 @@
  * transcribe() would (alone on the state's own decoder where the fallback's samples are more
  * than db's lanes).
  *
- * Not batched (the caller runs transcribe() per input instead): word timestamps and max_len
- * (their alignment needs the window on the state's own decoder).
+ * Word timestamps (and max_len, which needs them): when a window ends, its alignment pass runs
+ * on the state's own decoder reading the window's audio region (decoder_borrow_audio), before
+ * the region takes the input's next window; the words and the seek they move are
+ * transcribe()'s.
  */
 #ifndef WC_TRANSCRIBE_BATCH_H
 #define WC_TRANSCRIBE_BATCH_H

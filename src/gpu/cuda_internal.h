@@ -30,7 +30,7 @@ enum cuda_kernel_kind {
     CK_IM2COL,      /* a = c_in, b = stride */
     CK_ATTENTION,   /* a = n_head, b = d_head, c = causal */
     CK_GATHER,      /* a = n_head, b = d_head */
-    CK_SCORES,      /* a = n_head, b = d_head */
+    CK_SCORES,      /* a = n_head, b = d_head, c = K in f16 */
     CK_GEMV,        /* a = k_in, b = flags */
     CK_ROWS,        /* a = n_head, b = d_head, c = K/V in f16 */
     CK_LOGITS,      /* logits_part; a = n_vocab */
@@ -216,8 +216,9 @@ void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const 
                          const void *v, enum wc_dtype kv_dtype, int ld_kv, size_t lane_stride,
                          const int32_t *lane_of_row, int n_rows, int s_len, int c, int n_head);
 void cuda_to_f16(struct wc_stream *s, void *dst, const float *src, size_t n);
-void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k,
-                           int ld_k, int t_len, int s_len, int c, int n_head, int head);
+void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const void *k,
+                           enum wc_dtype k_dtype, int ld_k, int t_len, int s_len, int c,
+                           int n_head, int head);
 void cuda_rows_scatter(struct wc_stream *s, float *dst, const float *src, const int32_t *dst_row,
                        int n_rows, int c);
 void cuda_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,

@@ -21,7 +21,7 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     case CK_IM2COL: return gen_im2col(sm, a, b);
     case CK_ATTENTION: return gen_attention(sm, a, b, c);
     case CK_GATHER: return gen_attention_gather(sm, a, b);
-    case CK_SCORES: return gen_attention_scores(sm, a, b);
+    case CK_SCORES: return gen_attention_scores(sm, a, b, c);
     case CK_GEMV: return gen_gemv_f16(sm, a, b);
     case CK_ROWS: return gen_attention_rows(sm, a, b, c);
     case CK_LOGITS: return gen_logits_part(sm, a);

@@ -495,8 +495,9 @@ void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const 
     attention_split(s, kn, args, 11, n_rows, s_len, s_len, n_head, d);
 }
 
-void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const float *k,
-                           int ld_k, int t_len, int s_len, int c, int n_head, int head) {
+void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const void *k,
+                           enum wc_dtype k_dtype, int ld_k, int t_len, int s_len, int c, int n_head,
+                           int head) {
     if (cuda_op_begin(s) || t_len <= 0 || s_len <= 0)
         return;
     int d = head_dim(s, "attention_scores", c, n_head);
@@ -508,7 +509,7 @@ void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, cons
                        n_head);
         return;
     }
-    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_SCORES, n_head, d, 0);
+    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_SCORES, n_head, d, k_dtype == WC_F16);
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k);
     unsigned uld = (unsigned)ld_k, ut = (unsigned)t_len, us = (unsigned)s_len;
     unsigned uhead = (unsigned)head;

@@ -2,18 +2,20 @@
  * alignment (cross-attention of the alignment heads, a few rows per step; not a hot kernel).
  * CTA (t, jb), thread tid: key j = jb*128 + tid of query t. Every thread of the CTA reads the
  * same q row (one broadcast transaction per load) and walks its own key row; the scale comes
- * after the dot product, as the CPU twin's sgemm alpha. */
+ * after the dot product, as the CPU twin's sgemm alpha. kv_half (attn_scores_..._kvh): keys
+ * stored as fp16 (the batch decoder's cross-attention K), widened as loaded: the f32 kernel's
+ * bits on the widened values. */
 #include <math.h>
 #include <stdio.h>
 
 #include "kernels/kernels.h"
 #include "kernels/ptx.h"
 
-char *gen_attention_scores(int sm, int n_head, int d) {
+char *gen_attention_scores(int sm, int n_head, int d, int kv_half) {
     if (n_head <= 0 || d <= 0 || d > 256)
         return NULL;
     char name[64];
-    snprintf(name, sizeof name, "attn_scores_h%d_d%d", n_head, d);
+    snprintf(name, sizeof name, "attn_scores_h%d_d%d%s", n_head, d, kv_half ? "_kvh" : "");
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
     ptx_param(&k, "u64", "p_out");
@@ -43,12 +45,18 @@ char *gen_attention_scores(int sm, int n_head, int d) {
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", qi.s, t.s, n_head * d, head.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", ki.s, j.s, ld.s, head.s);
     struct ptx_reg qa = ptx_addr(&k, ptx_ld_ptr(&k, "p_q"), qi, 4);
-    struct ptx_reg ka = ptx_addr(&k, ptx_ld_ptr(&k, "p_k"), ki, 4);
+    struct ptx_reg ka = ptx_addr(&k, ptx_ld_ptr(&k, "p_k"), ki, kv_half ? 2 : 4);
+    struct ptx_reg kh = ptx_reg(&k, PTX_B16);
     struct ptx_reg s = ptx_reg(&k, PTX_F32), qv = ptx_reg(&k, PTX_F32), kv = ptx_reg(&k, PTX_F32);
     ptx_ins(&k, "mov.f32 %s, 0f00000000", s.s);
     for (int i = 0; i < d; i++) {
         ptx_ins(&k, "ld.global.nc.f32 %s, [%s+%d]", qv.s, qa.s, 4 * i);
-        ptx_ins(&k, "ld.global.nc.f32 %s, [%s+%d]", kv.s, ka.s, 4 * i);
+        if (kv_half) {
+            ptx_ins(&k, "ld.global.nc.b16 %s, [%s+%d]", kh.s, ka.s, 2 * i);
+            ptx_ins(&k, "cvt.f32.f16 %s, %s", kv.s, kh.s);
+        } else {
+            ptx_ins(&k, "ld.global.nc.f32 %s, [%s+%d]", kv.s, ka.s, 4 * i);
+        }
         ptx_ins(&k, "fma.rn.f32 %s, %s, %s, %s", s.s, qv.s, kv.s, s.s);
     }
     ptx_ins(&k, "mul.f32 %s, %s, %s", s.s, s.s, ptx_f32((float)(1.0 / sqrt((double)d))).s);

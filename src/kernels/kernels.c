@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_KERNELS 48 /* a model's distinct kernels (36 for every official size today) */
+#define MAX_KERNELS 48 /* a model's distinct kernels (37 for every official size today) */
 
 /* Appends ptx to list[0..*n) unless a kernel of its name is there; -1 (ptx freed) when it is
  * NULL, unnamed, or the list is full. */
@@ -70,7 +70,8 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_attention_tc(sm, ht, ct / ht, 0)) |
                add(list, &n, gen_attention_tc(sm, ht, ct / ht, 1)) |
                add(list, &n, gen_attention_gather(sm, ht, ct / ht)) |
-               add(list, &n, gen_attention_scores(sm, ht, ct / ht)) |
+               add(list, &n, gen_attention_scores(sm, ht, ct / ht, 0)) |
+               add(list, &n, gen_attention_scores(sm, ht, ct / ht, 1)) |
                add(list, &n, gen_logits_part(sm, hp->n_vocab)) |
                add(list, &n, gen_logits_pick(sm, hp->n_vocab)) |
                /* beam search, the CLI's 5 beams */

@@ -102,8 +102,10 @@ char *gen_attention_rows(int sm, int n_head, int d_head, int kv_half);
  * z in order. */
 
 /* backend.h's `attention_scores` for one head: attn_scores_h<H>_d<D>(out, q, k, ld_k, t_len,
- * s_len, head); out[t][j] fp32; grid (t_len, ceil(s_len / 128)) x 128 threads. */
-char *gen_attention_scores(int sm, int n_head, int d_head);
+ * s_len, head); out[t][j] fp32; grid (t_len, ceil(s_len / 128)) x 128 threads. kv_half:
+ * attn_scores_h<H>_d<D>_kvh, k fp16 (ld_k in elements), the bits the f32 kernel gives on the
+ * widened keys. */
+char *gen_attention_scores(int sm, int n_head, int d_head, int kv_half);
 
 /* backend.h's `linear` over a few rows (the CUDA backend: up to KERNEL_GEMV_LAUNCH_ROWS), fp16
  * weights [N][K] as uploaded,
