@@ -30,7 +30,7 @@
 #             and base (THROUGHPUT_REPEAT, THROUGHPUT_CLIPS, THROUGHPUT_WORKERS="-j 1" for a dry
 #             run on the CPU)
 #   quick     a 15-minute session's measurements with tiny.en alone (stage.sh pack tiny.en):
-#             jfk and the dev set on cuda, batch identity, batchbench at 64 lanes (cross K/V
+#             jfk, the dev set and its words on cuda, batch identity, batchbench at 64 lanes (cross K/V
 #             f16 and f32), base.en-shaped random weights (step, encoder, batched x real
 #             time with prompts as step rows and as prefills), throughput tiny.en at 64 lanes
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
@@ -473,6 +473,7 @@ stage_quick() {
     local rc=0 out=.device/throughput workers="--gpus 0"
     compare_jfk tiny.en || rc=1
     golden_on_cuda devset_tiny.en || rc=1
+    golden_on_cuda words_tiny.en || rc=1 # word alignment over a batch region's fp16 K/V
     batch_identity 150 || rc=1
     make_wav16 || return 1
     batchbench_one tiny.en 1 64 || rc=1
