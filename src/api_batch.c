@@ -219,6 +219,7 @@ struct mel_source {
     const struct whisperc_full_params *p;
     const float *const *pcm;
     const int *n_samples;
+    const int *input;        /* the caller's number of input i (errors name it); NULL: i */
     struct mel_prefetch *pf; /* NULL: each computed when needed */
 };
 
@@ -230,7 +231,7 @@ static int compute_mel(const struct mel_source *ms, int i, int n_threads, struct
     int rc = mel_compute(out, ms->pcm[i], (size_t)ms->n_samples[i], WC_CHUNK_SAMPLES,
                          m->file->mel_filters, m->file->hp.n_mels, n_threads, why, sizeof why);
     if (rc)
-        wc_errf(err, err_size, "input %d: %s", i, why);
+        wc_errf(err, err_size, "input %d: %s", ms->input ? ms->input[i] : i, why);
     return rc;
 }
 
@@ -284,10 +285,10 @@ static int min_pass(const whisperc_state *st, int windows) {
 
 /* The batched path: transcribe_batch over the state's lanes, each input's log-Mel made when it
  * enters a lane and freed when it leaves (memory grows with the batch, not the inputs); the
- * transcripts into outs[n]. */
+ * transcripts into outs[n]; input[i] (NULL: i) is input i's number in the caller's list. */
 static int batched(whisperc_state *st, const struct whisperc_full_params *p,
-                   const float *const *pcm, const int *n_samples, int n, int i_lang,
-                   struct wc_transcript *outs) {
+                   const float *const *pcm, const int *n_samples, const int *input, int n,
+                   int i_lang, struct wc_transcript *outs) {
     int rc = batch_lanes(st, p);
     if (rc)
         return rc;
@@ -314,7 +315,7 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
         st->errmsg[0] = '\0';
         rc = 0;
     }
-    struct mel_source ms = {st, p, pcm, n_samples, NULL};
+    struct mel_source ms = {st, p, pcm, n_samples, input, NULL};
     rc = start_prefetch(&ms, n, slots);
     if (rc)
         return api_fail(st, rc, "out of memory for the log-Mel prefetcher");
@@ -373,7 +374,7 @@ static int batched_vad(whisperc_state *st, const struct whisperc_full_params *p,
         }
     }
     if (!rc && m)
-        rc = batched(st, p, in, n_in, m, i_lang, outs);
+        rc = batched(st, p, in, n_in, which, m, i_lang, outs);
     for (int j = 0; !rc && j < m; j++) {
         int i = which[j];
         segments_remap(outs[j].seg, outs[j].n_seg, &maps[i]);
@@ -439,7 +440,7 @@ whisperc_status whisperc_full_batch(whisperc_state *st, const struct whisperc_fu
             lanes_refused(st, batch_lane_count(&p, 1), 1); /* not even one window's lanes */
         if (transcribe_batch_supported(&p) && !refused) {
             rc = p.vad ? batched_vad(st, &p, pcm16k, n_samples, n_inputs, i_lang)
-                       : batched(st, &p, pcm16k, n_samples, n_inputs, i_lang, st->batch_tr);
+                       : batched(st, &p, pcm16k, n_samples, NULL, n_inputs, i_lang, st->batch_tr);
             if (rc == WHISPERC_ERR_NO_MEMORY && lanes_refused(st, batch_lane_count(&p, 1), 1) &&
                 !st->s->err) { /* one window's lanes do not fit: one by one */
                 api_log(p.log_fn, p.log_user_data, WHISPERC_LOG_WARN,

@@ -513,6 +513,9 @@ static void job_window(struct transcribe_job *j) {
 
 void transcribe_job_window(struct transcribe_job *j, float *mel_window, struct decode_opts *o) {
     job_window(j);
+    /* the caller encodes the window: language detection's encoding in t's decoder is no longer
+     * this job's to reuse (a batch detects the next inputs' languages there meanwhile) */
+    j->r.detected_window_loaded = false;
     const struct mel_spec *mel = j->r.mel;
     for (int m = 0; m < mel->n_mels; m++) {
         float *dst = mel_window + (size_t)m * WC_CHUNK_FRAMES;

@@ -226,7 +226,8 @@ void cuda_norm_mlp(struct wc_stream *s, float *x, const float *g, const float *l
         return;
     /* one fp16 buffer for both GEMMs' operands: the normed rows, then (once fc1 has read them,
      * in stream order) the hidden layer after its bias and GELU */
-    uint64_t h16 = cuda_scratch(s, CUDA_SCRATCH_HALF, n_hidden * 2);
+    size_t n_in = (size_t)n_rows * (size_t)c;
+    uint64_t h16 = cuda_scratch(s, CUDA_SCRATCH_HALF, 2 * (n_hidden > n_in ? n_hidden : n_in));
     if (!h16)
         return;
     layernorm_half(s, h16, x, g, lb, n_rows, c);
