@@ -4,11 +4,13 @@
  * search) on host rows. The arithmetic is the decoder's own (decoder/logit_filters.c
  * timestamp_rules, decode_window.c decode_argmax, util.c wc_logsumexp, wc_log_softmax,
  * wc_topk), operation for operation, so a step gives the same bits whichever path the decoder
- * takes; tests/test_logits.c holds it to that.
+ * takes; tests/test_logits.c holds it to that. Rows go to the stream's threads, one a task
+ * (each row's arithmetic is its own: the bits do not depend on the thread).
  */
 #include <math.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/pool.h"
 #include "libwhisperc.h"
 #include "util.h"
 
@@ -69,13 +71,50 @@ static int check_args(struct wc_stream *s, const char *op, const struct wc_logit
     return 0;
 }
 
+/* One call's rows, for the pool's tasks. */
+struct rows_job {
+    struct wc_greedy_pick *out;
+    float *logits;
+    const struct wc_logit_rule *rules;
+    const int32_t *suppress;
+    int n_suppress, n_vocab, k; /* k 0: the greedy pick */
+};
+
+static void topk_row(struct wc_greedy_pick *out, float *x, const struct wc_logit_rule *r,
+                     const int32_t *suppress, int n_suppress, int n_vocab, int k) {
+    int idx[WC_LOGIT_MAX_TOPK];
+    mask_row(x, r, suppress, n_suppress, n_vocab);
+    wc_log_softmax(x, n_vocab);
+    wc_topk(x, n_vocab, k, idx);
+    for (int j = 0; j < k; j++)
+        out[j] = (struct wc_greedy_pick){idx[j], x[idx[j]]};
+}
+
+static void row_task(void *ctx, int r, int thread) {
+    const struct rows_job *j = ctx;
+    (void)thread;
+    float *x = j->logits + (size_t)r * j->n_vocab;
+    if (j->k)
+        topk_row(j->out + (size_t)r * j->k, x, &j->rules[r], j->suppress, j->n_suppress, j->n_vocab,
+                 j->k);
+    else
+        pick_row(&j->out[r], x, &j->rules[r], j->suppress, j->n_suppress, j->n_vocab);
+}
+
+static void run_rows(struct wc_stream *s, const struct rows_job *j, int n_rows) {
+    if (n_rows == 1)
+        row_task((void *)j, 0, 0);
+    else
+        pool_run(cpu_stream(s)->pool, row_task, (void *)j, n_rows);
+}
+
 void cpu_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                        const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                        int n_rows, int n_vocab) {
     if (check_args(s, "logits_greedy", rules, suppress, n_suppress, n_rows, n_vocab))
         return;
-    for (int r = 0; r < n_rows; r++)
-        pick_row(&out[r], logits + (size_t)r * n_vocab, &rules[r], suppress, n_suppress, n_vocab);
+    struct rows_job j = {out, logits, rules, suppress, n_suppress, n_vocab, 0};
+    run_rows(s, &j, n_rows);
 }
 
 void cpu_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
@@ -87,13 +126,6 @@ void cpu_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *log
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "logits_topk: k %d", k);
         return;
     }
-    int idx[WC_LOGIT_MAX_TOPK];
-    for (int r = 0; r < n_rows; r++) {
-        float *x = logits + (size_t)r * n_vocab;
-        mask_row(x, &rules[r], suppress, n_suppress, n_vocab);
-        wc_log_softmax(x, n_vocab);
-        wc_topk(x, n_vocab, k, idx);
-        for (int j = 0; j < k; j++)
-            out[(size_t)r * k + j] = (struct wc_greedy_pick){idx[j], x[idx[j]]};
-    }
+    struct rows_job j = {out, logits, rules, suppress, n_suppress, n_vocab, k};
+    run_rows(s, &j, n_rows);
 }
