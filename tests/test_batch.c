@@ -135,6 +135,24 @@ static int same_result(const char *what, int i, const struct result *a, const st
     return 1;
 }
 
+/* After a whisperc_full_batch of n inputs: each input's result against alone[i] (freed), the
+ * run's timings into *tm; 1 when all are the same. */
+static int batch_same(whisperc_state *st, const char *what, struct result *alone, int n,
+                      struct whisperc_timings *tm) {
+    *tm = (struct whisperc_timings){.size = sizeof *tm};
+    CHECK(whisperc_state_timings(st, tm) == WHISPERC_OK);
+    int ok = 1;
+    for (int i = 0; i < n; i++) {
+        CHECK(whisperc_batch_select(st, i) == WHISPERC_OK);
+        struct result r;
+        take_result(st, &r);
+        ok &= same_result(what, i, &alone[i], &r);
+        result_free(&r);
+        result_free(&alone[i]);
+    }
+    return ok;
+}
+
 static bool abort_now(void *user) {
     (*(int *)user)++;
     return true;
@@ -265,17 +283,8 @@ static void test_schedule(whisperc_state *st, const float *const *pcm, const int
     }
     fp.batch_size = B;
     CHECK(whisperc_full_batch(st, &fp, in, n_in, N_INPUTS) == WHISPERC_OK);
-    struct whisperc_timings tm = {.size = sizeof tm};
-    CHECK(whisperc_state_timings(st, &tm) == WHISPERC_OK);
-    int ok = 1;
-    for (int i = 0; i < N_INPUTS; i++) {
-        CHECK(whisperc_batch_select(st, i) == WHISPERC_OK);
-        struct result r;
-        take_result(st, &r);
-        ok &= same_result("no fallback", i, &alone[i], &r);
-        result_free(&r);
-        result_free(&alone[i]);
-    }
+    struct whisperc_timings tm;
+    int ok = batch_same(st, "no fallback", alone, N_INPUTS, &tm);
     printf("no fallback, batch_size %d: %d inputs %s; %d batched steps (round-based: at least "
            "%d; the long input alone: %d), %d tokens (alone: %d)\n",
            B, N_INPUTS, ok ? "identical" : "DIFFER", tm.n_batch_steps, round_based, calls[N_CLIPS],
@@ -314,17 +323,8 @@ static void test_vad(whisperc_state *st, const float *const *pcm, const int *n) 
           alone[0].seg[0].t0 >= 3500); /* VAD pads speech by 30 ms */
     fp.batch_size = 2;
     CHECK(whisperc_full_batch(st, &fp, in, nn, 3) == WHISPERC_OK);
-    struct whisperc_timings tm = {.size = sizeof tm};
-    CHECK(whisperc_state_timings(st, &tm) == WHISPERC_OK);
-    int ok = 1;
-    for (int i = 0; i < 3; i++) {
-        CHECK(whisperc_batch_select(st, i) == WHISPERC_OK);
-        struct result r;
-        take_result(st, &r);
-        ok &= same_result("vad", i, &alone[i], &r);
-        result_free(&r);
-        result_free(&alone[i]);
-    }
+    struct whisperc_timings tm;
+    int ok = batch_same(st, "vad", alone, 3, &tm);
     printf("vad + word timestamps, batch_size 2: 3 inputs %s (%d batched steps, vad %.1f s of "
            "%.1f s)\n",
            ok ? "identical" : "DIFFER", tm.n_batch_steps, tm.vad_seconds, tm.audio_seconds);
