@@ -217,8 +217,8 @@ void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const 
                          const int32_t *lane_of_row, int n_rows, int s_len, int c, int n_head);
 void cuda_to_f16(struct wc_stream *s, void *dst, const float *src, size_t n);
 void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const void *k,
-                           enum wc_dtype k_dtype, int ld_k, int t_len, int s_len, int c,
-                           int n_head, int head);
+                           enum wc_dtype k_dtype, int ld_k, int t_len, int s_len, int c, int n_head,
+                           int head);
 void cuda_rows_scatter(struct wc_stream *s, float *dst, const float *src, const int32_t *dst_row,
                        int n_rows, int c);
 void cuda_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
