@@ -16,7 +16,8 @@
  * decoder with one lane (a GPU's path, WHISPERC_DECODER=batch) gives the same results as the
  * single decoder. Beam search (5 beams) batched and through the batch decoder alone gives
  * the same results as whisperc_full's own beam search too, and so do word timestamps (with
- * max_len 1 too): words, times and probabilities; and VAD (inputs with no speech among them).
+ * max_len 1 too): words, times and probabilities; and VAD (inputs with no speech among them);
+ * and, every prompt a prefill, several windows' prefills started together.
  * Skips (77)
  * without ../shared. `test_batch quick`: 5 clips and a shorter long input, batch size 3 (for
  * sanitizer builds).
@@ -554,6 +555,16 @@ int main(int argc, char **argv) {
     fp.language = "en";
     const int beam_sizes[] = {3}, beam_quick[] = {2};
     compare(st, &fp, in, n, quick ? beam_quick : beam_sizes, 1, "beam search 5");
+    /* every prompt a prefill (WHISPERC_BATCH_PROMPT=prefill): the windows an encoder pass
+     * starts are prefilled together, their first picks synced once (decode_batch_start_n) */
+    setenv("WHISPERC_BATCH_PROMPT", "prefill", 1);
+    compare(st, &fp, in, n, quick ? beam_quick : beam_sizes, 1,
+            "beam search 5, prompts prefilled together");
+    fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    fp.language = "en";
+    compare(st, &fp, in, n, quick ? beam_quick : beam_sizes, 1,
+            "greedy, prompts prefilled together");
+    unsetenv("WHISPERC_BATCH_PROMPT");
 
     /* bad calls: no inputs, a bad batch size, a bad input named */
     fp = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);

@@ -283,10 +283,13 @@ static int slot_open(struct decode_batch *d, int k, const struct decode_opts *o)
     return 0;
 }
 
-int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *o) {
+/* A window's start up to its prompt: the slot opened, its hypotheses, a prompt fed whole
+ * marked for the next step (*queue false), else one to prefill (*queue true). */
+static int start_open(struct decode_batch *d, int k, const struct decode_opts *o, bool *queue) {
     struct wc_stream *s = d->s;
     const struct wc_vocab *v = d->v;
     int n_ctx = d->db->hp->n_text_ctx, n_vocab = v->n_vocab;
+    *queue = false;
     int rc = slot_open(d, k, o);
     if (rc)
         return rc;
@@ -311,52 +314,97 @@ int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *
     }
     sl->r.n_steps = 1;
     sl->n_initial = n_initial;
+    sl->sot_index = sot_index;
     if (o->sample_len > 0 && n_initial <= d->feed_max) {
         /* fed whole with the next step (decode_batch_step), the first lane emptied for it (the
          * others take it over after the first pick) */
         memcpy(sl->prompt, d->seq, (size_t)n_initial * sizeof *sl->prompt);
         sl->feed = true;
-        sl->sot_index = sot_index;
         decoder_batch_clear(d->db, sl->lane[0]);
         sl->state = SLOT_RUNNING;
         return 0;
     }
-    int rows[2] = {n_initial - 1, sot_index};
-    int n_rows = sot_index == n_initial - 1 ? 1 : 2;
-    /* the prompt in the first lane (the others take it over after the first pick); its logits
-     * stay in db->logits but the SOT row's, which no_speech_prob reads on the host */
+    *queue = true;
+    return 0;
+}
+
+/* The prefill of slot k's prompt (in d->seq) and its first pick queued, as row i of the step
+ * arrays (nothing is synced): the prompt in the first lane (the others take it over after the
+ * first pick); the SOT row to the host for no_speech_prob; the pick by the backend, as a
+ * step's (decode_window's likewise). Samples draw from the last row on the host. */
+static int start_queue(struct decode_batch *d, int k, int i) {
+    struct wc_stream *s = d->s;
+    struct decode_batch_slot *sl = &d->slots[k];
+    int n_vocab = d->v->n_vocab, n_initial = sl->n_initial;
+    int rows[2] = {n_initial - 1, sl->sot_index};
+    int n_rows = sl->sot_index == n_initial - 1 ? 1 : 2;
     float *at_sot = d->sot_logits + (size_t)k * n_vocab;
-    rc = decoder_batch_prefill(d->db, s, sl->lane[0], d->seq, n_initial, rows, n_rows, NULL);
+    int rc = decoder_batch_prefill(d->db, s, sl->lane[0], d->seq, n_initial, rows, n_rows, NULL);
     s->be->ops->download(s, at_sot, d->db->logits + (size_t)(n_rows - 1) * n_vocab,
                          (size_t)n_vocab * sizeof(float));
-    sl->state = o->sample_len > 0 ? SLOT_RUNNING : SLOT_ENDED;
-    /* the first pick by the backend, as a step's (decode_window's likewise): the prompt's last
-     * row is the first of db->logits; the pick's sync brings the SOT row too. Samples draw
-     * from that row on the host. */
-    add_row(d, 0, k, 0, 0, sl->kind == SLOT_GREEDY ? sl->hs.h : NULL);
-    if (!rc && sl->state == SLOT_RUNNING && sl->kind == SLOT_GREEDY) {
-        rc = decode_greedy_pick(s, d->db->logits, 1, n_vocab, d->lf, d->hk, d->pick);
-    } else if (!rc) {
-        if (sl->state == SLOT_RUNNING && sl->kind == SLOT_BEAMS)
-            rank_beams(d, 0, 1);
-        if (sl->state == SLOT_RUNNING && sl->kind == SLOT_SAMPLES)
-            s->be->ops->download(s, sl->logits, d->db->logits, (size_t)n_vocab * sizeof(float));
-        rc = wc_stream_sync(s);
-    }
-    if (rc)
+    sl->state = sl->o->sample_len > 0 ? SLOT_RUNNING : SLOT_ENDED;
+    add_row(d, i, k, 0, 0, sl->kind == SLOT_GREEDY ? sl->hs.h : NULL);
+    if (rc || sl->state != SLOT_RUNNING)
         return rc;
+    /* the prompt's last row is db->logits' first; the pick goes to row i */
+    if (sl->kind == SLOT_GREEDY) {
+        decode_greedy_queue(s, d->db->logits, 1, n_vocab, d->lf + i, d->hk + i, d->pick + i);
+    } else if (sl->kind == SLOT_BEAMS) {
+        const struct logit_filters *f = sl->o->filters;
+        int K = d->beam_size + 1;
+        beam_rule(&sl->bs, 0, &d->rules[i]);
+        s->be->ops->logits_topk(s, d->top + (size_t)i * K, d->db->logits, d->rules + i, f->suppress,
+                                f->n_suppress, 1, n_vocab, K);
+    } else
+        s->be->ops->download(s, sl->logits, d->db->logits, (size_t)n_vocab * sizeof(float));
+    return s->err;
+}
+
+/* After the sync: slot k's no_speech_prob and its first pick (row i) taken. */
+static void start_take(struct decode_batch *d, int k, int i) {
+    struct decode_batch_slot *sl = &d->slots[k];
+    const struct wc_vocab *v = d->v;
+    int n_vocab = v->n_vocab;
+    const float *at_sot = d->sot_logits + (size_t)k * n_vocab;
     sl->r.no_speech_prob = exp(at_sot[v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
     if (sl->state != SLOT_RUNNING)
-        return 0;
+        return;
     if (sl->kind == SLOT_BEAMS) {
-        beam_take(d, k, d->top);
+        beam_take(d, k, d->top + (size_t)i * (d->beam_size + 1));
     } else if (sl->kind == SLOT_SAMPLES) {
         sample_weigh(d, sl, 0);
         sample_take(d, sl);
     } else {
-        take(sl, v, n_ctx, d->pick[0].token, d->pick[0].logprob);
+        take(sl, v, d->db->hp->n_text_ctx, d->pick[i].token, d->pick[i].logprob);
     }
-    return 0;
+}
+
+int decode_batch_start_n(struct decode_batch *d, int n, const int *ks,
+                         const struct decode_opts *const *os) {
+    int queued[DECODE_BATCH_START_MAX], n_queued = 0, rc = 0;
+    if (n > DECODE_BATCH_START_MAX || n > d->db->max_rows) {
+        wc_stream_fail(d->s, WHISPERC_ERR_INVALID_ARG, "decoder: %d windows started at once", n);
+        return d->s->err;
+    }
+    for (int i = 0; i < n && !rc; i++) {
+        bool queue;
+        rc = start_open(d, ks[i], os[i], &queue);
+        if (!rc && queue) {
+            rc = start_queue(d, ks[i], n_queued);
+            queued[n_queued++] = ks[i];
+        }
+    }
+    /* one sync for all the prompts prefilled: a GPU runs them back to back while the host
+     * queues the next, instead of a round trip each */
+    if (!rc && n_queued)
+        rc = wc_stream_sync(d->s);
+    for (int i = 0; i < n_queued && !rc; i++)
+        start_take(d, queued[i], i);
+    return rc;
+}
+
+int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *o) {
+    return decode_batch_start_n(d, 1, &k, &o);
 }
 
 /* The picks of beam rows r0 .. r0 + m (each slot's beams in a row) through logits_topk, in

@@ -87,6 +87,12 @@ void decode_batch_free(struct decode_batch *d);
  * no_speech_prob and first token(s), now or (a short prompt) with the next step. It may end
  * at once (decode_batch_ended). Returns 0 or a WHISPERC_ERR_* code (message in the stream). */
 int decode_batch_start(struct decode_batch *d, int k, const struct decode_opts *o);
+/* decode_batch_start for slots ks[0..n) with options os[i] (n <= DECODE_BATCH_START_MAX and
+ * db->max_rows), the same results; the prompts that are prefilled (longer than feed_max) are
+ * queued together and synced once, rather than one round trip each. */
+#define DECODE_BATCH_START_MAX 64
+int decode_batch_start_n(struct decode_batch *d, int n, const int *ks,
+                         const struct decode_opts *const *os);
 
 /* One token for every sequence of every slot still running, and the prompts of slots that
  * start (as many as the step has room for), in one decoder_batch_step. *n_stepped (may be

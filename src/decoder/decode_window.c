@@ -42,6 +42,13 @@ int decode_argmax(const float *x, int n) {
 int decode_greedy_pick(struct wc_stream *s, float *logits, int n, int n_vocab,
                        const struct logit_filters *const *lf, const struct hyp *const *h,
                        struct wc_greedy_pick *out) {
+    decode_greedy_queue(s, logits, n, n_vocab, lf, h, out);
+    return wc_stream_sync(s);
+}
+
+void decode_greedy_queue(struct wc_stream *s, float *logits, int n, int n_vocab,
+                         const struct logit_filters *const *lf, const struct hyp *const *h,
+                         struct wc_greedy_pick *out) {
     struct wc_logit_rule rules[WC_MAX_GROUP];
     /* one call per run of rows that share a suppress list (in practice: one call) */
     for (int r0 = 0, m; r0 < n; r0 += m) {
@@ -55,7 +62,6 @@ int decode_greedy_pick(struct wc_stream *s, float *logits, int n, int n_vocab,
         s->be->ops->logits_greedy(s, out + r0, logits + (size_t)r0 * n_vocab, rules, f->suppress,
                                   f->n_suppress, m, n_vocab);
     }
-    return wc_stream_sync(s);
 }
 
 /* One pass of expf (a float's precision is all a draw needs) keeps each weight in w for the

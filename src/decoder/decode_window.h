@@ -102,6 +102,10 @@ struct wc_greedy_pick;
 int decode_greedy_pick(struct wc_stream *s, float *logits, int n, int n_vocab,
                        const struct logit_filters *const *lf, const struct hyp *const *h,
                        struct wc_greedy_pick *out);
+/* The same, queued: out is filled by the caller's next sync. */
+void decode_greedy_queue(struct wc_stream *s, float *logits, int n, int n_vocab,
+                         const struct logit_filters *const *lf, const struct hyp *const *h,
+                         struct wc_greedy_pick *out);
 
 /* r's text, avg_logprob and compression ratio from its tokens and sum_logprob. */
 int decode_result_finish(const struct wc_vocab *v, struct decode_result *r);

@@ -126,11 +126,13 @@ static int start_windows(struct batch_run *b, int n_need, char *err, size_t err_
             return rc;
         }
         t0 = wc_now_ms();
-        for (int i = 0; i < n && !rc; i++) {
+        const struct decode_opts *os[ENCODER_MAX_WINDOWS];
+        for (int i = 0; i < n; i++) {
             int k = b->need[k0 + i];
-            rc = decode_batch_start(&b->d, k, &b->opts[k]);
+            os[i] = &b->opts[k];
             b->lanes[k].running = true;
         }
+        rc = decode_batch_start_n(&b->d, n, b->need + k0, os);
         t->decode_ms += wc_now_ms() - t0;
     }
     if (rc)
