@@ -173,6 +173,11 @@ static void decoder_block(struct decoder *d, struct wc_stream *s, int l, int n, 
     }
     op->linear(s, d->x, 0, d->att, &b->cross.o, b->cross.o_b, n, WC_ACT_NONE, 1);
 
+    if (op->norm_mlp) { /* the same bits in fewer launches and passes (backend.h) */
+        op->norm_mlp(s, d->x, b->mlp_ln_g, b->mlp_ln_b, &b->mlp0, b->mlp0_b, &b->mlp2, b->mlp2_b, n,
+                     d->mlp);
+        return;
+    }
     op->layernorm(s, d->h, d->x, b->mlp_ln_g, b->mlp_ln_b, n, c);
     op->linear(s, d->mlp, 0, d->h, &b->mlp0, b->mlp0_b, n, WC_ACT_GELU, 0);
     op->linear(s, d->x, 0, d->mlp, &b->mlp2, b->mlp2_b, n, WC_ACT_NONE, 1);
