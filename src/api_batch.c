@@ -349,26 +349,26 @@ static int batched_vad(whisperc_state *st, const struct whisperc_full_params *p,
                        const float *const *pcm, const int *n_samples, int n, int i_lang) {
     float **speech = calloc((size_t)n, sizeof *speech);
     const float **in = calloc((size_t)n, sizeof *in);
-    size_t *n_speech = calloc((size_t)n, sizeof *n_speech);
     int *n_in = calloc((size_t)n, sizeof *n_in), *which = calloc((size_t)n, sizeof *which);
     struct time_map *maps = calloc((size_t)n, sizeof *maps);
     struct wc_transcript *outs = calloc((size_t)n, sizeof *outs);
     double vad_ms = 0, vad_seconds = 0;
     int rc = 0, m = 0;
-    if (!speech || !in || !n_speech || !n_in || !which || !maps || !outs)
+    if (!speech || !in || !n_in || !which || !maps || !outs)
         rc = api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory for %d inputs", n);
     for (int i = 0; i < n && !rc; i++) {
-        rc = api_vad_speech(st, p, pcm[i], n_samples[i], &speech[i], &n_speech[i], &maps[i]);
+        size_t n_speech = 0;
+        rc = api_vad_speech(st, p, pcm[i], n_samples[i], &speech[i], &n_speech, &maps[i]);
         vad_ms += st->timings.vad_ms, vad_seconds += st->timings.vad_seconds;
-        if (!rc && n_speech[i] > (size_t)INT32_MAX)
+        if (!rc && n_speech > (size_t)INT32_MAX)
             rc = api_fail(st, WHISPERC_ERR_UNSUPPORTED, "vad: %zu samples of speech is too long",
-                          n_speech[i]);
+                          n_speech);
         if (rc) {
             char msg[sizeof st->errmsg];
             memcpy(msg, st->errmsg, sizeof msg);
             api_fail(st, rc, "input %d: %s", i, msg);
-        } else if (n_speech[i]) {
-            in[m] = speech[i], n_in[m] = (int)n_speech[i], which[m++] = i;
+        } else if (n_speech) {
+            in[m] = speech[i], n_in[m] = (int)n_speech, which[m++] = i;
         } else {
             rc = api_no_speech_transcript(st, i_lang, &st->batch_tr[i]);
         }
@@ -394,7 +394,7 @@ static int batched_vad(whisperc_state *st, const struct whisperc_full_params *p,
         if (outs)
             transcript_free(&outs[i]);
     }
-    free(speech), free(in), free(n_speech), free(n_in), free(which), free(maps), free(outs);
+    free(speech), free(in), free(n_in), free(which), free(maps), free(outs);
     return rc;
 }
 

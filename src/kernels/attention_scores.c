@@ -46,7 +46,9 @@ char *gen_attention_scores(int sm, int n_head, int d, int kv_half) {
     ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", ki.s, j.s, ld.s, head.s);
     struct ptx_reg qa = ptx_addr(&k, ptx_ld_ptr(&k, "p_q"), qi, 4);
     struct ptx_reg ka = ptx_addr(&k, ptx_ld_ptr(&k, "p_k"), ki, kv_half ? 2 : 4);
-    struct ptx_reg kh = ptx_reg(&k, PTX_B16);
+    struct ptx_reg kh = {""};
+    if (kv_half)
+        kh = ptx_reg(&k, PTX_B16);
     struct ptx_reg s = ptx_reg(&k, PTX_F32), qv = ptx_reg(&k, PTX_F32), kv = ptx_reg(&k, PTX_F32);
     ptx_ins(&k, "mov.f32 %s, 0f00000000", s.s);
     for (int i = 0; i < d; i++) {

@@ -83,7 +83,9 @@ char *gen_layernorm(int sm, int c, int half_out) {
         ptx_ins(&k, "fma.rn.f32 %s, %s, %s, %s", sq.s, x[i].s, x[i].s, sq.s);
     }
     block_sum(&k, sq, "s_sq", warp, lane);
-    struct ptx_reg inv = ptx_reg(&k, PTX_F32), h = ptx_reg(&k, PTX_B16);
+    struct ptx_reg inv = ptx_reg(&k, PTX_F32), h = {""};
+    if (half_out)
+        h = ptx_reg(&k, PTX_B16);
     ptx_ins(&k, "div.rn.f32 %s, %s, %s", inv.s, sq.s, d.s);
     ptx_ins(&k, "add.f32 %s, %s, %s", inv.s, inv.s, ptx_f32(1e-5f).s);
     ptx_ins(&k, "sqrt.rn.f32 %s, %s", inv.s, inv.s);
