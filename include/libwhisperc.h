@@ -71,7 +71,7 @@ typedef enum whisperc_status {
     WHISPERC_ERR_IO = 3,           /* a file could not be opened, read or written */
     WHISPERC_ERR_MODEL_FORMAT = 4, /* the model file is not a valid whisper ggml file */
     WHISPERC_ERR_AUDIO_FORMAT = 5, /* the audio could not be decoded */
-    WHISPERC_ERR_UNSUPPORTED = 6,  /* valid but not supported (quantized model, language) */
+    WHISPERC_ERR_UNSUPPORTED = 6,  /* valid but not supported (k-quant model, language) */
     WHISPERC_ERR_BACKEND = 7,      /* the compute backend failed (e.g. a CUDA error) */
     WHISPERC_ERR_ABORTED = 8,      /* the abort callback asked to stop */
     /* The GPU failed inside a kernel (an illegal address, ...): the driver has spoiled the

@@ -111,14 +111,15 @@ static int open_backend(const struct whisperc_model_params *p, struct wc_backend
     return cpu_backend_new(be, err, err_size);
 }
 
-/* What weights_upload will allocate: matrices are copied as stored, vectors and convolution
- * kernels are widened to f32 (the CPU backend; the CUDA one keeps less in host memory). */
+/* What weights_upload will allocate: matrices are copied as stored (quantized ones widened to
+ * f16), vectors and convolution kernels are widened to f32 (the CPU backend; the CUDA one keeps
+ * less in host memory). */
 static uint64_t model_memory_bytes(const struct wc_model_file *f) {
     uint64_t n = 0;
     for (int i = 0; i < f->n_tensors; i++) {
         const struct wc_tensor_view *t = &f->tensors[i];
         bool mat = t->n_dims == 2 && t->shape[1] > 1;
-        n += t->n_bytes * (t->dtype == WC_F16 && !mat ? 2 : 1);
+        n += t->n_values * (t->dtype == WC_F16 && mat ? 2 : 4);
     }
     return n;
 }

@@ -97,7 +97,46 @@ static uint16_t f32_to_f16(float f) {
 
 enum init { INIT_NORMAL, INIT_GAIN };
 
-/* shape in PyTorch order; ttype 0 f32, 1 f16, other values written as f16-sized data. */
+/* A block type's bytes a block of 32, its ggml_ftype and its scale for a spread of about 0.02
+ * (the codes uniform: 16, 32 or 256 levels); 0 bytes for other types. */
+static void block_format(int ttype, size_t *bytes, int *ftype, float *scale) {
+    *bytes = 0;
+    *scale = 0;
+    switch (ttype) {
+    case 2: *bytes = 18, *ftype = 2, *scale = 0.0043f; break;  /* q4_0 */
+    case 3: *bytes = 20, *ftype = 3, *scale = 0.0043f; break;  /* q4_1 */
+    case 6: *bytes = 22, *ftype = 8, *scale = 0.0022f; break;  /* q5_0 */
+    case 7: *bytes = 24, *ftype = 9, *scale = 0.0022f; break;  /* q5_1 */
+    case 8: *bytes = 34, *ftype = 7, *scale = 0.00027f; break; /* q8_0 */
+    default: break;
+    }
+}
+
+/* n values (a whole number of blocks) of block type ttype: random codes, a scale near `scale`
+ * and, for the _1 types, a minimum that centres them. */
+static void put_blocks(struct writer *w, int ttype, size_t n) {
+    size_t bytes;
+    int ftype;
+    float scale;
+    block_format(ttype, &bytes, &ftype, &scale);
+    uint8_t b[64];
+    for (size_t i = 0; i < n; i += 32) {
+        for (size_t k = 0; k < bytes; k++)
+            b[k] = (uint8_t)(wc_rng_uniform(&w->rng) * 256.0);
+        float d = scale * (0.5f + (float)wc_rng_uniform(&w->rng));
+        uint16_t h = f32_to_f16(d);
+        memcpy(b, &h, 2);
+        if (ttype == 3 || ttype == 7) {
+            h = f32_to_f16(-(ttype == 3 ? 8.0f : 16.0f) * d);
+            memcpy(b + 2, &h, 2);
+        }
+        put(w, b, bytes);
+    }
+    w->last_tensor_bytes = n / 32 * bytes;
+}
+
+/* shape in PyTorch order; ttype 0 f32, 1 f16, a block type of block_format, other values
+ * written as f16-sized data. */
 static void tensor(struct writer *w, const char *name, int n_dims, const int64_t *shape, int ttype,
                    enum init init) {
     put_i32(w, n_dims);
@@ -125,7 +164,13 @@ static void tensor(struct writer *w, const char *name, int n_dims, const int64_t
         w->buf[i] = (init == INIT_GAIN ? 1.0f : 0.0f) + 0.02f * rng_normal(&w->rng);
     if (!w->failed)
         w->last_tensor_data = ftell(w->fp);
-    if (ttype == 0) {
+    size_t block_bytes;
+    int ftype;
+    float scale;
+    block_format(ttype, &block_bytes, &ftype, &scale);
+    if (block_bytes) {
+        put_blocks(w, ttype, n);
+    } else if (ttype == 0) {
         put(w, w->buf, n * 4);
         w->last_tensor_bytes = n * 4;
     } else {
@@ -143,7 +188,7 @@ static void vec(struct writer *w, const char *name, int64_t n, enum init init) {
 
 static void mat(struct writer *w, const char *name, int64_t rows, int64_t cols) {
     int64_t s[2] = {rows, cols};
-    tensor(w, name, 2, s, w->o->f16 ? 1 : 0, INIT_NORMAL);
+    tensor(w, name, 2, s, w->o->quant ? w->o->quant : w->o->f16 ? 1 : 0, INIT_NORMAL);
 }
 
 static void attn(struct writer *w, const char *p, const char *a, int64_t s) {
@@ -224,6 +269,14 @@ static long write_header(struct writer *w) {
     int n_vocab = o->multilingual ? (o->n_languages == 100 ? 51866 : 51865) : 51864;
     int n_mels = c == GGML_SYNTH_BAD_N_MELS ? 81 : o->n_mels;
 
+    size_t block_bytes;
+    int ftype = o->f16 ? 1 : 0;
+    float scale;
+    block_format(o->quant, &block_bytes, &ftype, &scale);
+    if (block_bytes)
+        ftype += 2000;
+    if (c == GGML_SYNTH_QUANT_FTYPE)
+        ftype = 2012;
     put_i32(w, c == GGML_SYNTH_BAD_MAGIC ? 0x67676d6d : 0x67676d6c);
     int32_t hp[11] = {c == GGML_SYNTH_BAD_N_VOCAB ? 51000 : n_vocab,
                       o->n_audio_ctx,
@@ -235,7 +288,7 @@ static long write_header(struct writer *w) {
                       o->n_head,
                       n_text_layer,
                       n_mels,
-                      c == GGML_SYNTH_QUANT_FTYPE ? 2007 : (o->f16 ? 1 : 0)};
+                      ftype};
     for (int i = 0; i < 11; i++)
         put_i32(w, hp[i]);
 
@@ -298,7 +351,7 @@ static void write_tensors(struct writer *w) {
         if (i == 0 && c == GGML_SYNTH_QUANT_TENSOR) {
             int64_t sh[2] = {4 * s, s};
             snprintf(p, sizeof p, "decoder.blocks.%d.mlp.0.weight", i);
-            tensor(w, p, 2, sh, 8, INIT_NORMAL);
+            tensor(w, p, 2, sh, 12, INIT_NORMAL);
             continue; /* the loader stops there */
         }
         mlp(w, p, s);
@@ -317,6 +370,8 @@ static void write_tensors(struct writer *w) {
 int ggml_synth_write(const char *path, const struct ggml_synth_opts *o) {
     if (!path || !o || o->n_state < 1 || o->n_head < 1 || o->n_layer < 1 || o->n_mels < 1 ||
         o->n_audio_ctx < 1 || o->n_text_ctx < 1 || (int)o->corrupt < 0 ||
+        (o->quant && (o->n_state % 32 || (o->quant != 2 && o->quant != 3 && o->quant != 6 &&
+                                          o->quant != 7 && o->quant != 8))) ||
         o->corrupt >= GGML_SYNTH_N_CORRUPTIONS) {
         errno = EINVAL;
         return -1;

@@ -3,7 +3,8 @@
  * (matrices and embeddings N(0, 0.02), biases N(0, 0.02), layer-norm gains 1 + N(0, 0.02)),
  * triangular mel filters and a real-sized vocabulary of distinct short byte strings, laid out
  * like the real files (f16 matrices, f32 vectors, conv biases as ggml ne=(1,n_state), positional
- * embeddings f32). Optionally corrupted in one of several ways, for loader tests.
+ * embeddings f32), or with block-quantized matrices. Optionally corrupted in one of several
+ * ways, for loader tests.
  *
  *     struct ggml_synth_opts o = ggml_synth_default_opts();
  *     o.multilingual = 1;
@@ -31,8 +32,8 @@ enum ggml_synth_corruption {
     GGML_SYNTH_DUP_TENSOR,     /* decoder.ln.bias written twice */
     GGML_SYNTH_UNKNOWN_TENSOR, /* an extra tensor "decoder.extra.weight" */
     GGML_SYNTH_TRAILING,       /* 5 bytes of garbage after the last tensor */
-    GGML_SYNTH_QUANT_TENSOR,   /* one matrix stored with ggml type 8 (q8_0) */
-    GGML_SYNTH_QUANT_FTYPE,    /* hparams ftype 2007 (q8_0, quantization version 2) */
+    GGML_SYNTH_QUANT_TENSOR,   /* one matrix stored with ggml type 12 (q4_K, unsupported) */
+    GGML_SYNTH_QUANT_FTYPE,    /* hparams ftype 2012 (q4_K, quantization version 2) */
     GGML_SYNTH_CONV_BIAS_1D,   /* VALID: conv biases stored with ne=(n_state), i.e. [n_state] */
     GGML_SYNTH_N_CORRUPTIONS
 };
@@ -48,6 +49,9 @@ struct ggml_synth_opts {
     int multilingual; /* 0: .en layout (n_vocab 51864); 1: multilingual (51865, or 51866) */
     int n_languages;  /* multilingual only: 99 (default when 0) or 100 */
     int f16;          /* 1: matrices f16 like the real files; 0: everything f32 */
+    int quant;        /* 0, or a ggml block type (2 q4_0, 3 q4_1, 6 q5_0, 7 q5_1, 8 q8_0): the 2-D
+                       * matrices stored as random blocks (values of about the f16 ones' spread), as
+                       * whisper.cpp's quantize leaves a file, ftype 2000 + the type's ggml_ftype */
     uint64_t seed;
     enum ggml_synth_corruption corrupt;
 };

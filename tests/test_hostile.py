@@ -181,7 +181,7 @@ def cases(tmp):
             ("n_text_ctx", -2**31, ["n_text_ctx is -2147483648"]),
             ("n_audio_ctx", 3000, ["n_audio_ctx is 3000"]),
             ("n_mels", 81, ["n_mels is 81"]),
-            ("ftype", 8, ["quantized", "q5_0"]),
+            ("ftype", 8, ["q5_0", "quantization version 0", "is not supported"]),
             ("ftype", -1, ["ftype is -1"])):
         add(f"hparam-{name}-{val}", f"hparams: {name} = {val}",
             T("-m", f(f"hp-{name}-{val}.bin", with_hparam(name, val)), jfk), "fail", words)
@@ -215,9 +215,12 @@ def cases(tmp):
     add("tensor-unknown", "tensor with an unknown name",
         T("-m", f("tunk.bin", HDR + tensor("encoder.evil", [384])), jfk), "fail",
         ["unknown tensor encoder.evil"])
-    add("tensor-quant", "tensor of type q4_0",
-        T("-m", f("tq.bin", HDR + tensor("encoder.ln_post.bias", [384], ttype=2)), jfk), "fail",
-        ["type q4_0"])
+    add("tensor-quant", "tensor of type q4_K (k-quants are not read)",
+        T("-m", f("tq.bin", HDR + tensor("encoder.ln_post.bias", [384], ttype=12)), jfk), "fail",
+        ["type q4_K", "supported: f32, f16, q4_0"])
+    add("tensor-quant-rows", "q8_0 tensor whose rows (3 values) are not whole blocks",
+        T("-m", f("tqr.bin", HDR + tensor("encoder.conv1.weight", [3, 80, 384], ttype=8)), jfk),
+        "fail", ["q8_0 rows of 3 values are not whole blocks of 32"])
     add("tensor-type-bad", "tensor type 1000",
         T("-m", f("ttype.bin", HDR + tensor("encoder.ln_post.bias", [384], ttype=1000)), jfk),
         "fail", ["invalid type 1000"])

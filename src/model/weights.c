@@ -1,6 +1,7 @@
 /*
  * weights.c — hands every tensor of a model file to the backend, which converts and stores it
- * in its own format (f32 host memory on the CPU, f16 device memory on CUDA).
+ * in its own format (f32 host memory on the CPU, f16 device memory on CUDA); block-quantized
+ * tensors are widened to f16 on the way (ggml_quant.h).
  */
 #include "model/weights.h"
 
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "libwhisperc.h"
+#include "model/ggml_quant.h"
 #include "model/model_file.h"
 #include "util.h"
 
@@ -29,38 +31,65 @@ static const struct wc_tensor_view *find(struct upload_ctx *u, const char *name)
     return t;
 }
 
-static void up_mat(struct upload_ctx *u, struct wc_mat *out, const char *name) {
-    const struct wc_tensor_view *t = find(u, name);
-    if (!t || u->rc)
-        return;
-    u->rc =
-        u->be->ops->upload_mat(u->be, out, t->data, t->dtype, (int)t->shape[0], (int)t->shape[1]);
+/* name's data as the backend takes it (f32 or f16): quantized blocks widened to halves in
+ * *tmp, which the caller frees. NULL (u->rc set) when the tensor is missing or memory is not. */
+static const void *data_of(struct upload_ctx *u, const char *name, const struct wc_tensor_view **t,
+                           void **tmp) {
+    *tmp = NULL;
+    *t = find(u, name);
+    if (!*t || u->rc)
+        return NULL;
+    if (!(*t)->qtype)
+        return (*t)->data;
+    uint16_t *h = malloc((*t)->n_values * sizeof *h);
+    if (!h) {
+        u->rc = WHISPERC_ERR_NO_MEMORY;
+        wc_errf(u->err, u->err_size, "%s: out of memory widening %s", u->f->path, name);
+        return NULL;
+    }
+    ggml_dequantize_f16((*t)->qtype, (*t)->data, h, (*t)->n_values);
+    return *tmp = h;
+}
+
+static void upload_failed(struct upload_ctx *u, const char *name) {
     if (u->rc)
         wc_errf(u->err, u->err_size, "%s: cannot upload %s to the %s backend", u->f->path, name,
                 u->be->ops->name);
+}
+
+static void up_mat(struct upload_ctx *u, struct wc_mat *out, const char *name) {
+    const struct wc_tensor_view *t;
+    void *tmp;
+    const void *src = data_of(u, name, &t, &tmp);
+    if (!src)
+        return;
+    u->rc = u->be->ops->upload_mat(u->be, out, src, t->dtype, (int)t->shape[0], (int)t->shape[1]);
+    free(tmp);
+    upload_failed(u, name);
 }
 
 static void up_conv(struct upload_ctx *u, struct wc_mat *out, const char *name) {
-    const struct wc_tensor_view *t = find(u, name);
-    if (!t || u->rc)
+    const struct wc_tensor_view *t;
+    void *tmp;
+    const void *src = data_of(u, name, &t, &tmp);
+    if (!src)
         return;
-    u->rc = u->be->ops->upload_conv(u->be, out, t->data, t->dtype, (int)t->shape[0],
-                                    (int)t->shape[1], (int)t->shape[2]);
-    if (u->rc)
-        wc_errf(u->err, u->err_size, "%s: cannot upload %s to the %s backend", u->f->path, name,
-                u->be->ops->name);
+    u->rc = u->be->ops->upload_conv(u->be, out, src, t->dtype, (int)t->shape[0], (int)t->shape[1],
+                                    (int)t->shape[2]);
+    free(tmp);
+    upload_failed(u, name);
 }
 
 static void up_f32(struct upload_ctx *u, const float **out, const char *name) {
-    const struct wc_tensor_view *t = find(u, name);
-    if (!t || u->rc)
+    const struct wc_tensor_view *t;
+    void *tmp;
+    const void *src = data_of(u, name, &t, &tmp);
+    if (!src)
         return;
-    size_t n = t->n_bytes / (t->dtype == WC_F16 ? 2 : 4);
     float *p = NULL;
-    u->rc = u->be->ops->upload_f32(u->be, &p, t->data, t->dtype, n);
-    if (u->rc)
-        wc_errf(u->err, u->err_size, "%s: cannot upload %s to the %s backend", u->f->path, name,
-                u->be->ops->name);
+    u->rc = u->be->ops->upload_f32(u->be, &p, src, t->dtype, t->n_values);
+    free(tmp);
+    upload_failed(u, name);
     *out = p;
 }
 
