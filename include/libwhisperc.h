@@ -105,6 +105,19 @@ typedef void (*whisperc_log_fn)(whisperc_log_level level, const char *msg, void 
 /* ---------------------------------------------------------------------------------------- */
 /* Model                                                                                     */
 
+/* How the weights of a quantized model file (whisper.cpp's q8_0, q5_1, q5_0, q4_1, q4_0) are
+ * held. Either way every weight is its quantized value rounded to half, so the results are the
+ * same bit for bit; only memory and speed differ. */
+typedef enum {
+    /* WIDEN, unless the f16 weights would take more than half of the memory budget
+     * (max_memory_bytes): then KEEP */
+    WHISPERC_QUANT_AUTO = 0,
+    WHISPERC_QUANT_WIDEN = 1, /* widened to f16 at load: an f16 file's memory and speed */
+    /* the file's blocks kept in memory (the CPU; a GPU widens them): a quarter (q4_0) to a
+     * half (q8_0) of the f16 weights' memory, decoding about 1.3-1.8x slower */
+    WHISPERC_QUANT_KEEP = 2,
+} whisperc_quant_mode;
+
 struct whisperc_model_params {
     size_t size;            /* sizeof(struct whisperc_model_params), set by the defaults */
     whisperc_device device; /* default WHISPERC_DEVICE_AUTO */
@@ -117,12 +130,15 @@ struct whisperc_model_params {
      * is allocated. 0 (default): what the system has available now (MemAvailable, or the
      * cgroup's limit if lower); > 0: this many bytes; < 0: no check. */
     int64_t max_memory_bytes;
+
+    /* Quantized files (appended in 0.1): default WHISPERC_QUANT_AUTO. */
+    whisperc_quant_mode quant_weights;
 };
 
 WHISPERC_API struct whisperc_model_params whisperc_model_default_params(void);
 
-/* Loads a whisper.cpp ggml .bin file (f32/f16, any official size). On failure *out is NULL and,
- * if errbuf is not NULL, it receives one line naming the file and the problem. */
+/* Loads a whisper.cpp ggml .bin file (f32, f16 or quantized; any official size). On failure *out is
+ * NULL and, if errbuf is not NULL, it receives one line naming the file and the problem. */
 WHISPERC_API whisperc_status whisperc_model_load(const char *path,
                                                  const struct whisperc_model_params *params,
                                                  whisperc_model **out, char *errbuf,

@@ -68,6 +68,7 @@ struct whisperc_model_params whisperc_model_default_params(void) {
         /*.log_fn =*/NULL,
         /*.log_user_data =*/NULL,
         /*.max_memory_bytes =*/0,
+        /*.quant_weights =*/WHISPERC_QUANT_AUTO,
     };
     return p;
 }
@@ -112,16 +113,39 @@ static int open_backend(const struct whisperc_model_params *p, struct wc_backend
 }
 
 /* What weights_upload will allocate: matrices are copied as stored (quantized ones widened to
- * f16), vectors and convolution kernels are widened to f32 (the CPU backend; the CUDA one keeps
- * less in host memory). */
-static uint64_t model_memory_bytes(const struct wc_model_file *f) {
+ * f16 unless keep_quant), vectors and convolution kernels are widened to f32 (the CPU backend; the
+ * CUDA one keeps less in host memory). */
+static uint64_t model_memory_bytes(const struct wc_model_file *f, bool keep_quant) {
     uint64_t n = 0;
     for (int i = 0; i < f->n_tensors; i++) {
         const struct wc_tensor_view *t = &f->tensors[i];
         bool mat = t->n_dims == 2 && t->shape[1] > 1;
-        n += t->n_values * (t->dtype == WC_F16 && mat ? 2 : 4);
+        if (t->qtype && mat && keep_quant)
+            n += t->n_bytes;
+        else
+            n += t->n_values * (t->dtype == WC_F16 && mat ? 2 : 4);
     }
     return n;
+}
+
+/* Whether a quantized file's matrices stay blocks on a backend that can hold them (the CPU):
+ * KEEP, or AUTO when the f16 weights would take more than half of the memory budget. */
+static bool keep_quant_blocks(const struct whisperc_model_params *p, const struct wc_model_file *f,
+                              const char *path) {
+    uint64_t f16 = model_memory_bytes(f, false), blocks = model_memory_bytes(f, true);
+    if (blocks == f16 || p->quant_weights == WHISPERC_QUANT_WIDEN)
+        return false;
+    if (p->quant_weights == WHISPERC_QUANT_KEEP)
+        return true;
+    uint64_t budget = mem_budget(p->max_memory_bytes);
+    if (budget == UINT64_MAX || f16 <= budget / 2)
+        return false;
+    api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO,
+            "%s: the weights widened to f16 (%" PRIu64 " MiB) would take more than half of the "
+            "%" PRIu64 " MiB of memory available; keeping the quantized blocks (%" PRIu64
+            " MiB) on the CPU, which decodes more slowly (quant_weights, --quant-weights)",
+            path, f16 >> 20, budget >> 20, blocks >> 20);
+    return true;
 }
 
 #ifdef WC_HAVE_CUDA
@@ -164,7 +188,7 @@ static int fall_back_to_cpu(struct whisperc_model *m, const struct whisperc_mode
     m->be = NULL;
     int rc = cpu_backend_new(&m->be, err, err_size);
     if (!rc)
-        rc = weights_upload(&m->w, m->be, m->file, err, err_size);
+        rc = weights_upload(&m->w, m->be, m->file, m->keep_quant, err, err_size);
     if (!rc)
         api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
                 "%s on CUDA device %d (%s); running on the CPU", what, p->gpu_index, why);
@@ -197,14 +221,16 @@ whisperc_status whisperc_model_load(const char *path, const struct whisperc_mode
             wc_errf(errbuf, errbuf_size, "%s: out of memory", path);
         }
     }
-    if (!rc && mem_check(model_memory_bytes(m->file), mem_budget(p.max_memory_bytes),
+    if (!rc)
+        m->keep_quant = keep_quant_blocks(&p, m->file, path);
+    if (!rc && mem_check(model_memory_bytes(m->file, m->keep_quant), mem_budget(p.max_memory_bytes),
                          p.max_memory_bytes, path, errbuf, errbuf_size))
         rc = WHISPERC_ERR_NO_MEMORY;
     m->max_memory_bytes = p.max_memory_bytes;
     if (!rc)
         rc = open_backend(&p, &m->be, errbuf, errbuf_size);
     if (!rc) {
-        rc = weights_upload(&m->w, m->be, m->file, errbuf, errbuf_size);
+        rc = weights_upload(&m->w, m->be, m->file, m->keep_quant, errbuf, errbuf_size);
 #ifdef WC_HAVE_CUDA
         const char *why = cuda_backend_errmsg(m->be); /* the reason, kept by the backend */
         size_t n = errbuf && errbuf_size ? strlen(errbuf) : 0;
@@ -273,7 +299,7 @@ int api_state_budget_check(const struct whisperc_model *m, const whisperc_state 
     if (strcmp(m->be->ops->name, "cpu") != 0 || m->max_memory_bytes < 0)
         return 0;
     uint64_t need = state_memory_bytes(m, n_group, n_windows, n_lanes, n_batch);
-    uint64_t model = model_memory_bytes(m->file);
+    uint64_t model = model_memory_bytes(m->file, m->keep_quant);
     if (m->max_memory_bytes > 0) {
         need += model;
     } else if (st) {

@@ -23,6 +23,7 @@ struct whisperc_model {
     int32_t *non_speech; /* tokenizer.non_speech_tokens */
     int n_non_speech;
     int64_t max_memory_bytes; /* whisperc_model_params.max_memory_bytes */
+    bool keep_quant;          /* quantized matrices held as blocks where the backend can */
 };
 
 struct whisperc_state {

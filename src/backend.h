@@ -25,7 +25,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum wc_dtype { WC_F32 = 0, WC_F16 = 1 };
+/* Element types. The block types are ggml's (model/ggml_quant.h: rows of 32-value blocks, each
+ * value q·d [+ m]) and only ever a matrix's, on a backend whose ops->holds_quant is 1. */
+enum wc_dtype {
+    WC_F32 = 0,
+    WC_F16 = 1,
+    WC_Q4_0 = 2,
+    WC_Q4_1 = 3,
+    WC_Q5_0 = 6,
+    WC_Q5_1 = 7,
+    WC_Q8_0 = 8
+};
 
 /* A weight matrix in backend memory, [rows][cols] = [out][in]; layout private to the backend. */
 struct wc_mat {
@@ -80,10 +90,15 @@ struct wc_backend_ops {
      * the next inputs' log-Mels can run beside it on other threads; 0: the backend's own
      * threads use them (the CPU). */
     int host_cores_free;
+    /* 1: upload_mat takes ggml's block-quantized matrices as they are, and linear computes
+     * with each value rounded to half: the bits of the same matrix widened to f16. 0: they
+     * are widened to f16 before upload_mat (model/weights.c). */
+    int holds_quant;
 
     /* ---- model level (weights) ---- */
     void (*backend_free)(struct wc_backend *be);
-    /* Linear weight, source [rows][cols] row-major in host memory (fp32 or fp16 bits). */
+    /* Linear weight, source [rows][cols] row-major in host memory (fp32 or fp16 bits, or a
+     * block type's rows where holds_quant). */
     int (*upload_mat)(struct wc_backend *be, struct wc_mat *out, const void *src,
                       enum wc_dtype src_dtype, int rows, int cols);
     /* Conv1d weight, source PyTorch [c_out][c_in][k_width]; out->rows = c_out,

@@ -393,6 +393,7 @@ int main(void) {
     whisperc_model *m = NULL;
     char err[256];
     struct whisperc_model_params mp = whisperc_model_default_params();
+    CHECK(mp.quant_weights == WHISPERC_QUANT_AUTO); /* tools_quantize runs the three modes */
     mp.device = WHISPERC_DEVICE_CPU;
     CHECK(whisperc_model_load(model_path, &mp, &m, err, sizeof err) == WHISPERC_OK);
     if (!m) {

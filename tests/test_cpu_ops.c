@@ -11,8 +11,10 @@
 
 #include "backend.h"
 #include "common.h"
+#include "cpu/cpu_internal.h"
 #include "cpu/vecmath.h"
 #include "libwhisperc.h"
+#include "model/ggml_quant.h"
 #include "util.h"
 
 static struct test_rng rng = {12345};
@@ -121,6 +123,54 @@ static void test_linear_rows_exact(struct wc_backend *be, struct wc_stream *s, i
              dtype == WC_F16 ? "f16" : "f32");
     CHECK(check_close(name, all, one, (size_t)n_rows * n_out, 0.0, 0.0));
     free(w), free(in), free(b), free(all), free(one);
+}
+
+/* A block-quantized matrix held as blocks computes exactly what the same matrix widened to f16
+ * at load does (model/weights.c may give the CPU either): linear over rows 1 … 9 and 40 (the
+ * matrix-vector path, decoded in registers or once per row, and sgemm), and embed's rows. */
+static void test_linear_quant(struct wc_backend *be, struct wc_stream *s, enum wc_dtype qtype) {
+    const int n_out = 96, k = 160, n_vocab = 40;
+    size_t bb = ggml_quant_block_bytes((int32_t)qtype), n = (size_t)n_out * k;
+    uint8_t *blocks = malloc(n / 32 * bb);
+    uint16_t *h = malloc(n * 2);
+    for (size_t i = 0; i < n / 32 * bb; i++)
+        blocks[i] = (uint8_t)((test_rng_uniform(&rng) + 1.0f) * 128.0f); /* [-1, 1) */
+    for (size_t b = 0; b < n / 32; b++) { /* sane scales: d, and m for the _1 types */
+        uint16_t d = wc_f32_to_f16(0.02f + 0.01f * test_rng_uniform(&rng));
+        uint16_t m = wc_f32_to_f16(0.1f * test_rng_uniform(&rng));
+        memcpy(blocks + b * bb, &d, 2);
+        if (qtype == WC_Q4_1 || qtype == WC_Q5_1)
+            memcpy(blocks + b * bb + 2, &m, 2);
+    }
+    ggml_dequantize_f16((int32_t)qtype, blocks, h, n);
+    struct wc_mat mq, mh;
+    CHECK(be->ops->upload_mat(be, &mq, blocks, qtype, n_out, k) == 0);
+    CHECK(be->ops->upload_mat(be, &mh, h, WC_F16, n_out, k) == 0);
+    float *b = rand_vec((size_t)n_out, 0.5f);
+    const int rows[] = {1, 2, 4, 5, 8, 9, 40};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        float *in = rand_vec((size_t)rows[r] * k, 1.0f);
+        float *oq = nan_vec((size_t)rows[r] * n_out), *oh = nan_vec((size_t)rows[r] * n_out);
+        s->be->ops->linear(s, oq, 0, in, &mq, b, rows[r], WC_ACT_GELU, 0);
+        s->be->ops->linear(s, oh, 0, in, &mh, b, rows[r], WC_ACT_GELU, 0);
+        CHECK(wc_stream_sync(s) == 0);
+        char name[96];
+        snprintf(name, sizeof name, "linear q%d rows=%d: the bits of the widened f16 matrix",
+                 (int)qtype, rows[r]);
+        CHECK(check_close(name, oq, oh, (size_t)rows[r] * n_out, 0.0, 0.0));
+        free(in), free(oq), free(oh);
+    }
+    /* embed reads a token's row: mq as a [n_vocab][c] table (its first n_vocab * c values) */
+    struct wc_mat tq = mq, th = mh;
+    tq.rows = th.rows = n_vocab, tq.cols = th.cols = n_out * k / n_vocab;
+    float *pos = rand_vec((size_t)4 * tq.cols, 0.1f);
+    float *eq = nan_vec((size_t)3 * tq.cols), *eh = nan_vec((size_t)3 * tq.cols);
+    const int32_t tok[3] = {0, 17, n_vocab - 1};
+    s->be->ops->embed(s, eq, tok, NULL, 3, &tq, pos, 1, tq.cols);
+    s->be->ops->embed(s, eh, tok, NULL, 3, &th, pos, 1, th.cols);
+    CHECK(wc_stream_sync(s) == 0);
+    CHECK(check_close("embed of quantized rows", eq, eh, (size_t)3 * tq.cols, 0.0, 0.0));
+    free(blocks), free(h), free(b), free(pos), free(eq), free(eh);
 }
 
 static void test_conv(struct wc_backend *be, struct wc_stream *s, int c_in, int c_out, int t_in,
@@ -525,6 +575,15 @@ int main(void) {
             if ((be->ops->linear_exact_rows - 2) % 3) /* the largest, if the loop missed it */
                 test_linear_rows_exact(be, s, be->ops->linear_exact_rows, 150, 392, dts[di]);
         }
+        const enum wc_dtype qts[5] = {WC_Q4_0, WC_Q4_1, WC_Q5_0, WC_Q5_1, WC_Q8_0};
+        struct cpu_backend *cb = be->impl;
+        int fast = cb->has_avx2_f16c;
+        for (int pass = 0; pass < 1 + fast; pass++) { /* AVX2, then the scalar reads */
+            cb->has_avx2_f16c = pass == 0 ? fast : 0;
+            for (int q = 0; q < 5; q++)
+                test_linear_quant(be, s, qts[q]);
+        }
+        cb->has_avx2_f16c = fast;
         test_conv(be, s, 80, 64, 30, 1, 0);
         test_conv(be, s, 64, 48, 30, 2, 1);
         test_conv(be, s, 16, 40, 7, 2, 0);

@@ -395,6 +395,25 @@ def part_quantize():
         check(got == words or qt.startswith("q4"), f"{qt}: jfk.wav's words as the reference's")
         check(r.returncode == 0 and len(got) >= len(words) - 2,
               f"{qt}: whisper-c transcribes jfk.wav (exit {r.returncode} {r.stderr[-200:]})")
+        # the blocks kept in memory (the CPU's linear reads them) or widened: the same bits
+        outs = []
+        for mode in ("keep", "widen"):
+            base = os.path.join(tmp, f"{qt}-{mode}")
+            r = subprocess.run([whisper_c, "transcribe", "-m", out, "--quant-weights", mode, "-np",
+                                "-bs", "2", "-ojf", "-of", base, jfk], capture_output=True,
+                               text=True, timeout=300)
+            outs.append(open(base + ".json").read() if r.returncode == 0 else f"exit {r.returncode}")
+        check(outs[0] == outs[1], f"{qt}: --quant-weights keep and widen: the same -ojf output")
+        if qt == "q5_1":  # tiny.en: f16 75 MiB, q5_1 31 MiB; a state for 5 beams ~81 MiB
+            runs = {}
+            for mode in ("auto", "widen"):
+                runs[mode] = subprocess.run([whisper_c, "transcribe", "-m", out, "--max-memory",
+                                             "140", "--quant-weights", mode, "-np", jfk],
+                                            capture_output=True, text=True, timeout=300)
+            check(runs["widen"].returncode == 1 and "needs about" in runs["widen"].stderr and
+                  runs["auto"].returncode == 0,
+                  "--max-memory 140: widened, model and state do not fit; auto keeps the blocks "
+                  f"and transcribes ({runs['widen'].stderr.strip()[-160:]})")
         if qt != "q8_0":
             os.remove(out)
     x = os.path.join(tmp, "x.bin")

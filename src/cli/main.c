@@ -127,6 +127,7 @@ int cli_load_model(const struct cli_options *o, whisperc_model **model) {
     mp.gpu_index = o->gpu_index;
     mp.log_fn = log_to_stderr;
     mp.max_memory_bytes = o->max_memory_bytes;
+    mp.quant_weights = o->quant_weights;
     char err[512];
     const char *path = o->model ? o->model : default_model_path();
     if (whisperc_model_load(path, &mp, model, err, sizeof err) != WHISPERC_OK) {

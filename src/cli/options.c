@@ -93,6 +93,11 @@ void cli_usage(const char *prog) {
            "       --max-duration S     refuse audio longer than S seconds (default: no limit)\n"
            "       --max-memory MIB|off refuse a model or audio needing more memory (default:\n"
            "                            what the system or the cgroup has available)\n"
+           "       --quant-weights auto|widen|keep  a quantized model (q8_0 … q4_0) widened to\n"
+           "                            f16 at load (fastest) or kept as its blocks on the CPU\n"
+           "                            (less memory, slower decoding); the same results.\n"
+           "                            auto (default): kept if f16 would take over half the\n"
+           "                            available memory\n"
            "bench options:\n"
            "       --runs N             repeat N times and report the fastest (default 1)\n"
            "       --synthetic          no FILE: time one 30 s window of seeded random log-Mel\n"
@@ -243,6 +248,15 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         o->seed = v ? strtoull(v, &end, 10) : 0;
         if (!v || *end)
             *rc = 2, fprintf(stderr, "whisper-c: --seed needs a number\n");
+    } else if (is(a, "--quant-weights", NULL)) {
+        if (v && strcmp(v, "auto") == 0)
+            o->quant_weights = WHISPERC_QUANT_AUTO;
+        else if (v && strcmp(v, "widen") == 0)
+            o->quant_weights = WHISPERC_QUANT_WIDEN;
+        else if (v && strcmp(v, "keep") == 0)
+            o->quant_weights = WHISPERC_QUANT_KEEP;
+        else
+            *rc = 2, fprintf(stderr, "whisper-c: --quant-weights must be auto, widen or keep\n");
     } else if (is(a, "--device", NULL)) {
         if (v && strcmp(v, "auto") == 0)
             o->device = WHISPERC_DEVICE_AUTO;

@@ -44,8 +44,9 @@ struct cli_options {
     /* the temperature fallback (whisper.cpp's -tp, -tpi, -lpt, -nth; openai-whisper's
      * --compression_ratio_threshold) */
     float temperature, temperature_inc, logprob_thold, no_speech_thold, compression_ratio_thold;
-    double max_duration_s;    /* --max-duration: longest audio accepted; 0: no limit */
-    int64_t max_memory_bytes; /* --max-memory: 0 auto (available memory), -1 off */
+    double max_duration_s;             /* --max-duration: longest audio accepted; 0: no limit */
+    int64_t max_memory_bytes;          /* --max-memory: 0 auto (available memory), -1 off */
+    whisperc_quant_mode quant_weights; /* --quant-weights */
     /* bench */
     const char *whisper_cpp; /* --compare-whisper-cpp PATH */
     int runs;

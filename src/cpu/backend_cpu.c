@@ -64,7 +64,7 @@ static void cpu_backend_free(struct wc_backend *be) {
 
 static int cpu_upload_mat(struct wc_backend *be, struct wc_mat *out, const void *src,
                           enum wc_dtype src_dtype, int rows, int cols) {
-    size_t bytes = (size_t)rows * (size_t)cols * (src_dtype == WC_F16 ? 2 : 4);
+    size_t bytes = cpu_mat_bytes(src_dtype, rows, cols);
     void *p = model_alloc(be, bytes);
     if (!p)
         return WHISPERC_ERR_NO_MEMORY;
@@ -236,6 +236,7 @@ static const struct wc_backend_ops cpu_ops = {
      * same at 1500 and 12000 rows; 1500-row sgemm calls already keep every core busy. */
     .linear_merge_windows = 0,
     .host_cores_free = 0,
+    .holds_quant = 1,
     .backend_free = cpu_backend_free,
     .upload_mat = cpu_upload_mat,
     .upload_conv = cpu_upload_conv,

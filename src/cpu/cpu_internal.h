@@ -3,7 +3,8 @@
  * per-thread scratch, the weight layout, and the op entry points (one file per op family).
  *
  * Weight layout: matrices keep the file's dtype (f16 stays f16: exact, and half the memory
- * traffic of the decoder's matrix-vector products); wc_mat.data is 64-byte aligned, [rows][cols].
+ * traffic of the decoder's matrix-vector products; ggml's quantized blocks stay blocks, a
+ * quarter to a half of it again); wc_mat.data is 64-byte aligned, [rows][cols].
  * Conv weights are f32, rearranged to [k][c_out][c_in] so each tap is one plain matrix.
  */
 #ifndef WC_CPU_INTERNAL_H
@@ -86,5 +87,12 @@ void cpu_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *l
 void cpu_gelu_inplace(float *x, size_t n); /* exact erf GELU */
 /* Converts rows [r0, r1) of a weight matrix to f32 into dst ([r1-r0][cols]). */
 void cpu_mat_rows_f32(float *dst, const struct wc_mat *w, int r0, int r1);
+
+/* Block-quantized matrices (quant_rows.c): bytes of a [rows][cols] matrix of any dtype; rows
+ * [r0, r1) as floats (each value rounded to half, as widened at load; fast: AVX2 + F16C);
+ * dots[t] = x[t] · row n for n_x <= 4 rows of x (AVX2 + F16C only; dot1_f16's order). */
+size_t cpu_mat_bytes(enum wc_dtype dtype, int rows, int cols);
+void cpu_quant_rows_f32(int fast, float *dst, const struct wc_mat *w, int r0, int r1);
+void cpu_quant_dots(const struct wc_mat *w, int n, const float *x, int ldx, int n_x, float *dots);
 
 #endif /* WC_CPU_INTERNAL_H */

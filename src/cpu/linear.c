@@ -5,7 +5,8 @@
  * - many rows (encoder, prompt, cross-attention K/V): each task converts its slice of W to f32
  *   and calls single-threaded OpenBLAS sgemm, then applies bias and activation to its slice;
  * - few rows (one decoder step): matrix-vector products straight from the f16 weights with
- *   F16C, so every weight byte is read once per step and memory traffic is half of f32's.
+ *   F16C, so every weight byte is read once per step and memory traffic is half of f32's
+ *   (quantized blocks: quant_rows.c, the same sums from fewer bytes).
  */
 #include <cblas.h>
 #include <string.h>
@@ -47,8 +48,10 @@ static void mat_rows_f32(int fast, float *dst, const struct wc_mat *w, int r0, i
     size_t off = (size_t)r0 * (size_t)w->cols, n = (size_t)(r1 - r0) * (size_t)w->cols;
     if (w->dtype == WC_F16)
         f16_to_f32(fast, dst, (const uint16_t *)w->data + off, n);
-    else
+    else if (w->dtype == WC_F32)
         memcpy(dst, (const float *)w->data + off, n * sizeof(float));
+    else
+        cpu_quant_rows_f32(fast, dst, w, r0, r1);
 }
 
 void cpu_mat_rows_f32(float *dst, const struct wc_mat *w, int r0, int r1) {
@@ -141,6 +144,25 @@ dot4_f16(const uint16_t *w, const float *x, int ldx, int n_x, int k, float *dots
     for (int r = 0; r < n_x; r++)
         dots[r] = hsum256(_mm256_add_ps(a[r][0], a[r][1]));
 }
+
+/* dot4_f16's sums over a row of f32 weights that came from halves (a quantized row decoded
+ * once for all the rows of x): the same values in the same order, so the same bits. */
+__attribute__((target("avx2,fma"))) static void dot4_f32w(const float *w, const float *x, int ldx,
+                                                          int n_x, int k, float *dots) {
+    __m256 a[4][2];
+    for (int r = 0; r < 4; r++)
+        a[r][0] = a[r][1] = _mm256_setzero_ps();
+    for (int i = 0; i + 16 <= k; i += 16) { /* k: whole blocks of 32 */
+        __m256 w0 = _mm256_loadu_ps(w + i), w1 = _mm256_loadu_ps(w + i + 8);
+        for (int r = 0; r < n_x; r++) {
+            const float *xr = x + (size_t)r * ldx + i;
+            a[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xr), a[r][0]);
+            a[r][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xr + 8), a[r][1]);
+        }
+    }
+    for (int r = 0; r < n_x; r++)
+        dots[r] = hsum256(_mm256_add_ps(a[r][0], a[r][1]));
+}
 #endif
 
 static float dot_f32(const float *w, const float *x, int k) {
@@ -154,6 +176,17 @@ static float dot_f32(const float *w, const float *x, int k) {
 static void row_dots(const struct linear_job *j, int n, float *scratch, float *dots) {
     int k = j->w->cols;
 #ifdef WC_HAVE_X86_DISPATCH
+    if (j->fast && j->w->dtype != WC_F16 && j->w->dtype != WC_F32) { /* k: whole blocks */
+        if (j->n_rows == 1) {                                        /* decoded in registers */
+            cpu_quant_dots(j->w, n, j->in, k, 1, dots);
+            return;
+        }
+        cpu_quant_rows_f32(1, scratch, j->w, n, n + 1); /* decoded once for all rows */
+        for (int t = 0; t < j->n_rows; t += 4)
+            dot4_f32w(scratch, j->in + (size_t)t * k, k, j->n_rows - t < 4 ? j->n_rows - t : 4, k,
+                      dots + t);
+        return;
+    }
     if (j->fast && j->w->dtype == WC_F16 && k % 8 == 0) {
         const uint16_t *wr = (const uint16_t *)j->w->data + (size_t)n * k;
         if (j->n_rows == 1) {
@@ -168,7 +201,7 @@ static void row_dots(const struct linear_job *j, int n, float *scratch, float *d
     }
 #endif
     const float *wf = (const float *)j->w->data + (size_t)n * k;
-    if (j->w->dtype == WC_F16) {
+    if (j->w->dtype != WC_F32) {
         mat_rows_f32(0, scratch, j->w, n, n + 1);
         wf = scratch;
     }
@@ -212,7 +245,7 @@ void cpu_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
         .fast = cpu_backend(s)->has_avx2_f16c,
     };
     if (n_rows <= CPU_GEMV_MAX_ROWS) {
-        if (w->dtype == WC_F16 && cpu_scratch_reserve(s, (size_t)w->cols))
+        if (w->dtype != WC_F32 && cpu_scratch_reserve(s, (size_t)w->cols))
             return;
         pool_run(cs->pool, gemv_task, &j, (w->rows + GEMV_TASK_COLS - 1) / GEMV_TASK_COLS);
         return;
@@ -221,7 +254,7 @@ void cpu_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
     j.chunk = (w->rows + n_tasks - 1) / n_tasks;
     j.chunk = (j.chunk + 15) / 16 * 16;
     n_tasks = (w->rows + j.chunk - 1) / j.chunk;
-    if (w->dtype == WC_F16 && cpu_scratch_reserve(s, (size_t)j.chunk * (size_t)w->cols))
+    if (w->dtype != WC_F32 && cpu_scratch_reserve(s, (size_t)j.chunk * (size_t)w->cols))
         return;
     pool_run(cs->pool, gemm_task, &j, n_tasks);
 }

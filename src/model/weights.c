@@ -1,10 +1,12 @@
 /*
  * weights.c — hands every tensor of a model file to the backend, which converts and stores it
- * in its own format (f32 host memory on the CPU, f16 device memory on CUDA); block-quantized
- * tensors are widened to f16 on the way (ggml_quant.h).
+ * in its own format (f32 host memory on the CPU, f16 device memory on CUDA). Block-quantized
+ * matrices go as they are to a backend that holds them (the CPU), widened to f16 otherwise
+ * (ggml_quant.h); either way they compute with the same values.
  */
 #include "model/weights.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@ struct upload_ctx {
     char *err;
     size_t err_size;
     int rc;
+    bool keep_blocks; /* the backend holds quantized matrices as they are */
 };
 
 static const struct wc_tensor_view *find(struct upload_ctx *u, const char *name) {
@@ -58,7 +61,13 @@ static void upload_failed(struct upload_ctx *u, const char *name) {
 }
 
 static void up_mat(struct upload_ctx *u, struct wc_mat *out, const char *name) {
-    const struct wc_tensor_view *t;
+    const struct wc_tensor_view *t = find(u, name);
+    if (t && !u->rc && t->qtype && u->keep_blocks) {
+        u->rc = u->be->ops->upload_mat(u->be, out, t->data, (enum wc_dtype)t->qtype,
+                                       (int)t->shape[0], (int)t->shape[1]);
+        upload_failed(u, name);
+        return;
+    }
     void *tmp;
     const void *src = data_of(u, name, &t, &tmp);
     if (!src)
@@ -145,7 +154,7 @@ static void up_block(struct upload_ctx *u, struct wc_block_w *b, const char *sid
 }
 
 int weights_upload(struct wc_weights *w, struct wc_backend *be, const struct wc_model_file *f,
-                   char *err, size_t err_size) {
+                   bool keep_quant, char *err, size_t err_size) {
     memset(w, 0, sizeof *w);
     const struct wc_hparams *hp = &f->hp;
     w->enc = calloc((size_t)hp->n_audio_layer, sizeof *w->enc);
@@ -155,7 +164,7 @@ int weights_upload(struct wc_weights *w, struct wc_backend *be, const struct wc_
         wc_errf(err, err_size, "%s: out of memory", f->path);
         return WHISPERC_ERR_NO_MEMORY;
     }
-    struct upload_ctx u = {be, f, err, err_size, 0};
+    struct upload_ctx u = {be, f, err, err_size, 0, keep_quant && be->ops->holds_quant};
     up_conv(&u, &w->conv1, "encoder.conv1.weight");
     up_f32(&u, &w->conv1_b, "encoder.conv1.bias");
     up_conv(&u, &w->conv2, "encoder.conv2.weight");

@@ -8,6 +8,7 @@
 #ifndef WC_WEIGHTS_H
 #define WC_WEIGHTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "backend.h"
@@ -47,9 +48,11 @@ struct wc_weights {
     const float *dec_ln_g, *dec_ln_b;
 };
 
-/* Uploads every tensor of a validated model file. Returns 0 or a WHISPERC_ERR_* code. */
+/* Uploads every tensor of a validated model file; quantized matrices as their blocks when
+ * keep_quant and the backend holds them (ops->holds_quant), widened to f16 otherwise (the
+ * same values). Returns 0 or a WHISPERC_ERR_* code. */
 int weights_upload(struct wc_weights *w, struct wc_backend *be, const struct wc_model_file *f,
-                   char *err, size_t err_size);
+                   bool keep_quant, char *err, size_t err_size);
 void weights_free(struct wc_weights *w);
 
 #endif /* WC_WEIGHTS_H */

@@ -1,0 +1,134 @@
+/*
+ * quant_rows.c — linear's reads of a block-quantized matrix (ggml's q4_0 … q8_0, kept as the
+ * file stores them: a row is cols / 32 blocks). Each value is the one ggml_dequantize_f16 gives,
+ * q·d [+ m] rounded to half, so a quantized matrix computes exactly what the same matrix widened
+ * to f16 at load does, at a half (q8_0) to a quarter (q4_0) of its memory and memory traffic.
+ *
+ * The AVX2 block decoder turns a block into four vectors of 8 values; the dot products consume
+ * them in dot1_f16's order (two accumulators, 16 values a step), which makes the sums the f16
+ * path's bit for bit.
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "cpu/simd_x86.h"
+
+#include "cpu/cpu_internal.h"
+#include "model/ggml_quant.h"
+#include "util.h"
+
+static size_t row_bytes(const struct wc_mat *w) {
+    return (size_t)(w->cols / GGML_QUANT_BLOCK) * ggml_quant_block_bytes((int32_t)w->dtype);
+}
+
+size_t cpu_mat_bytes(enum wc_dtype dtype, int rows, int cols) {
+    if (dtype == WC_F32 || dtype == WC_F16)
+        return (size_t)rows * (size_t)cols * (dtype == WC_F16 ? 2 : 4);
+    return (size_t)rows * (size_t)(cols / GGML_QUANT_BLOCK) * ggml_quant_block_bytes(dtype);
+}
+
+#ifdef WC_HAVE_X86_DISPATCH
+__attribute__((target("avx2,fma,f16c"))) static inline __m256 round_to_half(__m256 v) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+/* The block at b as v[0..3] (values 0-7, 8-15, 16-23, 24-31), each rounded to half. */
+__attribute__((target("avx2,fma,f16c"))) static inline void
+decode_block(enum wc_dtype type, const uint8_t *b, __m256 v[4]) {
+    uint16_t dh, mh = 0;
+    memcpy(&dh, b, 2);
+    __m256 d = _mm256_set1_ps(wc_f16_to_f32(dh));
+    if (type == WC_Q8_0) {
+        for (int g = 0; g < 4; g++) {
+            __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * g)));
+            v[g] = round_to_half(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+        }
+        return;
+    }
+    bool has_min = type == WC_Q4_1 || type == WC_Q5_1;
+    bool five = type == WC_Q5_0 || type == WC_Q5_1;
+    const uint8_t *p = b + 2;
+    if (has_min) {
+        memcpy(&mh, p, 2);
+        p += 2;
+    }
+    uint32_t qh = 0;
+    if (five) {
+        memcpy(&qh, p, 4); /* little-endian, as ggml writes it */
+        p += 4;
+    }
+    __m128i qs = _mm_loadu_si128((const __m128i *)p);
+    __m128i lo = _mm_and_si128(qs, _mm_set1_epi8(0x0f));
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(qs, 4), _mm_set1_epi8(0x0f));
+    __m128i nib[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i offset = _mm256_set1_epi32(type == WC_Q4_0 ? 8 : type == WC_Q5_0 ? 16 : 0);
+    __m256 m = _mm256_set1_ps(wc_f16_to_f32(mh));
+    for (int g = 0; g < 4; g++) {
+        __m256i q = _mm256_cvtepu8_epi32(nib[g]);
+        if (five) { /* bit 8g + lane of qh is the fifth bit of value 8g + lane */
+            __m256i bits = _mm256_srlv_epi32(_mm256_set1_epi32((int)(qh >> (8 * g))), lane);
+            q = _mm256_or_si256(q,
+                                _mm256_slli_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(1)), 4));
+        }
+        __m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, offset)), d);
+        v[g] = round_to_half(has_min ? _mm256_add_ps(x, m) : x);
+    }
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void rows_avx2(float *dst, const struct wc_mat *w,
+                                                               int r0, int r1) {
+    size_t rb = row_bytes(w), bb = ggml_quant_block_bytes((int32_t)w->dtype);
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *b = (const uint8_t *)w->data + (size_t)r * rb;
+        for (int i = 0; i < w->cols; i += GGML_QUANT_BLOCK, b += bb, dst += GGML_QUANT_BLOCK) {
+            __m256 v[4];
+            decode_block(w->dtype, b, v);
+            for (int g = 0; g < 4; g++)
+                _mm256_storeu_ps(dst + 8 * g, v[g]);
+        }
+    }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void
+cpu_quant_dots(const struct wc_mat *w, int n, const float *x, int ldx, int n_x, float *dots) {
+    size_t bb = ggml_quant_block_bytes((int32_t)w->dtype);
+    const uint8_t *b = (const uint8_t *)w->data + (size_t)n * row_bytes(w);
+    __m256 a[4][2];
+    for (int r = 0; r < 4; r++)
+        a[r][0] = a[r][1] = _mm256_setzero_ps();
+    for (int i = 0; i < w->cols; i += GGML_QUANT_BLOCK, b += bb) {
+        __m256 v[4];
+        decode_block(w->dtype, b, v);
+        for (int r = 0; r < n_x; r++) {
+            const float *xr = x + (size_t)r * ldx + i;
+            a[r][0] = _mm256_fmadd_ps(v[0], _mm256_loadu_ps(xr), a[r][0]);
+            a[r][1] = _mm256_fmadd_ps(v[1], _mm256_loadu_ps(xr + 8), a[r][1]);
+            a[r][0] = _mm256_fmadd_ps(v[2], _mm256_loadu_ps(xr + 16), a[r][0]);
+            a[r][1] = _mm256_fmadd_ps(v[3], _mm256_loadu_ps(xr + 24), a[r][1]);
+        }
+    }
+    for (int r = 0; r < n_x; r++)
+        dots[r] = hsum256(_mm256_add_ps(a[r][0], a[r][1]));
+}
+#endif
+
+void cpu_quant_rows_f32(int fast, float *dst, const struct wc_mat *w, int r0, int r1) {
+#ifdef WC_HAVE_X86_DISPATCH
+    if (fast) {
+        rows_avx2(dst, w, r0, r1);
+        return;
+    }
+#endif
+    (void)fast;
+    size_t rb = row_bytes(w), bb = ggml_quant_block_bytes((int32_t)w->dtype);
+    uint16_t h[GGML_QUANT_BLOCK];
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *b = (const uint8_t *)w->data + (size_t)r * rb;
+        for (int i = 0; i < w->cols; i += GGML_QUANT_BLOCK, b += bb, dst += GGML_QUANT_BLOCK) {
+            ggml_dequantize_f16((int32_t)w->dtype, b, h, GGML_QUANT_BLOCK);
+            for (int k = 0; k < GGML_QUANT_BLOCK; k++)
+                dst[k] = wc_f16_to_f32(h[k]);
+        }
+    }
+}
