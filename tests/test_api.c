@@ -306,6 +306,19 @@ static void test_budget(const char *model_path, const float *pcm, int n) {
     whisperc_model_free(m);
 }
 
+/* kB of file-backed memory resident in this process (/proc/self/status RssFile), -1 if unknown */
+static long rss_file_kb(void) {
+    FILE *fp = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (fp && fgets(line, sizeof line, fp))
+        if (sscanf(line, "RssFile: %ld kB", &kb) == 1)
+            break;
+    if (fp)
+        fclose(fp);
+    return kb;
+}
+
 /* Word timestamps and max_len on jfk (golden words.jsonl is checked by the words_* tests). */
 static void test_words(whisperc_state *st, const float *pcm, int n, const char *want) {
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
@@ -401,6 +414,11 @@ int main(void) {
         return 1;
     }
     CHECK(strcmp(whisperc_model_backend(m), "cpu") == 0);
+    /* the backend holds its copy of the weights; the mapping's pages of them were dropped, so
+     * the 74 MiB file is not resident twice (libraries' code is file-backed too: 40 MiB) */
+    long rss_file = rss_file_kb();
+    printf("RssFile after loading: %ld kB\n", rss_file);
+    CHECK(rss_file < 40 * 1024);
     CHECK(strcmp(whisperc_model_type(m), "tiny") == 0 && !whisperc_model_is_multilingual(m));
     CHECK(whisperc_state_new(m, NULL) == WHISPERC_ERR_INVALID_ARG);
     whisperc_state *st = NULL;

@@ -643,6 +643,16 @@ const struct wc_tensor_view *model_file_tensor(const struct wc_model_file *f, co
     return e && e->file_index >= 0 ? &f->tensors[e->file_index] : NULL;
 }
 
+void model_file_drop_pages(const struct wc_tensor_view *t) {
+    long page = sysconf(_SC_PAGESIZE);
+    if (!t || page <= 0)
+        return;
+    uintptr_t p = (uintptr_t)page, a = ((uintptr_t)t->data + p - 1) / p * p;
+    uintptr_t end = ((uintptr_t)t->data + t->n_bytes) / p * p; /* whole pages of t's only */
+    if (a < end) /* advice: a failure changes nothing */
+        (void)madvise((void *)a, end - a, MADV_DONTNEED);
+}
+
 void model_file_close(struct wc_model_file *f) {
     if (!f)
         return;

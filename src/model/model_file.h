@@ -63,6 +63,11 @@ int model_file_open(const char *path, struct wc_model_file **out, char *err, siz
 /* The tensor called `name`, or NULL. */
 const struct wc_tensor_view *model_file_tensor(const struct wc_model_file *f, const char *name);
 
+/* The whole pages of t's data leave the process's resident memory, once the backend holds its
+ * own copy, so that loading does not hold every weight twice. They stay in the page cache;
+ * a later read (a second upload) faults them back in. */
+void model_file_drop_pages(const struct wc_tensor_view *t);
+
 void model_file_close(struct wc_model_file *f); /* NULL is a no-op */
 
 /* "tiny", "base", "small", "medium", "large", "large-v3", "large-v3-turbo", or "custom". */

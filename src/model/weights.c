@@ -54,10 +54,14 @@ static const void *data_of(struct upload_ctx *u, const char *name, const struct 
     return *tmp = h;
 }
 
-static void upload_failed(struct upload_ctx *u, const char *name) {
+/* After an upload: the error named, or t's pages of the mapping released (the backend holds
+ * its copy). */
+static void uploaded(struct upload_ctx *u, const char *name, const struct wc_tensor_view *t) {
     if (u->rc)
         wc_errf(u->err, u->err_size, "%s: cannot upload %s to the %s backend", u->f->path, name,
                 u->be->ops->name);
+    else
+        model_file_drop_pages(t);
 }
 
 static void up_mat(struct upload_ctx *u, struct wc_mat *out, const char *name) {
@@ -65,7 +69,7 @@ static void up_mat(struct upload_ctx *u, struct wc_mat *out, const char *name) {
     if (t && !u->rc && t->qtype && u->keep_blocks) {
         u->rc = u->be->ops->upload_mat(u->be, out, t->data, (enum wc_dtype)t->qtype,
                                        (int)t->shape[0], (int)t->shape[1]);
-        upload_failed(u, name);
+        uploaded(u, name, t);
         return;
     }
     void *tmp;
@@ -74,7 +78,7 @@ static void up_mat(struct upload_ctx *u, struct wc_mat *out, const char *name) {
         return;
     u->rc = u->be->ops->upload_mat(u->be, out, src, t->dtype, (int)t->shape[0], (int)t->shape[1]);
     free(tmp);
-    upload_failed(u, name);
+    uploaded(u, name, t);
 }
 
 static void up_conv(struct upload_ctx *u, struct wc_mat *out, const char *name) {
@@ -86,7 +90,7 @@ static void up_conv(struct upload_ctx *u, struct wc_mat *out, const char *name) 
     u->rc = u->be->ops->upload_conv(u->be, out, src, t->dtype, (int)t->shape[0], (int)t->shape[1],
                                     (int)t->shape[2]);
     free(tmp);
-    upload_failed(u, name);
+    uploaded(u, name, t);
 }
 
 static void up_f32(struct upload_ctx *u, const float **out, const char *name) {
@@ -98,7 +102,7 @@ static void up_f32(struct upload_ctx *u, const float **out, const char *name) {
     float *p = NULL;
     u->rc = u->be->ops->upload_f32(u->be, &p, src, t->dtype, t->n_values);
     free(tmp);
-    upload_failed(u, name);
+    uploaded(u, name, t);
     *out = p;
 }
 
