@@ -49,6 +49,43 @@ uint16_t wc_f32_to_f16(float f) {
     return (uint16_t)(sign | (u >> 13));
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+
+__attribute__((target("avx,f16c"))) static size_t to_f16_f16c(uint16_t *dst, const float *src,
+                                                              size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    return i;
+}
+
+#endif
+
+bool wc_has_f16c(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    /* CPUID leaf 1: AVX (ECX bit 28), F16C (bit 29), OSXSAVE (27) */
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) && (c & bit_AVX) && (c & bit_OSXSAVE);
+#else
+    return false;
+#endif
+}
+
+void wc_f32_to_f16_n(uint16_t *dst, const float *src, size_t n, bool f16c) {
+    size_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (f16c)
+        i = to_f16_f16c(dst, src, n);
+#else
+    (void)f16c;
+#endif
+    for (; i < n; i++)
+        dst[i] = wc_f32_to_f16(src[i]);
+}
+
 int wc_env_f16(const char *name, int dflt) {
     const char *v = getenv(name);
     if (v && !strcmp(v, "f32"))

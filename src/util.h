@@ -4,6 +4,7 @@
 #ifndef WC_UTIL_H
 #define WC_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -43,6 +44,11 @@ static inline float wc_f16_to_f32(uint16_t h) {
 /* Float to IEEE half, rounded to nearest even (as CUDA's cvt.rn.f16.f32): beyond the half
  * range to inf, NaN to a quiet NaN. */
 uint16_t wc_f32_to_f16(float f);
+
+/* wc_f32_to_f16 over n values (the same bits for every non-NaN value), with F16C where f16c
+ * (wc_has_f16c(), which costs a CPUID: ask once per tensor, not per call) says the CPU has it. */
+void wc_f32_to_f16_n(uint16_t *dst, const float *src, size_t n, bool f16c);
+bool wc_has_f16c(void);
 
 /* The value of environment variable `name` if it is "f32" (0) or "f16" (1), else dflt. */
 int wc_env_f16(const char *name, int dflt);

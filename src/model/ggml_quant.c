@@ -38,15 +38,15 @@ static void block_codes(int32_t type, const uint8_t *qs, uint32_t qh, int q[GGML
     }
 }
 
-void ggml_dequantize_f16(int32_t type, const void *src, uint16_t *dst, size_t n) {
-    const uint8_t *b = src;
+/* n values' floats, before the rounding to half, into v. */
+static void dequantize_f32(int32_t type, const uint8_t *b, float *v, size_t n) {
     size_t bytes = ggml_quant_block_bytes(type);
     int q[GGML_QUANT_BLOCK];
-    for (size_t i = 0; i < n; i += GGML_QUANT_BLOCK, b += bytes, dst += GGML_QUANT_BLOCK) {
+    for (size_t i = 0; i < n; i += GGML_QUANT_BLOCK, b += bytes, v += GGML_QUANT_BLOCK) {
         float d = half_at(b);
         if (type == GGML_Q8_0) {
             for (int j = 0; j < GGML_QUANT_BLOCK; j++)
-                dst[j] = wc_f32_to_f16((float)(int8_t)b[2 + j] * d);
+                v[j] = (float)(int8_t)b[2 + j] * d;
             continue;
         }
         bool has_min = type == GGML_Q4_1 || type == GGML_Q5_1;
@@ -60,8 +60,21 @@ void ggml_dequantize_f16(int32_t type, const void *src, uint16_t *dst, size_t n)
         block_codes(type, p, qh, q);
         int offset = type == GGML_Q4_0 ? 8 : type == GGML_Q5_0 ? 16 : 0;
         for (int j = 0; j < GGML_QUANT_BLOCK; j++) {
-            float v = (float)(q[j] - offset) * d;
-            dst[j] = wc_f32_to_f16(has_min ? v + m : v);
+            float x = (float)(q[j] - offset) * d;
+            v[j] = has_min ? x + m : x;
         }
+    }
+}
+
+void ggml_dequantize_f16(int32_t type, const void *src, uint16_t *dst, size_t n) {
+    enum { CHUNK = 64 * GGML_QUANT_BLOCK }; /* converted to halves a chunk at a time */
+    float v[CHUNK];
+    const uint8_t *b = src;
+    bool f16c = wc_has_f16c();
+    for (size_t i = 0; i < n; i += CHUNK) {
+        size_t k = n - i < CHUNK ? n - i : CHUNK;
+        dequantize_f32(type, b, v, k);
+        wc_f32_to_f16_n(dst + i, v, k, f16c);
+        b += k / GGML_QUANT_BLOCK * ggml_quant_block_bytes(type);
     }
 }
