@@ -32,6 +32,14 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 round_to_half(__m2
     return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
+/* 0x10 in byte j where bit j of bits is set (j < 16): the 5-bit types' fifth bits. */
+__attribute__((target("avx2"))) static inline __m128i fifth_bits(uint32_t bits) {
+    const __m128i spread = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m128i sel = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+    __m128i b = _mm_and_si128(_mm_shuffle_epi8(_mm_cvtsi32_si128((int)bits), spread), sel);
+    return _mm_and_si128(_mm_cmpeq_epi8(b, sel), _mm_set1_epi8(0x10));
+}
+
 /* The block at b as v[0..3] (values 0-7, 8-15, 16-23, 24-31), each rounded to half. */
 __attribute__((target("avx2,fma,f16c"))) static inline void
 decode_block(enum wc_dtype type, const uint8_t *b, __m256 v[4]) {
@@ -57,21 +65,23 @@ decode_block(enum wc_dtype type, const uint8_t *b, __m256 v[4]) {
         memcpy(&qh, p, 4); /* little-endian, as ggml writes it */
         p += 4;
     }
+    /* the codes as bytes, values 0-15 in lo and 16-31 in hi, less the _0 types' offset */
     __m128i qs = _mm_loadu_si128((const __m128i *)p);
     __m128i lo = _mm_and_si128(qs, _mm_set1_epi8(0x0f));
     __m128i hi = _mm_and_si128(_mm_srli_epi16(qs, 4), _mm_set1_epi8(0x0f));
-    __m128i nib[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
-    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i offset = _mm256_set1_epi32(type == WC_Q4_0 ? 8 : type == WC_Q5_0 ? 16 : 0);
+    if (five) {
+        lo = _mm_or_si128(lo, fifth_bits(qh & 0xffffu));
+        hi = _mm_or_si128(hi, fifth_bits(qh >> 16));
+    }
+    if (type == WC_Q4_0 || type == WC_Q5_0) {
+        __m128i offset = _mm_set1_epi8(type == WC_Q4_0 ? 8 : 16);
+        lo = _mm_sub_epi8(lo, offset);
+        hi = _mm_sub_epi8(hi, offset);
+    }
+    __m128i codes[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
     __m256 m = _mm256_set1_ps(wc_f16_to_f32(mh));
     for (int g = 0; g < 4; g++) {
-        __m256i q = _mm256_cvtepu8_epi32(nib[g]);
-        if (five) { /* bit 8g + lane of qh is the fifth bit of value 8g + lane */
-            __m256i bits = _mm256_srlv_epi32(_mm256_set1_epi32((int)(qh >> (8 * g))), lane);
-            q = _mm256_or_si256(q,
-                                _mm256_slli_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(1)), 4));
-        }
-        __m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, offset)), d);
+        __m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes[g])), d);
         v[g] = round_to_half(has_min ? _mm256_add_ps(x, m) : x);
     }
 }

@@ -13,7 +13,8 @@
 uint64_t encoder_memory_bytes(const struct wc_hparams *hp, int n_windows) {
     uint64_t n_ctx = (uint64_t)hp->n_audio_ctx, c = (uint64_t)hp->n_audio_state;
     uint64_t n_pad = 2 * n_ctx + 2, mels = (uint64_t)hp->n_mels;
-    /* per window, as encoder_init below: mel, conv1; x h q k v att; mlp; mel_host */
+    /* per window, as encoder_init below: mel, conv1; x h q k v att; mlp; mel_host (h counted
+     * even where the backend's fused ops leave it out) */
     uint64_t per_window = n_pad * (mels + c) + 6 * n_ctx * c + 4 * n_ctx * c + n_pad * mels;
     return per_window * (uint64_t)n_windows * sizeof(float);
 }
@@ -36,7 +37,9 @@ int encoder_init(struct encoder *e, struct wc_stream *s, const struct wc_hparams
     e->mel = op->alloc(s, mel_bytes);
     e->conv1 = op->alloc(s, B * n_pad * c * f);
     e->x = op->alloc(s, rows * c * f);
-    e->h = op->alloc(s, rows * c * f);
+    /* the normed rows, where a sub-block is not one fused op (encoder_block) */
+    if (!(op->linear_merge_windows && op->norm_qkv && op->norm_mlp))
+        e->h = op->alloc(s, rows * c * f);
     e->q = op->alloc(s, rows * c * f);
     e->k = op->alloc(s, rows * c * f);
     e->v = op->alloc(s, rows * c * f);

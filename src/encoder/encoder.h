@@ -19,12 +19,12 @@
 struct encoder {
     const struct wc_hparams *hp;
     const struct wc_weights *w;
-    int n_windows;          /* capacity: windows per encoder_forward_batch */
-    float *mel;             /* [n_windows][1 + 2*n_audio_ctx + 1][n_mels]: zero row, frames,
-                               zero row, per window */
-    float *conv1;           /* [n_windows][1 + 2*n_audio_ctx + 1][s], zero rows around each */
-    float *x;               /* [n_windows * n_audio_ctx][s] residual stream */
-    float *h;               /* [n_windows * n_audio_ctx][s] normed input of a sub-block */
+    int n_windows; /* capacity: windows per encoder_forward_batch */
+    float *mel;    /* [n_windows][1 + 2*n_audio_ctx + 1][n_mels]: zero row, frames,
+                      zero row, per window */
+    float *conv1;  /* [n_windows][1 + 2*n_audio_ctx + 1][s], zero rows around each */
+    float *x;      /* [n_windows * n_audio_ctx][s] residual stream */
+    float *h;      /* [n_windows * n_audio_ctx][s] normed input of a sub-block; NULL where fused */
     float *q, *k, *v, *att; /* [n_windows * n_audio_ctx][s] */
     float *mlp;             /* [n_windows * n_audio_ctx][4s] */
     float *mel_host;        /* host staging as mel: transposed windows, zero rows kept */
