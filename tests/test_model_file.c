@@ -206,6 +206,19 @@ static int test_header_only(void) {
     return ran;
 }
 
+/* A synthetic file written to path and opened (NULL, a failure counted, if it does not open). */
+static struct wc_model_file *write_and_open(const char *path, const struct ggml_synth_opts *o,
+                                            const char *what, size_t k) {
+    CHECK(ggml_synth_write(path, o) == 0);
+    struct wc_model_file *f = NULL;
+    char err[512] = "";
+    int rc = model_file_open(path, &f, err, sizeof err);
+    CHECK(rc == 0);
+    if (rc)
+        fprintf(stderr, "%s case %zu: %s\n", what, k, err);
+    return rc ? NULL : f;
+}
+
 /* One block of each type, built by hand, widened: the layouts as ggml-common.h declares them
  * (scale, [minimum], [fifth bits], codes) and the values ggml's dequantize_row_* compute. */
 static void test_dequantize(void) {
@@ -293,15 +306,9 @@ static void test_synthetic_quant(void) {
         o.quant = types[k].type;
         o.seed = 7 + k;
         const char *path = tmp_path("quant.bin");
-        CHECK(ggml_synth_write(path, &o) == 0);
-        struct wc_model_file *f = NULL;
-        char err[512] = "";
-        int rc = model_file_open(path, &f, err, sizeof err);
-        CHECK(rc == 0);
-        if (rc) {
-            fprintf(stderr, "quantized case %zu: %s\n", k, err);
+        struct wc_model_file *f = write_and_open(path, &o, "quantized", k);
+        if (!f)
             continue;
-        }
         CHECK(f->hp.ftype == types[k].ftype);
         check_views(f);
         const char *quantized[] = {
@@ -374,15 +381,9 @@ static void test_synthetic_valid(void) {
         o.corrupt = cases[k].c;
         o.seed = 42 + k;
         const char *path = tmp_path("valid.bin");
-        CHECK(ggml_synth_write(path, &o) == 0);
-        struct wc_model_file *f = NULL;
-        char err[512] = "";
-        int rc = model_file_open(path, &f, err, sizeof err);
-        CHECK(rc == 0);
-        if (rc) {
-            fprintf(stderr, "synthetic case %zu: %s\n", k, err);
+        struct wc_model_file *f = write_and_open(path, &o, "synthetic", k);
+        if (!f)
             continue;
-        }
         int n_text_layer = o.n_text_layer ? o.n_text_layer : o.n_layer;
         CHECK(f->hp.n_vocab == cases[k].n_vocab);
         CHECK(f->hp.n_audio_state == 64 && f->hp.n_audio_head == 2 && f->hp.n_audio_layer == 2);
