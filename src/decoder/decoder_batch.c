@@ -304,6 +304,13 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
     }
     linear_rows(s, br, db->x, db->att, &b->cross.o, b->cross.o_b, WC_ACT_NONE, 1);
 
+    /* a prompt's rows in one op where the backend has it: the bits of the three ops below (all
+     * rows at once, as linear_rows takes a prompt), in fewer launches and passes (backend.h) */
+    if (!br->lanes && op->norm_mlp) {
+        op->norm_mlp(s, db->x, b->mlp_ln_g, b->mlp_ln_b, &b->mlp0, b->mlp0_b, &b->mlp2, b->mlp2_b,
+                     n, db->mlp);
+        return;
+    }
     pn = pre_norm(db, s, br, b->mlp_ln_g, b->mlp_ln_b);
     proj(s, db, br, &pn, db->mlp, &b->mlp0, b->mlp0_b, WC_ACT_GELU);
     linear_rows(s, br, db->x, db->mlp, &b->mlp2, b->mlp2_b, WC_ACT_NONE, 1);
