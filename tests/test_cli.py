@@ -201,6 +201,12 @@ try:
     prm = json.load(open(out + "-tpi0.json")).get("params", {}) if r.returncode == 0 else {}
     check(prm.get("temperatures") == [0.0], f"-tpi 0: no fallback ({prm.get('temperatures')})")
 
+    # whisper.cpp's -vm (a Silero model file): accepted, said to be unused, the built-in VAD runs
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "--vad", "-vm",
+             "ggml-silero-v5.1.2.bin", jfk])
+    check(r.returncode == 0 and "ggml-silero-v5.1.2.bin: not used" in r.stderr,
+          f"--vad -vm FILE: runs, says the file is not used ({r.stderr.strip()[-160:]!r})")
+
     # default model via the environment, no flags
     r = run(["transcribe", "-np", jfk], env={"WHISPERC_MODEL": model})
     check(r.returncode == 0, "default model from WHISPERC_MODEL")

@@ -84,6 +84,8 @@ void cli_usage(const char *prog) {
            "  -vspd, --vad-min-speech-duration-ms N   shorter speech is dropped (default 250)\n"
            "  -vsd, --vad-min-silence-duration-ms N   shorter pauses do not end speech (100)\n"
            "  -vp,  --vad-speech-pad-ms N  padding on both ends of speech (default 30)\n"
+           "  -vm,  --vad-model FILE    accepted for whisper.cpp's command lines and not used:\n"
+           "                            the detector is built in\n"
            "  -pc,  --print-colors      colour each printed token by its probability, red\n"
            "                            (unsure) to green, on a terminal without $NO_COLOR;\n"
            "                            --print-colors=always also into pipes\n"
@@ -227,7 +229,13 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         *rc = parse_float(a, v, 0.0f, 1.0f, &o->no_speech_thold);
     else if (is(a, "--compression-ratio-threshold", NULL))
         *rc = parse_float(a, v, 0.0f, 1e9f, &o->compression_ratio_thold);
-    else if (is(a, "-vt", "--vad-threshold"))
+    else if (is(a, "-vm", "--vad-model")) { /* whisper.cpp's Silero file: its scripts run */
+        if (v)
+            fprintf(stderr,
+                    "whisper-c: %s %s: not used; whisper-c's VAD is built in and reads "
+                    "no model (docs/vad.md)\n",
+                    a, v);
+    } else if (is(a, "-vt", "--vad-threshold"))
         *rc = parse_float(a, v, 0.0f, 1.0f, &o->vad_threshold);
     else if (is(a, "-vspd", "--vad-min-speech-duration-ms"))
         *rc = parse_int(a, v, 0, 3600000, &o->vad_min_speech_ms);
