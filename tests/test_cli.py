@@ -207,6 +207,14 @@ try:
     check(r.returncode == 0 and "ggml-silero-v5.1.2.bin: not used" in r.stderr,
           f"--vad -vm FILE: runs, says the file is not used ({r.stderr.strip()[-160:]!r})")
 
+    # whisper.cpp's -ng, -fa, -nfa, -sns and -dev N run (the same text as without them)
+    base_args = ["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-otxt"]
+    r1 = run(base_args + ["-of", out + "-plain", jfk])
+    r2 = run(base_args + ["-ng", "-fa", "-nfa", "-sns", "-dev", "0", "-of", out + "-wcpp", jfk])
+    same = (r1.returncode == 0 and r2.returncode == 0 and
+            open(out + "-plain.txt").read() == open(out + "-wcpp.txt").read())
+    check(same, f"-ng -fa -nfa -sns -dev 0: accepted, the same text ({r2.stderr.strip()[-160:]!r})")
+
     # default model via the environment, no flags
     r = run(["transcribe", "-np", jfk], env={"WHISPERC_MODEL": model})
     check(r.returncode == 0, "default model from WHISPERC_MODEL")

@@ -89,8 +89,11 @@ void cli_usage(const char *prog) {
            "  -pc,  --print-colors      colour each printed token by its probability, red\n"
            "                            (unsure) to green, on a terminal without $NO_COLOR;\n"
            "                            --print-colors=always also into pipes\n"
-           "       --device auto|cpu|cuda  compute device (default auto)\n"
-           "       --gpu N              CUDA device index\n"
+           "       --device auto|cpu|cuda  compute device (default auto); -ng, --no-gpu: cpu\n"
+           "       --gpu N              CUDA device index (also -dev N, --device N)\n"
+           "  -fa, -nfa, -sns           whisper.cpp's --flash-attn, --no-flash-attn and\n"
+           "                            --suppress-nst: accepted; whisper-c's attention is\n"
+           "                            always fused and non-speech tokens always suppressed\n"
            "       --seed N             seed for sampling at temperature > 0\n"
            "       --max-duration S     refuse audio longer than S seconds (default: no limit)\n"
            "       --max-memory MIB|off refuse a model or audio needing more memory (default:\n"
@@ -265,15 +268,18 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
             o->quant_weights = WHISPERC_QUANT_KEEP;
         else
             *rc = 2, fprintf(stderr, "whisper-c: --quant-weights must be auto, widen or keep\n");
-    } else if (is(a, "--device", NULL)) {
+    } else if (is(a, "--device", "-dev")) {
         if (v && strcmp(v, "auto") == 0)
             o->device = WHISPERC_DEVICE_AUTO;
         else if (v && strcmp(v, "cpu") == 0)
             o->device = WHISPERC_DEVICE_CPU;
         else if (v && strcmp(v, "cuda") == 0)
             o->device = WHISPERC_DEVICE_CUDA;
+        else if (v && v[0] >= '0' && v[0] <= '9') /* whisper.cpp's -dev N: a GPU's index */
+            *rc = parse_int(a, v, 0, 64, &o->gpu_index);
         else
-            *rc = 2, fprintf(stderr, "whisper-c: --device must be auto, cpu or cuda\n");
+            *rc = 2,
+            fprintf(stderr, "whisper-c: --device must be auto, cpu, cuda or a GPU index\n");
     } else
         return 0;
     if (!v && !*rc) {
@@ -333,6 +339,14 @@ static int parse_flag(struct cli_options *o, const char *a) {
         o->carry_initial_prompt = true;
     else if (is(a, "--vad", NULL))
         o->vad = true;
+    else if (is(a, "-ng", "--no-gpu")) /* whisper.cpp's */
+        o->device = WHISPERC_DEVICE_CPU;
+    /* whisper.cpp's switches that whisper-c's defaults already answer: its attention is always
+     * the fused (flash) kind where that is faster; non-speech tokens are suppressed, as
+     * openai-whisper's suppress_tokens "-1" does */
+    else if (is(a, "-fa", "--flash-attn") || is(a, "-nfa", "--no-flash-attn") ||
+             is(a, "-sns", "--suppress-nst"))
+        ;
     else
         return 0;
     return 1;
