@@ -266,6 +266,12 @@ struct whisperc_full_params {
     /* whisperc_full_batch (appended in 0.1): how many inputs' windows are decoded together,
      * 1..64 (default 8). */
     int batch_size;
+    /* A part of the audio (appended in 0.1; whisper.cpp's offset_ms and duration_ms): only
+     * [offset_ms, offset_ms + duration_ms) is transcribed, or to the end when duration_ms is
+     * 0 (the defaults: all of it). Every time in the results stays the input's. Language
+     * detection and VAD see that part only. whisperc_full_batch takes such inputs one by one. */
+    int offset_ms;
+    int duration_ms;
 };
 
 WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);

@@ -504,6 +504,8 @@ struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strat
         /*.vad_speech_pad_ms =*/30,
         /*.max_audio_s =*/0.0,
         /*.batch_size =*/8,
+        /*.offset_ms =*/0,
+        /*.duration_ms =*/0,
     };
     return p;
 }
@@ -565,6 +567,10 @@ int api_check_params(whisperc_state *st, const struct whisperc_full_params *p, i
                 "alignment_heads '%s': not an official model of this model's shape (%s)",
                 p->alignment_heads, whisperc_model_type(st->m));
     }
+    if (p->offset_ms < 0 || p->duration_ms < 0)
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG,
+                        "offset_ms and duration_ms must be >= 0, got %d and %d", p->offset_ms,
+                        p->duration_ms);
     if (p->vad && !(p->vad_threshold > 0.0f && p->vad_threshold <= 1.0f))
         return api_fail(st, WHISPERC_ERR_INVALID_ARG, "vad_threshold must be in (0, 1], got %g",
                         p->vad_threshold);
@@ -726,17 +732,36 @@ static int no_speech_result(whisperc_state *st, const struct whisperc_full_param
     return 0;
 }
 
-/* Transcription (or language detection) of pcm, through VAD when asked: the speech is
- * transcribed and the results mapped back to pcm's times. Language detection always sees the
- * audio as given. */
+/* Transcription (or language detection) of pcm (its part offset_ms, duration_ms), through VAD
+ * when asked: the speech is transcribed and the results mapped back to pcm's times. Language
+ * detection always sees the part as given, without VAD. */
 static int run_full(whisperc_state *st, const struct whisperc_full_params *p, const float *pcm,
                     int n, int i_lang, const struct detect_req *det) {
-    if (!p->vad || det)
-        return run_pcm(st, p, pcm, n, i_lang, det, NULL);
+    /* offset_ms, duration_ms: the part [a, b) of pcm, its times moved back by a */
+    int64_t a = (int64_t)p->offset_ms * (WC_SAMPLE_RATE / 1000), b = n;
+    if (p->duration_ms > 0 && a + (int64_t)p->duration_ms * (WC_SAMPLE_RATE / 1000) < b)
+        b = a + (int64_t)p->duration_ms * (WC_SAMPLE_RATE / 1000);
+    if (a >= n)
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG,
+                        "offset_ms %d is at or past the end of the audio (%.0f ms)", p->offset_ms,
+                        n * 1000.0 / WC_SAMPLE_RATE);
+    pcm += a;
+    n = (int)(b - a);
+    double shift = (double)a / WC_SAMPLE_RATE;
+    struct time_map map = {0};
+    if (!p->vad || det) {
+        int rc = time_map_shift(&map, shift);
+        if (rc)
+            return api_fail(st, rc, "out of memory");
+        rc = run_pcm(st, p, pcm, n, i_lang, det, map.n ? &map : NULL);
+        time_map_free(&map);
+        return rc;
+    }
     float *speech = NULL;
     size_t n_speech = 0;
-    struct time_map map = {0};
     int rc = api_vad_speech(st, p, pcm, n, &speech, &n_speech, &map);
+    if (!rc && time_map_shift(&map, shift))
+        rc = api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory");
     if (!rc && n_speech > (size_t)INT32_MAX)
         rc = api_fail(st, WHISPERC_ERR_UNSUPPORTED, "vad: %zu samples of speech is too long",
                       n_speech);

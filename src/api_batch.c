@@ -438,7 +438,9 @@ whisperc_status whisperc_full_batch(whisperc_state *st, const struct whisperc_fu
         st->n_batch = n_inputs;
         bool refused =
             lanes_refused(st, batch_lane_count(&p, 1), 1); /* not even one window's lanes */
-        if (transcribe_batch_supported(&p) && !refused) {
+        /* a part of each input (offset_ms, duration_ms): one by one, where run_full cuts it */
+        bool parts = p.offset_ms > 0 || p.duration_ms > 0;
+        if (transcribe_batch_supported(&p) && !refused && !parts) {
             rc = p.vad ? batched_vad(st, &p, pcm16k, n_samples, n_inputs, i_lang)
                        : batched(st, &p, pcm16k, n_samples, NULL, n_inputs, i_lang, st->batch_tr);
             if (rc == WHISPERC_ERR_NO_MEMORY && lanes_refused(st, batch_lane_count(&p, 1), 1) &&

@@ -319,6 +319,79 @@ static long rss_file_kb(void) {
     return kb;
 }
 
+/* The last result as text: every segment's, token's and word's text and times, times moved by
+ * shift_ms. Caller frees. */
+static char *result_digest(whisperc_state *st, int64_t shift_ms) {
+    size_t cap = 1 << 16, len = 0;
+    char *d = malloc(cap);
+    d[0] = '\0';
+#define ADD(...) (len += (size_t)snprintf(d + len, len < cap ? cap - len : 0, __VA_ARGS__))
+    for (int i = 0; i < whisperc_n_segments(st); i++) {
+        ADD("[%lld %lld]%s\n", (long long)(whisperc_segment_t0_ms(st, i) + shift_ms),
+            (long long)(whisperc_segment_t1_ms(st, i) + shift_ms), whisperc_segment_text(st, i));
+        for (int j = 0; j < whisperc_segment_n_tokens(st, i); j++)
+            ADD(" %d@%lld-%lld", whisperc_segment_token_id(st, i, j),
+                (long long)(whisperc_segment_token_t0_ms(st, i, j) + shift_ms),
+                (long long)(whisperc_segment_token_t1_ms(st, i, j) + shift_ms));
+        for (int j = 0; j < whisperc_segment_n_words(st, i); j++)
+            ADD(" %s@%lld-%lld", whisperc_word_text(st, i, j),
+                (long long)(whisperc_word_t0_ms(st, i, j) + shift_ms),
+                (long long)(whisperc_word_t1_ms(st, i, j) + shift_ms));
+        ADD("\n");
+    }
+#undef ADD
+    CHECK(len < cap);
+    return d;
+}
+
+/* offset_ms / duration_ms: the part of the input, transcribed as if it were the input, its
+ * times the input's (33 s: two windows, words, with and without VAD; whisperc_full_batch). */
+static void test_offset(whisperc_state *st, const float *jfk, int n_jfk) {
+    int n = 3 * n_jfk;
+    float *pcm = malloc((size_t)n * sizeof *pcm);
+    for (int i = 0; i < 3; i++)
+        memcpy(pcm + (size_t)i * n_jfk, jfk, (size_t)n_jfk * sizeof *pcm);
+    static const struct {
+        int offset_ms, duration_ms;
+        bool vad;
+    } cases[] = {{4000, 0, false}, {3000, 25000, false}, {2500, 0, true}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+        p.word_timestamps = true;
+        p.vad = cases[k].vad;
+        int a = cases[k].offset_ms * 16,
+            b = cases[k].duration_ms ? a + cases[k].duration_ms * 16 : n;
+        CHECK(whisperc_full(st, &p, pcm + a, b - a) == WHISPERC_OK);
+        char *want = result_digest(st, cases[k].offset_ms);
+        p.offset_ms = cases[k].offset_ms;
+        p.duration_ms = cases[k].duration_ms;
+        CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+        char *got = result_digest(st, 0);
+        CHECK(whisperc_n_segments(st) >= 2 && strcmp(got, want) == 0);
+        if (strcmp(got, want))
+            fprintf(stderr, "offset %d duration %d vad %d:\n%s\nwant\n%s\n", p.offset_ms,
+                    p.duration_ms, (int)p.vad, got, want);
+        free(got);
+        const float *const in[2] = {jfk, pcm};
+        const int ns[2] = {n_jfk, n};
+        p.batch_size = 2; /* the part of every input, each as whisperc_full gives it */
+        CHECK(whisperc_full_batch(st, &p, in, ns, 2) == WHISPERC_OK);
+        CHECK(whisperc_batch_select(st, 1) == WHISPERC_OK);
+        got = result_digest(st, 0);
+        CHECK(strcmp(got, want) == 0);
+        free(got);
+        free(want);
+    }
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    p.offset_ms = 34000;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(strstr(whisperc_state_errmsg(st), "past the end of the audio") != NULL);
+    p.offset_ms = 0;
+    p.duration_ms = -1;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+    free(pcm);
+}
+
 /* Word timestamps and max_len on jfk (golden words.jsonl is checked by the words_* tests). */
 static void test_words(whisperc_state *st, const float *pcm, int n, const char *want) {
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
@@ -448,6 +521,7 @@ int main(void) {
     test_strategies(st, pcm, n, want);
     test_context(st, pcm, n);
     test_words(st, pcm, n, want);
+    test_offset(st, pcm, n);
     test_callbacks(st, pcm, n);
     test_old_params(st, pcm, n, want);
 

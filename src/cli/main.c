@@ -116,6 +116,8 @@ void cli_full_params(const struct cli_options *o, struct whisperc_full_params *f
     fp->compression_ratio_threshold = o->compression_ratio_thold;
     fp->word_timestamps = o->word_timestamps;
     fp->max_len = o->max_len;
+    fp->offset_ms = o->offset_ms;
+    fp->duration_ms = o->duration_ms;
     fp->split_on_word = o->split_on_word;
     fp->alignment_heads = o->alignment_heads;
     fp->log_fn = log_to_stderr;

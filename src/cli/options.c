@@ -42,6 +42,8 @@ void cli_usage(const char *prog) {
            "  -tr, --translate          translate to English\n"
            "  -dl, --detect-language    print the 5 most probable languages and exit\n"
            "  -t,  --threads N          CPU threads (default: cores, at most 8)\n"
+           "  -ot, --offset-t N         start at N ms into the audio (times stay the file's)\n"
+           "  -d,  --duration N         transcribe N ms from there (default 0: to the end)\n"
            "       --prompt TEXT        initial prompt (context for the first window)\n"
            "       --carry-initial-prompt  keep the initial prompt in every window's context\n"
            "       --prefix TEXT        text every window's transcript starts with\n"
@@ -190,7 +192,11 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
             *rc = 2, fprintf(stderr, "whisper-c: too many files (at most %d)\n", CLI_MAX_FILES);
         else if (v)
             o->files[o->n_files++] = v;
-    } else if (is(a, "-ml", "--max-len"))
+    } else if (is(a, "-ot", "--offset-t"))
+        *rc = parse_int(a, v, 0, INT32_MAX, &o->offset_ms);
+    else if (is(a, "-d", "--duration"))
+        *rc = parse_int(a, v, 0, INT32_MAX, &o->duration_ms);
+    else if (is(a, "-ml", "--max-len"))
         *rc = parse_int(a, v, 0, 1 << 20, &o->max_len);
     else if (is(a, "--max-line-width", "--max_line_width"))
         *rc = parse_int(a, v, 1, 1 << 20, &o->max_line_width);

@@ -30,6 +30,7 @@ struct cli_options {
     /* word timestamps and segment length (whisperc_full_params) */
     bool word_timestamps, split_on_word;
     int max_len;                 /* 0: off */
+    int offset_ms, duration_ms;  /* -ot, -d: a part of each file (whisper.cpp's) */
     const char *alignment_heads; /* NULL: auto */
     /* srt/vtt with -wt (openai-whisper's ResultWriter options); 0: not given */
     int max_line_width, max_line_count, max_words_per_line;

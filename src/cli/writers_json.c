@@ -145,8 +145,9 @@ static void params(struct sbuf *b, const struct whisperc_full_params *p) {
     sbuf_printf(b, ", \"max_context\": %d, \"word_timestamps\": %s, ", p->max_context,
                 p->word_timestamps ? "true" : "false");
     key_string(b, "alignment_heads", p->alignment_heads ? p->alignment_heads : "auto");
-    sbuf_printf(b, ", \"max_len\": %d, \"split_on_word\": %s},\n", p->max_len,
+    sbuf_printf(b, ", \"max_len\": %d, \"split_on_word\": %s", p->max_len,
                 p->split_on_word ? "true" : "false");
+    sbuf_printf(b, ", \"offset_ms\": %d, \"duration_ms\": %d},\n", p->offset_ms, p->duration_ms);
 }
 
 int write_json(FILE *f, const struct transcript *tr, const struct writer_opts *wo) {

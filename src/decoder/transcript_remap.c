@@ -4,6 +4,7 @@
  */
 #include "decoder/transcript_remap.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "decoder/transcribe.h"
@@ -28,6 +29,21 @@ int time_map_from_spans(struct time_map *m, const struct vad_span *spans, size_t
         at += len + gap;
     }
     m->n = n_spans;
+    return 0;
+}
+
+int time_map_shift(struct time_map *m, double dt) {
+    if (dt == 0.0)
+        return 0;
+    if (m->n == 0) {
+        m->pieces = malloc(sizeof *m->pieces);
+        if (!m->pieces)
+            return WHISPERC_ERR_NO_MEMORY;
+        m->pieces[0] = (struct time_piece){0.0, INFINITY, 0.0};
+        m->n = 1;
+    }
+    for (size_t i = 0; i < m->n; i++)
+        m->pieces[i].orig_t0 += dt;
     return 0;
 }
 

@@ -31,6 +31,11 @@ int time_map_from_spans(struct time_map *m, const struct vad_span *spans, size_t
                         size_t gap, int sample_rate);
 void time_map_free(struct time_map *m); /* frees pieces; the struct itself is the caller's */
 
+/* Every original time dt seconds later (the audio was a part of a longer input, starting dt
+ * in): an empty map becomes the one piece t -> t + dt. dt 0 changes nothing. Returns 0 or
+ * WHISPERC_ERR_NO_MEMORY. */
+int time_map_shift(struct time_map *m, double dt);
+
 /* A start or an end time of the gathered audio in the original (identity with no pieces). */
 double time_map_start(const struct time_map *m, double t);
 double time_map_end(const struct time_map *m, double t);
