@@ -238,6 +238,12 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         *rc = parse_float(a, v, 0.0f, 1.0f, &o->no_speech_thold);
     else if (is(a, "--compression-ratio-threshold", NULL))
         *rc = parse_float(a, v, 0.0f, 1e9f, &o->compression_ratio_thold);
+    else if (is(a, "-p", "--processors")) /* whisper.cpp's: parts of one file in parallel */
+        *rc = 2, fprintf(stderr,
+                         "whisper-c: %s is not supported (whisper.cpp's split of a file "
+                         "into parts, which changes the text at the cuts): -t N threads "
+                         "share one file, `whisper-c batch -j N` runs many files\n",
+                         a);
     else if (is(a, "-vm", "--vad-model")) { /* whisper.cpp's Silero file: its scripts run */
         if (v)
             fprintf(stderr,
