@@ -107,7 +107,8 @@ typedef void (*whisperc_log_fn)(whisperc_log_level level, const char *msg, void 
 
 /* How the weights of a quantized model file (whisper.cpp's q8_0, q5_1, q5_0, q4_1, q4_0) are
  * held. Either way every weight is its quantized value rounded to half, so the results are the
- * same bit for bit; only memory and speed differ. */
+ * same bit for bit (for finite block scales); only memory and speed differ. Other values are
+ * refused (WHISPERC_ERR_INVALID_ARG). */
 typedef enum {
     /* WIDEN, unless the f16 weights would take more than half of the memory budget
      * (max_memory_bytes): then KEEP */

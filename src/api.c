@@ -119,7 +119,8 @@ static uint64_t model_memory_bytes(const struct wc_model_file *f, bool keep_quan
     uint64_t n = 0;
     for (int i = 0; i < f->n_tensors; i++) {
         const struct wc_tensor_view *t = &f->tensors[i];
-        bool mat = t->n_dims == 2 && t->shape[1] > 1;
+        /* as weights.c uploads them: the positional embeddings are tables of f32 */
+        bool mat = t->n_dims == 2 && t->shape[1] > 1 && !strstr(t->name, "positional_embedding");
         if (t->qtype && mat && keep_quant)
             n += t->n_bytes;
         else
@@ -128,24 +129,32 @@ static uint64_t model_memory_bytes(const struct wc_model_file *f, bool keep_quan
     return n;
 }
 
-/* Whether a quantized file's matrices stay blocks on a backend that can hold them (the CPU):
+/* Whether a quantized file's matrices stay blocks where the backend can hold them (the CPU):
  * KEEP, or AUTO when the f16 weights would take more than half of the memory budget. */
-static bool keep_quant_blocks(const struct whisperc_model_params *p, const struct wc_model_file *f,
-                              const char *path) {
+static bool keep_quant_blocks(const struct whisperc_model_params *p,
+                              const struct wc_model_file *f) {
     uint64_t f16 = model_memory_bytes(f, false), blocks = model_memory_bytes(f, true);
     if (blocks == f16 || p->quant_weights == WHISPERC_QUANT_WIDEN)
         return false;
     if (p->quant_weights == WHISPERC_QUANT_KEEP)
         return true;
     uint64_t budget = mem_budget(p->max_memory_bytes);
-    if (budget == UINT64_MAX || f16 <= budget / 2)
-        return false;
+    return budget != UINT64_MAX && f16 > budget / 2;
+}
+
+/* Once the backend is known: the blocks are kept only where it holds them (a GPU widens), and
+ * AUTO says so when it keeps them. */
+static void settle_keep_quant(struct whisperc_model *m, const struct whisperc_model_params *p,
+                              const char *path) {
+    m->keep_quant = keep_quant_blocks(p, m->file) && m->be->ops->holds_quant;
+    if (!m->keep_quant || p->quant_weights != WHISPERC_QUANT_AUTO)
+        return;
     api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO,
             "%s: the weights widened to f16 (%" PRIu64 " MiB) would take more than half of the "
             "%" PRIu64 " MiB of memory available; keeping the quantized blocks (%" PRIu64
-            " MiB) on the CPU, which decodes more slowly (quant_weights, --quant-weights)",
-            path, f16 >> 20, budget >> 20, blocks >> 20);
-    return true;
+            " MiB), which decode more slowly (quant_weights, --quant-weights)",
+            path, model_memory_bytes(m->file, false) >> 20, mem_budget(p->max_memory_bytes) >> 20,
+            model_memory_bytes(m->file, true) >> 20);
 }
 
 #ifdef WC_HAVE_CUDA
@@ -187,8 +196,10 @@ static int fall_back_to_cpu(struct whisperc_model *m, const struct whisperc_mode
     m->be->ops->backend_free(m->be);
     m->be = NULL;
     int rc = cpu_backend_new(&m->be, err, err_size);
-    if (!rc)
+    if (!rc) {
+        settle_keep_quant(m, p, m->file->path);
         rc = weights_upload(&m->w, m->be, m->file, m->keep_quant, err, err_size);
+    }
     if (!rc)
         api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
                 "%s on CUDA device %d (%s); running on the CPU", what, p->gpu_index, why);
@@ -221,15 +232,21 @@ whisperc_status whisperc_model_load(const char *path, const struct whisperc_mode
             wc_errf(errbuf, errbuf_size, "%s: out of memory", path);
         }
     }
-    if (!rc)
-        m->keep_quant = keep_quant_blocks(&p, m->file, path);
-    if (!rc && mem_check(model_memory_bytes(m->file, m->keep_quant), mem_budget(p.max_memory_bytes),
-                         p.max_memory_bytes, path, errbuf, errbuf_size))
+    if (!rc && (unsigned)p.quant_weights > WHISPERC_QUANT_KEEP) {
+        wc_errf(errbuf, errbuf_size, "quant_weights must be AUTO, WIDEN or KEEP, got %d",
+                (int)p.quant_weights);
+        rc = WHISPERC_ERR_INVALID_ARG;
+    }
+    /* host memory as the CPU would hold the weights (a GPU holds its own copy elsewhere) */
+    if (!rc &&
+        mem_check(model_memory_bytes(m->file, keep_quant_blocks(&p, m->file)),
+                  mem_budget(p.max_memory_bytes), p.max_memory_bytes, path, errbuf, errbuf_size))
         rc = WHISPERC_ERR_NO_MEMORY;
     m->max_memory_bytes = p.max_memory_bytes;
     if (!rc)
         rc = open_backend(&p, &m->be, errbuf, errbuf_size);
     if (!rc) {
+        settle_keep_quant(m, &p, path);
         rc = weights_upload(&m->w, m->be, m->file, m->keep_quant, errbuf, errbuf_size);
 #ifdef WC_HAVE_CUDA
         const char *why = cuda_backend_errmsg(m->be); /* the reason, kept by the backend */

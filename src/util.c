@@ -66,9 +66,11 @@ __attribute__((target("avx,f16c"))) static size_t to_f16_f16c(uint16_t *dst, con
 
 bool wc_has_f16c(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    /* CPUID leaf 1: AVX (ECX bit 28), F16C (bit 29), OSXSAVE (27) */
+    /* AVX as __builtin_cpu_supports sees it (the OS saves the YMM registers), F16C from CPUID
+     * leaf 1 (clang before 15 has no "f16c" for __builtin_cpu_supports) */
     unsigned a, b, c, d;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) && (c & bit_AVX) && (c & bit_OSXSAVE);
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 #else
     return false;
 #endif

@@ -129,7 +129,7 @@ static void test_linear_rows_exact(struct wc_backend *be, struct wc_stream *s, i
  * at load does (model/weights.c may give the CPU either): linear over rows 1 … 9 and 40 (the
  * matrix-vector path, decoded in registers or once per row, and sgemm), and embed's rows. */
 static void test_linear_quant(struct wc_backend *be, struct wc_stream *s, enum wc_dtype qtype) {
-    const int n_out = 96, k = 160, n_vocab = 40;
+    const int n_out = 64, k = 384, n_vocab = 48; /* k: tiny's width */
     size_t bb = ggml_quant_block_bytes((int32_t)qtype), n = (size_t)n_out * k;
     uint8_t *blocks = malloc(n / 32 * bb);
     uint16_t *h = malloc(n * 2);
@@ -171,6 +171,30 @@ static void test_linear_quant(struct wc_backend *be, struct wc_stream *s, enum w
     CHECK(wc_stream_sync(s) == 0);
     CHECK(check_close("embed of quantized rows", eq, eh, (size_t)3 * tq.cols, 0.0, 0.0));
     free(blocks), free(h), free(b), free(pos), free(eq), free(eh);
+}
+
+/* The AVX2 block decoder against the plain C one (model/ggml_quant.c) on blocks of random
+ * bytes, their scales and minimums too (subnormal, huge: products past the largest half, which
+ * round to inf; inf and NaN): the same bits, NaN for NaN. */
+static void test_quant_decode(enum wc_dtype qtype) {
+    const int rows = 3, cols[2] = {384, 1536};
+    for (int c = 0; c < 2; c++) {
+        size_t n = (size_t)rows * cols[c], bytes = n / 32 * ggml_quant_block_bytes((int32_t)qtype);
+        uint8_t *b = malloc(bytes);
+        for (size_t i = 0; i < bytes; i++)
+            b[i] = (uint8_t)((test_rng_uniform(&rng) + 1.0f) * 128.0f);
+        struct wc_mat m = {b, rows, cols[c], qtype};
+        float *fast = nan_vec(n), *plain = nan_vec(n);
+        cpu_quant_rows_f32(1, fast, &m, 0, rows);
+        cpu_quant_rows_f32(0, plain, &m, 0, rows);
+        size_t differ = 0;
+        for (size_t i = 0; i < n; i++)
+            differ += isnan(fast[i]) ? !isnan(plain[i]) : memcmp(&fast[i], &plain[i], 4) != 0;
+        printf("quant decode q%d, %d columns: %zu of %zu values differ\n", (int)qtype, cols[c],
+               differ, n);
+        CHECK(differ == 0);
+        free(b), free(fast), free(plain);
+    }
 }
 
 static void test_conv(struct wc_backend *be, struct wc_stream *s, int c_in, int c_out, int t_in,
@@ -578,6 +602,8 @@ int main(void) {
         const enum wc_dtype qts[5] = {WC_Q4_0, WC_Q4_1, WC_Q5_0, WC_Q5_1, WC_Q8_0};
         struct cpu_backend *cb = be->impl;
         int fast = cb->has_avx2_f16c;
+        for (int q = 0; q < 5 && fast && threads == 1; q++)
+            test_quant_decode(qts[q]);
         for (int pass = 0; pass < 1 + fast; pass++) { /* AVX2, then the scalar reads */
             cb->has_avx2_f16c = pass == 0 ? fast : 0;
             for (int q = 0; q < 5; q++)

@@ -86,7 +86,7 @@ void cpu_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *l
 /* Elementwise helpers shared by the ops. */
 void cpu_gelu_inplace(float *x, size_t n); /* exact erf GELU */
 /* Converts rows [r0, r1) of a weight matrix to f32 into dst ([r1-r0][cols]). */
-void cpu_mat_rows_f32(float *dst, const struct wc_mat *w, int r0, int r1);
+void cpu_mat_rows_f32(int fast, float *dst, const struct wc_mat *w, int r0, int r1);
 
 /* Block-quantized matrices (quant_rows.c): bytes of a [rows][cols] matrix of any dtype; rows
  * [r0, r1) as floats (each value rounded to half, as widened at load; fast: AVX2 + F16C);

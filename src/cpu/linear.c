@@ -54,8 +54,8 @@ static void mat_rows_f32(int fast, float *dst, const struct wc_mat *w, int r0, i
         cpu_quant_rows_f32(fast, dst, w, r0, r1);
 }
 
-void cpu_mat_rows_f32(float *dst, const struct wc_mat *w, int r0, int r1) {
-    mat_rows_f32(0, dst, w, r0, r1);
+void cpu_mat_rows_f32(int fast, float *dst, const struct wc_mat *w, int r0, int r1) {
+    mat_rows_f32(fast, dst, w, r0, r1);
 }
 
 struct linear_job {

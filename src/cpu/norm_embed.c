@@ -60,7 +60,7 @@ void cpu_embed(struct wc_stream *s, float *out, const int32_t *tokens, const int
             return;
         }
         float *o = out + (size_t)t * c;
-        cpu_mat_rows_f32(o, tok_emb, tokens[t], tokens[t] + 1);
+        cpu_mat_rows_f32(cpu_backend(s)->has_avx2_f16c, o, tok_emb, tokens[t], tokens[t] + 1);
         const float *p = pos_emb + (size_t)pos * c;
         for (int i = 0; i < c; i++)
             o[i] += p[i];

@@ -131,14 +131,8 @@ void cpu_quant_rows_f32(int fast, float *dst, const struct wc_mat *w, int r0, in
     }
 #endif
     (void)fast;
-    size_t rb = row_bytes(w), bb = ggml_quant_block_bytes((int32_t)w->dtype);
-    uint16_t h[GGML_QUANT_BLOCK];
-    for (int r = r0; r < r1; r++) {
-        const uint8_t *b = (const uint8_t *)w->data + (size_t)r * rb;
-        for (int i = 0; i < w->cols; i += GGML_QUANT_BLOCK, b += bb, dst += GGML_QUANT_BLOCK) {
-            ggml_dequantize_f16((int32_t)w->dtype, b, h, GGML_QUANT_BLOCK);
-            for (int k = 0; k < GGML_QUANT_BLOCK; k++)
-                dst[k] = wc_f16_to_f32(h[k]);
-        }
-    }
+    size_t rb = row_bytes(w);
+    for (int r = r0; r < r1; r++, dst += w->cols)
+        ggml_dequantize_halves((int32_t)w->dtype, (const uint8_t *)w->data + (size_t)r * rb, dst,
+                               (size_t)w->cols);
 }

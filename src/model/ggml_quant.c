@@ -38,7 +38,9 @@ static void block_codes(int32_t type, const uint8_t *qs, uint32_t qh, int q[GGML
     }
 }
 
-/* n values' floats, before the rounding to half, into v. */
+/* n values' floats, before the rounding to half, into v. The product and the minimum's sum are
+ * separate statements: rounded each, never one fused multiply-add (ISO C's default contraction,
+ * which the build's c11 mode keeps), as the AVX2 decoder of quant_rows.c computes them. */
 static void dequantize_f32(int32_t type, const uint8_t *b, float *v, size_t n) {
     size_t bytes = ggml_quant_block_bytes(type);
     int q[GGML_QUANT_BLOCK];
@@ -64,6 +66,12 @@ static void dequantize_f32(int32_t type, const uint8_t *b, float *v, size_t n) {
             v[j] = has_min ? x + m : x;
         }
     }
+}
+
+void ggml_dequantize_halves(int32_t type, const void *src, float *dst, size_t n) {
+    dequantize_f32(type, src, dst, n);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = wc_f16_to_f32(wc_f32_to_f16(dst[i]));
 }
 
 void ggml_dequantize_f16(int32_t type, const void *src, uint16_t *dst, size_t n) {
