@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "cpu/simd_x86.h" /* wc_cpu_has_f16c, the intrinsics */
 #include "libwhisperc.h"
 
 void wc_errf(char *err, size_t err_size, const char *fmt, ...) {
@@ -49,10 +50,7 @@ uint16_t wc_f32_to_f16(float f) {
     return (uint16_t)(sign | (u >> 13));
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
-#include <immintrin.h>
-
+#ifdef WC_HAVE_X86_DISPATCH
 __attribute__((target("avx,f16c"))) static size_t to_f16_f16c(uint16_t *dst, const float *src,
                                                               size_t n) {
     size_t i = 0;
@@ -65,12 +63,10 @@ __attribute__((target("avx,f16c"))) static size_t to_f16_f16c(uint16_t *dst, con
 #endif
 
 bool wc_has_f16c(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    /* AVX as __builtin_cpu_supports sees it (the OS saves the YMM registers), F16C from CPUID
-     * leaf 1 (clang before 15 has no "f16c" for __builtin_cpu_supports) */
-    unsigned a, b, c, d;
+#ifdef WC_HAVE_X86_DISPATCH
+    /* AVX as __builtin_cpu_supports sees it (the OS saves the YMM registers) */
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    return __builtin_cpu_supports("avx") && wc_cpu_has_f16c();
 #else
     return false;
 #endif
@@ -78,7 +74,7 @@ bool wc_has_f16c(void) {
 
 void wc_f32_to_f16_n(uint16_t *dst, const float *src, size_t n, bool f16c) {
     size_t i = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef WC_HAVE_X86_DISPATCH
     if (f16c)
         i = to_f16_f16c(dst, src, n);
 #else

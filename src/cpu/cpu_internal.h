@@ -89,10 +89,11 @@ void cpu_gelu_inplace(float *x, size_t n); /* exact erf GELU */
 void cpu_mat_rows_f32(int fast, float *dst, const struct wc_mat *w, int r0, int r1);
 
 /* Block-quantized matrices (quant_rows.c): bytes of a [rows][cols] matrix of any dtype; rows
- * [r0, r1) as floats (each value rounded to half, as widened at load; fast: AVX2 + F16C);
- * dots[t] = x[t] · row n for n_x <= 4 rows of x (AVX2 + F16C only; dot1_f16's order). */
+ * [r0, r1) as floats (each value rounded to half, as widened at load; fast: AVX2 + F16C); and,
+ * AVX2 + F16C only, row n as halves, and x · row n in dot1_f16's order. */
 size_t cpu_mat_bytes(enum wc_dtype dtype, int rows, int cols);
 void cpu_quant_rows_f32(int fast, float *dst, const struct wc_mat *w, int r0, int r1);
-void cpu_quant_dots(const struct wc_mat *w, int n, const float *x, int ldx, int n_x, float *dots);
+void cpu_quant_row_f16(const struct wc_mat *w, int n, uint16_t *dst);
+float cpu_quant_dots(const struct wc_mat *w, int n, const float *x);
 
 #endif /* WC_CPU_INTERNAL_H */

@@ -145,23 +145,16 @@ dot4_f16(const uint16_t *w, const float *x, int ldx, int n_x, int k, float *dots
         dots[r] = hsum256(_mm256_add_ps(a[r][0], a[r][1]));
 }
 
-/* dot4_f16's sums over a row of f32 weights that came from halves (a quantized row decoded
- * once for all the rows of x): the same values in the same order, so the same bits. */
-__attribute__((target("avx2,fma"))) static void dot4_f32w(const float *w, const float *x, int ldx,
-                                                          int n_x, int k, float *dots) {
-    __m256 a[4][2];
-    for (int r = 0; r < 4; r++)
-        a[r][0] = a[r][1] = _mm256_setzero_ps();
-    for (int i = 0; i + 16 <= k; i += 16) { /* k: whole blocks of 32 */
-        __m256 w0 = _mm256_loadu_ps(w + i), w1 = _mm256_loadu_ps(w + i + 8);
-        for (int r = 0; r < n_x; r++) {
-            const float *xr = x + (size_t)r * ldx + i;
-            a[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xr), a[r][0]);
-            a[r][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xr + 8), a[r][1]);
-        }
+/* dots[t] = in[t] . wr for every input row t, wr one row of halves (k a multiple of 8). */
+static void dots_f16(const struct linear_job *j, const uint16_t *wr, int k, float *dots) {
+    if (j->n_rows == 1) {
+        dots[0] = dot1_f16(wr, j->in, k);
+        return;
     }
-    for (int r = 0; r < n_x; r++)
-        dots[r] = hsum256(_mm256_add_ps(a[r][0], a[r][1]));
+    for (int t = 0; t < j->n_rows; t += 4) {
+        int nx = j->n_rows - t < 4 ? j->n_rows - t : 4;
+        dot4_f16(wr, j->in + (size_t)t * k, k, nx, k, dots + t);
+    }
 }
 #endif
 
@@ -178,25 +171,16 @@ static void row_dots(const struct linear_job *j, int n, float *scratch, float *d
 #ifdef WC_HAVE_X86_DISPATCH
     if (j->fast && j->w->dtype != WC_F16 && j->w->dtype != WC_F32) { /* k: whole blocks */
         if (j->n_rows == 1) {                                        /* decoded in registers */
-            cpu_quant_dots(j->w, n, j->in, k, 1, dots);
+            dots[0] = cpu_quant_dots(j->w, n, j->in);
             return;
         }
-        cpu_quant_rows_f32(1, scratch, j->w, n, n + 1); /* decoded once for all rows */
-        for (int t = 0; t < j->n_rows; t += 4)
-            dot4_f32w(scratch, j->in + (size_t)t * k, k, j->n_rows - t < 4 ? j->n_rows - t : 4, k,
-                      dots + t);
+        uint16_t *h = (uint16_t *)scratch; /* decoded once, to the halves widening gives */
+        cpu_quant_row_f16(j->w, n, h);
+        dots_f16(j, h, k, dots);
         return;
     }
     if (j->fast && j->w->dtype == WC_F16 && k % 8 == 0) {
-        const uint16_t *wr = (const uint16_t *)j->w->data + (size_t)n * k;
-        if (j->n_rows == 1) {
-            dots[0] = dot1_f16(wr, j->in, k);
-            return;
-        }
-        for (int t = 0; t < j->n_rows; t += 4) {
-            int nx = j->n_rows - t < 4 ? j->n_rows - t : 4;
-            dot4_f16(wr, j->in + (size_t)t * k, k, nx, k, dots + t);
-        }
+        dots_f16(j, (const uint16_t *)j->w->data + (size_t)n * k, k, dots);
         return;
     }
 #endif

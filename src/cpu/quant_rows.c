@@ -4,9 +4,10 @@
  * q·d [+ m] rounded to half, so a quantized matrix computes exactly what the same matrix widened
  * to f16 at load does, at a half (q8_0) to a quarter (q4_0) of its memory and memory traffic.
  *
- * The AVX2 block decoder turns a block into four vectors of 8 values; the dot products consume
- * them in dot1_f16's order (two accumulators, 16 values a step), which makes the sums the f16
- * path's bit for bit.
+ * The AVX2 block decoder turns a block into four vectors of 8 halves. One input row's dot
+ * product consumes them in registers in dot1_f16's order (two accumulators, 16 values a step);
+ * several rows take the row decoded to halves once and linear.c's own f16 dot products. Either
+ * way the sums are the f16 path's bit for bit.
  */
 #include <stdbool.h>
 #include <string.h>
@@ -28,10 +29,6 @@ size_t cpu_mat_bytes(enum wc_dtype dtype, int rows, int cols) {
 }
 
 #ifdef WC_HAVE_X86_DISPATCH
-__attribute__((target("avx2,fma,f16c"))) static inline __m256 round_to_half(__m256 v) {
-    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-}
-
 /* 0x10 in byte j where bit j of bits is set (j < 16): the 5-bit types' fifth bits. */
 __attribute__((target("avx2"))) static inline __m128i fifth_bits(uint32_t bits) {
     const __m128i spread = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
@@ -40,16 +37,17 @@ __attribute__((target("avx2"))) static inline __m128i fifth_bits(uint32_t bits) 
     return _mm_and_si128(_mm_cmpeq_epi8(b, sel), _mm_set1_epi8(0x10));
 }
 
-/* The block at b as v[0..3] (values 0-7, 8-15, 16-23, 24-31), each rounded to half. */
+/* The block at b as the halves h[0..3] (values 0-7, 8-15, 16-23, 24-31). */
 __attribute__((target("avx2,fma,f16c"))) static inline void
-decode_block(enum wc_dtype type, const uint8_t *b, __m256 v[4]) {
+decode_halves(enum wc_dtype type, const uint8_t *b, __m128i h[4]) {
+    const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     uint16_t dh, mh = 0;
     memcpy(&dh, b, 2);
     __m256 d = _mm256_set1_ps(wc_f16_to_f32(dh));
     if (type == WC_Q8_0) {
         for (int g = 0; g < 4; g++) {
             __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * g)));
-            v[g] = round_to_half(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+            h[g] = _mm256_cvtps_ph(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d), rn);
         }
         return;
     }
@@ -82,8 +80,17 @@ decode_block(enum wc_dtype type, const uint8_t *b, __m256 v[4]) {
     __m256 m = _mm256_set1_ps(wc_f16_to_f32(mh));
     for (int g = 0; g < 4; g++) {
         __m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes[g])), d);
-        v[g] = round_to_half(has_min ? _mm256_add_ps(x, m) : x);
+        h[g] = _mm256_cvtps_ph(has_min ? _mm256_add_ps(x, m) : x, rn);
     }
+}
+
+/* The same as floats, v[0..3]. */
+__attribute__((target("avx2,fma,f16c"))) static inline void
+decode_block(enum wc_dtype type, const uint8_t *b, __m256 v[4]) {
+    __m128i h[4];
+    decode_halves(type, b, h);
+    for (int g = 0; g < 4; g++)
+        v[g] = _mm256_cvtph_ps(h[g]);
 }
 
 __attribute__((target("avx2,fma,f16c"))) static void rows_avx2(float *dst, const struct wc_mat *w,
@@ -100,26 +107,32 @@ __attribute__((target("avx2,fma,f16c"))) static void rows_avx2(float *dst, const
     }
 }
 
-__attribute__((target("avx2,fma,f16c"))) void
-cpu_quant_dots(const struct wc_mat *w, int n, const float *x, int ldx, int n_x, float *dots) {
+__attribute__((target("avx2,fma,f16c"))) void cpu_quant_row_f16(const struct wc_mat *w, int n,
+                                                                uint16_t *dst) {
     size_t bb = ggml_quant_block_bytes((int32_t)w->dtype);
     const uint8_t *b = (const uint8_t *)w->data + (size_t)n * row_bytes(w);
-    __m256 a[4][2];
-    for (int r = 0; r < 4; r++)
-        a[r][0] = a[r][1] = _mm256_setzero_ps();
+    for (int i = 0; i < w->cols; i += GGML_QUANT_BLOCK, b += bb) {
+        __m128i h[4];
+        decode_halves(w->dtype, b, h);
+        for (int g = 0; g < 4; g++)
+            _mm_storeu_si128((__m128i *)(dst + i + 8 * g), h[g]);
+    }
+}
+
+__attribute__((target("avx2,fma,f16c"))) float cpu_quant_dots(const struct wc_mat *w, int n,
+                                                              const float *x) {
+    size_t bb = ggml_quant_block_bytes((int32_t)w->dtype);
+    const uint8_t *b = (const uint8_t *)w->data + (size_t)n * row_bytes(w);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
     for (int i = 0; i < w->cols; i += GGML_QUANT_BLOCK, b += bb) {
         __m256 v[4];
         decode_block(w->dtype, b, v);
-        for (int r = 0; r < n_x; r++) {
-            const float *xr = x + (size_t)r * ldx + i;
-            a[r][0] = _mm256_fmadd_ps(v[0], _mm256_loadu_ps(xr), a[r][0]);
-            a[r][1] = _mm256_fmadd_ps(v[1], _mm256_loadu_ps(xr + 8), a[r][1]);
-            a[r][0] = _mm256_fmadd_ps(v[2], _mm256_loadu_ps(xr + 16), a[r][0]);
-            a[r][1] = _mm256_fmadd_ps(v[3], _mm256_loadu_ps(xr + 24), a[r][1]);
-        }
+        a0 = _mm256_fmadd_ps(v[0], _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(v[1], _mm256_loadu_ps(x + i + 8), a1);
+        a0 = _mm256_fmadd_ps(v[2], _mm256_loadu_ps(x + i + 16), a0);
+        a1 = _mm256_fmadd_ps(v[3], _mm256_loadu_ps(x + i + 24), a1);
     }
-    for (int r = 0; r < n_x; r++)
-        dots[r] = hsum256(_mm256_add_ps(a[r][0], a[r][1]));
+    return hsum256(_mm256_add_ps(a0, a1));
 }
 #endif
 

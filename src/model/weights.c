@@ -34,16 +34,22 @@ static const struct wc_tensor_view *find(struct upload_ctx *u, const char *name)
     return t;
 }
 
-/* name's data as the backend takes it (f32 or f16): quantized blocks widened to halves in
- * *tmp, which the caller frees. NULL (u->rc set) when the tensor is missing or memory is not. */
-static const void *data_of(struct upload_ctx *u, const char *name, const struct wc_tensor_view **t,
-                           void **tmp) {
+/* name's data as the backend takes it, of type *dtype: f32 or f16, or quantized blocks as they
+ * are where keep_blocks, else widened to halves in *tmp, which the caller frees. NULL (u->rc
+ * set) when the tensor is missing or memory is not. */
+static const void *data_of(struct upload_ctx *u, const char *name, bool keep_blocks,
+                           const struct wc_tensor_view **t, enum wc_dtype *dtype, void **tmp) {
     *tmp = NULL;
     *t = find(u, name);
     if (!*t || u->rc)
         return NULL;
+    *dtype = (*t)->dtype;
     if (!(*t)->qtype)
         return (*t)->data;
+    if (keep_blocks) {
+        *dtype = (enum wc_dtype)(*t)->qtype;
+        return (*t)->data;
+    }
     uint16_t *h = malloc((*t)->n_values * sizeof *h);
     if (!h) {
         u->rc = WHISPERC_ERR_NO_MEMORY;
@@ -65,29 +71,25 @@ static void uploaded(struct upload_ctx *u, const char *name, const struct wc_ten
 }
 
 static void up_mat(struct upload_ctx *u, struct wc_mat *out, const char *name) {
-    const struct wc_tensor_view *t = find(u, name);
-    if (t && !u->rc && t->qtype && u->keep_blocks) {
-        u->rc = u->be->ops->upload_mat(u->be, out, t->data, (enum wc_dtype)t->qtype,
-                                       (int)t->shape[0], (int)t->shape[1]);
-        uploaded(u, name, t);
-        return;
-    }
+    const struct wc_tensor_view *t;
+    enum wc_dtype dt;
     void *tmp;
-    const void *src = data_of(u, name, &t, &tmp);
+    const void *src = data_of(u, name, u->keep_blocks, &t, &dt, &tmp);
     if (!src)
         return;
-    u->rc = u->be->ops->upload_mat(u->be, out, src, t->dtype, (int)t->shape[0], (int)t->shape[1]);
+    u->rc = u->be->ops->upload_mat(u->be, out, src, dt, (int)t->shape[0], (int)t->shape[1]);
     free(tmp);
     uploaded(u, name, t);
 }
 
 static void up_conv(struct upload_ctx *u, struct wc_mat *out, const char *name) {
     const struct wc_tensor_view *t;
+    enum wc_dtype dt;
     void *tmp;
-    const void *src = data_of(u, name, &t, &tmp);
+    const void *src = data_of(u, name, false, &t, &dt, &tmp);
     if (!src)
         return;
-    u->rc = u->be->ops->upload_conv(u->be, out, src, t->dtype, (int)t->shape[0], (int)t->shape[1],
+    u->rc = u->be->ops->upload_conv(u->be, out, src, dt, (int)t->shape[0], (int)t->shape[1],
                                     (int)t->shape[2]);
     free(tmp);
     uploaded(u, name, t);
@@ -95,12 +97,13 @@ static void up_conv(struct upload_ctx *u, struct wc_mat *out, const char *name) 
 
 static void up_f32(struct upload_ctx *u, const float **out, const char *name) {
     const struct wc_tensor_view *t;
+    enum wc_dtype dt;
     void *tmp;
-    const void *src = data_of(u, name, &t, &tmp);
+    const void *src = data_of(u, name, false, &t, &dt, &tmp);
     if (!src)
         return;
     float *p = NULL;
-    u->rc = u->be->ops->upload_f32(u->be, &p, src, t->dtype, t->n_values);
+    u->rc = u->be->ops->upload_f32(u->be, &p, src, dt, t->n_values);
     free(tmp);
     uploaded(u, name, t);
     *out = p;
