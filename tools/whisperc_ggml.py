@@ -22,12 +22,12 @@ N_FFT_BINS = 201          # n_fft 400 at 16 kHz: rfft bins
 N_STORED_TOKENS = 50257   # ggml files store the byte strings of ids 0..50256
 EOT_TEXT = b"<|endoftext|>"
 FTYPES = {"f32": 0, "f16": 1}
-TYPE_IDS = {"f32": 0, "f16": 1}
 # ggml's block-quantized types that whisper.cpp's quantize writes and whisper-c reads: ggml_type,
 # ggml_ftype (the hparams' ftype is 1000 * QUANT_VERSION + it), (values, bytes) a block.
 QUANT_TYPES = {"q4_0": (2, 2, 32, 18), "q4_1": (3, 3, 32, 20), "q5_0": (6, 8, 32, 22),
                "q5_1": (7, 9, 32, 24), "q8_0": (8, 7, 32, 34)}
 QUANT_VERSION = 2
+TYPE_IDS = {"f32": 0, "f16": 1, **{k: v[0] for k, v in QUANT_TYPES.items()}}
 
 
 class ToolError(Exception):
@@ -298,7 +298,7 @@ def write_ggml(path, hp, vocab, get_tensor, source, outtype="f16", layout_only=F
                 f.write(struct.pack("<I", len(token)) + token)
             for name, shape in tensor_layout(hp):
                 ttype = stored_type(name, shape, outtype)
-                _write_tensor_header(f, name, shape, ttype)
+                write_tensor_header(f, name, shape, ttype)
                 n_bytes = int(np.prod(shape)) * (2 if ttype == "f16" else 4)
                 if layout_only:
                     f.seek(n_bytes, os.SEEK_CUR)
@@ -315,7 +315,8 @@ def write_ggml(path, hp, vocab, get_tensor, source, outtype="f16", layout_only=F
         raise
 
 
-def _write_tensor_header(f, name, shape, ttype):
+def write_tensor_header(f, name, shape, ttype):
+    """A tensor's record up to its data: shape in PyTorch order, ttype a TYPE_IDS name."""
     encoded = name.encode()
     ne = tuple(reversed(shape))  # ggml: innermost dimension first
     f.write(struct.pack(f"<3i{len(ne)}i", len(ne), len(encoded), TYPE_IDS[ttype], *ne) + encoded)
@@ -402,7 +403,7 @@ class GgmlFile:
         return np.frombuffer(data, "<f2" if ttype == "f16" else "<f4").reshape(shape)
 
 
-_TYPE_NAMES = {0: "f32", 1: "f16", **{v[0]: k for k, v in QUANT_TYPES.items()}}
+_TYPE_NAMES = {v: k for k, v in TYPE_IDS.items()}
 
 
 def gguf_quants(type_name):
