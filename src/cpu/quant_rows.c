@@ -18,6 +18,9 @@
 #include "model/ggml_quant.h"
 #include "util.h"
 
+/* A macro, not a const int: clang wants _mm256_cvtps_ph's rounding as a constant expression. */
+#define QUANT_ROUND (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+
 static size_t row_bytes(const struct wc_mat *w) {
     return (size_t)(w->cols / GGML_QUANT_BLOCK) * ggml_quant_block_bytes((int32_t)w->dtype);
 }
@@ -40,14 +43,13 @@ __attribute__((target("avx2"))) static inline __m128i fifth_bits(uint32_t bits) 
 /* The block at b as the halves h[0..3] (values 0-7, 8-15, 16-23, 24-31). */
 __attribute__((target("avx2,fma,f16c"))) static inline void
 decode_halves(enum wc_dtype type, const uint8_t *b, __m128i h[4]) {
-    const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     uint16_t dh, mh = 0;
     memcpy(&dh, b, 2);
     __m256 d = _mm256_set1_ps(wc_f16_to_f32(dh));
     if (type == WC_Q8_0) {
         for (int g = 0; g < 4; g++) {
             __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2 + 8 * g)));
-            h[g] = _mm256_cvtps_ph(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d), rn);
+            h[g] = _mm256_cvtps_ph(_mm256_mul_ps(_mm256_cvtepi32_ps(q), d), QUANT_ROUND);
         }
         return;
     }
@@ -80,7 +82,7 @@ decode_halves(enum wc_dtype type, const uint8_t *b, __m128i h[4]) {
     __m256 m = _mm256_set1_ps(wc_f16_to_f32(mh));
     for (int g = 0; g < 4; g++) {
         __m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes[g])), d);
-        h[g] = _mm256_cvtps_ph(has_min ? _mm256_add_ps(x, m) : x, rn);
+        h[g] = _mm256_cvtps_ph(has_min ? _mm256_add_ps(x, m) : x, QUANT_ROUND);
     }
 }
 
