@@ -1,7 +1,8 @@
 /*
  * fuzz_model.c — the ggml model loader (src/model/model_file.c: header, hparams, mel filters,
- * vocabulary, tensor table) and the vocabulary built from it (vocab.c). Any input must give
- * either a model or an error message, never a crash, leak or read out of bounds.
+ * vocabulary, tensor table) and the vocabulary built from it (vocab.c), and the Silero VAD
+ * loader (src/frontend/silero_vad.c). Any input must give either a model or an error message,
+ * never a crash, leak or read out of bounds.
  *
  * Throughput: vocab_init (50k token strings, the BPE tables) costs several ms under ASan and
  * depends only on n_vocab and the stored tokens, which most mutations leave as they were (the
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "frontend/silero_vad.h"
 #include "fuzz_common.h"
 #include "model/model_file.h"
 #include "model/vocab.h"
@@ -51,5 +53,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else if (!err[0] || strchr(err, '\n')) {
         __builtin_trap(); /* every error is one line */
     }
+    struct silero_vad *vad = NULL;
+    err[0] = '\0';
+    if (silero_vad_load(path, &vad, err, sizeof err) == 0)
+        silero_vad_free(vad);
+    else if (!err[0] || strchr(err, '\n'))
+        __builtin_trap();
     return 0;
 }

@@ -3,7 +3,8 @@
  * tensor of a Whisper model at n_state 1 or 2, 1 layer, n_audio_ctx and n_text_ctx 2 (about
  * 0.5 MB each, nearly all of it the fixed-size mel filters and 50k-token vocabulary), .en and
  * multilingual, f16 and f32, 80 and 128 mels, and each of ggml_synth's corruptions. The real
- * models are 78 MB and up; with these every mutation reaches the tensor table cheaply.
+ * models are 78 MB and up; with these every mutation reaches the tensor table cheaply. Also a
+ * Silero VAD file of zero weights (src/frontend/silero_vad.c reads every input too).
  *
  *   make_model_seeds OUT_DIR
  */
@@ -52,6 +53,12 @@ int main(int argc, char **argv) {
         }
         n++;
     }
+    snprintf(path, sizeof path, "%s/silero-zeros.bin", argv[1]);
+    if (ggml_synth_write_silero(path) != 0) {
+        perror(path);
+        return 1;
+    }
+    n++;
     printf("%d model seeds written to %s\n", n, argv[1]);
     return 0;
 }

@@ -253,7 +253,8 @@ struct whisperc_full_params {
     bool split_on_word; /* with max_len: cut only where a word starts (else at any token) */
 
     /* Voice activity detection (appended in 0.1: older callers get these defaults). Names and
-     * defaults as whisper.cpp's; the detector needs no model file (docs/vad.md). */
+     * defaults as whisper.cpp's; the built-in detector needs no model file, vad_model_path
+     * (below) runs Silero VAD instead (docs/vad.md). */
     bool vad; /* transcribe only the speech found, pauses over 1 s shortened to 1 s; every
                  time in the results stays in the input's time base (default false) */
     float vad_threshold;             /* p(speech) that starts speech, (0, 1]; speech ends below
@@ -273,6 +274,12 @@ struct whisperc_full_params {
      * detection and VAD see that part only. whisperc_full_batch takes such inputs one by one. */
     int offset_ms;
     int duration_ms;
+    /* With vad (appended in 0.1; whisper.cpp's vad_model_path): a whisper.cpp ggml Silero VAD
+     * file (ggml-silero-v5.1.2.bin; tools/convert-silero-vad makes one from the silero-vad
+     * package) whose speech probabilities, one per 32 ms, replace the built-in detector's.
+     * Loaded on first use and kept by the state while the path stays the same. NULL or ""
+     * (default): the built-in detector. */
+    const char *vad_model_path;
 };
 
 WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);

@@ -15,6 +15,7 @@
 #include "decoder/transcript_remap.h"
 #include "frontend/audio.h"
 #include "frontend/mel.h"
+#include "frontend/silero_vad.h"
 #include "frontend/vad.h"
 #ifdef WC_HAVE_CUDA
 #include "gpu/backend_cuda.h"
@@ -450,6 +451,8 @@ void whisperc_state_free(whisperc_state *st) {
     api_batch_clear(st);
     transcript_free(&st->tr);
     state_close(st);
+    silero_vad_free(st->silero);
+    free(st->silero_path);
     free(st);
 }
 
@@ -523,6 +526,7 @@ struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strat
         /*.batch_size =*/8,
         /*.offset_ms =*/0,
         /*.duration_ms =*/0,
+        /*.vad_model_path =*/NULL,
     };
     return p;
 }
@@ -704,6 +708,38 @@ static int run_pcm(whisperc_state *st, const struct whisperc_full_params *p, con
     return rc;
 }
 
+/* *out: the Silero model of p->vad_model_path, loaded into st unless it holds that path's
+ * already; NULL when there is none (the built-in detector). */
+static int vad_model(whisperc_state *st, const struct whisperc_full_params *p,
+                     const struct silero_vad **out) {
+    const char *path = p->vad_model_path && *p->vad_model_path ? p->vad_model_path : NULL;
+    *out = NULL;
+    if (!path)
+        return 0;
+    if (st->silero_path && strcmp(path, st->silero_path) == 0) {
+        *out = st->silero;
+        return 0;
+    }
+    silero_vad_free(st->silero);
+    free(st->silero_path);
+    st->silero = NULL;
+    st->silero_path = NULL;
+    double t0 = wc_now_ms();
+    int rc = silero_vad_load(path, &st->silero, st->errmsg, sizeof st->errmsg);
+    if (rc)
+        return rc;
+    st->silero_path = strdup(path);
+    if (!st->silero_path) {
+        silero_vad_free(st->silero);
+        st->silero = NULL;
+        return api_fail(st, WHISPERC_ERR_NO_MEMORY, "vad: out of memory");
+    }
+    api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "vad: Silero VAD v%s from %s (%.0f ms)",
+            silero_vad_version(st->silero), path, wc_now_ms() - t0);
+    *out = st->silero;
+    return 0;
+}
+
 int api_vad_speech(whisperc_state *st, const struct whisperc_full_params *p, const float *pcm,
                    int n, float **speech, size_t *n_speech, struct time_map *map) {
     double t0 = wc_now_ms();
@@ -711,7 +747,13 @@ int api_vad_speech(whisperc_state *st, const struct whisperc_full_params *p, con
                             p->vad_min_silence_duration_ms, p->vad_speech_pad_ms};
     struct vad_span *spans = NULL;
     size_t n_spans = 0, gap = VAD_GAP_MS * (WC_SAMPLE_RATE / 1000);
-    int rc = vad_detect(pcm, (size_t)n, &vp, &spans, &n_spans, st->errmsg, sizeof st->errmsg);
+    *speech = NULL;
+    *n_speech = 0;
+    const struct silero_vad *silero = NULL;
+    int rc = vad_model(st, p, &silero);
+    if (!rc)
+        rc = vad_detect(silero, pcm, (size_t)n, &vp, &spans, &n_spans, st->errmsg,
+                        sizeof st->errmsg);
     if (!rc) {
         vad_merge_close(spans, &n_spans, gap);
         rc = vad_gather(pcm, spans, n_spans, gap, speech, n_speech);

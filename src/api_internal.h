@@ -14,6 +14,8 @@
 #include "model/vocab.h"
 #include "model/weights.h"
 
+struct silero_vad;
+
 /* Read-only after whisperc_model_load; shared by states. */
 struct whisperc_model {
     struct wc_model_file *file; /* mapping, hparams, mel filters */
@@ -49,6 +51,8 @@ struct whisperc_state {
      * into tr (its entry is left empty) so that the result accessors read it */
     struct wc_transcript *batch_tr; /* [n_batch], owned */
     int n_batch, i_batch;
+    struct silero_vad *silero; /* params.vad_model_path's model, loaded on first use */
+    char *silero_path;         /* the path it was loaded from (owned) */
 };
 
 /* ---- shared by api.c and api_batch.c ---- */

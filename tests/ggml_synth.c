@@ -426,3 +426,49 @@ int ggml_synth_write_temp(char *path_template, const struct ggml_synth_opts *o) 
     close(fd);
     return ggml_synth_write(path_template, o);
 }
+
+/* A 16 kHz Silero VAD file in tools/convert-silero-vad's layout, every weight 0. */
+int ggml_synth_write_silero(const char *path) {
+    static const int32_t head[] = {512, 64, 4,  129, 128, 3,   128, 64,  3, 64,
+                                   64,  3,  64, 128, 3,   128, 128, 128, 1};
+    static const struct {
+        const char *name;
+        int n_dims, ne[3], f16;
+    } t[] = {{"_model.encoder.0.reparam_conv.weight", 3, {3, 129, 128}, 1},
+             {"_model.encoder.0.reparam_conv.bias", 1, {128, 1, 1}, 0},
+             {"_model.encoder.1.reparam_conv.weight", 3, {3, 128, 64}, 1},
+             {"_model.encoder.1.reparam_conv.bias", 1, {64, 1, 1}, 0},
+             {"_model.encoder.2.reparam_conv.weight", 3, {3, 64, 64}, 1},
+             {"_model.encoder.2.reparam_conv.bias", 1, {64, 1, 1}, 0},
+             {"_model.encoder.3.reparam_conv.weight", 3, {3, 64, 128}, 1},
+             {"_model.encoder.3.reparam_conv.bias", 1, {128, 1, 1}, 0},
+             {"_model.decoder.rnn.weight_ih", 2, {128, 512, 1}, 0},
+             {"_model.decoder.rnn.weight_hh", 2, {128, 512, 1}, 0},
+             {"_model.decoder.rnn.bias_ih", 1, {512, 1, 1}, 0},
+             {"_model.decoder.rnn.bias_hh", 1, {512, 1, 1}, 0},
+             {"_model.decoder.decoder.2.weight", 1, {128, 1, 1}, 1},
+             {"_model.decoder.decoder.2.bias", 0, {1, 1, 1}, 0},
+             {"_model.stft.forward_basis_buffer", 3, {256, 1, 258}, 1}};
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    const uint32_t magic = 0x67676d6c;
+    const int32_t len = 10, version[3] = {5, 1, 2};
+    static const char zeros[4096];
+    fwrite(&magic, 4, 1, f);
+    fwrite(&len, 4, 1, f);
+    fwrite("silero-16k", 1, 10, f);
+    fwrite(version, 4, 3, f);
+    fwrite(head, 4, sizeof head / 4, f);
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        int32_t h[3] = {t[i].n_dims, (int32_t)strlen(t[i].name), t[i].f16};
+        fwrite(h, 4, 3, f);
+        fwrite(t[i].ne, 4, (size_t)t[i].n_dims, f);
+        fwrite(t[i].name, 1, strlen(t[i].name), f);
+        size_t bytes = (size_t)t[i].ne[0] * t[i].ne[1] * t[i].ne[2] * (t[i].f16 ? 2 : 4);
+        for (; bytes > 0; bytes -= bytes < sizeof zeros ? bytes : sizeof zeros)
+            fwrite(zeros, 1, bytes < sizeof zeros ? bytes : sizeof zeros, f);
+    }
+    int failed = ferror(f);
+    return fclose(f) == 0 && !failed ? 0 : -1;
+}

@@ -69,4 +69,8 @@ int ggml_synth_write_temp(char *path_template, const struct ggml_synth_opts *o);
 /* "ok", "empty", "bad_magic", ...: a short name for test messages. */
 const char *ggml_synth_corruption_name(enum ggml_synth_corruption c);
 
+/* A 16 kHz Silero VAD file (tools/convert-silero-vad's layout, whisper.cpp's) whose weights are
+ * all 0: every window's p(speech) is exactly 0.5. Returns 0 or -1 (errno set). */
+int ggml_synth_write_silero(const char *path);
+
 #endif /* WC_TEST_GGML_SYNTH_H */

@@ -8,7 +8,8 @@
  *   run_transcribe --write-wav OUT FILE...           that concatenation written to OUT (16 kHz
  *                                                    float WAV, exact samples) for CLI tests
  *   OPTIONS: -t N; --beam N (beam search, beam_size = best_of = N); --no-fallback (temperature
- *   0 only); --translate; --words (word timestamps); --vad (voice activity detection); --detect
+ *   0 only); --translate; --words (word timestamps); --vad (voice activity detection);
+ *   --vad-model FILE (a Silero VAD file for --vad); --detect
  *   (language detection only: the top 5 per file); --device cpu|cuda|auto (default cpu, or
  *   $WHISPERC_TEST_DEVICE: the same checks on the GPU, tools/device/gpu-check.sh)
  */
@@ -162,9 +163,11 @@ int main(int argc, char **argv) {
     if (argc >= 4 && strcmp(argv[1], "--write-wav") == 0)
         return write_wav(argv[2], argv + 3, argc - 3);
     if (argc < 3) {
-        fprintf(stderr,
-                "usage: run_transcribe MODEL [-t N] [--beam N] [--no-fallback] [--translate] "
-                "[--words] [--vad] [--device cpu|cuda|auto] [--detect | --concat] FILE...\n");
+        fprintf(
+            stderr,
+            "usage: run_transcribe MODEL [-t N] [--beam N] [--no-fallback] [--translate] "
+            "[--words] [--vad] [--vad-model FILE] [--device cpu|cuda|auto] [--detect | --concat] "
+            "FILE...\n");
         return 2;
     }
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
@@ -193,6 +196,8 @@ int main(int argc, char **argv) {
             p.word_timestamps = true;
         } else if (strcmp(argv[i], "--vad") == 0) {
             p.vad = true;
+        } else if (i + 1 < argc && strcmp(argv[i], "--vad-model") == 0) {
+            p.vad_model_path = argv[++i];
         } else if (strcmp(argv[i], "--detect") == 0) {
             do_detect = 1;
         } else if (strcmp(argv[i], "--concat") == 0) {

@@ -412,6 +412,42 @@ static void log_keep(whisperc_log_level level, const char *msg, void *user) {
 /* A quantized model (random q5_1 weights, Whisper's context sizes, 64 wide: ggml_synth) held as
  * its blocks (KEEP) or widened (WIDEN) transcribes alike, bit for bit; AUTO keeps the blocks,
  * and says so, when the widened weights would take over half of max_memory_bytes. */
+/* vad_model_path: a Silero file of zero weights says p = 0.5 everywhere, all speech at the
+ * default threshold, so the whole input is transcribed as without VAD; the state keeps the
+ * model while the path stays, loads another for another path, and reports a missing file. */
+static void test_vad_model(whisperc_state *st, const float *pcm, int n) {
+    char path[] = "/tmp/wc_test_silero_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && ggml_synth_write_silero(path) == 0);
+    if (fd >= 0)
+        close(fd);
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    char *want = result_digest(st, 0);
+    p.vad = true;
+    p.vad_model_path = path;
+    for (int k = 0; k < 2; k++) { /* loaded, then kept */
+        CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+        struct whisperc_timings t = {.size = sizeof t};
+        CHECK(whisperc_state_timings(st, &t) == WHISPERC_OK);
+        CHECK(t.vad_seconds == (double)n / 16000);
+        char *got = result_digest(st, 0);
+        CHECK(strcmp(got, want) == 0);
+        free(got);
+    }
+    const float *const in[1] = {pcm};
+    CHECK(whisperc_full_batch(st, &p, in, &n, 1) == WHISPERC_OK);
+    p.vad_model_path = "/nonexistent/ggml-silero.bin";
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_IO);
+    CHECK(strstr(whisperc_state_errmsg(st), "/nonexistent/ggml-silero.bin") != NULL);
+    p.vad_model_path = NULL; /* the built-in detector */
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    p.vad_model_path = path;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    unlink(path);
+    free(want);
+}
+
 static void test_quant_weights(const float *pcm, int n) {
     struct ggml_synth_opts o = ggml_synth_default_opts();
     o.n_audio_ctx = 1500;
@@ -594,6 +630,7 @@ int main(void) {
     test_context(st, pcm, n);
     test_words(st, pcm, n, want);
     test_offset(st, pcm, n);
+    test_vad_model(st, pcm, n);
     test_quant_weights(pcm, n);
     test_callbacks(st, pcm, n);
     test_old_params(st, pcm, n, want);

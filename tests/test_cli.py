@@ -201,11 +201,15 @@ try:
     prm = json.load(open(out + "-tpi0.json")).get("params", {}) if r.returncode == 0 else {}
     check(prm.get("temperatures") == [0.0], f"-tpi 0: no fallback ({prm.get('temperatures')})")
 
-    # whisper.cpp's -vm (a Silero model file): accepted, said to be unused, the built-in VAD runs
+    # whisper.cpp's -vm (a Silero model file; tests/test_silero_vad.py runs a real one): a file
+    # that is missing is an error naming it; without --vad it has no effect, and says so
     r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "--vad", "-vm",
-             "ggml-silero-v5.1.2.bin", jfk])
-    check(r.returncode == 0 and "ggml-silero-v5.1.2.bin: not used" in r.stderr,
-          f"--vad -vm FILE: runs, says the file is not used ({r.stderr.strip()[-160:]!r})")
+             out + "-missing-silero.bin", jfk])
+    check(r.returncode == 1 and "missing-silero.bin: cannot open the VAD model" in r.stderr,
+          f"--vad -vm MISSING: an error naming the file ({r.stderr.strip()[-160:]!r})")
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-vm", "x.bin", jfk])
+    check(r.returncode == 0 and "-vm x.bin has no effect without --vad" in r.stderr,
+          f"-vm without --vad: runs, says it has no effect ({r.stderr.strip()[-160:]!r})")
 
     # whisper.cpp's -ng, -fa, -nfa, -sns and -dev N run (the same text as without them)
     base_args = ["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-otxt"]

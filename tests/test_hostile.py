@@ -81,6 +81,34 @@ def tensor(name, ne, ttype=0, n_dims=None, name_len=None, data=None):
     return h + data
 
 
+# Silero VAD files (tools/convert-silero-vad's layout): name, ggml shape, type (1: f16)
+SILERO = [(f"_model.encoder.{i}.reparam_conv.{p}", ne, t)
+          for i, (ci, co) in enumerate(((129, 128), (128, 64), (64, 64), (64, 128)))
+          for p, ne, t in (("weight", [3, ci, co], 1), ("bias", [co], 0))]
+SILERO += [("_model.decoder.rnn.weight_ih", [128, 512], 0),
+           ("_model.decoder.rnn.weight_hh", [128, 512], 0),
+           ("_model.decoder.rnn.bias_ih", [512], 0), ("_model.decoder.rnn.bias_hh", [512], 0),
+           ("_model.decoder.decoder.2.weight", [128], 1), ("_model.decoder.decoder.2.bias", [], 0),
+           ("_model.stft.forward_basis_buffer", [256, 1, 258], 1)]
+
+
+def silero(kind=b"silero-16k", skip=None, shape=None, value=None):
+    """A Silero VAD file of zero weights; skip drops a tensor, shape replaces the first one's,
+    value fills the last one's data with a 4-byte pattern."""
+    h = struct.pack("<Ii", 0x67676D6C, len(kind)) + kind + struct.pack("<3i", 5, 1, 2)
+    h += struct.pack("<3i", 512, 64, 4) + struct.pack("<12i", 129, 128, 3, 128, 64, 3, 64, 64,
+                                                         3, 64, 128, 3)
+    h += struct.pack("<4i", 128, 128, 128, 1)
+    for i, (name, ne, t) in enumerate(SILERO):
+        if name == skip:
+            continue
+        ne = shape if shape and i == 0 else ne
+        n = (2 if t else 4) * math.prod(ne)
+        data = value * (n // 4) if value and i == len(SILERO) - 1 else b"\0" * n
+        h += tensor(name, ne, t, data=data)
+    return h
+
+
 def wav(rate, channels, frames, fmt="s16", value=0.0, bad=None):
     """A RIFF WAVE file: PCM s16, or IEEE float ("f32") with `bad` written at frame 10."""
     if fmt == "s16":
@@ -339,6 +367,27 @@ def cases(tmp):
         T("-m", model, f("8ch.wav", wav(16000, 8, 16000))), 0, [])
     add("audio-data-cut", "WAV whose data chunk is cut short (valid: what is there)",
         T("-m", model, f("short.wav", open(jfk, "rb").read(30000))), 0, [])
+
+    # Silero VAD files (-vm)
+    V = lambda name, content: T("-m", model, "-bs", "1", "--vad", "-vm", f(name, content), jfk)
+    add("vad-model-missing", "-vm names no file",
+        T("-m", model, "--vad", "-vm", os.path.join(tmp, "nope-vad.bin"), jfk), "fail",
+        ["nope-vad.bin", "cannot open the VAD model"])
+    add("vad-model-whisper", "-vm names a Whisper model", T("-m", model, "--vad", "-vm", model,
+                                                            jfk), "fail", ["not a 16 kHz Silero VAD"])
+    add("vad-model-8k", "Silero VAD file of the 8 kHz model", V("v8k.bin", silero(b"silero-8k")),
+        "fail", ["not silero-16k"])
+    add("vad-model-cut", "Silero VAD file cut inside its last tensor",
+        V("vcut.bin", silero()[:-1000]), "fail", ["truncated tensor data"])
+    add("vad-model-shape", "Silero VAD file with a conv kernel of the wrong shape",
+        V("vshape.bin", silero(shape=[3, 128, 128])), "fail", ["expected [3, 129, 128]"])
+    add("vad-model-no-lstm", "Silero VAD file without an LSTM weight",
+        V("vnolstm.bin", silero(skip="_model.decoder.rnn.weight_hh")), "fail",
+        ["_model.decoder.rnn.weight_hh' is missing"])
+    add("vad-model-nan", "Silero VAD file with NaN weights",
+        V("vnan.bin", silero(value=b"\x00\x7e\x00\x7e")), "fail", ["non-finite"])
+    add("vad-model-zeros", "Silero VAD file of zero weights (valid: p = 0.5, all speech)",
+        V("vzero.bin", silero()), 0, [])
 
     # arguments
     add("arg-bs-17", "-bs 17", T("-m", model, "-bs", "17", jfk), "fail", ["-bs", "1..16"])

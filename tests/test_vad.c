@@ -26,7 +26,7 @@ static const struct vad_params defaults = {0.5f, 250, 100, 30}; /* whisper.cpp's
 static size_t detect(const float *x, size_t n, struct vad_span **s) {
     size_t n_s = 0;
     char err[256] = "";
-    int rc = vad_detect(x, n, &defaults, s, &n_s, err, sizeof err);
+    int rc = vad_detect(NULL, x, n, &defaults, s, &n_s, err, sizeof err);
     if (rc)
         fprintf(stderr, "vad_detect: %s\n", err);
     CHECK(rc == 0);
@@ -58,14 +58,14 @@ static void test_rules(void) {
     /* One 1 s segment: frames 100..199 → samples [16000, 32000), padded by 480 each side. */
     fill(probs, 0, N, 0.0f);
     fill(probs, 100, 200, 0.9f);
-    CHECK(vad_segments_from_probs(probs, N, N * h, &defaults, &s, &n) == 0);
+    CHECK(vad_segments_from_probs(probs, N, h, N * h, &defaults, &s, &n) == 0);
     CHECK(n == 1 && s[0].start == 100 * h - pad && s[0].end == 200 * h + pad);
     free(s);
 
     /* 240 ms of speech is under min_speech (250 ms): dropped. */
     fill(probs, 0, N, 0.0f);
     fill(probs, 100, 124, 0.9f);
-    CHECK(vad_segments_from_probs(probs, N, N * h, &defaults, &s, &n) == 0);
+    CHECK(vad_segments_from_probs(probs, N, h, N * h, &defaults, &s, &n) == 0);
     CHECK(n == 0 && s == NULL);
     free(s);
 
@@ -75,7 +75,7 @@ static void test_rules(void) {
     fill(probs, 100, 200, 0.9f);
     fill(probs, 209, 300, 0.9f);
     fill(probs, 320, 400, 0.9f);
-    CHECK(vad_segments_from_probs(probs, N, N * h, &defaults, &s, &n) == 0);
+    CHECK(vad_segments_from_probs(probs, N, h, N * h, &defaults, &s, &n) == 0);
     CHECK(n == 2 && s[0].start == 100 * h - pad && s[0].end == 300 * h + pad);
     CHECK(n == 2 && s[1].start == 320 * h - pad && s[1].end == 400 * h + pad);
     free(s);
@@ -85,13 +85,13 @@ static void test_rules(void) {
     fill(probs, 100, 200, 0.9f);
     fill(probs, 200, 500, 0.4f);
     fill(probs, 500, 600, 0.9f);
-    CHECK(vad_segments_from_probs(probs, N, N * h, &defaults, &s, &n) == 0);
+    CHECK(vad_segments_from_probs(probs, N, h, N * h, &defaults, &s, &n) == 0);
     CHECK(n == 1 && s[0].start == 100 * h - pad && s[0].end == 600 * h + pad);
     free(s);
 
     /* Padding clipped at both ends of the signal; speech running to the end ends there. */
     fill(probs, 0, N, 0.9f);
-    CHECK(vad_segments_from_probs(probs, N, N * h - 7, &defaults, &s, &n) == 0);
+    CHECK(vad_segments_from_probs(probs, N, h, N * h - 7, &defaults, &s, &n) == 0);
     CHECK(n == 1 && s[0].start == 0 && s[0].end == N * h - 7);
     free(s);
 
@@ -101,7 +101,7 @@ static void test_rules(void) {
     fill(probs, 0, N, 0.0f);
     fill(probs, 100, 200, 0.9f);
     fill(probs, 215, 300, 0.9f);
-    CHECK(vad_segments_from_probs(probs, N, N * h, &p, &s, &n) == 0);
+    CHECK(vad_segments_from_probs(probs, N, h, N * h, &p, &s, &n) == 0);
     CHECK(n == 2 && s[0].end == 200 * h + 15 * h / 2 && s[1].start == s[0].end);
     free(s);
 }

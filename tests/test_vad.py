@@ -2,7 +2,9 @@
 """test_vad.py — params.vad end to end on the VAD test file (tools/vad_testfile.py: the 16 kHz
 dev clips separated by 20 s of digital silence and of -50 dBFS noise), tiny.en, word timestamps.
 
-usage: test_vad.py RUN_TRANSCRIBE SHARED_DIR VAD_TESTFILE_PY
+usage: test_vad.py RUN_TRANSCRIBE SHARED_DIR VAD_TESTFILE_PY [SILERO_VAD_FILE]
+
+With a Silero VAD file (tests/test_silero_vad.py passes one), the VAD runs are Silero's.
 
 Checks (issue 6, VAD): the same words as without VAD (WER against the clips' references at
 most 0.5 points above the run without VAD), every word and segment with VAD inside a clip's
@@ -22,8 +24,10 @@ from testlib import check
 TOL = 0.1  # seconds, the issue's tolerance on timestamps
 
 
-def transcribe(runner, model, wav, vad):
-    args = [runner, model, "-t", "2", "--words"] + (["--vad"] if vad else []) + [wav]
+def transcribe(runner, model, wav, vad, vad_model=None):
+    args = [runner, model, "-t", "2", "--words"] + (["--vad"] if vad else [])
+    args += ["--vad-model", vad_model] if vad_model else []
+    args += [wav]
     r = subprocess.run(args, capture_output=True, text=True, timeout=1800)
     if r.returncode != 0:
         sys.exit(f"{' '.join(args)} failed ({r.returncode}):\n{r.stderr}")
@@ -36,6 +40,7 @@ def wer(ref_words, text):
 
 def main():
     runner, shared, tool = sys.argv[1], testlib.shared_dir(sys.argv[2]), sys.argv[3]
+    vad_model = sys.argv[4] if len(sys.argv) > 4 else None
     model = os.path.join(shared, "models", "ggml-tiny.en.bin")
     need = [model, os.path.join(shared, "audio", "librivox"), os.path.join(shared, "audio", "jfk")]
     testlib.skip_unless_exist(need)
@@ -45,7 +50,7 @@ def main():
         with open(meta) as f:
             clips = json.load(f)["clips"]
         plain = transcribe(runner, model, wav, False)
-        vad = transcribe(runner, model, wav, True)
+        vad = transcribe(runner, model, wav, True, vad_model)
 
     ref = simple_normalise(" ".join(c["reference"] for c in clips))
     w_plain, w_vad = wer(ref, plain["text"]), wer(ref, vad["text"])

@@ -57,7 +57,7 @@ void batch_usage(void) {
         "  -m FILE  -l LANG  -tr  -t N  -bs N  -bo N  --prompt TEXT  -nt  -nf  --seed N\n"
         "  -tp N  -tpi N  -lpt N  -nth N  --compression-ratio-threshold N\n"
         "  -wt  -ml N  -sow  --alignment-heads NAME  --max-line-width N  --max-line-count N\n"
-        "  --max-words-per-line N  --highlight-words  -ot N  -d N  --vad (-vt -vspd -vsd -vp)\n"
+        "  --max-words-per-line N  --highlight-words  -ot N  -d N  --vad (-vt -vspd -vsd -vp -vm)\n"
         "  --device auto|cpu|cuda  --max-memory MIB  --quant-weights auto|widen|keep\n"
         "\n"
         "Exit status: 0 every item ok, 1 some failed (or an error), 2 usage, 130/143 interrupted\n"

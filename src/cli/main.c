@@ -96,6 +96,7 @@ void cli_full_params(const struct cli_options *o, struct whisperc_full_params *f
     fp->vad_min_speech_duration_ms = o->vad_min_speech_ms;
     fp->vad_min_silence_duration_ms = o->vad_min_silence_ms;
     fp->vad_speech_pad_ms = o->vad_pad_ms;
+    fp->vad_model_path = o->vad_model;
     fp->max_audio_s = o->max_duration_s;
     /* openai-whisper's temperatures: arange(temperature, 1.0 + 1e-6, increment); the API's
      * own list (those of 0 and 0.2) unless another is asked for */

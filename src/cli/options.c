@@ -86,8 +86,8 @@ void cli_usage(const char *prog) {
            "  -vspd, --vad-min-speech-duration-ms N   shorter speech is dropped (default 250)\n"
            "  -vsd, --vad-min-silence-duration-ms N   shorter pauses do not end speech (100)\n"
            "  -vp,  --vad-speech-pad-ms N  padding on both ends of speech (default 30)\n"
-           "  -vm,  --vad-model FILE    accepted for whisper.cpp's command lines and not used:\n"
-           "                            the detector is built in\n"
+           "  -vm,  --vad-model FILE    Silero VAD model for --vad (whisper.cpp's\n"
+           "                            ggml-silero-v5.1.2.bin) instead of the built-in detector\n"
            "  -pc,  --print-colors      colour each printed token by its probability, red\n"
            "                            (unsure) to green, on a terminal without $NO_COLOR;\n"
            "                            --print-colors=always also into pipes\n"
@@ -244,13 +244,9 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
                          "into parts, which changes the text at the cuts): -t N threads "
                          "share one file, `whisper-c batch -j N` runs many files\n",
                          a);
-    else if (is(a, "-vm", "--vad-model")) { /* whisper.cpp's Silero file: its scripts run */
-        if (v)
-            fprintf(stderr,
-                    "whisper-c: %s %s: not used; whisper-c's VAD is built in and reads "
-                    "no model (docs/vad.md)\n",
-                    a, v);
-    } else if (is(a, "-vt", "--vad-threshold"))
+    else if (is(a, "-vm", "--vad-model"))
+        o->vad_model = v;
+    else if (is(a, "-vt", "--vad-threshold"))
         *rc = parse_float(a, v, 0.0f, 1.0f, &o->vad_threshold);
     else if (is(a, "-vspd", "--vad-min-speech-duration-ms"))
         *rc = parse_int(a, v, 0, 3600000, &o->vad_min_speech_ms);
@@ -426,6 +422,8 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
         }
         o->files[o->n_files++] = a;
     }
+    if (o->vad_model && !o->vad) /* whisper.cpp runs no VAD either */
+        fprintf(stderr, "whisper-c: -vm %s has no effect without --vad\n", o->vad_model);
     if (o->throughput && !(bench && o->synthetic)) {
         fprintf(stderr, "whisper-c: --throughput is a bench --synthetic option\n");
         return 2;

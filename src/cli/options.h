@@ -39,6 +39,7 @@ struct cli_options {
     bool vad; /* --vad and its settings, whisper.cpp's spellings and defaults */
     float vad_threshold;
     int vad_min_speech_ms, vad_min_silence_ms, vad_pad_ms;
+    const char *vad_model; /* -vm: a Silero VAD file (NULL: the built-in detector) */
     whisperc_device device;
     int gpu_index;
     unsigned long long seed;

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "frontend/fftw_lock.h"
+#include "frontend/silero_vad.h"
 #include "libwhisperc.h"
 #include "util.h"
 
@@ -217,7 +218,7 @@ static void vad_pad(struct vad_span *s, size_t n, size_t n_samples, size_t pad) 
     }
 }
 
-int vad_segments_from_probs(const float *probs, size_t n_frames, size_t n_samples,
+int vad_segments_from_probs(const float *probs, size_t n_frames, size_t hop, size_t n_samples,
                             const struct vad_params *p, struct vad_span **out, size_t *n_out) {
     *out = NULL;
     *n_out = 0;
@@ -230,7 +231,7 @@ int vad_segments_from_probs(const float *probs, size_t n_frames, size_t n_sample
     bool speech = false, ending = false;
     int rc = 0;
     for (size_t i = 0; i < n_frames && !rc; i++) {
-        size_t cur = i * VAD_HOP_SAMPLES;
+        size_t cur = i * hop;
         if (probs[i] >= p->threshold) {
             ending = false;
             if (!speech) {
@@ -261,13 +262,16 @@ int vad_segments_from_probs(const float *probs, size_t n_frames, size_t n_sample
     return 0;
 }
 
-int vad_detect(const float *pcm, size_t n_samples, const struct vad_params *p,
-               struct vad_span **out, size_t *n_out, char *err, size_t err_size) {
+int vad_detect(const struct silero_vad *silero, const float *pcm, size_t n_samples,
+               const struct vad_params *p, struct vad_span **out, size_t *n_out, char *err,
+               size_t err_size) {
     float *probs = NULL;
     size_t n_frames = 0;
-    int rc = vad_frame_probs(pcm, n_samples, &probs, &n_frames, err, err_size);
+    int rc = silero ? silero_vad_probs(silero, pcm, n_samples, &probs, &n_frames, err, err_size)
+                    : vad_frame_probs(pcm, n_samples, &probs, &n_frames, err, err_size);
     if (!rc) {
-        rc = vad_segments_from_probs(probs, n_frames, n_samples, p, out, n_out);
+        size_t hop = silero ? SILERO_WINDOW : VAD_HOP_SAMPLES;
+        rc = vad_segments_from_probs(probs, n_frames, hop, n_samples, p, out, n_out);
         if (rc)
             wc_errf(err, err_size, "vad: out of memory for the speech segments");
     }

@@ -30,14 +30,19 @@ struct vad_span {
 int vad_frame_probs(const float *pcm, size_t n_samples, float **probs, size_t *n_frames, char *err,
                     size_t err_size);
 
-/* Speech segments of an n_samples signal from its frame probabilities, sorted and disjoint, into
- * *out (malloc'd, the caller frees; NULL when *n_out is 0). Returns 0 or WHISPERC_ERR_NO_MEMORY. */
-int vad_segments_from_probs(const float *probs, size_t n_frames, size_t n_samples,
+/* Speech segments of an n_samples signal from its frame probabilities (frame i starts at sample
+ * i * hop), sorted and disjoint, into *out (malloc'd, the caller frees; NULL when *n_out is 0).
+ * Returns 0 or WHISPERC_ERR_NO_MEMORY. */
+int vad_segments_from_probs(const float *probs, size_t n_frames, size_t hop, size_t n_samples,
                             const struct vad_params *p, struct vad_span **out, size_t *n_out);
 
-/* vad_frame_probs then vad_segments_from_probs. */
-int vad_detect(const float *pcm, size_t n_samples, const struct vad_params *p,
-               struct vad_span **out, size_t *n_out, char *err, size_t err_size);
+struct silero_vad;
+
+/* The probabilities of silero (silero_vad_probs, a frame per 512 samples) or, when silero is
+ * NULL, vad_frame_probs'; then vad_segments_from_probs. */
+int vad_detect(const struct silero_vad *silero, const float *pcm, size_t n_samples,
+               const struct vad_params *p, struct vad_span **out, size_t *n_out, char *err,
+               size_t err_size);
 
 /* Joins spans less than max_gap apart into one (in place; *n_spans shrinks), so that gathered
  * speech keeps its short pauses as they were: Whisper's segmentation and punctuation depend on
