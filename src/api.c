@@ -744,7 +744,7 @@ int api_vad_speech(whisperc_state *st, const struct whisperc_full_params *p, con
                    int n, float **speech, size_t *n_speech, struct time_map *map) {
     double t0 = wc_now_ms();
     struct vad_params vp = {p->vad_threshold, p->vad_min_speech_duration_ms,
-                            p->vad_min_silence_duration_ms, p->vad_speech_pad_ms};
+                            p->vad_min_silence_duration_ms, p->vad_speech_pad_ms, p->n_threads};
     struct vad_span *spans = NULL;
     size_t n_spans = 0, gap = VAD_GAP_MS * (WC_SAMPLE_RATE / 1000);
     *speech = NULL;

@@ -8,7 +8,8 @@ Checks: tools/convert-silero-vad writes whisper.cpp's layout (header, 15 tensors
 the size of whisper.cpp's ggml-silero-v5.1.2.bin) and refuses other input in one line;
 whisper-c's probabilities on two dev clips equal Silero's own (tests/data/silero_probs.json,
 onnxruntime on the same f16-rounded weights: tools/gen-silero-golden.py) within 1e-5; a file not
-of this kind is refused in one line; then tests/test_vad.py end to end with the converted model.
+of this kind is refused in one line; 3 threads give the same bits as 1; then tests/test_vad.py
+end to end with the converted model.
 """
 import glob
 import json
@@ -46,8 +47,9 @@ def tensor_names(path):
     return names
 
 
-def probs(tool, model, files):
-    r = subprocess.run([tool, model, *files], capture_output=True, text=True, timeout=300)
+def probs(tool, model, files, threads=1):
+    r = subprocess.run([tool, "-t", str(threads), model, *files], capture_output=True, text=True,
+                       timeout=300)
     if r.returncode != 0:
         sys.exit(f"silero_probs failed: {r.stdout}{r.stderr}")
     out, cur = {}, None
@@ -104,6 +106,9 @@ def main():
             drift = max(abs(a - b) for a, b in zip(orig, mine))
             check(drift < 0.01, f"{clip}: within 0.01 of the f32 model's ({drift:.2g}: the "
                   "file's f16 weights)")
+
+        three = probs(silero_probs, model, [os.path.join(shared, c) for c in clips], threads=3)
+        check(three == got, "3 threads: the same probabilities, bit for bit")
 
         # the converter on something else: one line naming it, no output left
         r = subprocess.run([sys.executable, os.path.join(tools, "convert-silero-vad"),

@@ -21,7 +21,7 @@
 
 #define SR 16000
 
-static const struct vad_params defaults = {0.5f, 250, 100, 30}; /* whisper.cpp's */
+static const struct vad_params defaults = {0.5f, 250, 100, 30, 1}; /* whisper.cpp's */
 
 static size_t detect(const float *x, size_t n, struct vad_span **s) {
     size_t n_s = 0;

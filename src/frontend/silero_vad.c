@@ -21,6 +21,7 @@
 #include <cblas.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,16 +32,17 @@
 #include "libwhisperc.h"
 #include "util.h"
 
-#define SV_CONTEXT  64
-#define SV_FFT      256 /* STFT frame */
-#define SV_HOP      128
-#define SV_FRAMES   4 /* (576 + 64 - 256) / 128 + 1 */
-#define SV_BINS     129
-#define SV_LAYERS   4
-#define SV_HIDDEN   128
-#define SV_GATES    (4 * SV_HIDDEN)
-#define SV_BLOCK    128                /* windows through the convolutions at once */
-#define SV_MAX_FILE (64 * 1024 * 1024) /* the real file is 885 KB */
+#define SV_CONTEXT     64
+#define SV_FFT         256 /* STFT frame */
+#define SV_HOP         128
+#define SV_FRAMES      4 /* (576 + 64 - 256) / 128 + 1 */
+#define SV_BINS        129
+#define SV_LAYERS      4
+#define SV_HIDDEN      128
+#define SV_GATES       (4 * SV_HIDDEN)
+#define SV_BLOCK       128                /* windows through the convolutions at once */
+#define SV_MAX_FILE    (64 * 1024 * 1024) /* the real file is 885 KB */
+#define SV_MAX_THREADS 64
 
 static const int sv_in[SV_LAYERS] = {SV_BINS, 128, 64, 64};
 static const int sv_out[SV_LAYERS] = {128, 64, 64, 128};
@@ -424,28 +426,74 @@ static float lstm_step(const struct silero_vad *m, const float *gates_in, float 
     return sigmoidf(logit);
 }
 
-int silero_vad_probs(const struct silero_vad *m, const float *pcm, size_t n_samples, float **probs,
-                     size_t *n_windows, char *err, size_t err_size) {
+/* One thread's block of a round. */
+struct sv_job {
+    const struct silero_vad *m;
+    const float *pcm;
+    size_t n_samples, b0;
+    int n_b;
+    struct sv_work w;
+    pthread_t thread;
+};
+
+static void *sv_job_run(void *arg) {
+    struct sv_job *j = arg;
+    block_forward(j->m, j->pcm, j->n_samples, j->b0, j->n_b, &j->w);
+    return NULL;
+}
+
+int silero_vad_probs(const struct silero_vad *m, const float *pcm, size_t n_samples, int n_threads,
+                     float **probs, size_t *n_windows, char *err, size_t err_size) {
     *probs = NULL;
     *n_windows = 0;
     size_t n = (n_samples + SILERO_WINDOW - 1) / SILERO_WINDOW;
     if (n == 0)
         return 0;
-    struct sv_work w;
+    size_t n_blocks = (n + SV_BLOCK - 1) / SV_BLOCK;
+    int n_jobs = n_threads < 1 ? 1 : n_threads > SV_MAX_THREADS ? SV_MAX_THREADS : n_threads;
+    if ((size_t)n_jobs > n_blocks)
+        n_jobs = (int)n_blocks;
+    struct sv_job *jobs = calloc((size_t)n_jobs, sizeof *jobs);
     float *p = malloc(n * sizeof *p);
-    if (!p || !work_alloc(&w)) {
+    int n_alloc = 0;
+    while (jobs && n_alloc < n_jobs && work_alloc(&jobs[n_alloc].w))
+        n_alloc++;
+    if (!p || n_alloc < n_jobs) {
+        for (int t = 0; t < n_alloc; t++)
+            work_free(&jobs[t].w);
+        free(jobs);
         free(p);
         wc_errf(err, err_size, "vad: out of memory for %zu windows", n);
         return WHISPERC_ERR_NO_MEMORY;
     }
+    /* Rounds of n_jobs blocks: the blocks' convolutions side by side (each job has its own
+     * scratch; a thread that cannot start runs inline), then the recurrence over them in
+     * order. Each block's sums are the same whichever thread computes them. */
     float h[SV_HIDDEN] = {0}, c[SV_HIDDEN] = {0};
-    for (size_t b0 = 0; b0 < n; b0 += SV_BLOCK) {
-        int n_b = n - b0 < SV_BLOCK ? (int)(n - b0) : SV_BLOCK;
-        block_forward(m, pcm, n_samples, b0, n_b, &w);
-        for (int b = 0; b < n_b; b++)
-            p[b0 + (size_t)b] = lstm_step(m, w.gates + (size_t)b * SV_GATES, h, c);
+    for (size_t r0 = 0; r0 < n; r0 += (size_t)n_jobs * SV_BLOCK) {
+        bool started[SV_MAX_THREADS] = {false};
+        for (int t = 0; t < n_jobs; t++) {
+            struct sv_job *j = &jobs[t];
+            j->m = m, j->pcm = pcm, j->n_samples = n_samples;
+            j->b0 = r0 + (size_t)t * SV_BLOCK;
+            j->n_b = j->b0 >= n ? 0 : n - j->b0 < SV_BLOCK ? (int)(n - j->b0) : SV_BLOCK;
+            if (t > 0 && j->n_b > 0)
+                started[t] = pthread_create(&j->thread, NULL, sv_job_run, j) == 0;
+        }
+        for (int t = 0; t < n_jobs; t++) {
+            if (started[t])
+                pthread_join(jobs[t].thread, NULL);
+            else if (jobs[t].n_b > 0)
+                sv_job_run(&jobs[t]);
+        }
+        for (int t = 0; t < n_jobs; t++)
+            for (int b = 0; b < jobs[t].n_b; b++)
+                p[jobs[t].b0 + (size_t)b] =
+                    lstm_step(m, jobs[t].w.gates + (size_t)b * SV_GATES, h, c);
     }
-    work_free(&w);
+    for (int t = 0; t < n_jobs; t++)
+        work_free(&jobs[t].w);
+    free(jobs);
     *probs = p;
     *n_windows = n;
     return 0;

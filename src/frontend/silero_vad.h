@@ -24,8 +24,9 @@ const char *silero_vad_version(const struct silero_vad *m);
 
 /* p(speech) of window i, samples [i*512, i*512 + 512) of pcm (zeros past the end), which also
  * sees the 64 samples before it, into *probs (malloc'd, the caller frees; *n_windows =
- * ceil(n_samples / 512)). Returns 0, or WHISPERC_ERR_NO_MEMORY with err filled. */
-int silero_vad_probs(const struct silero_vad *m, const float *pcm, size_t n_samples, float **probs,
-                     size_t *n_windows, char *err, size_t err_size);
+ * ceil(n_samples / 512)), on up to n_threads threads (the result does not depend on it).
+ * Returns 0, or WHISPERC_ERR_NO_MEMORY with err filled. */
+int silero_vad_probs(const struct silero_vad *m, const float *pcm, size_t n_samples, int n_threads,
+                     float **probs, size_t *n_windows, char *err, size_t err_size);
 
 #endif /* WC_SILERO_VAD_H */

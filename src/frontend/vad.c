@@ -267,7 +267,8 @@ int vad_detect(const struct silero_vad *silero, const float *pcm, size_t n_sampl
                size_t err_size) {
     float *probs = NULL;
     size_t n_frames = 0;
-    int rc = silero ? silero_vad_probs(silero, pcm, n_samples, &probs, &n_frames, err, err_size)
+    int rc = silero ? silero_vad_probs(silero, pcm, n_samples, p->n_threads, &probs, &n_frames, err,
+                                       err_size)
                     : vad_frame_probs(pcm, n_samples, &probs, &n_frames, err, err_size);
     if (!rc) {
         size_t hop = silero ? SILERO_WINDOW : VAD_HOP_SAMPLES;

@@ -18,6 +18,7 @@ struct vad_params {
     int min_speech_duration_ms;  /* shorter speech is dropped (250) */
     int min_silence_duration_ms; /* shorter silence does not end speech (100) */
     int speech_pad_ms;           /* added to both ends of each segment (30) */
+    int n_threads;               /* threads the Silero model may use (< 1: one) */
 };
 
 struct vad_span {
