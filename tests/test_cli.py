@@ -218,6 +218,15 @@ try:
     same = (r1.returncode == 0 and r2.returncode == 0 and
             open(out + "-plain.txt").read() == open(out + "-wcpp.txt").read())
     check(same, f"-ng -fa -nfa -sns -dev 0: accepted, the same text ({r2.stderr.strip()[-160:]!r})")
+    # whisper.cpp's -wt N (word threshold, not whisper-c's -wt flag), -vmsd N and -vo N: checked,
+    # said to be unused, the same srt (no word timing) as without them
+    srt = ["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-osrt"]
+    r1 = run(srt + ["-of", out + "-srt-plain", jfk])
+    r2 = run(srt + ["-wt", "0.01", "-vmsd", "10", "-vo", "0.1", "-of", out + "-srt-wcpp", jfk])
+    same = (r1.returncode == 0 and r2.returncode == 0 and
+            open(out + "-srt-plain.srt").read() == open(out + "-srt-wcpp.srt").read())
+    check(same and r2.stderr.count("not used here") == 3,
+          f"-wt 0.01 -vmsd 10 -vo 0.1: accepted, unused, the same srt ({r2.stderr.strip()[-120:]!r})")
 
     # default model via the environment, no flags
     r = run(["transcribe", "-np", jfk], env={"WHISPERC_MODEL": model})

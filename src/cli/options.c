@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 const char *default_model_path(void) {
     static char buf[4096];
@@ -62,7 +63,8 @@ void cli_usage(const char *prog) {
            "                            1: greedy)\n"
            "  -bo, --best-of N          samples per temperature > 0, the best kept (default 5)\n"
            "  -f,   --file FILE         an input file (repeatable; as well as FILE...)\n"
-           "  -wt,  --word-timestamps   word-level times (cross-attention alignment)\n"
+           "  -wt,  --word-timestamps   word-level times (cross-attention alignment); whisper.cpp's\n"
+           "                            -wt N (a word threshold), -vmsd N, -vo N: accepted, unused\n"
            "  -ml,  --max-len N         cut segments to at most N characters (1: a word each)\n"
            "  -sow, --split-on-word     with -ml: cut only between words\n"
            "       --alignment-heads NAME  heads for the alignment: auto (default) or a model\n"
@@ -172,6 +174,17 @@ static bool is(const char *a, const char *s1, const char *s2) {
     return strcmp(a, s1) == 0 || (s2 && strcmp(a, s2) == 0);
 }
 
+/* whisper.cpp's -wt N (--word-thold, a number) rather than whisper-c's -wt flag (word
+ * timestamps): the next argument is a number and no file of that name exists. */
+static bool whisper_cpp_word_thold(const char *next) {
+    char *end;
+    if (!next || !*next)
+        return false;
+    errno = 0;
+    (void)strtof(next, &end);
+    return !errno && !*end && access(next, F_OK) != 0;
+}
+
 /* Options that take a value; returns 1 if arg was one of them (consuming argv[*i+1]). */
 static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, int *rc) {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
@@ -267,6 +280,17 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         o->seed = v ? strtoull(v, &end, 10) : 0;
         if (!v || *end)
             *rc = 2, fprintf(stderr, "whisper-c: --seed needs a number\n");
+    } else if (is(a, "-vmsd", "--vad-max-speech-duration-s") ||
+               is(a, "-vo", "--vad-samples-overlap") || is(a, "--word-thold", NULL) ||
+               (is(a, "-wt", NULL) && whisper_cpp_word_thold(v))) {
+        float ignored; /* whisper.cpp's, so that its command lines run: checked, not used */
+        if (!(*rc = parse_float(a, v, 0.0f, 1e9f, &ignored)))
+            fprintf(stderr, "whisper-c: %s %s: whisper.cpp's %s, not used here (%s)\n", a, v,
+                    is(a, "-vmsd", "--vad-max-speech-duration-s") ? "longest VAD span"
+                    : is(a, "-vo", "--vad-samples-overlap")       ? "VAD overlap"
+                                                                  : "word threshold",
+                    is(a, "-wt", "--word-thold") ? "whisper-c's -wt alone turns on word timestamps"
+                                                 : "docs/vad.md");
     } else if (is(a, "--quant-weights", NULL)) {
         if (v && strcmp(v, "auto") == 0)
             o->quant_weights = WHISPERC_QUANT_AUTO;
