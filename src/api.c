@@ -708,10 +708,8 @@ static int run_pcm(whisperc_state *st, const struct whisperc_full_params *p, con
     return rc;
 }
 
-/* *out: the Silero model of p->vad_model_path, loaded into st unless it holds that path's
- * already; NULL when there is none (the built-in detector). */
-static int vad_model(whisperc_state *st, const struct whisperc_full_params *p,
-                     const struct silero_vad **out) {
+int api_vad_model(whisperc_state *st, const struct whisperc_full_params *p,
+                  const struct silero_vad **out) {
     const char *path = p->vad_model_path && *p->vad_model_path ? p->vad_model_path : NULL;
     *out = NULL;
     if (!path)
@@ -750,18 +748,18 @@ int api_vad_speech(whisperc_state *st, const struct whisperc_full_params *p, con
     *speech = NULL;
     *n_speech = 0;
     const struct silero_vad *silero = NULL;
-    int rc = vad_model(st, p, &silero);
-    if (!rc)
+    int rc = api_vad_model(st, p, &silero);
+    if (!rc) /* errors with their own message */
         rc = vad_detect(silero, pcm, (size_t)n, &vp, &spans, &n_spans, st->errmsg,
                         sizeof st->errmsg);
     if (!rc) {
         vad_merge_close(spans, &n_spans, gap);
         rc = vad_gather(pcm, spans, n_spans, gap, speech, n_speech);
+        if (!rc)
+            rc = time_map_from_spans(map, spans, n_spans, gap, WC_SAMPLE_RATE);
+        if (rc == WHISPERC_ERR_NO_MEMORY)
+            api_fail(st, rc, "vad: out of memory for %zu speech spans", n_spans);
     }
-    if (!rc)
-        rc = time_map_from_spans(map, spans, n_spans, gap, WC_SAMPLE_RATE);
-    if (rc == WHISPERC_ERR_NO_MEMORY)
-        api_fail(st, rc, "vad: out of memory for %zu speech spans", n_spans);
     st->timings.vad_ms = wc_now_ms() - t0;
     st->timings.vad_seconds = (double)*n_speech / WC_SAMPLE_RATE;
     api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO,

@@ -356,6 +356,9 @@ static int batched_vad(whisperc_state *st, const struct whisperc_full_params *p,
     int rc = 0, m = 0;
     if (!speech || !in || !n_in || !which || !maps || !outs)
         rc = api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory for %d inputs", n);
+    const struct silero_vad *silero = NULL;
+    if (!rc) /* a Silero file that does not load is no input's fault */
+        rc = api_vad_model(st, p, &silero);
     for (int i = 0; i < n && !rc; i++) {
         size_t n_speech = 0;
         rc = api_vad_speech(st, p, pcm[i], n_samples[i], &speech[i], &n_speech, &maps[i]);

@@ -57,6 +57,11 @@ struct whisperc_state {
 
 /* ---- shared by api.c and api_batch.c ---- */
 
+/* *out: the Silero model of p->vad_model_path, loaded into st unless it holds that path's
+ * already (errmsg filled on failure); NULL when there is none (the built-in detector). */
+int api_vad_model(whisperc_state *st, const struct whisperc_full_params *p,
+                  const struct silero_vad **out);
+
 /* A line to the params' log callback, if any. */
 void api_log(whisperc_log_fn fn, void *user, whisperc_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

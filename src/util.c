@@ -197,3 +197,16 @@ double wc_logsumexp(const float *x, int from, int to) {
         s += exp((double)x[i] - m);
     return m + log(s);
 }
+
+/* Copies up to 80 bytes of a name read from a file, non-printable bytes as '?', so messages
+ * stay one line. */
+void wc_printable(char *dst, size_t dst_size, const uint8_t *src, size_t len) {
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 4 < dst_size && i < 80; i++)
+        dst[n++] = (src[i] >= 0x20 && src[i] < 0x7f) ? (char)src[i] : '?';
+    if (len > 80 && n + 4 < dst_size) {
+        memcpy(dst + n, "...", 3);
+        n += 3;
+    }
+    dst[n] = '\0';
+}

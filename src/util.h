@@ -13,6 +13,10 @@
 void wc_errf(char *err, size_t err_size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Up to 80 bytes of src (a name read from a file) into dst, other than printable ASCII as '?'
+ * and "..." past 80, so that a message naming it stays one line. */
+void wc_printable(char *dst, size_t dst_size, const uint8_t *src, size_t len);
+
 /* Monotonic wall clock in milliseconds. */
 double wc_now_ms(void);
 

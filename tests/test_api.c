@@ -409,21 +409,30 @@ static void log_keep(whisperc_log_level level, const char *msg, void *user) {
         *(int *)user += 1;
 }
 
-/* A quantized model (random q5_1 weights, Whisper's context sizes, 64 wide: ggml_synth) held as
- * its blocks (KEEP) or widened (WIDEN) transcribes alike, bit for bit; AUTO keeps the blocks,
- * and says so, when the widened weights would take over half of max_memory_bytes. */
+static void log_silero_loads(whisperc_log_level level, const char *msg, void *user) {
+    if (level == WHISPERC_LOG_INFO && strstr(msg, "vad: Silero VAD v5.1.2 from"))
+        *(int *)user += 1;
+}
+
 /* vad_model_path: a Silero file of zero weights says p = 0.5 everywhere, all speech at the
  * default threshold, so the whole input is transcribed as without VAD; the state keeps the
- * model while the path stays, loads another for another path, and reports a missing file. */
+ * model while the path stays (loaded once), loads the other for another path, and reports a
+ * missing file. */
 static void test_vad_model(whisperc_state *st, const float *pcm, int n) {
-    char path[] = "/tmp/wc_test_silero_XXXXXX";
-    int fd = mkstemp(path);
+    char path[] = "/tmp/wc_test_silero_XXXXXX", path2[] = "/tmp/wc_test_silero_XXXXXX";
+    int fd = mkstemp(path), fd2 = mkstemp(path2);
     CHECK(fd >= 0 && ggml_synth_write_silero(path) == 0);
+    CHECK(fd2 >= 0 && ggml_synth_write_silero(path2) == 0);
     if (fd >= 0)
         close(fd);
+    if (fd2 >= 0)
+        close(fd2);
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
     char *want = result_digest(st, 0);
+    int loads = 0;
+    p.log_fn = log_silero_loads;
+    p.log_user_data = &loads;
     p.vad = true;
     p.vad_model_path = path;
     for (int k = 0; k < 2; k++) { /* loaded, then kept */
@@ -437,17 +446,28 @@ static void test_vad_model(whisperc_state *st, const float *pcm, int n) {
     }
     const float *const in[1] = {pcm};
     CHECK(whisperc_full_batch(st, &p, in, &n, 1) == WHISPERC_OK);
+    CHECK(loads == 1); /* kept across calls, batched or not */
+    p.vad_model_path = path2;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(loads == 2);
     p.vad_model_path = "/nonexistent/ggml-silero.bin";
     CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_IO);
     CHECK(strstr(whisperc_state_errmsg(st), "/nonexistent/ggml-silero.bin") != NULL);
+    CHECK(whisperc_full_batch(st, &p, in, &n, 1) == WHISPERC_ERR_IO); /* no "input 0:" */
+    CHECK(strncmp(whisperc_state_errmsg(st), "/nonexistent/ggml-silero.bin", 28) == 0);
     p.vad_model_path = NULL; /* the built-in detector */
     CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
     p.vad_model_path = path;
     CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(loads == 3);
     unlink(path);
+    unlink(path2);
     free(want);
 }
 
+/* A quantized model (random q5_1 weights, Whisper's context sizes, 64 wide: ggml_synth) held as
+ * its blocks (KEEP) or widened (WIDEN) transcribes alike, bit for bit; AUTO keeps the blocks,
+ * and says so, when the widened weights would take over half of max_memory_bytes. */
 static void test_quant_weights(const float *pcm, int n) {
     struct ggml_synth_opts o = ggml_synth_default_opts();
     o.n_audio_ctx = 1500;

@@ -373,6 +373,11 @@ def cases(tmp):
     add("vad-model-missing", "-vm names no file",
         T("-m", model, "--vad", "-vm", os.path.join(tmp, "nope-vad.bin"), jfk), "fail",
         ["nope-vad.bin", "cannot open the VAD model"])
+    add("vad-model-fifo", "-vm names a FIFO with no writer",
+        T("-m", model, "--vad", "-vm", fifo, jfk), "fail", ["not a regular file"])
+    add("vad-model-name", "Silero VAD file with a tensor named with a newline and an escape",
+        V("vname.bin", silero() + tensor("x\nline2\x1b[31m", [1])), "fail",
+        ["unknown tensor 'x?line2?[31m'"])
     add("vad-model-whisper", "-vm names a Whisper model", T("-m", model, "--vad", "-vm", model,
                                                             jfk), "fail", ["not a 16 kHz Silero VAD"])
     add("vad-model-8k", "Silero VAD file of the 8 kHz model", V("v8k.bin", silero(b"silero-8k")),

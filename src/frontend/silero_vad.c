@@ -20,6 +20,7 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "libwhisperc.h"
 #include "util.h"
@@ -182,19 +184,24 @@ static int read_tensor(struct reader *r, struct tensor_spec *specs, int n_specs)
     name[len] = '\0';
     struct tensor_spec *s = NULL;
     for (int i = 0; i < n_specs && !s; i++)
-        if (strcmp(specs[i].name, name) == 0)
+        if (strlen(specs[i].name) == (size_t)len && memcmp(specs[i].name, name, (size_t)len) == 0)
             s = &specs[i];
     if (!s) {
-        wc_errf(r->err, r->err_size, "%s: unknown tensor '%s' in a Silero VAD file", r->path, name);
+        char shown[96];
+        wc_printable(shown, sizeof shown, (const uint8_t *)name, (size_t)len);
+        wc_errf(r->err, r->err_size, "%s: unknown tensor '%s' in a Silero VAD file", r->path,
+                shown);
         return WHISPERC_ERR_MODEL_FORMAT;
     }
+    /* from here on name is one of the known names: printable */
     if (*s->dst) {
         wc_errf(r->err, r->err_size, "%s: tensor '%s' appears twice", r->path, name);
         return WHISPERC_ERR_MODEL_FORMAT;
     }
     if (ne[0] != s->ne[0] || ne[1] != s->ne[1] || ne[2] != s->ne[2] || ne[3] != 1) {
-        wc_errf(r->err, r->err_size, "%s: tensor '%s' is [%d, %d, %d, %d], expected [%d, %d, %d]",
-                r->path, name, ne[0], ne[1], ne[2], ne[3], s->ne[0], s->ne[1], s->ne[2]);
+        wc_errf(r->err, r->err_size, "%s: tensor '%s' is [%d, %d, %d%s], expected [%d, %d, %d]",
+                r->path, name, ne[0], ne[1], ne[2], ne[3] != 1 ? ", ..." : "", s->ne[0], s->ne[1],
+                s->ne[2]);
         return WHISPERC_ERR_MODEL_FORMAT;
     }
     size_t n = (size_t)ne[0] * (size_t)ne[1] * (size_t)ne[2];
@@ -239,24 +246,42 @@ static int parse(struct reader *r, struct silero_vad *m) {
     return rc;
 }
 
+/* Up to size bytes of fd into buf; the count read, or -1 on an error. */
+static ssize_t read_all(int fd, uint8_t *buf, size_t size) {
+    size_t n = 0;
+    while (n < size) {
+        ssize_t k = read(fd, buf + n, size - n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return -1;
+        if (k == 0)
+            break;
+        n += (size_t)k;
+    }
+    return (ssize_t)n;
+}
+
 int silero_vad_load(const char *path, struct silero_vad **out, char *err, size_t err_size) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* O_NONBLOCK: a FIFO with no writer must not block the open; it is refused below. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
         wc_errf(err, err_size, "%s: cannot open the VAD model: %s", path, strerror(errno));
         return WHISPERC_ERR_IO;
     }
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
         wc_errf(err, err_size, "%s: not a regular file", path);
         return WHISPERC_ERR_IO;
     }
     size_t size = sb.st_size > SV_MAX_FILE ? 0 : (size_t)sb.st_size;
     uint8_t *buf = malloc(size + 1);
-    size_t n = buf ? fread(buf, 1, size, f) : 0;
-    bool failed = buf && (ferror(f) || n != size);
-    fclose(f);
+    ssize_t got = buf ? read_all(fd, buf, size) : 0;
+    bool failed = buf && got != (ssize_t)size;
+    size_t n = got > 0 ? (size_t)got : 0;
+    close(fd);
     if (!buf) {
         wc_errf(err, err_size, "%s: out of memory", path);
         return WHISPERC_ERR_NO_MEMORY;
@@ -280,6 +305,9 @@ int silero_vad_load(const char *path, struct silero_vad **out, char *err, size_t
         silero_vad_free(m);
         return rc;
     }
+    /* Blocks run side by side on the caller's threads, each product on one: OpenBLAS's own
+     * threads would oversubscribe the cores (the CPU backend sets the same, process-wide). */
+    openblas_set_num_threads(1);
     *out = m;
     return 0;
 }
@@ -351,9 +379,14 @@ static void conv_relu(const float *in, int n_b, int t_in, int c_in, const float 
             float *row = col + ((size_t)b * t_out + t) * k;
             for (int j = 0; j < 3; j++) {
                 int ti = t * stride + j - 1;
-                const float *src = in + ((size_t)b * t_in + ti) * c_in;
+                if (ti < 0 || ti >= t_in) { /* the zero padding */
+                    for (int c = 0; c < c_in; c++)
+                        row[3 * c + j] = 0.0f;
+                    continue;
+                }
+                const float *src = in + ((size_t)b * t_in + (size_t)ti) * c_in;
                 for (int c = 0; c < c_in; c++)
-                    row[3 * c + j] = ti >= 0 && ti < t_in ? src[c] : 0.0f;
+                    row[3 * c + j] = src[c];
             }
         }
     int rows = n_b * t_out;

@@ -100,19 +100,6 @@ static int rd_i32(struct rd *r, int32_t *v, const char *what) {
     return 0;
 }
 
-/* Copies up to 80 bytes of a name read from the file, non-printable bytes as '?', so messages
- * stay one line. */
-static void printable(char *dst, size_t dst_size, const uint8_t *src, size_t len) {
-    size_t n = 0;
-    for (size_t i = 0; i < len && n + 4 < dst_size && i < 80; i++)
-        dst[n++] = (src[i] >= 0x20 && src[i] < 0x7f) ? (char)src[i] : '?';
-    if (len > 80 && n + 4 < dst_size) {
-        memcpy(dst + n, "...", 3);
-        n += 3;
-    }
-    dst[n] = '\0';
-}
-
 /* "[512,80,3]" */
 static void fmt_shape(char *dst, size_t dst_size, int n_dims, const int64_t *shape) {
     size_t n = 0;
@@ -423,7 +410,7 @@ static int read_tensors(struct rd *r, struct priv *pv) {
             return WHISPERC_ERR_MODEL_FORMAT;
         const uint8_t *name = r->p + r->pos;
         r->pos += (size_t)name_len;
-        printable(pname, sizeof pname, name, (size_t)name_len);
+        wc_printable(pname, sizeof pname, name, (size_t)name_len);
         if (memchr(name, 0, (size_t)name_len)) {
             wc_errf(r->err, r->err_size, "%s: tensor #%d: name \"%s\" contains a NUL byte", r->path,
                     idx, pname);
