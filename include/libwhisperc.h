@@ -293,6 +293,12 @@ WHISPERC_API whisperc_status whisperc_full_file(whisperc_state *state,
                                                 const struct whisperc_full_params *params,
                                                 const char *path);
 
+/* Reads the Silero VAD file at path as params.vad_model_path would, and frees it: WHISPERC_OK,
+ * or WHISPERC_ERR_IO / _MODEL_FORMAT / _NO_MEMORY with the one-line reason in errbuf (may be
+ * NULL). For programs that refuse a bad file before a long run rather than at every input. */
+WHISPERC_API whisperc_status whisperc_vad_model_check(const char *path, char *errbuf,
+                                                      size_t errbuf_size);
+
 /* Transcribes n_inputs inputs (pcm16k[i]: n_samples[i] samples, as whisperc_full) in one state,
  * each input's result exactly what whisperc_full gives it alone. Up to params->batch_size
  * inputs are in flight: the next 30 s window of each is decoded in one batch, so the decoder

@@ -708,6 +708,20 @@ static int run_pcm(whisperc_state *st, const struct whisperc_full_params *p, con
     return rc;
 }
 
+whisperc_status whisperc_vad_model_check(const char *path, char *errbuf, size_t errbuf_size) {
+    if (!path) {
+        wc_errf(errbuf, errbuf_size, "no VAD model path (NULL)");
+        return WHISPERC_ERR_INVALID_ARG;
+    }
+    struct silero_vad *m = NULL;
+    char err[512];
+    int rc = silero_vad_load(path, &m, err, sizeof err);
+    silero_vad_free(m);
+    if (rc)
+        wc_errf(errbuf, errbuf_size, "%s", err);
+    return (whisperc_status)rc;
+}
+
 int api_vad_model(whisperc_state *st, const struct whisperc_full_params *p,
                   const struct silero_vad **out) {
     const char *path = p->vad_model_path && *p->vad_model_path ? p->vad_model_path : NULL;

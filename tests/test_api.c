@@ -427,6 +427,11 @@ static void test_vad_model(whisperc_state *st, const float *pcm, int n) {
         close(fd);
     if (fd2 >= 0)
         close(fd2);
+    char err[512];
+    CHECK(whisperc_vad_model_check(path, err, sizeof err) == WHISPERC_OK);
+    CHECK(whisperc_vad_model_check("/nonexistent/v.bin", err, sizeof err) == WHISPERC_ERR_IO);
+    CHECK(strstr(err, "/nonexistent/v.bin: cannot open the VAD model") != NULL);
+    CHECK(whisperc_vad_model_check(NULL, NULL, 0) == WHISPERC_ERR_INVALID_ARG);
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
     char *want = result_digest(st, 0);

@@ -7,7 +7,8 @@
 
 /* Full params from the command line (greedy, openai-whisper transcribe() defaults). */
 void cli_full_params(const struct cli_options *o, struct whisperc_full_params *fp);
-/* Loads -m or the default model; prints the error and returns 1 on failure. */
+/* Loads -m or the default model, after checking -vm's VAD file when --vad; prints the error
+ * and returns 1 on failure. */
 int cli_load_model(const struct cli_options *o, whisperc_model **model);
 
 /* Writes the formats want[] (by enum out_format) names, base + ".txt" etc., from the state's

@@ -133,6 +133,11 @@ int cli_load_model(const struct cli_options *o, whisperc_model **model) {
     mp.quant_weights = o->quant_weights;
     char err[512];
     const char *path = o->model ? o->model : default_model_path();
+    /* a VAD file that will not load is refused now, not at every input */
+    if (o->vad && o->vad_model && whisperc_vad_model_check(o->vad_model, err, sizeof err)) {
+        fprintf(stderr, "whisper-c: %s\n", err);
+        return 1;
+    }
     if (whisperc_model_load(path, &mp, model, err, sizeof err) != WHISPERC_OK) {
         fprintf(stderr, "whisper-c: %s\n", err);
         if (!o->model)
