@@ -423,6 +423,22 @@ def _conv_imm_float(v, t, s):
     return _dtype(t)(v)
 
 
+class _NotPred:
+    """A negated predicate operand (!%p): read when the instruction runs, not when it is
+    compiled (a negation taken at compile time would freeze the register's value then)."""
+
+    def __init__(self, view):
+        self.view = view
+
+    def __array__(self, *args, **kwargs):
+        raise EmuError("negated predicate read without _pv()")
+
+
+def _pv(x):
+    """A predicate source's values now."""
+    return ~x.view if isinstance(x, _NotPred) else x
+
+
 class _Regs:
     """Register files: one 2D array per size class, with u/s/f views; rows are registers."""
 
@@ -580,7 +596,9 @@ class _Compiler:
                 raise EmuError("special register %s read as .%s" % (s, t))
             return v.view(_dtype(t))
         if s.startswith("!"):
-            return ~self.src(s[1:], t)
+            if t != "pred":
+                raise EmuError("'!' on a .%s operand %r" % (t, s))
+            return _NotPred(self.src(s[1:], t))
         if s in self.R.where:
             return self.R.view(s, t)
         if s in self.k.shared:
@@ -699,7 +717,7 @@ class _Compiler:
             src = np.asarray(v).view(_dtype(tt))[()]
         dd = self.dst(d, tt)
         def f(m):
-            _write(dd, src, m)
+            _write(dd, _pv(src), m)
         return f
 
     def op_cvta(self, ins, mods, a):
@@ -1039,7 +1057,7 @@ class _Compiler:
             x, y = self.src(a[1], t), self.src(a[2], t)
             dd = self.dst(a[0], t)
             def f(m):
-                _write(dd, uf(x, y), m)
+                _write(dd, uf(_pv(x), _pv(y)), m)
             return f
         return self._bin(ins, t, a, uf, "b%d" % (8 * _TSIZE[t]))
 
@@ -1058,7 +1076,7 @@ class _Compiler:
         x = self.src(a[1], tt)
         dd = self.dst(a[0], tt)
         def f(m):
-            _write(dd, np.invert(x), m)
+            _write(dd, np.invert(_pv(x)), m)
         return f
 
     def _min_max(self, ins, mods, a, ffn, ifn):
@@ -1171,8 +1189,9 @@ class _Compiler:
             xx, yy = (_ftz32(x), _ftz32(y)) if ftz else (x, y)
             r = _compare(cmp_, xx, yy, t)
             if bf is not None:
-                r0 = bf(r, c)
-                r1 = bf(~r, c) if d1 is not None else None
+                cc = _pv(c)
+                r0 = bf(r, cc)
+                r1 = bf(~r, cc) if d1 is not None else None
             else:
                 r0, r1 = r, (~r if d1 is not None else None)
             if d1 is not None:
@@ -1187,7 +1206,7 @@ class _Compiler:
         c = self.src(a[3], "pred")
         dd = self.dst(a[0], tt)
         def f(m):
-            _write(dd, np.where(c, x, y), m)
+            _write(dd, np.where(_pv(c), x, y), m)
         return f
 
     # conversion ------------------------------------------------------------------------------
