@@ -13,6 +13,10 @@ that hold bit for bit and that ptxas alone cannot check:
     epilogue bias_act_n<N>_f<flags | 8> == the f32 kernel's values rounded by f32_to_f16;
   - attn_scores over f16 keys (_kvh, word alignment on the batch decoder's audio region) ==
     attn_scores over the same values widened to f32.
+  - logits_part + logits_pick (greedy) and logits_topk_part + logits_topk_pick (beams) on a
+    multilingual vocabulary against float64 numpy: suppressed tokens, ranges, the timestamp
+    test either way, a tie across chunks (the first column), a row all masked, a confident
+    row, a row with fewer tokens left than k.
 
 usage: test_ptx_emulated.py WHISPER_C PTXEMU_DIR
 The emulator rounds every f32 operation as written; the GPU's ptxas may contract a mul.f32
@@ -277,6 +281,96 @@ def test_scores_kvh(ptx, H, rng, t_len, s_len, head):
           % (H, D, t_len, s_len), same_bits(outs[0], outs[1]) and not np.isnan(outs[1]).any())
 
 
+LG_CHUNK, LG_WORDS = 2048, 20  # kernels.h: KERNEL_LOGITS_CHUNK, KERNEL_LOGITS_RULE_WORDS
+
+
+def logits_rows(V, rng):
+    """rows of logits and their rules (ranges, tb; kernels.h's layout) for every case the
+    host's logit filters produce, and a suppress list"""
+    tb = V - 1501  # the first timestamp of a multilingual vocabulary
+    n = 7
+    x = rng.standard_normal((n, V)).astype(np.float32)
+    rules = np.zeros((n, LG_WORDS), np.uint32)
+    rules[:, 16] = V  # no timestamp test
+    rules[1, 0], rules[1, 8] = 100, 5000  # a range forbidden, and the test: timestamps win
+    rules[1, 1], rules[1, 9] = V - 20, 20
+    rules[1, 16] = tb
+    x[1, tb:] += 6
+    rules[2, 16] = tb  # the test, text wins (12 > logsumexp of the timestamps, ~7.8); the
+    x[2, 7], x[2, 8] = 15, 12  # row's maximum is suppressed
+    x[3, 5000] = x[3, 30000] = x[3, 40000] = 8  # a tie across chunks: the first
+    rules[4, 8] = V  # all forbidden
+    x[5, 777] = 40  # confident: a log-probability near -1e-17
+    rules[6, 0], rules[6, 8] = 0, 3000  # 3000, 9000, 12000 left (a top-k row runs short)
+    rules[6, 1], rules[6, 9] = 3001, 5999
+    rules[6, 2], rules[6, 10] = 12001, V - 12001
+    rules[6, 3], rules[6, 11] = 9001, 2999
+    suppress = np.array([7, 220, 50257, V - 1501 + 3], np.int64)
+    return x, rules, suppress
+
+
+def logits_ref(x, rule, suppress, V):
+    """the masked row in float64, as logit_filters_apply leaves it, and its log_softmax"""
+    y = x.astype(np.float64)
+    y[suppress] = -np.inf
+    for j in range(8):
+        y[rule[j]:rule[j] + rule[8 + j]] = -np.inf
+    tb = int(rule[16])
+    if tb < V and not np.isinf(y[tb:]).all():
+        top = y[tb:].max()
+        if top + np.log(np.exp(y[tb:] - top).sum()) > y[:tb].max():
+            y[:tb] = -np.inf
+    if np.isinf(y).all():
+        return y, None
+    # log_softmax(y)[t] = (y[t] - m) - log1p(sum of exp(y - m) over all but the first
+    # maximum): exact for a confident row too, where m + log(sum) would round to m
+    a = int(np.argmax(y))
+    e = np.exp(y - y[a])
+    return y, lambda t: (y[t] - y[a]) - np.log1p(np.delete(e, a).sum())
+
+
+def test_logits(ptx, V, k, rng):
+    """logits_part + logits_pick (greedy) and the top-k pair (beams) against float64"""
+    x, rules, suppress = logits_rows(V, rng)
+    n, P = x.shape[0], (V + LG_CHUNK - 1) // LG_CHUNK
+    mask = np.zeros((V + 31) // 32, np.uint32)
+    for t in suppress:
+        mask[t // 32] |= np.uint32(1 << (t % 32))
+    for kk, rec in ((0, 32), (k, 24 + 16 * k)):
+        mem = Memory(1 << 24)
+        pl, pr, pm = mem.put(x), mem.put(rules), mem.put(mask)
+        pp, po = mem.alloc(n * P * rec), mem.alloc(n * max(kk, 1) * 8)
+        sfx = "_v%d" % V + ("_k%d" % kk if kk else "")
+        part, pick = ("logits_topk_part", "logits_topk_pick") if kk else ("logits_part",
+                                                                            "logits_pick")
+        run(ptx(part + sfx), part + sfx, grid=(n, P, 1), block=(256, 1, 1),
+            params=[pp, pl, pr, pm], mem=mem)
+        run(ptx(pick + sfx), pick + sfx, grid=(n, 1, 1), block=(32, 1, 1),
+            params=[po, pp, pr], mem=mem)
+        out = mem.get(po, np.uint32, n * max(kk, 1) * 2).reshape(n, max(kk, 1), 2)
+        tok, lp = out[:, :, 0], out[:, :, 1].copy().view(np.float32)
+        ok, worst = True, 0.0
+        for r in range(n):
+            y, logprob = logits_ref(x[r], rules[r], suppress, V)
+            order = np.argsort(-y, kind="stable")[:max(kk, 1)]  # equal values: lower token
+            want = [(int(t), logprob(t)) if np.isfinite(y[t]) else (0, -np.inf) for t in order]
+            for j, (wt, wl) in enumerate(want):
+                if tok[r, j] != wt or (np.isinf(wl) and lp[r, j] != wl):
+                    ok = False
+                elif np.isfinite(wl):
+                    # 1e-5 relative, or 1e-14 absolute for a confident row's -3.6e-13: the
+                    # top-k pick's log1p(S - 1) has S's rounding (the CPU's m + log(s) an ulp
+                    # of m, 7e-15 at m = 40)
+                    err = abs(lp[r, j] - wl)
+                    ok = ok and err <= 1e-5 * abs(wl) + 1e-14
+                    if abs(wl) > 1e-6:
+                        worst = max(worst, err / abs(wl))
+        what = ("top %d" % kk) if kk else "greedy"
+        check("%s + %s%s: %s, %d rows (ranges, suppress, timestamp test both ways, a tie, all "
+              "masked, confident, 3 left) vs float64" % (part, pick, sfx, what, n),
+              ok, "%.1e" % worst)
+
+
 rng = np.random.default_rng(2026)
 for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     ptx = kernels(size)
@@ -288,5 +382,7 @@ for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
         test_split(ptx, H, rng, mode, n_rows, n_keys)
     test_rows_kvh(ptx, H, rng, 2, 300)
     test_scores_kvh(ptx, H, rng, 2, 200, H - 1)
+    if size == "tiny":  # the logits kernels depend on the vocabulary alone
+        test_logits(ptx, 51865, 6, rng)
 print("%d failure(s)" % failures)
 sys.exit(1 if failures else 0)
