@@ -183,3 +183,104 @@ void lg_log1p_f64(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg r) {
     ptx_ins(k, "cvt.rn.f64.s32 %s, %s", ef.s, e.s);
     ptx_ins(k, "fma.rn.f64 %s, %s, %s, %s", dst.s, ef.s, f64_imm(0.69314718055994531).s, dst.s);
 }
+
+/* One part (text or timestamps) over the warp's records: max_p, idx_p, rest_p (this lane's
+ * record) in; M, its first column I and the part's rest, every lane, out. */
+static void join_part(struct ptx_kernel *k, struct ptx_reg max_p, struct ptx_reg idx_p,
+                      struct ptx_reg rest_p, struct ptx_reg m, struct ptx_reg i,
+                      struct ptx_reg rest) {
+    struct ptx_reg o = ptx_reg(k, PTX_B32), has = ptx_reg(k, PTX_PRED), p = ptx_reg(k, PTX_PRED);
+    struct ptx_reg e = ptx_reg(k, PTX_F32), w = ptx_reg(k, PTX_F64);
+    ptx_ins(k, "mov.f32 %s, %s", m.s, max_p.s);
+    ptx_warp_reduce(k, m, "max");
+    ptx_ins(k, "setp.eq.f32 %s, %s, %s", p.s, max_p.s, m.s);
+    ptx_ins(k, "selp.b32 %s, %s, " LG_NONE ", %s", i.s, idx_p.s, p.s);
+    for (int d = 16; d >= 1; d /= 2) {
+        ptx_ins(k, "shfl.sync.bfly.b32 %s, %s, %d, 31, -1", o.s, i.s, d);
+        ptx_ins(k, "min.u32 %s, %s, %s", i.s, i.s, o.s);
+    }
+    /* this record's share, scaled to M; its own argmax counts unless it is the row's */
+    ptx_ins(k, "setp.ne.u32 %s, %s, " LG_NONE, has.s, idx_p.s);
+    ptx_ins(k, "sub.f32 %s, %s, %s", e.s, max_p.s, m.s);
+    ptx_exp(k, e, e);
+    ptx_ins(k, "cvt.f64.f32 %s, %s", w.s, e.s);
+    ptx_ins(k, "mov.f64 %s, %s", rest.s, rest_p.s);
+    ptx_ins(k, "setp.ne.and.u32 %s, %s, %s, %s", p.s, idx_p.s, i.s, has.s);
+    ptx_ins(k, "@%s add.f64 %s, %s, 0d3FF0000000000000", p.s, rest.s, rest.s);
+    ptx_ins(k, "mul.f64 %s, %s, %s", rest.s, rest.s, w.s);
+    ptx_ins(k, "@!%s mov.f64 %s, 0d0000000000000000", has.s, rest.s);
+    lg_warp_sum_f64(k, rest);
+}
+
+struct lg_joined lg_join_records(struct ptx_kernel *k, struct ptx_reg row, struct ptx_reg lane,
+                                 int n_part) {
+    struct ptx_reg idx = ptx_reg(k, PTX_B32), in = ptx_reg(k, PTX_PRED);
+    /* lane p < P: record p of this row; the others an empty record */
+    struct ptx_reg tmax = ptx_reg(k, PTX_F32), tidx = ptx_reg(k, PTX_B32);
+    struct ptx_reg smax = ptx_reg(k, PTX_F32), sidx = ptx_reg(k, PTX_B32);
+    struct ptx_reg tr = ptx_reg(k, PTX_F64), sr = ptx_reg(k, PTX_F64);
+    ptx_ins(k, "mov.f32 %s, " NEG_INF, tmax.s);
+    ptx_ins(k, "mov.f32 %s, " NEG_INF, smax.s);
+    ptx_ins(k, "mov.u32 %s, " LG_NONE, tidx.s);
+    ptx_ins(k, "mov.u32 %s, " LG_NONE, sidx.s);
+    ptx_ins(k, "mov.f64 %s, 0d0000000000000000", tr.s);
+    ptx_ins(k, "mov.f64 %s, 0d0000000000000000", sr.s);
+    ptx_ins(k, "setp.lt.u32 %s, %s, %d", in.s, lane.s, n_part);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", idx.s, row.s, n_part, lane.s);
+    struct ptx_reg ra = ptx_addr(k, ptx_ld_ptr(k, "p_part"), idx, KERNEL_LOGITS_RECORD);
+    ptx_ins(k, "@%s ld.global.f32 %s, [%s]", in.s, tmax.s, ra.s);
+    ptx_ins(k, "@%s ld.global.u32 %s, [%s+4]", in.s, tidx.s, ra.s);
+    ptx_ins(k, "@%s ld.global.f32 %s, [%s+8]", in.s, smax.s, ra.s);
+    ptx_ins(k, "@%s ld.global.u32 %s, [%s+12]", in.s, sidx.s, ra.s);
+    ptx_ins(k, "@%s ld.global.f64 %s, [%s+16]", in.s, tr.s, ra.s);
+    ptx_ins(k, "@%s ld.global.f64 %s, [%s+24]", in.s, sr.s, ra.s);
+    struct lg_joined j;
+    j.tm = ptx_reg(k, PTX_F32), j.ti = ptx_reg(k, PTX_B32), j.tr = ptx_reg(k, PTX_F64);
+    j.sm = ptx_reg(k, PTX_F32), j.si = ptx_reg(k, PTX_B32), j.sr = ptx_reg(k, PTX_F64);
+    join_part(k, tmax, tidx, tr, j.tm, j.ti, j.tr);
+    join_part(k, smax, sidx, sr, j.sm, j.si, j.sr);
+    return j;
+}
+
+struct ptx_reg lg_load_tb(struct ptx_kernel *k, struct ptx_reg row) {
+    struct ptx_reg idx = ptx_reg(k, PTX_B32), tb = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %d", idx.s, row.s, KERNEL_LOGITS_RULE_WORDS);
+    struct ptx_reg rule = ptx_addr(k, ptx_ld_ptr(k, "p_rules"), idx, 4);
+    ptx_ins(k, "ld.global.nc.u32 %s, [%s+%d]", tb.s, rule.s, 8 * KERNEL_LOGITS_RANGES);
+    return tb;
+}
+
+void lg_decide(struct ptx_kernel *k, const struct lg_joined *j, struct ptx_reg tb, int n_vocab,
+               struct ptx_reg fb, struct ptx_reg tok, struct ptx_reg lr, const struct ptx_reg *m) {
+    struct ptx_reg lts = ptx_reg(k, PTX_F64), d = ptx_reg(k, PTX_F64), t = ptx_reg(k, PTX_F64);
+    struct ptx_reg big = ptx_reg(k, PTX_PRED);
+    struct ptx_reg hi = ptx_reg(k, PTX_F32), lo = ptx_reg(k, PTX_F32), e = ptx_reg(k, PTX_F32);
+    struct ptx_reg rest = ptx_reg(k, PTX_F64), other = ptx_reg(k, PTX_F64);
+    /* forbid text <=> tb < V, a timestamp unmasked, log1p(rest_ts) > max_text - max_ts */
+    lg_log1p_f64(k, lts, j->sr);
+    ptx_ins(k, "cvt.f64.f32 %s, %s", d.s, j->tm.s);
+    ptx_ins(k, "cvt.f64.f32 %s, %s", t.s, j->sm.s);
+    ptx_ins(k, "sub.f64 %s, %s, %s", d.s, d.s, t.s);
+    ptx_ins(k, "setp.gt.f64 %s, %s, %s", fb.s, lts.s, d.s);
+    ptx_ins(k, "setp.ne.and.f32 %s, %s, " NEG_INF ", %s", fb.s, j->sm.s, fb.s);
+    ptx_ins(k, "setp.lt.and.u32 %s, %s, %d, %s", fb.s, tb.s, n_vocab, fb.s);
+    /* otherwise the larger part's argmax; rest = its rest + the other part scaled to it */
+    ptx_ins(k, "setp.gt.f32 %s, %s, %s", big.s, j->sm.s, j->tm.s);
+    ptx_ins(k, "selp.f32 %s, %s, %s, %s", hi.s, j->sm.s, j->tm.s, big.s);
+    ptx_ins(k, "selp.f32 %s, %s, %s, %s", lo.s, j->tm.s, j->sm.s, big.s);
+    ptx_ins(k, "selp.b32 %s, %s, %s, %s", tok.s, j->si.s, j->ti.s, big.s);
+    ptx_ins(k, "selp.f64 %s, %s, %s, %s", rest.s, j->sr.s, j->tr.s, big.s);
+    ptx_ins(k, "selp.f64 %s, %s, %s, %s", other.s, j->tr.s, j->sr.s, big.s);
+    ptx_ins(k, "sub.f32 %s, %s, %s", e.s, lo.s, hi.s);
+    ptx_exp(k, e, e); /* exp(-inf) = 0: an empty part adds nothing */
+    ptx_ins(k, "cvt.f64.f32 %s, %s", t.s, e.s);
+    ptx_ins(k, "add.f64 %s, %s, 0d3FF0000000000000", other.s, other.s);
+    ptx_ins(k, "fma.rn.f64 %s, %s, %s, %s", rest.s, other.s, t.s, rest.s);
+    lg_log1p_f64(k, lr, rest);
+    ptx_ins(k, "@%s mov.b32 %s, %s", fb.s, tok.s, j->si.s);
+    ptx_ins(k, "@%s mov.f64 %s, %s", fb.s, lr.s, lts.s);
+    if (m) {
+        ptx_ins(k, "mov.f32 %s, %s", m->s, hi.s);
+        ptx_ins(k, "@%s mov.f32 %s, %s", fb.s, m->s, j->sm.s);
+    }
+}

@@ -1,6 +1,7 @@
 /* logits_rows.h — PTX pieces shared by the logits kernels (logits.c, logits_pick.c,
- * logits_topk.c): a row's packed rule (kernels.h), masked column loads, block-wide argmax and
- * f64 sums over KERNEL_LOGITS_THREADS threads, and log1p in f64. */
+ * logits_topk.c, logits_sample.c): a row's packed rule (kernels.h), masked column loads,
+ * block-wide argmax and f64 sums over KERNEL_LOGITS_THREADS threads, log1p in f64, and a row's
+ * greedy decision from logits_part's records. */
 #ifndef WC_LOGITS_ROWS_H
 #define WC_LOGITS_ROWS_H
 
@@ -45,5 +46,22 @@ void lg_masked_load(struct ptx_kernel *k, struct ptx_reg x, struct ptx_reg addr,
                     struct ptx_reg mask, const struct lg_rule *ru, int n_vocab);
 /* dst = log1p(r) for r >= 0 in f64 (logits_rows.c states how). */
 void lg_log1p_f64(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg r);
+
+/* A row's parts joined from its logits_part records (logits_pick.c states how): the text
+ * tokens' maximum, its first column and the rest (f64), and the timestamps' likewise. */
+struct lg_joined {
+    struct ptx_reg tm, ti, tr, sm, si, sr;
+};
+/* One warp joins row `row`'s n_part records of p_part (lane p: record p); every lane gets
+ * them. lane: the thread's lane id. */
+struct lg_joined lg_join_records(struct ptx_kernel *k, struct ptx_reg row, struct ptx_reg lane,
+                                 int n_part);
+/* Row `row`'s tb from p_rules. */
+struct ptx_reg lg_load_tb(struct ptx_kernel *k, struct ptx_reg row);
+/* The row's greedy pick from its joined parts: fb = ApplyTimestampRules' test forbids the
+ * text, tok = the allowed argmax (LG_NONE: every column masked), lr = log1p(rest): the allowed
+ * row's log-sum-exp is its maximum + lr; m, when not NULL, gets that maximum (f32). */
+void lg_decide(struct ptx_kernel *k, const struct lg_joined *j, struct ptx_reg tb, int n_vocab,
+               struct ptx_reg fb, struct ptx_reg tok, struct ptx_reg lr, const struct ptx_reg *m);
 
 #endif /* WC_LOGITS_ROWS_H */
