@@ -16,7 +16,8 @@ that hold bit for bit and that ptxas alone cannot check:
   - logits_part + logits_pick (greedy) and logits_topk_part + logits_topk_pick (beams) on a
     multilingual vocabulary against float64 numpy: suppressed tokens, ranges, the timestamp
     test either way, a tie across chunks (the first column), a row all masked, a confident
-    row, a row with fewer tokens left than k.
+    row, a row with fewer tokens left than k; logits_sample's two kernels after logits_part
+    against the float64 inverse CDF.
 
 usage: test_ptx_emulated.py WHISPER_C PTXEMU_DIR
 The emulator rounds every f32 operation as written; the GPU's ptxas may contract a mul.f32
@@ -371,6 +372,59 @@ def test_logits(ptx, V, k, rng):
               ok, "%.1e" % worst)
 
 
+def test_sample(ptx, V, rng):
+    """logits_part, then logits_sample_part + logits_sample_pick (draws at T > 0, several from
+    one row as a window's first step) against the inverse CDF in float64: the token equal but
+    where the target falls within 1e-5 of a boundary (relative to the total: the kernels' exp
+    is ex2.approx), the log-probability within 1e-5"""
+    x, rules, suppress = logits_rows(V, rng)
+    n, P = x.shape[0], (V + LG_CHUNK - 1) // LG_CHUNK
+    mask = np.zeros((V + 31) // 32, np.uint32)
+    for t in suppress:
+        mask[t // 32] |= np.uint32(1 << (t % 32))
+    rows = [0, 0, 0, 1, 2, 3, 4, 5, 6, 6, 2, 1]
+    temps = [0.2, 0.6, 1.0, 1.5, 0.6, 1.3, 0.6, 0.2, 1.0, 0.4, 2.0, 0.7]
+    us = list(rng.uniform(size=len(rows)))
+    us[1], us[2] = 0.0, 1.0 - 2.0 ** -53  # the row's first allowed column, and its last
+    draws = np.zeros(len(rows), dtype=[("row", "<i4"), ("t", "<f4"), ("u", "<f8")])
+    draws["row"], draws["t"], draws["u"] = rows, temps, us
+    nd = len(rows)
+    mem = Memory(1 << 24)
+    pl, pr, pm, pd = mem.put(x), mem.put(rules), mem.put(mask), mem.put(draws)
+    pp, pw, po = mem.alloc(n * P * 32), mem.alloc(nd * P * 8), mem.alloc(nd * 8)
+    sfx = "_v%d" % V
+    run(ptx("logits_part" + sfx), "logits_part" + sfx, grid=(n, P, 1), block=(256, 1, 1),
+        params=[pp, pl, pr, pm], mem=mem)
+    for name, extra in (("logits_sample_part", []), ("logits_sample_pick", [po])):
+        run(ptx(name + sfx), name + sfx, grid=(nd, P if extra == [] else 1, 1),
+            block=(256, 1, 1), params=extra + [pw, pp, pl, pr, pm, pd], mem=mem)
+    out = mem.get(po, np.uint32, nd * 2).reshape(nd, 2)
+    tok, lp = out[:, 0], out[:, 1].copy().view(np.float32)
+    ok, worst, near = True, 0.0, 0
+    for j in range(nd):
+        y, logprob = logits_ref(x[rows[j]], rules[rows[j]], suppress, V)
+        if logprob is None:
+            ok = ok and tok[j] == 0 and lp[j] == -np.inf
+            continue
+        w = np.where(np.isfinite(y), np.exp((y - y.max()) / np.float64(np.float32(temps[j]))), 0)
+        cum = np.cumsum(w)
+        target = us[j] * cum[-1]
+        want = int(np.searchsorted(cum, target, side="right"))
+        want = want if want < V else int(np.flatnonzero(np.isfinite(y))[-1])
+        if tok[j] != want:
+            lo, hi = sorted((int(tok[j]), want))
+            near += 1
+            ok = ok and np.isfinite(y[tok[j]]) and \
+                abs(cum[lo] - target) <= 1e-5 * cum[-1] and hi - lo <= 1 + np.isinf(y[lo:hi]).sum()
+            continue
+        err = abs(lp[j] - logprob(want))
+        ok = ok and err <= 1e-5 * abs(logprob(want)) + 1e-14
+        worst = max(worst, err / max(abs(logprob(want)), 1e-6))
+    check("logits_sample_part + logits_sample_pick%s: %d draws from %d rows (T 0.2 ... 2, u 0 "
+          "and 1 - 2^-53, all masked, 3 left) vs the float64 inverse CDF" % (sfx, nd, n),
+          ok, "%.1e, %d at a boundary" % (worst, near))
+
+
 rng = np.random.default_rng(2026)
 for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     ptx = kernels(size)
@@ -384,5 +438,6 @@ for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     test_scores_kvh(ptx, H, rng, 2, 200, H - 1)
     if size == "tiny":  # the logits kernels depend on the vocabulary alone
         test_logits(ptx, 51865, 6, rng)
+        test_sample(ptx, 51865, rng)
 print("%d failure(s)" % failures)
 sys.exit(1 if failures else 0)

@@ -76,7 +76,10 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_logits_pick(sm, hp->n_vocab)) |
                /* beam search, the CLI's 5 beams */
                add(list, &n, gen_logits_topk_part(sm, hp->n_vocab, 6)) |
-               add(list, &n, gen_logits_topk_pick(sm, hp->n_vocab, 6));
+               add(list, &n, gen_logits_topk_pick(sm, hp->n_vocab, 6)) |
+               /* temperature fallbacks' samples */
+               add(list, &n, gen_logits_sample_part(sm, hp->n_vocab)) |
+               add(list, &n, gen_logits_sample_pick(sm, hp->n_vocab));
     /* decoder steps (<= 64 rows): projections (none for k and the logits, bias for q/v, bias +
      * residual for out/fc2, bias + GELU for fc1), each also with its layer norm fused (all but
      * out/fc2), the three self-attention projections as one (norm_qkv), and cross-attention

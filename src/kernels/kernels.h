@@ -170,6 +170,16 @@ char *gen_logits_pick(int sm, int n_vocab);
 char *gen_logits_topk_part(int sm, int n_vocab, int k);
 char *gen_logits_topk_pick(int sm, int n_vocab, int k);
 
+/* backend.h's `logits_sample` (sampling at T > 0), after logits_part_v<V> over the rows:
+ *   logits_sample_part_v<V>(wsum, part, logits, rules, mask, draws), grid (n_draws, P) x
+ *   KERNEL_LOGITS_THREADS: wsum [n_draws][P] f64, each chunk's weight under the draw;
+ *   logits_sample_pick_v<V>(out, wsum, part, logits, rules, mask, draws), grid n_draws x
+ *   KERNEL_LOGITS_THREADS: out [n_draws] of {u32 token, f32 logprob}.
+ * draws [n_draws] of struct wc_sample_draw {s32 row, f32 temperature, f64 u}; part, rules and
+ * mask as logits_part's. How: src/kernels/logits_sample.c. */
+char *gen_logits_sample_part(int sm, int n_vocab);
+char *gen_logits_sample_pick(int sm, int n_vocab);
+
 /* One generated kernel of a model. */
 struct kernel_src {
     char name[64]; /* the .entry name, also the file name in `whisper-c ptx` */
