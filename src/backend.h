@@ -67,6 +67,13 @@ struct wc_greedy_pick {
     float logprob; /* log_softmax(masked row)[token] */
 };
 
+/* One draw of sampling (temperature > 0) from a row of logits_sample. */
+struct wc_sample_draw {
+    int32_t row;       /* the row drawn from */
+    float temperature; /* > 0 */
+    double u;          /* uniform in [0, 1): wc_rng_uniform of the draw's generator */
+};
+
 struct wc_backend;
 struct wc_stream;
 
@@ -250,6 +257,20 @@ struct wc_backend_ops {
     void (*logits_topk)(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                         const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                         int n_rows, int n_vocab, int k);
+    /* Sampling's: rows r < n_rows masked as logits_greedy masks them (rules[r]), then draw j <
+     * n_draws from row draws[j].row (several draws may share a row: a window's samples all
+     * start from its prompt's row) by the inverse CDF of softmax(x / T) at draws[j].u:
+     *   out[j].token = the first token whose cumulative weight exceeds u * total,
+     *   out[j].logprob = log_softmax(x)[token] (untempered, as sum_logprobs wants).
+     * CPU: the bits of logit_filters_apply + wc_sample_weigh + wc_sample_draw. Other
+     * backends: logprob within 1e-5 relative; the token equal except where u * total falls
+     * within the arithmetic's error of a token's boundary. A row with every token forbidden
+     * gives token 0 and logprob -inf. NULL where a backend has none: the caller downloads the
+     * rows and draws itself. */
+    void (*logits_sample)(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                          const struct wc_logit_rule *rules, const int32_t *suppress,
+                          int n_suppress, int n_rows, int n_vocab,
+                          const struct wc_sample_draw *draws, int n_draws);
 
     /* ---- stage timing (for bench; either may be NULL: the backend does not time) ----
      * timer_mark queues mark `slot` (0 <= slot < WC_TIMER_SLOTS) on the stream; it is taken

@@ -86,6 +86,24 @@ static inline double wc_rng_uniform(struct wc_rng *r) {
     return (double)(wc_rng_next(r) >> 11) * 0x1.0p-53;
 }
 
+/* Categorical(logits = x / T).sample() (T > 0; -inf entries never drawn, one finite entry at
+ * least), with log_softmax(x)[token] (untempered, as sum_logprobs wants) in *logprob; w: n
+ * floats of scratch. */
+int wc_sample(const float *x, int n, float temperature, struct wc_rng *rng, float *w,
+              float *logprob);
+/* wc_sample in two halves, the same bits: the row's weights (w: n floats) and their sums,
+ * which need no random number (so rows may be weighed side by side), then one draw from them
+ * with u = wc_rng_uniform(rng) (in each row's order, from one generator). */
+struct wc_sample_weights {
+    float max;    /* of the row */
+    double total; /* of w: exp((x - max) / T) */
+    double z;     /* of exp(x - max); total at T = 1 */
+};
+void wc_sample_weigh(const float *x, int n, float temperature, float *w,
+                     struct wc_sample_weights *sw);
+int wc_sample_draw(const float *x, int n, const float *w, const struct wc_sample_weights *sw,
+                   double u, float *logprob);
+
 /* Strips leading and trailing whitespace in place as Python's str.strip() does (ASCII and the
  * Unicode White_Space characters, UTF-8 encoded). Returns s. */
 char *wc_py_strip(char *s);

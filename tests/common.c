@@ -190,3 +190,20 @@ uint16_t *test_round_f16(float *x, size_t n) {
         x[i] = wc_f16_to_f32(h[i] = wc_f32_to_f16(x[i]));
     return h;
 }
+
+int test_draws_at_boundary(const float *row, int n_vocab, float temperature, double u, int a,
+                           int b) {
+    if (a < 0 || b < 0 || a >= n_vocab || b >= n_vocab || row[a] == -INFINITY ||
+        row[b] == -INFINITY)
+        return 0;
+    double m = -INFINITY, total = 0, acc = 0, inv_t = 1.0 / temperature;
+    for (int i = 0; i < n_vocab; i++)
+        m = row[i] > m ? row[i] : m;
+    int lo = a < b ? a : b;
+    for (int i = 0; i < n_vocab; i++) {
+        double w = row[i] > -INFINITY ? exp((row[i] - m) * inv_t) : 0;
+        total += w;
+        acc += i <= lo ? w : 0;
+    }
+    return fabs(acc - u * total) <= 1e-5 * total;
+}

@@ -59,4 +59,11 @@ float test_rng_normal(struct test_rng *r);  /* N(0, 1) */
  * inputs of an f16 K/V case, which an f32 reference then reads exactly. */
 uint16_t *test_round_f16(float *x, size_t n);
 
+/* Whether two draws of logits_sample from one row (masked as the CPU masks it) may differ:
+ * the cumulative weight exp((x - max) / T) up to the lower token lies within 1e-5 of the
+ * target u * total, relative to the total (a GPU's ex2.approx against the CPU's expf, and
+ * another summation order, move a boundary that far). Token b must be allowed too. */
+int test_draws_at_boundary(const float *row, int n_vocab, float temperature, double u, int a,
+                           int b);
+
 #endif /* WC_TEST_COMMON_H */

@@ -125,9 +125,7 @@ static void test_refusals(struct decoder_batch *db, struct wc_stream *s) {
 
 #define N_WIN 6
 
-/* SAMPLES_THREADED: SAMPLES with the sample rows weighed on threads, as where the host's
- * cores are free (a GPU) */
-enum mode { GREEDY, BEAMS, SAMPLES, SAMPLES_THREADED };
+enum mode { GREEDY, BEAMS, SAMPLES };
 
 /* decode_batch against decode_window, window by window: N_WIN slots start, greedy or with 3
  * beams each, or (SAMPLES) half of them greedy and half 3 samples at T = 0.7, as temperature
@@ -139,10 +137,6 @@ enum mode { GREEDY, BEAMS, SAMPLES, SAMPLES_THREADED };
 static void test_decode_batch(whisperc_state *st, enum mode mode) {
     struct wc_stream *s = st->s;
     const struct wc_backend_ops *op = s->be->ops;
-    struct wc_backend_ops threaded = *op;
-    bool threads = mode == SAMPLES_THREADED;
-    mode = threads ? SAMPLES : mode;
-    threaded.host_cores_free = 1;
     const struct wc_hparams *hp = &st->m->file->hp;
     const struct wc_vocab *v = &st->m->vocab;
     int G = mode == GREEDY ? 1 : 3, n_vocab = v->n_vocab;
@@ -187,8 +181,6 @@ static void test_decode_batch(whisperc_state *st, enum mode mode) {
     int n_lanes = mode == SAMPLES ? 8 : N_WIN * G;
     struct decoder_batch db;
     struct decode_batch d;
-    if (threads) /* the state's backend, its ops a copy for this run */
-        s->be->ops = &threaded;
     CHECK(decoder_batch_init(&db, s, hp, &st->m->w, n_lanes, N_WIN) == 0);
     CHECK(decode_batch_init(&d, &db, s, v, mode == BEAMS ? G : 0) == 0);
     bool started[N_WIN] = {0};
@@ -233,7 +225,6 @@ static void test_decode_batch(whisperc_state *st, enum mode mode) {
     }
     printf("  %-44s %s (%d tokens, %d batched steps)\n",
            mode == BEAMS     ? "decode_batch, 3 beams, = decode_window"
-           : threads         ? "... samples weighed on threads, = alone"
            : mode == SAMPLES ? "decode_batch, greedy + 3 samples, = alone"
                              : "decode_batch, greedy, = decode_window",
            ok ? "same" : "DIFFER", n_tokens, d.n_steps);
@@ -244,7 +235,6 @@ static void test_decode_batch(whisperc_state *st, enum mode mode) {
     }
     decode_batch_free(&d);
     decoder_batch_free(&db, s);
-    s->be->ops = op;
     free(host), free(logits);
 }
 
@@ -318,7 +308,6 @@ static void test_backend(const char *path, whisperc_device dev) {
     decoder_batch_free(&db, s);
     test_decode_batch(st, GREEDY);
     test_decode_batch(st, SAMPLES);
-    test_decode_batch(st, SAMPLES_THREADED);
     if (op->logits_topk)
         test_decode_batch(st, BEAMS);
     for (int i = 0; i < 2; i++)

@@ -1066,8 +1066,43 @@ static void test_logits_greedy(struct pair *p, int n_rows, int n_vocab, int n_su
     printf("logits_topk k %d, %d rows of %d%s: %s\n", k, n_rows, n_vocab,
            special ? ", confident and masked rows" : "", bad ? "NOT OK" : "OK");
     CHECK(bad == 0);
+    /* and through logits_sample: two draws a row at T 0.3 ... 1.5 (the first three from row 0,
+     * as a window's first step), against the CPU's twin; a token may differ only at a
+     * boundary (test_draws_at_boundary) */
+    int n_draws = 2 * n_rows + 1;
+    struct wc_sample_draw *draws = malloc((size_t)n_draws * sizeof *draws);
+    struct wc_greedy_pick *sw = malloc((size_t)n_draws * sizeof *sw);
+    struct wc_greedy_pick *sg = malloc((size_t)n_draws * sizeof *sg);
+    for (int j = 0; j < n_draws; j++)
+        draws[j] = (struct wc_sample_draw){j < 3 ? 0 : (j - 3) % n_rows, 0.3f * (float)(1 + j % 5),
+                                           0.5 + 0.5 * test_rng_uniform(&rng)};
+    memcpy(cpu, x, n * 4);
+    void *dx3 = gpu_copy(p, x, n * 4);
+    p->cpu->ops->logits_sample(p->cs, sw, cpu, rules, sup, n_sup, n_rows, n_vocab, draws, n_draws);
+    p->gpu->ops->logits_sample(p->gs, sg, dx3, rules, sup, n_sup, n_rows, n_vocab, draws, n_draws);
+    CHECK(wc_stream_sync(p->gs) == 0);
+    bad = 0;
+    int near = 0;
+    for (int j = 0; j < n_draws; j++) {
+        const float *row = cpu + (size_t)draws[j].row * n_vocab; /* as the CPU masked it */
+        int same = sg[j].token == sw[j].token, at = 0;
+        if (!same)
+            near += at = test_draws_at_boundary(row, n_vocab, draws[j].temperature, draws[j].u,
+                                                sg[j].token, sw[j].token);
+        double d = fabs((double)sg[j].logprob - sw[j].logprob);
+        double tol = (special ? 1e-9 : 1e-7) + 1e-5 * fabs(sw[j].logprob);
+        if (!(same || at) || (same && !(d <= tol || sg[j].logprob == sw[j].logprob)))
+            if (bad++ < 5)
+                fprintf(stderr, "logits_sample draw %d (row %d): got (%d, %.9g), want (%d, %.9g)\n",
+                        j, draws[j].row, sg[j].token, sg[j].logprob, sw[j].token, sw[j].logprob);
+    }
+    printf("logits_sample %d draws, %d rows of %d%s (%d at a boundary): %s\n", n_draws, n_rows,
+           n_vocab, special ? ", confident and masked rows" : "", near, bad ? "NOT OK" : "OK");
+    CHECK(bad == 0);
     p->gs->be->ops->release(p->gs, dx);
     p->gs->be->ops->release(p->gs, dx2);
+    p->gs->be->ops->release(p->gs, dx3);
+    free(draws), free(sw), free(sg);
     free(x), free(cpu), free(sup), free(rules), free(want), free(got), free(tw), free(tg);
 }
 

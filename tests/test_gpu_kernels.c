@@ -652,11 +652,63 @@ static void pack_rules(uint32_t *w, const struct wc_logit_rule *rules, int n_row
     }
 }
 
+/* Random logits rows (N(0, 3), timestamps boosted in some rows so that the timestamp test
+ * fires both ways, a planted tie for the maximum in every third), random rules, a suppress list
+ * and all of them on the device as logits_part reads them. */
+struct logits_case {
+    int n_vocab, n_rows, n_sup;
+    size_t n;
+    float *x;
+    int32_t *sup;
+    struct wc_logit_rule *rules;
+    CUdeviceptr dx, drules, dmask;
+};
+
+static struct logits_case logits_case(int n_vocab, int n_rows) {
+    struct logits_case c = {.n_vocab = n_vocab, .n_rows = n_rows, .n_sup = 90};
+    int tb = n_vocab > 3000 ? n_vocab - 1501 : n_vocab / 2, n_words = (n_vocab + 31) / 32;
+    c.n = (size_t)n_rows * n_vocab;
+    c.x = rand_vec(c.n, 3.0f);
+    for (int r = 0; r < n_rows; r++) {
+        float *row = c.x + (size_t)r * n_vocab, boost = (float)(r % 4) * 3.0f;
+        for (int i = tb; i < n_vocab; i++)
+            row[i] += boost;
+        if (r % 3 == 1) { /* a tie for the maximum: the first index wins */
+            int best = 0;
+            for (int i = 1; i < n_vocab; i++)
+                best = row[i] > row[best] ? i : best;
+            row[(best + 7919) % n_vocab] = row[best];
+        }
+    }
+    c.sup = malloc((size_t)c.n_sup * sizeof *c.sup);
+    uint32_t *mask = calloc((size_t)n_words, 4);
+    for (int i = 0, id = -1; i < c.n_sup; i++) { /* sorted, unique, below V */
+        id += 1 + (int)((test_rng_uniform(&rng) + 1.0f) * 0.5f * (float)(n_vocab / c.n_sup - 1));
+        c.sup[i] = id;
+    }
+    for (int i = 0; i < c.n_sup; i++)
+        mask[c.sup[i] / 32] |= 1u << (c.sup[i] % 32);
+    c.rules = malloc((size_t)n_rows * sizeof *c.rules);
+    for (int r = 0; r < n_rows; r++)
+        rand_rule(&c.rules[r], n_vocab, tb);
+    uint32_t *packed = malloc((size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4);
+    pack_rules(packed, c.rules, n_rows, n_vocab);
+    c.dx = dev_upload(c.x, c.n * 4);
+    c.drules = dev_upload(packed, (size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4);
+    c.dmask = dev_upload(mask, (size_t)n_words * 4);
+    free(mask), free(packed);
+    return c;
+}
+
+static void logits_case_free(struct logits_case *c) {
+    api.mem_free(c->dx), api.mem_free(c->drules), api.mem_free(c->dmask);
+    free(c->x), free(c->sup), free(c->rules);
+}
+
 /* k = 0: logits_part_v<V> then logits_pick_v<V> against the CPU's logits_greedy; k > 0:
  * logits_topk_part_v<V>_k<k> then logits_topk_pick_v<V>_k<k> against its logits_topk. Tokens
  * equal, logprob within 1e-5 relative (random N(0, 3) rows have no near-ties; exact ties,
- * planted, must go to the first index, often in another chunk); timestamps boosted in some rows
- * so that the timestamp test fires both ways. */
+ * planted, must go to the first index, often in another chunk). */
 static void test_logits(int sm, struct wc_stream *s, int n_vocab, int n_rows, int k) {
     char name[64], pick_name[64];
     if (k) {
@@ -674,49 +726,21 @@ static void test_logits(int sm, struct wc_stream *s, int n_vocab, int n_rows, in
     unsigned n_part = (unsigned)((n_vocab + KERNEL_LOGITS_CHUNK - 1) / KERNEL_LOGITS_CHUNK);
     int n_out = n_rows * (k ? k : 1);
     size_t rec_bytes = k ? KERNEL_LOGITS_TOPK_RECORD(k) : KERNEL_LOGITS_RECORD;
-    int tb = n_vocab > 3000 ? n_vocab - 1501 : n_vocab / 2, n_words = (n_vocab + 31) / 32;
-    int n_sup = 90;
-    size_t n = (size_t)n_rows * n_vocab;
-    float *x = rand_vec(n, 3.0f), *cpu = malloc(n * 4);
-    for (int r = 0; r < n_rows; r++) {
-        float *row = x + (size_t)r * n_vocab, boost = (float)(r % 4) * 3.0f;
-        for (int i = tb; i < n_vocab; i++)
-            row[i] += boost;
-        if (r % 3 == 1) { /* a tie for the maximum: the first index wins */
-            int best = 0;
-            for (int i = 1; i < n_vocab; i++)
-                best = row[i] > row[best] ? i : best;
-            row[(best + 7919) % n_vocab] = row[best];
-        }
-    }
-    int32_t *sup = malloc((size_t)n_sup * sizeof *sup);
-    uint32_t *mask = calloc((size_t)n_words, 4);
-    for (int i = 0, id = -1; i < n_sup; i++) { /* sorted, unique, below V */
-        id += 1 + (int)((test_rng_uniform(&rng) + 1.0f) * 0.5f * (float)(n_vocab / n_sup - 1));
-        sup[i] = id;
-    }
-    for (int i = 0; i < n_sup; i++)
-        mask[sup[i] / 32] |= 1u << (sup[i] % 32);
-    struct wc_logit_rule *rules = malloc((size_t)n_rows * sizeof *rules);
-    for (int r = 0; r < n_rows; r++)
-        rand_rule(&rules[r], n_vocab, tb);
-    uint32_t *packed = malloc((size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4);
-    pack_rules(packed, rules, n_rows, n_vocab);
+    struct logits_case c = logits_case(n_vocab, n_rows);
+    float *cpu = malloc(c.n * 4);
     struct wc_greedy_pick *want = malloc((size_t)n_out * sizeof *want);
     struct wc_greedy_pick *got = malloc((size_t)n_out * sizeof *got);
-    memcpy(cpu, x, n * 4);
+    memcpy(cpu, c.x, c.n * 4);
     if (k)
-        s->be->ops->logits_topk(s, want, cpu, rules, sup, n_sup, n_rows, n_vocab, k);
+        s->be->ops->logits_topk(s, want, cpu, c.rules, c.sup, c.n_sup, n_rows, n_vocab, k);
     else
-        s->be->ops->logits_greedy(s, want, cpu, rules, sup, n_sup, n_rows, n_vocab);
+        s->be->ops->logits_greedy(s, want, cpu, c.rules, c.sup, c.n_sup, n_rows, n_vocab);
     CHECK(wc_stream_sync(s) == 0);
-    CUdeviceptr dx = dev_upload(x, n * 4), dout = dev_poisoned((size_t)n_out * 2);
-    CUdeviceptr drules = dev_upload(packed, (size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4);
-    CUdeviceptr dmask = dev_upload(mask, (size_t)n_words * 4);
+    CUdeviceptr dout = dev_poisoned((size_t)n_out * 2);
     CUdeviceptr dpart = dev_poisoned((size_t)n_rows * n_part * rec_bytes / 4);
-    void *args[] = {&dpart, &dx, &drules, &dmask};
+    void *args[] = {&dpart, &c.dx, &c.drules, &c.dmask};
     launch2d(f, (unsigned)n_rows, n_part, KERNEL_LOGITS_THREADS, args);
-    void *pick_args[] = {&dout, &dpart, &drules};
+    void *pick_args[] = {&dout, &dpart, &c.drules};
     launch(fp, (unsigned)n_rows, KERNEL_LOGITS_PICK_WARP, pick_args);
     CU(api.memcpy_dtoh(got, dout, (size_t)n_out * sizeof *got));
     int bad = 0;
@@ -734,10 +758,80 @@ static void test_logits(int sm, struct wc_stream *s, int n_vocab, int n_rows, in
     }
     printf("%s (%d rows): %s\n", name, n_rows, bad ? "NOT OK" : "OK");
     CHECK(bad == 0);
-    api.mem_free(dx), api.mem_free(dout), api.mem_free(drules), api.mem_free(dmask);
-    api.mem_free(dpart);
+    api.mem_free(dout), api.mem_free(dpart);
     api.module_unload(mod), api.module_unload(pick_mod);
-    free(x), free(cpu), free(sup), free(mask), free(rules), free(packed), free(want), free(got);
+    logits_case_free(&c);
+    free(cpu), free(want), free(got);
+}
+
+/* logits_part_v<V>, then logits_sample_part_v<V> and logits_sample_pick_v<V> against the CPU's
+ * logits_sample: n_draws draws over the rows (the first three from row 0, as a window's first
+ * step), T from 0.2 to 1.8, u at random but for one 0 and one just below 1. A token differs
+ * from the CPU's only where the CPU's cumulative weight at the boundary between the two lies
+ * within 1e-5 of the target (relative to the total: ex2.approx against expf); logprob within
+ * 1e-5 relative. */
+static void test_logits_sample(int sm, struct wc_stream *s, int n_vocab, int n_rows, int n_draws) {
+    char name[3][64];
+    snprintf(name[0], sizeof name[0], "logits_part_v%d", n_vocab);
+    snprintf(name[1], sizeof name[1], "logits_sample_part_v%d", n_vocab);
+    snprintf(name[2], sizeof name[2], "logits_sample_pick_v%d", n_vocab);
+    CUmodule mod[3];
+    CUfunction f[3] = {load(gen_logits_part(sm, n_vocab), name[0], &mod[0]),
+                       load(gen_logits_sample_part(sm, n_vocab), name[1], &mod[1]),
+                       load(gen_logits_sample_pick(sm, n_vocab), name[2], &mod[2])};
+    unsigned n_part = (unsigned)((n_vocab + KERNEL_LOGITS_CHUNK - 1) / KERNEL_LOGITS_CHUNK);
+    struct logits_case c = logits_case(n_vocab, n_rows);
+    struct wc_sample_draw *draws = malloc((size_t)n_draws * sizeof *draws);
+    for (int j = 0; j < n_draws; j++) {
+        draws[j].row = j < 3 ? 0 : (j - 3) % n_rows;
+        draws[j].temperature = 0.2f + 0.2f * (float)(j % 9);
+        draws[j].u = j == 1 ? 0.0 : j == 2 ? 1.0 - 0x1p-53 : 0.5 + 0.5 * test_rng_uniform(&rng);
+    }
+    float *cpu = malloc(c.n * 4);
+    struct wc_greedy_pick *want = malloc((size_t)n_draws * sizeof *want);
+    struct wc_greedy_pick *got = malloc((size_t)n_draws * sizeof *got);
+    memcpy(cpu, c.x, c.n * 4);
+    s->be->ops->logits_sample(s, want, cpu, c.rules, c.sup, c.n_sup, n_rows, n_vocab, draws,
+                              n_draws);
+    CHECK(wc_stream_sync(s) == 0);
+    CUdeviceptr ddraws = dev_upload(draws, (size_t)n_draws * sizeof *draws);
+    CUdeviceptr dpart = dev_poisoned((size_t)n_rows * n_part * KERNEL_LOGITS_RECORD / 4);
+    CUdeviceptr dw = dev_poisoned((size_t)n_draws * n_part * 2), dout = dev_poisoned(2 * n_draws);
+    void *args[] = {&dpart, &c.dx, &c.drules, &c.dmask};
+    launch2d(f[0], (unsigned)n_rows, n_part, KERNEL_LOGITS_THREADS, args);
+    void *wargs[] = {&dw, &dpart, &c.dx, &c.drules, &c.dmask, &ddraws};
+    launch2d(f[1], (unsigned)n_draws, n_part, KERNEL_LOGITS_THREADS, wargs);
+    void *dargs[] = {&dout, &dw, &dpart, &c.dx, &c.drules, &c.dmask, &ddraws};
+    launch(f[2], (unsigned)n_draws, KERNEL_LOGITS_THREADS, dargs);
+    CU(api.memcpy_dtoh(got, dout, (size_t)n_draws * sizeof *got));
+    int bad = 0, near = 0;
+    for (int j = 0; j < n_draws; j++) {
+        const float *row = cpu + (size_t)draws[j].row * n_vocab; /* masked by the CPU */
+        int same = got[j].token == want[j].token;
+        if (!same) {
+            same = test_draws_at_boundary(row, n_vocab, draws[j].temperature, draws[j].u,
+                                          got[j].token, want[j].token);
+            near += same;
+        }
+        double d = fabs((double)got[j].logprob - want[j].logprob);
+        if (!same || (got[j].token == want[j].token && got[j].logprob != want[j].logprob &&
+                      !(d <= 1e-7 + 1e-5 * fabs(want[j].logprob)))) {
+            if (bad++ < 5)
+                fprintf(stderr,
+                        "%s draw %d (row %d, T %.1f, u %.17g): got (%d, %.9g), want "
+                        "(%d, %.9g)\n",
+                        name[2], j, draws[j].row, draws[j].temperature, draws[j].u, got[j].token,
+                        got[j].logprob, want[j].token, want[j].logprob);
+        }
+    }
+    printf("%s (%d draws from %d rows, %d at a boundary): %s\n", name[2], n_draws, n_rows, near,
+           bad ? "NOT OK" : "OK");
+    CHECK(bad == 0);
+    api.mem_free(ddraws), api.mem_free(dpart), api.mem_free(dw), api.mem_free(dout);
+    for (int i = 0; i < 3; i++)
+        api.module_unload(mod[i]);
+    logits_case_free(&c);
+    free(draws), free(cpu), free(want), free(got);
 }
 
 int main(void) {
@@ -869,6 +963,10 @@ int main(void) {
     test_logits(sm, s, 51866, 16, KERNEL_LOGITS_MAX_TOPK);
     test_logits(sm, s, 300, 9, 6);
     test_logits(sm, s, 4096, 1, 1);
+    test_logits_sample(sm, s, 51865, 5, 12);
+    test_logits_sample(sm, s, 51866, 64, 80); /* large-v3, a batch of 64 lanes */
+    test_logits_sample(sm, s, 300, 3, 9);     /* one partial chunk */
+    test_logits_sample(sm, s, 4096, 2, 5);    /* two whole chunks */
     be->ops->stream_free(s);
     be->ops->backend_free(be);
     api.primary_ctx_release(dev.dev);

@@ -1,7 +1,7 @@
 /*
- * test_logits.c — the CPU backend's logits_greedy and logits_topk against the decoder's host
- * paths (logit_filters_apply, then decode_argmax and wc_logsumexp, or wc_log_softmax and wc_topk
- * as beam search), bit for bit, on random rows in
+ * test_logits.c — the CPU backend's logits_greedy, logits_topk and logits_sample against the
+ * decoder's host paths (logit_filters_apply, then decode_argmax and wc_logsumexp, wc_log_softmax
+ * and wc_topk as beam search, or wc_sample as decode_window), bit for bit, on random rows in
  * every rule state: first step (suppress blank, max_initial_timestamp), after text, after one
  * timestamp, after a pair, without timestamps; with boosted timestamps (the probability test
  * firing), with exact ties (argmax = first maximum) and confident rows.
@@ -99,10 +99,40 @@ static void check_rows(struct wc_stream *s, const struct logit_filters *lf, int 
             }
         }
     }
+    /* logits_sample against decode_window's wc_sample: two draws from each row at T = 0.6 (a
+     * run sharing one weighing), then one from each at T = 1.3, each with its own uniform */
+    struct wc_sample_draw draws[24];
+    struct wc_greedy_pick drawn[24];
+    int n_draws = 0;
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < 2; i++)
+            draws[n_draws++] = (struct wc_sample_draw){r, 0.6f, test_rng_uniform(&rng) * 0.5 + 0.5};
+    for (int r = 0; r < n; r++)
+        draws[n_draws++] = (struct wc_sample_draw){r, 1.3f, test_rng_uniform(&rng) * 0.5 + 0.5};
+    memcpy(x, orig, (size_t)n * N_VOCAB * sizeof *x);
+    s->be->ops->logits_sample(s, drawn, x, rules, lf->suppress, lf->n_suppress, n, N_VOCAB, draws,
+                              n_draws);
+    CHECK(s->be->ops->sync(s) == 0);
+    float *w = malloc(N_VOCAB * sizeof *w);
+    for (int j = 0; j < n_draws; j++) {
+        const struct wc_sample_draw *d = &draws[j];
+        memcpy(ref, orig + (size_t)d->row * N_VOCAB, N_VOCAB * sizeof *ref);
+        logit_filters_apply(lf, ref, hist[d->row], n_hist[d->row]);
+        struct wc_sample_weights sw;
+        float lp;
+        wc_sample_weigh(ref, N_VOCAB, d->temperature, w, &sw);
+        int tok = wc_sample_draw(ref, N_VOCAB, w, &sw, d->u, &lp);
+        if (drawn[j].token != tok || memcmp(&drawn[j].logprob, &lp, sizeof lp) != 0) {
+            fprintf(stderr, "%s draw %d (row %d, T %.1f): got (%d, %.9g), want (%d, %.9g)\n", what,
+                    j, d->row, d->temperature, drawn[j].token, drawn[j].logprob, tok, lp);
+            test_failures++;
+        }
+    }
+    free(w);
     free(x), free(ref), free(orig);
 }
 
-/* decode_sample's draws against the exact distribution softmax(x / T) (chi-square over a few
+/* wc_sample's draws against the exact distribution softmax(x / T) (chi-square over a few
  * tokens, -inf ones never drawn) and its logprob against log_softmax(x) in double. */
 static void test_sample(float temperature) {
     enum { N = 7, DRAWS = 200000 };
@@ -118,7 +148,7 @@ static void test_sample(float temperature) {
     int lp_bad = 0;
     for (int d = 0; d < DRAWS; d++) {
         float lp;
-        int t = decode_sample(x, N, temperature, &rng, w, &lp);
+        int t = wc_sample(x, N, temperature, &rng, w, &lp);
         count[t]++;
         lp_bad += fabs(lp - (x[t] - mx - log(z))) > 1e-6;
     }
@@ -128,8 +158,8 @@ static void test_sample(float temperature) {
             chi2 += pow(count[i] - DRAWS * p[i] / zt, 2) / (DRAWS * p[i] / zt);
     /* 4 degrees of freedom: P(chi2 > 25) < 1e-4 */
     bool ok = chi2 < 25 && !count[1] && !count[5] && !lp_bad;
-    printf("%s decode_sample T=%.2f: chi2 %.2f over %d draws, %d logprobs off\n",
-           ok ? "ok  " : "FAIL", temperature, chi2, DRAWS, lp_bad);
+    printf("%s wc_sample T=%.2f: chi2 %.2f over %d draws, %d logprobs off\n", ok ? "ok  " : "FAIL",
+           temperature, chi2, DRAWS, lp_bad);
     CHECK(ok);
 }
 

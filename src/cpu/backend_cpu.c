@@ -262,6 +262,7 @@ static const struct wc_backend_ops cpu_ops = {
     .to_f16 = cpu_to_f16,
     .logits_greedy = cpu_logits_greedy,
     .logits_topk = cpu_logits_topk,
+    .logits_sample = cpu_logits_sample,
     .timer_mark = cpu_timer_mark,
     .timer_elapsed_ms = cpu_timer_elapsed_ms,
 };

@@ -79,6 +79,9 @@ void cpu_rows_scatter(struct wc_stream *s, float *dst, const float *src, const i
 void cpu_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                      const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                      int n_rows, int n_vocab, int k);
+void cpu_logits_sample(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                       const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                       int n_rows, int n_vocab, const struct wc_sample_draw *draws, int n_draws);
 void cpu_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                        const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                        int n_rows, int n_vocab);

@@ -3,11 +3,14 @@
  * probability test, then argmax and log-softmax (greedy) or log-softmax and the top k (beam
  * search) on host rows. The arithmetic is the decoder's own (decoder/logit_filters.c
  * timestamp_rules, decode_window.c decode_argmax, util.c wc_logsumexp, wc_log_softmax,
- * wc_topk), operation for operation, so a step gives the same bits whichever path the decoder
- * takes; tests/test_logits.c holds it to that. Rows go to the stream's threads, one a task
- * (each row's arithmetic is its own: the bits do not depend on the thread).
+ * wc_topk, wc_sample_weigh, wc_sample_draw), operation for operation, so a step gives the same
+ * bits whichever path the decoder takes; tests/test_logits.c holds it to that. cpu_logits_sample
+ * masks its rows, then weighs a row once for a run of draws from it at one temperature. Rows go to
+ * the stream's threads, one a task (each row's arithmetic is its own: the bits do not depend on the
+ * thread).
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "cpu/cpu_internal.h"
 #include "cpu/pool.h"
@@ -128,4 +131,40 @@ void cpu_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *log
     }
     struct rows_job j = {out, logits, rules, suppress, n_suppress, n_vocab, k};
     run_rows(s, &j, n_rows);
+}
+
+/* The rows' masks, then the draws in order; a run of draws from one row at one temperature
+ * (a window's first step: its samples from the prompt's row) shares one weighing. */
+void cpu_logits_sample(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                       const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                       int n_rows, int n_vocab, const struct wc_sample_draw *draws, int n_draws) {
+    if (check_args(s, "logits_sample", rules, suppress, n_suppress, n_rows, n_vocab))
+        return;
+    for (int j = 0; j < n_draws; j++)
+        if (draws[j].row < 0 || draws[j].row >= n_rows || !(draws[j].temperature > 0) ||
+            !(draws[j].u >= 0 && draws[j].u < 1)) {
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "logits_sample: draw %d (row %d of %d)", j,
+                           draws[j].row, n_rows);
+            return;
+        }
+    float *w = malloc((size_t)n_vocab * sizeof *w);
+    if (!w) {
+        wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "logits_sample: out of memory");
+        return;
+    }
+    for (int r = 0; r < n_rows; r++)
+        mask_row(logits + (size_t)r * n_vocab, &rules[r], suppress, n_suppress, n_vocab);
+    struct wc_sample_weights sw = {0};
+    for (int j = 0; j < n_draws; j++) {
+        const struct wc_sample_draw *d = &draws[j];
+        const float *x = logits + (size_t)d->row * n_vocab;
+        if (max_of(x, 0, n_vocab) == -INFINITY) { /* as logits_greedy: no NaN leaves */
+            out[j] = (struct wc_greedy_pick){0, -INFINITY};
+            continue;
+        }
+        if (j == 0 || d->row != draws[j - 1].row || d->temperature != draws[j - 1].temperature)
+            wc_sample_weigh(x, n_vocab, d->temperature, w, &sw);
+        out[j].token = wc_sample_draw(x, n_vocab, w, &sw, d->u, &out[j].logprob);
+    }
+    free(w);
 }

@@ -7,7 +7,6 @@
 #include "decoder/decode_batch.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,12 +38,10 @@ struct decode_batch_slot {
     struct decode_result r;
     int n_initial;
     int i_step; /* greedy, samples: the next token's index in this window (sample_group's i) */
-    /* samples: the unfinished hypotheses in order (hypothesis g decodes in lane[g]); the host
-     * rows their logits come to, [n_lanes][n_vocab], then each row's weights, as many again
-     * (sample_weigh) */
+    /* samples: the unfinished hypotheses in order (hypothesis g decodes in lane[g]); the
+     * step's draws from d->drawn[draw0] on */
     int active[WC_MAX_GROUP], n_active;
-    float *logits;
-    struct sample_weights sw[WC_MAX_GROUP];
+    int draw0;
 };
 
 int decode_batch_feed_max(const struct wc_backend_ops *op) {
@@ -56,9 +53,10 @@ int decode_batch_feed_max(const struct wc_backend_ops *op) {
 }
 
 uint64_t decode_batch_bytes(int n_lanes, int n_slots, int n_vocab) {
-    /* a SOT row a slot, and the sampling slots' rows: at most a row and its weights a lane
-     * (the picks of greedy and beam rows come back through logits_greedy / logits_topk) */
-    return ((uint64_t)n_slots + 2 * (uint64_t)n_lanes) * (uint64_t)n_vocab * sizeof(float);
+    /* a SOT row a slot (the picks and draws come back through logits_greedy, logits_topk and
+     * logits_sample); n_lanes: the step's rows are counted by decoder_batch */
+    (void)n_lanes;
+    return (uint64_t)n_slots * (uint64_t)n_vocab * sizeof(float);
 }
 
 int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct wc_stream *s,
@@ -87,12 +85,12 @@ int decode_batch_init(struct decode_batch *d, struct decoder_batch *db, struct w
         .sot_logits = malloc((size_t)db->n_regions * v->n_vocab * sizeof(float)),
         .lane_busy = calloc((size_t)db->n_lanes, sizeof *d->lane_busy),
         .n_free = db->n_lanes,
-        .weigh_slot = malloc(R * sizeof *d->weigh_slot),
-        .weigh_row = malloc(R * sizeof *d->weigh_row),
+        .draws = malloc(R * sizeof *d->draws),
+        .drawn = malloc(R * sizeof *d->drawn),
     };
     if (!d->slots || !d->seq || !d->last || !d->ids || !d->src || !d->hyp || !d->pick || !d->top ||
-        !d->lf || !d->hk || !d->rules || !d->sot_logits || !d->lane_busy || !d->weigh_slot ||
-        !d->weigh_row) {
+        !d->lf || !d->hk || !d->rules || !d->sot_logits || !d->lane_busy || !d->draws ||
+        !d->drawn) {
         decode_batch_free(d);
         return WHISPERC_ERR_NO_MEMORY;
     }
@@ -108,8 +106,6 @@ static void slot_clear(struct decode_batch *d, struct decode_batch_slot *sl) {
     hyp_set_free(&sl->hs);
     beam_free(&sl->bs);
     decode_result_free(&sl->r);
-    free(sl->logits);
-    sl->logits = NULL;
 }
 
 void decode_batch_free(struct decode_batch *d) {
@@ -117,7 +113,7 @@ void decode_batch_free(struct decode_batch *d) {
         slot_clear(d, &d->slots[k]);
     free(d->slots), free(d->seq), free(d->last), free(d->ids), free(d->src), free(d->hyp);
     free(d->pick), free(d->top), free(d->lf), free(d->hk), free(d->rules), free(d->sot_logits);
-    free(d->lane_busy), free(d->weigh_slot), free(d->weigh_row);
+    free(d->lane_busy), free(d->draws), free(d->drawn);
     memset(d, 0, sizeof *d);
 }
 
@@ -141,69 +137,44 @@ static void take(struct decode_batch_slot *sl, const struct wc_vocab *v, int n_c
     sl->i_step++;
 }
 
-/* Row i of a sampling slot's step (in sl->logits), filtered after its hypothesis's history
- * and weighed (decode_sample_weigh): what needs no random number. The first step has one row,
- * the prompt's, for every hypothesis (their histories all empty: decode_window filters a copy
- * of it for each, to the same bits). */
-static void sample_weigh(const struct decode_batch *d, struct decode_batch_slot *sl, int i) {
-    size_t n_vocab = (size_t)d->v->n_vocab;
-    const struct hyp *h = &sl->hs.h[sl->i_step == 0 ? 0 : sl->active[i]];
-    float *row = sl->logits + (size_t)i * n_vocab;
-    logit_filters_apply(sl->o->filters, row, h->tok, h->n);
-    decode_sample_weigh(row, (int)n_vocab, sl->o->temperature,
-                        sl->logits + (size_t)(sl->n_lanes + i) * n_vocab, &sl->sw[i]);
-}
-
-/* The rows to weigh, one job each, run on up to SAMPLE_THREADS threads where the backend
- * leaves the host's cores free (a GPU, which waits for the picks meanwhile): ~0.5 ms of expf
- * a row of 51,865 tokens; the CPU's cores belong to its own threads. */
-#define SAMPLE_THREADS 8
-struct weigh_run {
-    const struct decode_batch *d;
-    int n, stride, first;
-};
-
-static void *weigh_some(void *arg) {
-    const struct weigh_run *w = arg;
-    for (int j = w->first; j < w->n; j += w->stride)
-        sample_weigh(w->d, w->d->weigh_slot[j], w->d->weigh_row[j]);
-    return NULL;
-}
-
-static void weigh_all(struct decode_batch *d, int n) {
-    int n_threads = d->s->be->ops->host_cores_free ? n : 1;
-    n_threads = n_threads > SAMPLE_THREADS ? SAMPLE_THREADS : n_threads;
-    pthread_t th[SAMPLE_THREADS];
-    struct weigh_run run[SAMPLE_THREADS];
-    bool started[SAMPLE_THREADS] = {0};
-    for (int t = 0; t < n_threads; t++) {
-        run[t] = (struct weigh_run){d, n, n_threads, t};
-        started[t] = t > 0 && pthread_create(&th[t], NULL, weigh_some, &run[t]) == 0;
+/* Slot sl's draws from its n_rows rows (in backend memory at rows, a row a hypothesis; the
+ * first step: the prompt's one row for every hypothesis, their histories all empty) queued
+ * through logits_sample, each with a uniform from the window's generator in sample_take's
+ * order (decode_window's: a draw a hypothesis, in order). */
+static void queue_draws(struct decode_batch *d, struct decode_batch_slot *sl, float *rows,
+                        int n_rows) {
+    const struct decode_opts *o = sl->o;
+    const struct logit_filters *f = o->filters;
+    bool first = sl->i_step == 0;
+    int n = first ? sl->n_lanes : sl->n_active;
+    struct wc_logit_rule rules[WC_MAX_GROUP];
+    for (int r = 0; r < n_rows; r++) {
+        const struct hyp *h = &sl->hs.h[first ? 0 : sl->active[r]];
+        logit_filters_rule(f, h->tok, h->n, &rules[r]);
     }
-    for (int t = 0; t < n_threads; t++) /* this thread's share, and any a thread could not */
-        if (!started[t])
-            weigh_some(&run[t]);
-    for (int t = 1; t < n_threads; t++)
-        if (started[t])
-            pthread_join(th[t], NULL);
+    sl->draw0 = d->n_draws;
+    struct wc_sample_draw *dr = d->draws + d->n_draws;
+    for (int i = 0; i < n; i++)
+        dr[i] = (struct wc_sample_draw){first ? 0 : i, o->temperature, wc_rng_uniform(o->rng)};
+    d->s->be->ops->logits_sample(d->s, d->drawn + d->n_draws, rows, rules, f->suppress,
+                                 f->n_suppress, n_rows, d->v->n_vocab, dr, n);
+    d->n_draws += n;
 }
 
-/* Step i_step of a sampling slot, its rows weighed, as one iteration of sample_group at
- * T > 0: each unfinished hypothesis, in order, draws from its row (the first step: every
- * hypothesis from the prompt's one row); the ones that go on continue in their lanes (the
- * first step: from the prompt in lane[0]). */
+/* Step i_step of a sampling slot, its draws made (queue_draws), as one iteration of
+ * sample_group at T > 0: each unfinished hypothesis, in order, takes its draw (the first step:
+ * every hypothesis from the prompt's one row); the ones that go on continue in their lanes
+ * (the first step: from the prompt in lane[0]). */
 static void sample_take(struct decode_batch *d, struct decode_batch_slot *sl) {
     const struct decode_opts *o = sl->o;
-    int n_vocab = d->v->n_vocab, n_ctx = d->db->hp->n_text_ctx, G = sl->n_lanes;
+    int n_ctx = d->db->hp->n_text_ctx, G = sl->n_lanes;
     bool first = sl->i_step == 0;
     int n = first ? G : sl->n_active, keep[WC_MAX_GROUP], n_keep = 0;
     for (int i = 0; i < n; i++) {
-        int g = first ? i : sl->active[i], r = first ? 0 : i;
+        int g = first ? i : sl->active[i];
         struct hyp *h = &sl->hs.h[g];
-        float lp;
-        int next = decode_sample_draw(sl->logits + (size_t)r * n_vocab, n_vocab,
-                                      sl->logits + (size_t)(G + r) * n_vocab, &sl->sw[r],
-                                      wc_rng_uniform(o->rng), &lp);
+        float lp = d->drawn[sl->draw0 + i].logprob;
+        int next = d->drawn[sl->draw0 + i].token;
         h->sum += lp;
         if (next == d->v->eot) {
             h->done = true;
@@ -258,7 +229,7 @@ static int slot_open(struct decode_batch *d, int k, const struct decode_opts *o)
     struct decode_batch_slot *sl = &d->slots[k];
     if (!(o->temperature >= 0.0f) || (o->temperature == 0.0f && o->best_of > 1) ||
         (kind == SLOT_BEAMS && (o->beam_size != d->beam_size || !s->be->ops->logits_topk)) ||
-        G > WC_MAX_GROUP) {
+        (kind == SLOT_SAMPLES && !s->be->ops->logits_sample) || G > WC_MAX_GROUP) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
                        "decoder: batched decoding is greedy, beam search with %d beams or up to "
                        "%d samples",
@@ -288,7 +259,7 @@ static int slot_open(struct decode_batch *d, int k, const struct decode_opts *o)
 static int start_open(struct decode_batch *d, int k, const struct decode_opts *o, bool *queue) {
     struct wc_stream *s = d->s;
     const struct wc_vocab *v = d->v;
-    int n_ctx = d->db->hp->n_text_ctx, n_vocab = v->n_vocab;
+    int n_ctx = d->db->hp->n_text_ctx;
     *queue = false;
     int rc = slot_open(d, k, o);
     if (rc)
@@ -300,10 +271,6 @@ static int start_open(struct decode_batch *d, int k, const struct decode_opts *o
         n_initial = decode_initial_tokens(o, n_ctx, o->sample_len, v, d->seq, &sot_index);
     bool oom = sl->kind == SLOT_BEAMS ? beam_init(&sl->bs, o, n_initial, n_ctx)
                                       : hyp_set_init(&sl->hs, G, o->sample_len + 1);
-    if (!oom && sl->kind == SLOT_SAMPLES) {
-        sl->logits = malloc((size_t)(2 * G) * n_vocab * sizeof *sl->logits);
-        oom = !sl->logits;
-    }
     if (oom)
         return WHISPERC_ERR_NO_MEMORY;
     if (n_initial + 1 > n_ctx) {
@@ -330,8 +297,8 @@ static int start_open(struct decode_batch *d, int k, const struct decode_opts *o
 
 /* The prefill of slot k's prompt (in d->seq) and its first pick queued, as row i of the step
  * arrays (nothing is synced): the prompt in the first lane (the others take it over after the
- * first pick); the SOT row to the host for no_speech_prob; the pick by the backend, as a
- * step's (decode_window's likewise). Samples draw from the last row on the host. */
+ * first pick); the SOT row to the host for no_speech_prob; the pick or the samples' draws by
+ * the backend, as a step's (decode_window's likewise). */
 static int start_queue(struct decode_batch *d, int k, int i) {
     struct wc_stream *s = d->s;
     struct decode_batch_slot *sl = &d->slots[k];
@@ -356,7 +323,7 @@ static int start_queue(struct decode_batch *d, int k, int i) {
         s->be->ops->logits_topk(s, d->top + (size_t)i * K, d->db->logits, d->rules + i, f->suppress,
                                 f->n_suppress, 1, n_vocab, K);
     } else
-        s->be->ops->download(s, sl->logits, d->db->logits, (size_t)n_vocab * sizeof(float));
+        queue_draws(d, sl, d->db->logits, 1);
     return s->err;
 }
 
@@ -372,7 +339,6 @@ static void start_take(struct decode_batch *d, int k, int i) {
     if (sl->kind == SLOT_BEAMS) {
         beam_take(d, k, d->top + (size_t)i * (d->beam_size + 1));
     } else if (sl->kind == SLOT_SAMPLES) {
-        sample_weigh(d, sl, 0);
         sample_take(d, sl);
     } else {
         take(sl, v, d->db->hp->n_text_ctx, d->pick[i].token, d->pick[i].logprob);
@@ -386,6 +352,7 @@ int decode_batch_start_n(struct decode_batch *d, int n, const int *ks,
         wc_stream_fail(d->s, WHISPERC_ERR_INVALID_ARG, "decoder: %d windows started at once", n);
         return d->s->err;
     }
+    d->n_draws = 0;
     for (int i = 0; i < n && !rc; i++) {
         bool queue;
         rc = start_open(d, ks[i], os[i], &queue);
@@ -507,15 +474,13 @@ static int fetch_sot_rows(struct decode_batch *d) {
     return n;
 }
 
-/* Sample rows r0 .. r0 + m (slots' rows in a row) queued for download to their slots' host
- * rows, in the order sample_take reads them. */
-static void fetch_sample_rows(struct decode_batch *d, int r0, int m) {
+/* The draws of sample rows r0 .. r0 + m (each slot's rows in a row), queued. */
+static void draw_samples(struct decode_batch *d, int r0, int m) {
     size_t n_vocab = (size_t)d->v->n_vocab;
     for (int a = r0; a < r0 + m;) {
         struct decode_batch_slot *sl = &d->slots[d->src[a]];
         int rows = pick_rows(sl);
-        d->s->be->ops->download(d->s, sl->logits, d->db->logits + (size_t)a * n_vocab,
-                                (size_t)rows * n_vocab * sizeof(float));
+        queue_draws(d, sl, d->db->logits + (size_t)a * n_vocab, rows);
         a += rows;
     }
 }
@@ -528,11 +493,12 @@ int decode_batch_step(struct decode_batch *d, int *n_stepped) {
     if (n == 0)
         return d->s->err;
     int rc = decoder_batch_step(d->db, d->s, d->ids, d->last, n, NULL);
-    /* downloads queued with no pick's sync after them: SOT rows, sample rows */
+    /* queued with no pick's sync after them: SOT rows' downloads, draws */
     bool unsynced = !rc && fetch_sot_rows(d) > 0;
+    d->n_draws = 0;
     /* each step's logits stay on the backend: only the picks come back; greedy rows through
-     * logits_greedy, beam rows through logits_topk, in runs of one kind; sample rows come to
-     * the host */
+     * logits_greedy, beam rows through logits_topk, sample rows through logits_sample, in runs
+     * of one kind */
     for (int r0 = r_pick, m; r0 < n && !rc; r0 += m) {
         enum slot_kind kind = d->slots[d->src[r0]].kind;
         for (m = 1; r0 + m < n && d->slots[d->src[r0 + m]].kind == kind; m++)
@@ -546,24 +512,12 @@ int decode_batch_step(struct decode_batch *d, int *n_stepped) {
                                     d->lf + r0, d->hk + r0, d->pick + r0);
             unsynced = false;
         } else {
-            fetch_sample_rows(d, r0, m);
+            draw_samples(d, r0, m);
             unsynced = true;
         }
     }
     if (!rc && unsynced)
         rc = wc_stream_sync(d->s);
-    int n_weigh = 0; /* the sample rows, weighed side by side before the draws */
-    for (int a = r_pick; a < n && !rc;) {
-        struct decode_batch_slot *sl = &d->slots[d->src[a]];
-        int rows = pick_rows(sl);
-        for (int i = 0; i < rows && sl->kind == SLOT_SAMPLES; i++, n_weigh++) {
-            d->weigh_slot[n_weigh] = sl;
-            d->weigh_row[n_weigh] = i;
-        }
-        a += rows;
-    }
-    if (n_weigh > 0)
-        weigh_all(d, n_weigh);
     d->n_steps++;
     for (int a = r_pick; a < n && !rc;) {
         struct decode_batch_slot *sl = &d->slots[d->src[a]];

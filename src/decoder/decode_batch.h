@@ -61,9 +61,11 @@ struct decode_batch {
     float *sot_logits; /* [n_slots][n_vocab]: each slot's prompt's SOT row (no_speech_prob) */
     bool *lane_busy;   /* [db->n_lanes] held by a slot */
     int n_free;        /* lanes not held */
-    /* a step's sample rows to weigh [db->max_rows]: slot and row */
-    struct decode_batch_slot **weigh_slot;
-    int *weigh_row;
+    /* a step's draws from sample rows [db->max_rows] (a sampling slot's draws never outnumber
+     * its lanes) and what they drew; n_draws of them queued */
+    struct wc_sample_draw *draws;
+    struct wc_greedy_pick *drawn;
+    int n_draws;
     int n_steps; /* decoder_batch_step calls made, all slots together (statistics) */
 };
 

@@ -64,47 +64,6 @@ void decode_greedy_queue(struct wc_stream *s, float *logits, int n, int n_vocab,
     }
 }
 
-/* One pass of expf (a float's precision is all a draw needs) keeps each weight in w for the
- * search and sums the weights and, at T != 1, exp(x - max) in double: a row of 51,864 took
- * three passes of double exp before (~3 ms, on the host of every step of every fallback). */
-void decode_sample_weigh(const float *x, int n, float temperature, float *w,
-                         struct sample_weights *sw) {
-    float m = x[decode_argmax(x, n)], inv_t = 1.0f / temperature;
-    bool unit = temperature == 1.0f;
-    double total = 0, z = 0;
-    for (int i = 0; i < n; i++) {
-        float d = x[i] - m; /* -inf for forbidden tokens: weight 0 */
-        w[i] = expf(d * inv_t);
-        total += w[i];
-        if (!unit)
-            z += expf(d);
-    }
-    *sw = (struct sample_weights){.max = m, .total = total, .z = unit ? total : z};
-}
-
-int decode_sample_draw(const float *x, int n, const float *w, const struct sample_weights *sw,
-                       double u, float *logprob) {
-    double target = u * sw->total, acc = 0;
-    int tok = 0;
-    for (int i = 0; i < n; i++) {
-        if (x[i] == -INFINITY)
-            continue;
-        acc += w[i];
-        tok = i;
-        if (target < acc)
-            break;
-    }
-    *logprob = (float)((double)x[tok] - sw->max - log(sw->z));
-    return tok;
-}
-
-int decode_sample(const float *x, int n, float temperature, struct wc_rng *rng, float *w,
-                  float *logprob) {
-    struct sample_weights sw;
-    decode_sample_weigh(x, n, temperature, w, &sw);
-    return decode_sample_draw(x, n, w, &sw, wc_rng_uniform(rng), logprob);
-}
-
 /* Appends n tokens; src may be NULL when n is 0 (memcpy from NULL is undefined even then). */
 static int append_tokens(int32_t *out, int n_out, const int32_t *src, int n) {
     if (n > 0)
@@ -161,7 +120,7 @@ int decode_n_group(const struct decode_opts *o) {
 
 /* Greedy (T = 0) or best_of samples (T > 0), as GreedyDecoder: every unfinished sequence
  * takes one token per step; finished ones leave the batch (the decoder's slot table is
- * compacted), and the ranker picks the best at the end. weights: decode_sample's scratch. */
+ * compacted), and the ranker picks the best at the end. weights: wc_sample's scratch. */
 static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v,
                         const struct decode_opts *o, float *logits, float *weights, int n_initial,
                         struct hyp_set *hs, int *n_steps) {
@@ -213,7 +172,7 @@ static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_
                     next = decode_argmax(row, n_vocab);
                     lp = (float)(row[next] - wc_logsumexp(row, 0, n_vocab));
                 } else {
-                    next = decode_sample(row, n_vocab, o->temperature, o->rng, weights, &lp);
+                    next = wc_sample(row, n_vocab, o->temperature, o->rng, weights, &lp);
                 }
             }
             h->sum += lp;

@@ -76,24 +76,6 @@ int beam_search(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v
 int decode_initial_tokens(const struct decode_opts *o, int n_text_ctx, int sample_len,
                           const struct wc_vocab *v, int32_t *out, int *sot_index);
 int decode_argmax(const float *x, int n); /* the first maximum, as torch.argmax */
-/* Categorical(logits = x / T).sample() (T > 0; -inf entries never drawn, one finite entry at
- * least), with log_softmax(x)[token] (untempered, as sum_logprobs wants) in *logprob; w: n
- * floats of scratch. */
-struct wc_rng;
-int decode_sample(const float *x, int n, float temperature, struct wc_rng *rng, float *w,
-                  float *logprob);
-/* decode_sample in two halves, the same bits: the row's weights (w: n floats) and their sums,
- * which need no random number (so rows may be weighed side by side), then one draw from them
- * with u = wc_rng_uniform(rng) (in each row's order, from one generator). */
-struct sample_weights {
-    float max;    /* of the row */
-    double total; /* of w: exp((x - max) / T) */
-    double z;     /* of exp(x - max); total at T = 1 */
-};
-void decode_sample_weigh(const float *x, int n, float temperature, float *w,
-                         struct sample_weights *sw);
-int decode_sample_draw(const float *x, int n, const float *w, const struct sample_weights *sw,
-                       double u, float *logprob);
 struct hyp;
 struct wc_greedy_pick;
 /* Greedy's next token for n rows of logits in backend memory ([n][n_vocab], left undefined):

@@ -181,6 +181,7 @@ static const struct wc_backend_ops cuda_ops = {
     .to_f16 = cuda_to_f16,
     .logits_greedy = cuda_logits_greedy,
     .logits_topk = cuda_logits_topk,
+    .logits_sample = cuda_logits_sample,
     .timer_mark = cuda_timer_mark,
     .timer_elapsed_ms = cuda_timer_elapsed_ms,
     .step_graph_begin = cuda_step_graph_begin,

@@ -39,6 +39,8 @@ enum cuda_kernel_kind {
     CK_LOGITS_PICK, /* a = n_vocab */
     CK_TOPK,        /* logits_topk_part; a = n_vocab, b = k */
     CK_TOPK_PICK,   /* a = n_vocab, b = k */
+    CK_SAMPLE,      /* logits_sample_part; a = n_vocab */
+    CK_SAMPLE_PICK, /* a = n_vocab */
 };
 
 struct cuda_kernel {
@@ -224,6 +226,9 @@ void cuda_rows_scatter(struct wc_stream *s, float *dst, const float *src, const 
 void cuda_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                       const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                       int n_rows, int n_vocab, int k);
+void cuda_logits_sample(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                        const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                        int n_rows, int n_vocab, const struct wc_sample_draw *draws, int n_draws);
 void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                         const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                         int n_rows, int n_vocab);

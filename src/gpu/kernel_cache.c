@@ -28,6 +28,8 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     case CK_LOGITS_PICK: return gen_logits_pick(sm, a);
     case CK_TOPK: return gen_logits_topk_part(sm, a, b);
     case CK_TOPK_PICK: return gen_logits_topk_pick(sm, a, b);
+    case CK_SAMPLE: return gen_logits_sample_part(sm, a);
+    case CK_SAMPLE_PICK: return gen_logits_sample_pick(sm, a);
     case CK_SCATTER: return gen_rows_scatter(sm, a);
     case CK_ATTN_TC: return gen_attention_tc(sm, a, b, c);
     }
@@ -35,11 +37,24 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
 }
 
 static const char *kind_name(enum cuda_kernel_kind kind) {
-    static const char *const names[] = {
-        "layernorm",       "f32_to_f16",   "embed",       "bias_act",    "im2col",
-        "attention",       "attn_gather",  "attn_scores", "gemv_f16",    "attn_rows",
-        "logits_part",     "rows_scatter", "attn_tc",     "logits_pick", "logits_topk_part",
-        "logits_topk_pick"};
+    static const char *const names[] = {"layernorm",
+                                        "f32_to_f16",
+                                        "embed",
+                                        "bias_act",
+                                        "im2col",
+                                        "attention",
+                                        "attn_gather",
+                                        "attn_scores",
+                                        "gemv_f16",
+                                        "attn_rows",
+                                        "logits_part",
+                                        "rows_scatter",
+                                        "attn_tc",
+                                        "logits_pick",
+                                        "logits_topk_part",
+                                        "logits_topk_pick",
+                                        "logits_sample_part",
+                                        "logits_sample_pick"};
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 

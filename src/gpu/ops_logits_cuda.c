@@ -3,11 +3,14 @@
  * becomes a bitmask (uploaded when it changes), each row's rule is packed as kernels.h states and
  * uploaded (80 bytes a row), logits_part_v<V> reduces each chunk of a row and logits_pick_v<V>
  * joins a row's chunks (kernels.h), and the picks come back, 8 bytes a row. logits_topk (beam
- * search) the same with the top-k kernels, k picks a row. The logits never leave the device.
+ * search) the same with the top-k kernels, k picks a row; logits_sample logits_part, then the
+ * sampling kernels over its draws (uploaded, 16 bytes each), a pick a draw. The logits never
+ * leave the device.
  *
  * tests/test_gpu_kernels.c and test_gpu_backend.c check it against the CPU twin (passed on an
  * H100, 2026-11-24, docs/gpu-validation.md).
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,8 @@
 
 _Static_assert(sizeof(struct wc_greedy_pick) == 8, "the kernel writes {u32 token, f32 logprob}");
 _Static_assert(WC_LOGIT_MAX_RANGES == KERNEL_LOGITS_RANGES, "one range per rule slot");
+_Static_assert(sizeof(struct wc_sample_draw) == 16 && offsetof(struct wc_sample_draw, u) == 8,
+               "the sampling kernels read {s32 row, f32 temperature, f64 u}");
 
 /* Bit i of the suppress set into mask[i / 32]; 0 or -1 on an id outside [0, n_vocab). */
 static int build_mask(uint32_t *mask, int n_words, const int32_t *suppress, int n_suppress,
@@ -43,17 +48,30 @@ static void pack_rule(uint32_t *w, const struct wc_logit_rule *r, int n_vocab) {
     w[2 * KERNEL_LOGITS_RANGES] = (uint32_t)(tb > 0 && tb < n_vocab ? tb : n_vocab);
 }
 
-/* Both ops (k = 0: logits_greedy, one pick a row; k > 0: logits_topk, k a row): the mask and
- * rules up, the chunk kernel and the pick kernel (kernels.h), the picks down. */
+/* The draws' rows, temperatures and uniforms in range (as the CPU's twin checks them). */
+static int draws_ok(const struct wc_sample_draw *draws, int n_draws, int n_rows) {
+    for (int j = 0; j < n_draws; j++)
+        if (draws[j].row < 0 || draws[j].row >= n_rows || !(draws[j].temperature > 0) ||
+            !(draws[j].u >= 0 && draws[j].u < 1))
+            return 0;
+    return 1;
+}
+
+static size_t up256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+/* The three ops (k = 0 and no draws: logits_greedy, one pick a row; k > 0: logits_topk, k a
+ * row; draws: logits_sample, one pick a draw): the mask, rules (and draws) up, the chunk
+ * kernel and the pick kernel(s) (kernels.h), the picks down. */
 static void run(struct wc_stream *s, const char *op, struct wc_greedy_pick *out, float *logits,
                 const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
-                int n_rows, int n_vocab, int k) {
-    if (cuda_op_begin(s) || n_rows <= 0)
+                int n_rows, int n_vocab, int k, const struct wc_sample_draw *draws, int n_draws) {
+    if (cuda_op_begin(s) || n_rows <= 0 || (draws && n_draws <= 0))
         return;
     struct cuda_stream *cs = cuda_stream(s);
     int n_words = (n_vocab + 31) / 32;
-    size_t mask_bytes = ((size_t)n_words * 4 + 255) & ~(size_t)255;
-    size_t out_bytes = (size_t)n_rows * (size_t)(k ? k : 1) * sizeof *out;
+    size_t mask_bytes = up256((size_t)n_words * 4);
+    size_t n_out = draws ? (size_t)n_draws : (size_t)n_rows * (size_t)(k ? k : 1);
+    size_t out_bytes = n_out * sizeof *out;
     size_t rule_bytes = (size_t)n_rows * KERNEL_LOGITS_RULE_WORDS * 4;
     int n_part = (n_vocab + KERNEL_LOGITS_CHUNK - 1) / KERNEL_LOGITS_CHUNK;
     size_t part_bytes = (size_t)n_rows * (size_t)n_part *
@@ -62,6 +80,11 @@ static void run(struct wc_stream *s, const char *op, struct wc_greedy_pick *out,
         k > n_vocab || (size_t)n_rows * (size_t)n_vocab > UINT32_MAX) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda %s: %d rows of %d, k %d", op, n_rows,
                        n_vocab, k);
+        return;
+    }
+    if (draws && !draws_ok(draws, n_draws, n_rows)) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "cuda %s: a draw's row, temperature or uniform out of range", op);
         return;
     }
     uint32_t *mask = malloc((size_t)n_words * sizeof *mask);
@@ -82,9 +105,12 @@ static void run(struct wc_stream *s, const char *op, struct wc_greedy_pick *out,
         wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "cuda %s: out of memory", op);
     size_t had = cs->scratch[CUDA_SCRATCH_LOGITS].bytes;
     /* mask | picks | rules | chunk records (rule_bytes is a multiple of 80: round the records
-     * up to 8 bytes for their f64 sums) */
-    size_t part_off = (mask_bytes + out_bytes + rule_bytes + 255) & ~(size_t)255;
-    uint64_t base = s->err ? 0 : cuda_scratch(s, CUDA_SCRATCH_LOGITS, part_off + part_bytes);
+     * up to 8 bytes for their f64 sums) [| draws | the draws' chunk weights] */
+    size_t part_off = up256(mask_bytes + out_bytes + rule_bytes);
+    size_t draw_off = up256(part_off + part_bytes);
+    size_t wsum_off = up256(draw_off + (size_t)n_draws * sizeof *draws);
+    size_t total = draws ? wsum_off + (size_t)n_draws * (size_t)n_part * 8 : part_off + part_bytes;
+    uint64_t base = s->err ? 0 : cuda_scratch(s, CUDA_SCRATCH_LOGITS, total);
     if (cs->scratch[CUDA_SCRATCH_LOGITS].bytes != had)
         cs->mask_addr = 0; /* a grown scratch is new memory: the mask is not there */
     if (base) {
@@ -98,14 +124,25 @@ static void run(struct wc_stream *s, const char *op, struct wc_greedy_pick *out,
         }
         cuda_upload(s, (void *)(uintptr_t)(base + mask_bytes + out_bytes), packed, rule_bytes);
         const struct cuda_kernel *kp = cuda_kernel_get(s, k ? CK_TOPK : CK_LOGITS, n_vocab, k, 0);
-        const struct cuda_kernel *kk =
-            cuda_kernel_get(s, k ? CK_TOPK_PICK : CK_LOGITS_PICK, n_vocab, k, 0);
         CUdeviceptr po = base + mask_bytes, pl = dptr(logits);
         CUdeviceptr pr = base + mask_bytes + out_bytes, pm = base, pp = base + part_off;
         void *args[] = {&pp, &pl, &pr, &pm};
         cuda_launch(s, kp, (unsigned)n_rows, (unsigned)n_part, KERNEL_LOGITS_THREADS, args);
-        void *pick_args[] = {&po, &pp, &pr};
-        cuda_launch(s, kk, (unsigned)n_rows, 1, KERNEL_LOGITS_PICK_WARP, pick_args);
+        if (draws) {
+            CUdeviceptr pd = base + draw_off, pw = base + wsum_off;
+            cuda_upload(s, (void *)(uintptr_t)pd, draws, (size_t)n_draws * sizeof *draws);
+            void *wargs[] = {&pw, &pp, &pl, &pr, &pm, &pd};
+            cuda_launch(s, cuda_kernel_get(s, CK_SAMPLE, n_vocab, 0, 0), (unsigned)n_draws,
+                        (unsigned)n_part, KERNEL_LOGITS_THREADS, wargs);
+            void *dargs[] = {&po, &pw, &pp, &pl, &pr, &pm, &pd};
+            cuda_launch(s, cuda_kernel_get(s, CK_SAMPLE_PICK, n_vocab, 0, 0), (unsigned)n_draws, 1,
+                        KERNEL_LOGITS_THREADS, dargs);
+        } else {
+            const struct cuda_kernel *kk =
+                cuda_kernel_get(s, k ? CK_TOPK_PICK : CK_LOGITS_PICK, n_vocab, k, 0);
+            void *pick_args[] = {&po, &pp, &pr};
+            cuda_launch(s, kk, (unsigned)n_rows, 1, KERNEL_LOGITS_PICK_WARP, pick_args);
+        }
         cuda_download(s, out, (const void *)(uintptr_t)po, out_bytes);
     }
     free(mask);
@@ -115,7 +152,7 @@ static void run(struct wc_stream *s, const char *op, struct wc_greedy_pick *out,
 void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                         const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                         int n_rows, int n_vocab) {
-    run(s, "logits_greedy", out, logits, rules, suppress, n_suppress, n_rows, n_vocab, 0);
+    run(s, "logits_greedy", out, logits, rules, suppress, n_suppress, n_rows, n_vocab, 0, NULL, 0);
 }
 
 void cuda_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
@@ -125,5 +162,12 @@ void cuda_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *lo
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda logits_topk: k %d", k);
         return;
     }
-    run(s, "logits_topk", out, logits, rules, suppress, n_suppress, n_rows, n_vocab, k);
+    run(s, "logits_topk", out, logits, rules, suppress, n_suppress, n_rows, n_vocab, k, NULL, 0);
+}
+
+void cuda_logits_sample(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
+                        const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
+                        int n_rows, int n_vocab, const struct wc_sample_draw *draws, int n_draws) {
+    run(s, "logits_sample", out, logits, rules, suppress, n_suppress, n_rows, n_vocab, 0, draws,
+        n_draws);
 }
