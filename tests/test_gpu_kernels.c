@@ -78,8 +78,10 @@ static void launch(CUfunction f, unsigned grid, unsigned block, void **args) {
  * (kernels.h): ceil(n_keys / KERNEL_ATTN_SPLIT) key splits, their records (in a poisoned
  * buffer) joined by the last split CTA of each row and head; its counters start at zero and
  * must be zero again afterwards (the next launch, or a step graph's replay, relies on it), so
- * it runs twice, the output and the records poisoned before each. args: f's own; args[0] points at
- * the output's address ([n_rows][n_head d]); the last two (records, counters) are filled here. */
+ * it runs again, the output and the records poisoned before each: 40 times when split, each
+ * output bit for bit the first's (the join's memory ordering: whichever CTA ends last must
+ * read every other's records). args: f's own; args[0] points at the output's address
+ * ([n_rows][n_head d]); the last two (records, counters) are filled here. */
 static void launch_split(CUfunction f, int n_head, int n_rows, int n_keys, int d, void **args,
                          int n_args) {
     unsigned nz = (unsigned)((n_keys + KERNEL_ATTN_SPLIT - 1) / KERNEL_ATTN_SPLIT);
@@ -94,14 +96,22 @@ static void launch_split(CUfunction f, int n_head, int n_rows, int n_keys, int d
     float *nan = malloc(n_nan * 4);
     for (size_t i = 0; i < n_nan; i++)
         nan[i] = NAN;
-    for (int rep = 0; rep < 2; rep++) { /* the records too: a stale read of the first run's fails */
+    float *first = malloc(n_out * 4), *again = malloc(n_out * 4);
+    int n_rep = nz > 1 ? 40 : 2, n_diff = 0;
+    for (int rep = 0; rep < n_rep; rep++) { /* the records too: a stale read fails */
         CU(api.memcpy_htod(*(CUdeviceptr *)args[0], nan, n_out * 4));
         if (nz > 1)
             CU(api.memcpy_htod(part, nan, n_part * 4));
         CU(api.launch_kernel(f, (unsigned)n_rows, (unsigned)n_head, nz, KERNEL_GATHER_THREADS, 1, 1,
                              0, NULL, args, NULL));
         CU(api.ctx_synchronize());
+        CU(api.memcpy_dtoh(rep ? again : first, *(CUdeviceptr *)args[0], n_out * 4));
+        n_diff += rep > 0 && memcmp(first, again, n_out * 4) != 0;
     }
+    if (n_diff)
+        fprintf(stderr, "split join: %d of %d runs differ from the first\n", n_diff, n_rep - 1);
+    CHECK(n_diff == 0);
+    free(first), free(again);
     if (nz > 1) {
         CU(api.memcpy_dtoh(count_after, count, n_count * 4));
         CHECK(memcmp(count_after, zeros, n_count * 4) == 0);
