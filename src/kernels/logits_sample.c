@@ -73,7 +73,20 @@ static void weights(struct ptx_kernel *k, const struct draw *d, const struct lg_
     }
 }
 
-static void begin(struct ptx_kernel *k, const char *name, int sm, int pick) {
+struct ids {
+    struct ptx_reg tid, warp, lane, lane0;
+};
+
+/* Opens kernel <what>_v<V> with both kernels' parameters (p_out first in the pick), its
+ * shared declarations and the thread's ids; returns the number of chunks, 0 when V needs more
+ * than 32 (a lane a chunk). */
+static int begin(struct ptx_kernel *k, const char *what, int sm, int n_vocab, int pick,
+                 const char *shared, struct ids *id) {
+    int n_part = n_vocab > 0 ? (n_vocab + KERNEL_LOGITS_CHUNK - 1) / KERNEL_LOGITS_CHUNK : 0;
+    if (n_part < 1 || n_part > 32)
+        return 0;
+    char name[64];
+    snprintf(name, sizeof name, "%s_v%d", what, n_vocab);
     ptx_begin(k, name, sm);
     if (pick)
         ptx_param(k, "u64", "p_out");
@@ -83,29 +96,26 @@ static void begin(struct ptx_kernel *k, const char *name, int sm, int pick) {
     ptx_param(k, "u64", "p_rules");
     ptx_param(k, "u64", "p_mask");
     ptx_param(k, "u64", "p_draws");
-}
-
-static int parts(int n_vocab) {
-    int n_part = n_vocab > 0 ? (n_vocab + KERNEL_LOGITS_CHUNK - 1) / KERNEL_LOGITS_CHUNK : 0;
-    return n_part >= 1 && n_part <= 32 ? n_part : 0; /* a lane per chunk */
+    ptx_raw(k, "%s", shared);
+    id->tid = ptx_special(k, "%tid.x");
+    id->warp = ptx_reg(k, PTX_B32), id->lane = ptx_reg(k, PTX_B32);
+    id->lane0 = ptx_reg(k, PTX_PRED);
+    ptx_ins(k, "shr.u32 %s, %s, 5", id->warp.s, id->tid.s);
+    ptx_ins(k, "and.b32 %s, %s, 31", id->lane.s, id->tid.s);
+    ptx_ins(k, "setp.eq.u32 %s, %s, 0", id->lane0.s, id->lane.s);
+    return n_part;
 }
 
 char *gen_logits_sample_part(int sm, int n_vocab) {
-    int n_part = parts(n_vocab);
+    struct ptx_kernel k;
+    struct ids id;
+    char shared[64];
+    snprintf(shared, sizeof shared, "    .shared .align 8 .f64 s_sum[%d];\n", LG_WARPS);
+    int n_part = begin(&k, "logits_sample_part", sm, n_vocab, 0, shared, &id);
     if (!n_part)
         return NULL;
-    char name[64];
-    snprintf(name, sizeof name, "logits_sample_part_v%d", n_vocab);
-    struct ptx_kernel k;
-    begin(&k, name, sm, 0);
-    ptx_raw(&k, "    .shared .align 8 .f64 s_sum[%d];\n", LG_WARPS);
+    struct ptx_reg tid = id.tid, warp = id.warp, lane = id.lane, lane0 = id.lane0;
     struct ptx_reg di = ptx_special(&k, "%ctaid.x"), chunk = ptx_special(&k, "%ctaid.y");
-    struct ptx_reg tid = ptx_special(&k, "%tid.x");
-    struct ptx_reg warp = ptx_reg(&k, PTX_B32), lane = ptx_reg(&k, PTX_B32);
-    struct ptx_reg lane0 = ptx_reg(&k, PTX_PRED);
-    ptx_ins(&k, "shr.u32 %s, %s, 5", warp.s, tid.s);
-    ptx_ins(&k, "and.b32 %s, %s, 31", lane.s, tid.s);
-    ptx_ins(&k, "setp.eq.u32 %s, %s, 0", lane0.s, lane.s);
     struct draw d = load_draw(&k, di, lane, n_part, n_vocab, NULL);
     struct lg_chunk ch = lg_load_chunk(&k, d.row, chunk, tid, &d.ru, n_vocab);
     struct ptx_reg w[LG_U], ok[LG_U], sum = ptx_reg(&k, PTX_F64);
@@ -214,23 +224,18 @@ static void pick_chunk(struct ptx_kernel *k, struct ptx_reg di, struct ptx_reg l
 }
 
 char *gen_logits_sample_pick(int sm, int n_vocab) {
-    int n_part = parts(n_vocab);
+    struct ptx_kernel k;
+    struct ids id;
+    char shared[192];
+    snprintf(shared, sizeof shared,
+             "    .shared .align 8 .f64 s_wt[%d];\n    .shared .align 4 .u32 s_hit[%d];\n"
+             "    .shared .align 4 .u32 s_last[%d];\n",
+             LG_U * LG_WARPS, LG_WARPS, LG_WARPS);
+    int n_part = begin(&k, "logits_sample_pick", sm, n_vocab, 1, shared, &id);
     if (!n_part)
         return NULL;
-    char name[64];
-    snprintf(name, sizeof name, "logits_sample_pick_v%d", n_vocab);
-    struct ptx_kernel k;
-    begin(&k, name, sm, 1);
-    ptx_raw(&k,
-            "    .shared .align 8 .f64 s_wt[%d];\n    .shared .align 4 .u32 s_hit[%d];\n"
-            "    .shared .align 4 .u32 s_last[%d];\n",
-            LG_U * LG_WARPS, LG_WARPS, LG_WARPS);
-    struct ptx_reg di = ptx_special(&k, "%ctaid.x"), tid = ptx_special(&k, "%tid.x");
-    struct ptx_reg warp = ptx_reg(&k, PTX_B32), lane = ptx_reg(&k, PTX_B32);
-    struct ptx_reg lane0 = ptx_reg(&k, PTX_PRED), u = ptx_reg(&k, PTX_F64);
-    ptx_ins(&k, "shr.u32 %s, %s, 5", warp.s, tid.s);
-    ptx_ins(&k, "and.b32 %s, %s, 31", lane.s, tid.s);
-    ptx_ins(&k, "setp.eq.u32 %s, %s, 0", lane0.s, lane.s);
+    struct ptx_reg tid = id.tid, warp = id.warp, lane = id.lane, lane0 = id.lane0;
+    struct ptx_reg di = ptx_special(&k, "%ctaid.x"), u = ptx_reg(&k, PTX_F64);
     struct draw d = load_draw(&k, di, lane, n_part, n_vocab, &u);
     struct ptx_reg c = ptx_reg(&k, PTX_B32), t_in = ptx_reg(&k, PTX_F64);
     pick_chunk(&k, di, lane, n_part, u, c, t_in);
