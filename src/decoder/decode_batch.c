@@ -137,28 +137,32 @@ static void take(struct decode_batch_slot *sl, const struct wc_vocab *v, int n_c
     sl->i_step++;
 }
 
-/* Slot sl's draws from its n_rows rows (in backend memory at rows, a row a hypothesis; the
- * first step: the prompt's one row for every hypothesis, their histories all empty) queued
- * through logits_sample, each with a uniform from the window's generator in sample_take's
- * order (decode_window's: a draw a hypothesis, in order). */
-static void queue_draws(struct decode_batch *d, struct decode_batch_slot *sl, float *rows,
-                        int n_rows) {
+/* Slot sl's rows' rules (rules[0..rows)) and its draws (appended to d->draws, from d->drawn's
+ * sl->draw0 on), its rows being row0 .. of the logits_sample call: a row a hypothesis, but the
+ * first step's one row, the prompt's, for every hypothesis (their histories all empty). Each
+ * draw's uniform comes from the window's generator in sample_take's order (decode_window's: a
+ * draw a hypothesis, in order). Returns the slot's rows. */
+static int add_draws(struct decode_batch *d, struct decode_batch_slot *sl,
+                     struct wc_logit_rule *rules, int row0) {
     const struct decode_opts *o = sl->o;
-    const struct logit_filters *f = o->filters;
     bool first = sl->i_step == 0;
-    int n = first ? sl->n_lanes : sl->n_active;
-    struct wc_logit_rule rules[WC_MAX_GROUP];
-    for (int r = 0; r < n_rows; r++) {
+    int n = first ? sl->n_lanes : sl->n_active, rows = first ? 1 : n;
+    for (int r = 0; r < rows; r++) {
         const struct hyp *h = &sl->hs.h[first ? 0 : sl->active[r]];
-        logit_filters_rule(f, h->tok, h->n, &rules[r]);
+        logit_filters_rule(o->filters, h->tok, h->n, &rules[r]);
     }
     sl->draw0 = d->n_draws;
-    struct wc_sample_draw *dr = d->draws + d->n_draws;
     for (int i = 0; i < n; i++)
-        dr[i] = (struct wc_sample_draw){first ? 0 : i, o->temperature, wc_rng_uniform(o->rng)};
-    d->s->be->ops->logits_sample(d->s, d->drawn + d->n_draws, rows, rules, f->suppress,
-                                 f->n_suppress, n_rows, d->v->n_vocab, dr, n);
-    d->n_draws += n;
+        d->draws[d->n_draws++] =
+            (struct wc_sample_draw){row0 + (first ? 0 : i), o->temperature, wc_rng_uniform(o->rng)};
+    return rows;
+}
+
+/* The draws added since draw d0, from n_rows rows of logits, through one logits_sample call. */
+static void queue_draws(struct decode_batch *d, int d0, const struct logit_filters *f,
+                        float *logits, const struct wc_logit_rule *rules, int n_rows) {
+    d->s->be->ops->logits_sample(d->s, d->drawn + d0, logits, rules, f->suppress, f->n_suppress,
+                                 n_rows, d->v->n_vocab, d->draws + d0, d->n_draws - d0);
 }
 
 /* Step i_step of a sampling slot, its draws made (queue_draws), as one iteration of
@@ -322,8 +326,11 @@ static int start_queue(struct decode_batch *d, int k, int i) {
         beam_rule(&sl->bs, 0, &d->rules[i]);
         s->be->ops->logits_topk(s, d->top + (size_t)i * K, d->db->logits, d->rules + i, f->suppress,
                                 f->n_suppress, 1, n_vocab, K);
-    } else
-        queue_draws(d, sl, d->db->logits, 1);
+    } else {
+        int d0 = d->n_draws;
+        add_draws(d, sl, &d->rules[i], 0);
+        queue_draws(d, d0, sl->o->filters, d->db->logits, &d->rules[i], 1);
+    }
     return s->err;
 }
 
@@ -474,14 +481,20 @@ static int fetch_sot_rows(struct decode_batch *d) {
     return n;
 }
 
-/* The draws of sample rows r0 .. r0 + m (each slot's rows in a row), queued. */
+/* The draws of sample rows r0 .. r0 + m (each slot's rows in a row), queued: one
+ * logits_sample call for each run of slots that share a suppress list (in practice: one). */
 static void draw_samples(struct decode_batch *d, int r0, int m) {
     size_t n_vocab = (size_t)d->v->n_vocab;
-    for (int a = r0; a < r0 + m;) {
-        struct decode_batch_slot *sl = &d->slots[d->src[a]];
-        int rows = pick_rows(sl);
-        queue_draws(d, sl, d->db->logits + (size_t)a * n_vocab, rows);
-        a += rows;
+    for (int a = r0, n; a < r0 + m; a += n) {
+        const struct logit_filters *f = d->lf[a];
+        int d0 = d->n_draws;
+        for (n = 0; a + n < r0 + m;) {
+            const struct logit_filters *g = d->lf[a + n];
+            if (g->suppress != f->suppress || g->n_suppress != f->n_suppress)
+                break;
+            n += add_draws(d, &d->slots[d->src[a + n]], &d->rules[a + n], n);
+        }
+        queue_draws(d, d0, f, d->db->logits + (size_t)a * n_vocab, d->rules + a, n);
     }
 }
 
