@@ -241,6 +241,14 @@ int wc_sample(const float *x, int n, float temperature, struct wc_rng *rng, floa
     return wc_sample_draw(x, n, w, &sw, wc_rng_uniform(rng), logprob);
 }
 
+bool wc_sample_draws_ok(const struct wc_sample_draw *draws, int n_draws, int n_rows) {
+    for (int j = 0; j < n_draws; j++)
+        if (draws[j].row < 0 || draws[j].row >= n_rows || !(draws[j].temperature > 0) ||
+            !(draws[j].u >= 0 && draws[j].u < 1))
+            return false;
+    return true;
+}
+
 /* Copies up to 80 bytes of a name read from a file, non-printable bytes as '?', so messages
  * stay one line. */
 void wc_printable(char *dst, size_t dst_size, const uint8_t *src, size_t len) {

@@ -103,6 +103,9 @@ void wc_sample_weigh(const float *x, int n, float temperature, float *w,
                      struct wc_sample_weights *sw);
 int wc_sample_draw(const float *x, int n, const float *w, const struct wc_sample_weights *sw,
                    double u, float *logprob);
+/* Whether logits_sample's draws are in range: rows in [0, n_rows), T > 0, u in [0, 1). */
+struct wc_sample_draw;
+bool wc_sample_draws_ok(const struct wc_sample_draw *draws, int n_draws, int n_rows);
 
 /* Strips leading and trailing whitespace in place as Python's str.strip() does (ASCII and the
  * Unicode White_Space characters, UTF-8 encoded). Returns s. */

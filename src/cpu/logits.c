@@ -140,13 +140,11 @@ void cpu_logits_sample(struct wc_stream *s, struct wc_greedy_pick *out, float *l
                        int n_rows, int n_vocab, const struct wc_sample_draw *draws, int n_draws) {
     if (check_args(s, "logits_sample", rules, suppress, n_suppress, n_rows, n_vocab))
         return;
-    for (int j = 0; j < n_draws; j++)
-        if (draws[j].row < 0 || draws[j].row >= n_rows || !(draws[j].temperature > 0) ||
-            !(draws[j].u >= 0 && draws[j].u < 1)) {
-            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "logits_sample: draw %d (row %d of %d)", j,
-                           draws[j].row, n_rows);
-            return;
-        }
+    if (!wc_sample_draws_ok(draws, n_draws, n_rows)) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "logits_sample: a draw's row, temperature or uniform out of range");
+        return;
+    }
     float *w = malloc((size_t)n_vocab * sizeof *w);
     if (!w) {
         wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "logits_sample: out of memory");
@@ -158,12 +156,12 @@ void cpu_logits_sample(struct wc_stream *s, struct wc_greedy_pick *out, float *l
     for (int j = 0; j < n_draws; j++) {
         const struct wc_sample_draw *d = &draws[j];
         const float *x = logits + (size_t)d->row * n_vocab;
-        if (max_of(x, 0, n_vocab) == -INFINITY) { /* as logits_greedy: no NaN leaves */
+        if (j == 0 || d->row != draws[j - 1].row || d->temperature != draws[j - 1].temperature)
+            wc_sample_weigh(x, n_vocab, d->temperature, w, &sw);
+        if (sw.max == -INFINITY) { /* every token masked: as logits_greedy, no NaN leaves */
             out[j] = (struct wc_greedy_pick){0, -INFINITY};
             continue;
         }
-        if (j == 0 || d->row != draws[j - 1].row || d->temperature != draws[j - 1].temperature)
-            wc_sample_weigh(x, n_vocab, d->temperature, w, &sw);
         out[j].token = wc_sample_draw(x, n_vocab, w, &sw, d->u, &out[j].logprob);
     }
     free(w);

@@ -18,6 +18,7 @@
 #include "gpu/cuda_internal.h"
 #include "kernels/kernels.h"
 #include "libwhisperc.h"
+#include "util.h"
 
 _Static_assert(sizeof(struct wc_greedy_pick) == 8, "the kernel writes {u32 token, f32 logprob}");
 _Static_assert(WC_LOGIT_MAX_RANGES == KERNEL_LOGITS_RANGES, "one range per rule slot");
@@ -48,15 +49,6 @@ static void pack_rule(uint32_t *w, const struct wc_logit_rule *r, int n_vocab) {
     w[2 * KERNEL_LOGITS_RANGES] = (uint32_t)(tb > 0 && tb < n_vocab ? tb : n_vocab);
 }
 
-/* The draws' rows, temperatures and uniforms in range (as the CPU's twin checks them). */
-static int draws_ok(const struct wc_sample_draw *draws, int n_draws, int n_rows) {
-    for (int j = 0; j < n_draws; j++)
-        if (draws[j].row < 0 || draws[j].row >= n_rows || !(draws[j].temperature > 0) ||
-            !(draws[j].u >= 0 && draws[j].u < 1))
-            return 0;
-    return 1;
-}
-
 static size_t up256(size_t n) { return (n + 255) & ~(size_t)255; }
 
 /* The three ops (k = 0 and no draws: logits_greedy, one pick a row; k > 0: logits_topk, k a
@@ -82,7 +74,7 @@ static void run(struct wc_stream *s, const char *op, struct wc_greedy_pick *out,
                        n_vocab, k);
         return;
     }
-    if (draws && !draws_ok(draws, n_draws, n_rows)) {
+    if (draws && !wc_sample_draws_ok(draws, n_draws, n_rows)) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
                        "cuda %s: a draw's row, temperature or uniform out of range", op);
         return;
