@@ -251,8 +251,9 @@ whisperc_status whisperc_model_load(const char *path, const struct whisperc_mode
         rc = weights_upload(&m->w, m->be, m->file, m->keep_quant, errbuf, errbuf_size);
 #ifdef WC_HAVE_CUDA
         const char *why = cuda_backend_errmsg(m->be); /* the reason, kept by the backend */
-        size_t n = errbuf && errbuf_size ? strlen(errbuf) : 0;
-        if (rc && why[0] && n + 3 < errbuf_size)
+        /* only after a failure: errbuf holds the caller's bytes, not a string, before one */
+        size_t n = rc && errbuf && errbuf_size ? strnlen(errbuf, errbuf_size) : errbuf_size;
+        if (why[0] && n + 3 < errbuf_size)
             snprintf(errbuf + n, errbuf_size - n, ": %s", why);
         bool auto_cuda = p.device == WHISPERC_DEVICE_AUTO && strcmp(m->be->ops->name, "cuda") == 0;
         if (rc == WHISPERC_ERR_NO_MEMORY && auto_cuda)

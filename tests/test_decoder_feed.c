@@ -171,24 +171,32 @@ static void test_decode_batch(whisperc_state *st, enum mode mode) {
     struct decode_result ref[N_WIN], got[N_WIN];
     memset(got, 0, sizeof got);
     float *logits = malloc((size_t)(G > 2 ? G : 2) * n_vocab * sizeof(float));
-    CHECK(decoder_reserve(&st->dec, s, G) == 0);
-    for (int k = 0; k < N_WIN; k++) {
-        draws[k].s = 1000 + k;
-        decoder_set_audio(&st->dec, s, feat[k]);
-        CHECK(decode_window(&st->dec, s, v, &o[k], logits, &ref[k]) == 0);
-    }
     /* SAMPLES: 3 greedy windows and 3 of 3 samples want 12 lanes; there are 8 */
     int n_lanes = mode == SAMPLES ? 8 : N_WIN * G;
     struct decoder_batch db;
     struct decode_batch d;
     CHECK(decoder_batch_init(&db, s, hp, &st->m->w, n_lanes, N_WIN) == 0);
     CHECK(decode_batch_init(&d, &db, s, v, mode == BEAMS ? G : 0) == 0);
-    bool started[N_WIN] = {0};
-    int n_rows = 1, left = N_WIN, n_waited = 0;
+    for (int k = 0; k < N_WIN; k++)
+        decoder_batch_set_audio(&db, s, k, feat[k]);
+    CHECK(decoder_reserve(&st->dec, s, G) == 0);
     for (int k = 0; k < N_WIN; k++) {
         draws[k].s = 1000 + k;
-        decoder_batch_set_audio(&db, s, k, feat[k]);
+        /* alone over the batch's own K/V where they are fp16 (a GPU's cross_kv: the single
+         * decoder's would be fp32, other bits), else over its own */
+        const void *xk, *xv;
+        decoder_batch_audio(&db, k, &xk, &xv);
+        if (db.xkv == WC_F16)
+            decoder_borrow_audio(&st->dec, xk, xv, db.xkv);
+        else
+            decoder_set_audio(&st->dec, s, feat[k]);
+        CHECK(decode_window(&st->dec, s, v, &o[k], logits, &ref[k]) == 0);
     }
+    decoder_borrow_audio(&st->dec, NULL, NULL, WC_F32);
+    bool started[N_WIN] = {0};
+    int n_rows = 1, left = N_WIN, n_waited = 0;
+    for (int k = 0; k < N_WIN; k++)
+        draws[k].s = 1000 + k;
     while (left > 0 && n_rows > 0) {
         for (int k = 0; k < N_WIN; k++) { /* in order: one that waits for lanes stops the rest */
             if (started[k])

@@ -118,6 +118,24 @@ int decode_n_group(const struct decode_opts *o) {
     return o->best_of > 0 ? o->best_of : 1;
 }
 
+/* The draws of n hypotheses h at o->temperature through the backend's logits_sample, a
+ * uniform each from the window's generator in order (wc_sample's); the first step's from the
+ * prompt's one row of logits, later ones row k for hypothesis k. */
+static int sample_pick(struct wc_stream *s, float *logits, int n, bool first, int n_vocab,
+                       const struct decode_opts *o, const struct hyp *const *h,
+                       struct wc_greedy_pick *out) {
+    struct wc_logit_rule rules[WC_MAX_GROUP];
+    struct wc_sample_draw draws[WC_MAX_GROUP];
+    int n_rows = first ? 1 : n;
+    for (int r = 0; r < n_rows; r++)
+        logit_filters_rule(o->filters, h[r]->tok, h[r]->n, &rules[r]);
+    for (int k = 0; k < n; k++)
+        draws[k] = (struct wc_sample_draw){first ? 0 : k, o->temperature, wc_rng_uniform(o->rng)};
+    s->be->ops->logits_sample(s, out, logits, rules, o->filters->suppress, o->filters->n_suppress,
+                              n_rows, n_vocab, draws, n);
+    return wc_stream_sync(s);
+}
+
 /* Greedy (T = 0) or best_of samples (T > 0), as GreedyDecoder: every unfinished sequence
  * takes one token per step; finished ones leave the batch (the decoder's slot table is
  * compacted), and the ranker picks the best at the end. weights: wc_sample's scratch. */
@@ -127,8 +145,9 @@ static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_
     int n_vocab = v->n_vocab, G = hs->n, n_ctx = d->hp->n_text_ctx;
     int rows[WC_MAX_GROUP]; /* rows[k]: the hypothesis in decoder sequence k */
     int32_t last[WC_MAX_GROUP];
-    /* greedy leaves each step's logits on the backend; only its picks come back */
-    bool on_backend = o->temperature == 0.0f;
+    /* each step's logits stay on the backend, only its picks come back: greedy's, or the
+     * samples' draws (logits_sample, as the batch decoder's: the same bits on a GPU) */
+    bool on_backend = o->temperature == 0.0f || s->be->ops->logits_sample;
     struct wc_greedy_pick pick[WC_MAX_GROUP];
     const struct logit_filters *lf[WC_MAX_GROUP];
     const struct hyp *hk[WC_MAX_GROUP];
@@ -143,19 +162,21 @@ static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_
             (*n_steps)++;
             rc = decoder_step(d, s, last, n_active, on_backend ? NULL : logits);
         }
-        /* greedy picks through the backend, the first one too, from the prompt's last row
-         * that decoder_forward left in d->logits: every pick of a window made alike (on a GPU
-         * the op's logprob may differ from the host's in the last bits) */
+        /* picks through the backend, the first one too, from the prompt's last row that
+         * decoder_forward left in d->logits: every pick of a window made alike (on a GPU the
+         * op's logprob may differ from the host's in the last bits) */
         for (int k = 0; on_backend && k < n_active; k++) {
             lf[k] = o->filters;
             hk[k] = &hs->h[rows[k]];
         }
-        if (!rc && on_backend)
+        if (!rc && on_backend && o->temperature == 0.0f)
             rc = decode_greedy_pick(s, d->logits, n_active, n_vocab, lf, hk, pick);
+        else if (!rc && on_backend)
+            rc = sample_pick(s, d->logits, n_active, i == 0, n_vocab, o, hk, pick);
         if (rc)
             return rc;
         /* the first step's sequences all continue the prompt: its one row of logits */
-        for (int k = 1; i == 0 && k < n_active; k++)
+        for (int k = 1; !on_backend && i == 0 && k < n_active; k++)
             memcpy(logits + (size_t)k * n_vocab, logits, (size_t)n_vocab * sizeof *logits);
         int src[WC_MAX_GROUP], n_keep = 0;
         for (int k = 0; k < n_active; k++) {

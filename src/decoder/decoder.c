@@ -35,6 +35,7 @@ static void release_all(struct decoder *d, struct wc_stream *s) {
     free(d->slots_tmp);
     d->slots_host = d->slots_tmp = NULL;
     d->n_group_max = 0;
+    d->has_audio = false;
 }
 
 uint64_t decoder_memory_bytes(const struct wc_hparams *hp, int n_group) {
@@ -115,6 +116,17 @@ void decoder_set_audio(struct decoder *d, struct wc_stream *s, const float *audi
         op->linear(s, d->xk + l * layer, 0, audio_features, &a->k, NULL, n_audio, WC_ACT_NONE, 0);
         op->linear(s, d->xv + l * layer, 0, audio_features, &a->v, a->v_b, n_audio, WC_ACT_NONE, 0);
     }
+    d->has_audio = true;
+}
+
+/* A forward pass reads the window's cross-attention K/V: fails the stream when there are none
+ * (decoder_reserve reallocated them after decoder_set_audio, or it was never called), which
+ * would otherwise read uninitialised memory. */
+static int audio_ready(struct decoder *d, struct wc_stream *s) {
+    if (!s->err && !d->has_audio && !d->borrowed_k)
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "decoder: no audio (decoder_set_audio comes after decoder_reserve)");
+    return s->err;
 }
 
 /* Where decoder_align wants one layer's cross-attention logits (NULL: not wanted). */
@@ -206,7 +218,7 @@ static int logits_out(struct decoder *d, struct wc_stream *s, const int *rows, i
 int decoder_forward(struct decoder *d, struct wc_stream *s, const int32_t *tokens, int n,
                     const int *rows, int n_rows, float *logits_host) {
     int c = d->hp->n_text_state, n_ctx = d->hp->n_text_ctx;
-    if (s->err)
+    if (audio_ready(d, s))
         return s->err;
     if (n < 1 || d->n_past + n > n_ctx || n_rows < 0 || n_rows > 2) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
@@ -229,7 +241,7 @@ int decoder_step(struct decoder *d, struct wc_stream *s, const int32_t *tokens, 
                  float *logits_host) {
     const struct wc_backend_ops *op = s->be->ops;
     int c = d->hp->n_text_state, n_ctx = d->hp->n_text_ctx, pos = d->n_past;
-    if (s->err)
+    if (audio_ready(d, s))
         return s->err;
     if (n_seq < 1 || n_seq > d->n_group_max || pos >= n_ctx) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
@@ -276,7 +288,7 @@ int decoder_align(struct decoder *d, struct wc_stream *s, const int32_t *tokens,
     const struct wc_backend_ops *op = s->be->ops;
     const struct wc_hparams *hp = d->hp;
     int c = hp->n_text_state, n_vocab = hp->n_vocab;
-    if (s->err)
+    if (audio_ready(d, s))
         return s->err;
     if (n < 1 || n > hp->n_text_ctx || row0 < 0 || row0 + n_targets > n || n_softmax > n_vocab) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "decoder: cannot align %d tokens", n);

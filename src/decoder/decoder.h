@@ -2,9 +2,10 @@
  * decoder.h — Whisper's text decoder (openai-whisper model.py TextDecoder) over backend ops,
  * with a self-attention KV cache and cross-attention K/V computed once per 30 s window.
  *
- * Usage per window: decoder_set_audio(encoder output); decoder_reserve(n_group);
- * decoder_reset(); decoder_forward() with the initial tokens (one batch, shared by every
- * sequence of the group), then decoder_step() with one token for each of n_seq sequences.
+ * Usage per window: decoder_reserve(n_group) (it reallocates, so before the audio);
+ * decoder_set_audio(encoder output); decoder_reset(); decoder_forward() with the initial tokens
+ * (one batch, shared by every sequence of the group), then decoder_step() with one token for
+ * each of n_seq sequences. A forward pass without audio fails the stream (INVALID_ARG).
  *
  * A group of sequences (beams, or best_of samples) shares one cache, [n_ctx][n_group_max]
  * slots per layer: the prompt lives in slots (pos, 0); sequence g writes its token at
@@ -15,6 +16,7 @@
 #ifndef WC_DECODER_H
 #define WC_DECODER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -33,6 +35,7 @@ struct decoder {
     /* not NULL: the cross-attention K/V read instead of xk, xv (decoder_borrow_audio) */
     const void *borrowed_k, *borrowed_v;
     enum wc_dtype borrowed_dtype;
+    bool has_audio; /* xk, xv hold a window's K/V: decoder_set_audio since the last allocation */
     float *x, *h, *q, *att; /* [max(n_text_ctx, n_group_max)][s] */
     float *mlp;             /* [max(n_text_ctx, n_group_max)][4s] */
     float *logits;          /* [max(2, n_group_max)][n_vocab] */

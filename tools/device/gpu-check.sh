@@ -92,6 +92,7 @@ stage_test() {
     grep -E '^(Ok|Fail|Skipped|Timeout):' "$B/meson-logs/testlog.txt" | tr -s ' ' |
         tr '\n' ' ' | sed 's/^/gpu suite: /;s/$/\n/' | tee -a "$SUMMARY"
     if [ "$rc" -ne 0 ]; then
+        cp "$B/meson-logs/testlog.txt" "$OUT/testlog-gpu.txt" # every test's whole output
         for t in $(meson test -C "$B" --no-rebuild --suite gpu --list 2>/dev/null |
             grep ' / ' | sed 's/.* \/ //'); do
             if ! meson test -C "$B" --no-rebuild "$t" >/dev/null 2>&1; then
