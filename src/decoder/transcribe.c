@@ -585,11 +585,15 @@ int transcribe_job_decoded(struct transcribe_job *j, struct decode_result *d) {
     struct run *r = &j->r;
     int rc = 0;
     if (needs_fallback(r->t->p, d) && j->i_temp + 1 < r->t->p->n_temperatures) {
-        /* the rest of the fallback runs this window alone, on the state's own decoder */
-        rc = encode_window(r, j->seek, j->segment_size);
-        if (rc)
-            wc_errf(r->err, r->err_size, "encoder: %s", r->t->s->errmsg);
-        else
+        /* the rest of the fallback runs this window alone, on the state's own decoder, over
+         * the batch's K/V of the window where it lends them: no second encoder pass, and the
+         * batch's bits (a GPU's batch keeps them in fp16, the decoder's own are fp32) */
+        if (!r->t->dec->borrowed_k) {
+            rc = encode_window(r, j->seek, j->segment_size);
+            if (rc)
+                wc_errf(r->err, r->err_size, "encoder: %s", r->t->s->errmsg);
+        }
+        if (!rc)
             rc = decode_with_fallback(r, j->prompt, j->n_prompt, j->i_temp + 1, d);
     }
     if (rc) {

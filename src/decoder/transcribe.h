@@ -105,9 +105,10 @@ void transcribe_job_window(struct transcribe_job *j, float *mel_window, struct d
 bool transcribe_job_retry(struct transcribe_job *j, struct decode_result *d, int max_group,
                           const struct decode_opts **o);
 /* The window's decoding with those options, consumed (freed). If it still needs a
- * temperature fallback, the window is encoded again and re-decoded alone on t's decoder at the
- * next temperatures; then its segments are cut and the seek advanced. Returns 0 or a
- * WHISPERC_ERR_* code, err filled. */
+ * temperature fallback, it is re-decoded alone on t's decoder at the next temperatures: over
+ * the cross-attention K/V the decoder borrows (decoder_borrow_audio: the batch's, so the bits
+ * are the batch's), else over the window encoded again; then its segments are cut and the seek
+ * advanced. Returns 0 or a WHISPERC_ERR_* code, err filled. */
 int transcribe_job_decoded(struct transcribe_job *j, struct decode_result *d);
 /* The transcript's text, once done. */
 int transcribe_job_end(struct transcribe_job *j);

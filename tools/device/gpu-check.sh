@@ -410,11 +410,15 @@ PY
 }
 
 stage_profile() {
-    local rc=0 lanes
+    local rc=0 lanes model="$S/models/ggml-base.bin"
     command -v ncu >/dev/null || { say "profile: no ncu"; return 1; }
+    if [ ! -f "$model" ]; then # the quick pack: base.en's shapes with random weights
+        random_model base.en >/dev/null || return 1
+        model=/tmp/ggml-base.en-random.bin
+    fi
     for lanes in 1 16; do
         timeout 200 ncu --print-summary per-kernel --launch-skip 3000 --launch-count 300 \
-            "$B/whisper-c" bench --synthetic --device cuda -m "$S/models/ggml-base.bin" \
+            "$B/whisper-c" bench --synthetic --device cuda -m "$model" \
             --tokens 40 -bs "$lanes" --runs 1 --batch-size 1 >"$OUT/ncu-base-$lanes.txt" 2>&1 ||
             rc=1
         say "profile base, $lanes lane(s), 300 launches from the 3000th:"
@@ -422,7 +426,7 @@ stage_profile() {
     done
     # the encoder at batch 1 (the warm-up window's and the timed window's passes, a prompt)
     timeout 150 ncu --print-summary per-kernel --launch-count 400 \
-        "$B/whisper-c" bench --synthetic --device cuda -m "$S/models/ggml-base.bin" \
+        "$B/whisper-c" bench --synthetic --device cuda -m "$model" \
         --tokens 0 -bs 1 --runs 1 --batch-size 1 >"$OUT/ncu-base-encoder.txt" 2>&1 || rc=1
     say "profile base encoder, batch 1, the first 400 launches:"
     ncu_table "$OUT/ncu-base-encoder.txt"
