@@ -219,7 +219,7 @@ stage_bench() {
 # The lines of bench --synthetic worth a summary: device, stage times (host, median, stream),
 # per step host vs stream, RTF, idle fraction, the encoder's batch sweep and best batch.
 synthetic_lines() {
-    grep -E '^  (device|warm-up|encoder|decoder|window|per step|RTF|idle|1 \(alone\)|[0-9]+ |best batch)' \
+    grep -E '^  (device|warm-up|encoder|decoder|window|per step|RTF|idle|1 \(alone\)|[0-9]+ |best batch|batch step|graphs)' \
         "$1" | tr -s ' ' | tr '\n' ';'
 }
 
