@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "cpu/simd_x86.h" /* wc_cpu_has_f16c, the intrinsics */
+#include "cpu/vecmath.h"  /* vm_max_sum_exp */
 #include "libwhisperc.h"
 
 void wc_errf(char *err, size_t err_size, const char *fmt, ...) {
@@ -187,15 +188,12 @@ void wc_topk(const float *x, int n, int k, int *idx) {
 }
 
 double wc_logsumexp(const float *x, int from, int to) {
-    float m = -INFINITY;
-    for (int i = from; i < to; i++)
-        m = x[i] > m ? x[i] : m;
-    if (m == -INFINITY)
+    if (to <= from)
         return -INFINITY;
-    double s = 0;
-    for (int i = from; i < to; i++)
-        s += exp((double)x[i] - m);
-    return m + log(s);
+    float m;
+    double s;
+    vm_max_sum_exp(x + from, to - from, &m, &s); /* the max's own term makes s >= 1 */
+    return m == -INFINITY ? -INFINITY : m + log(s);
 }
 
 /* One pass of expf (a float's precision is all a draw needs) keeps each weight in w for the

@@ -57,8 +57,10 @@ bool wc_has_f16c(void);
 /* The value of environment variable `name` if it is "f32" (0) or "f16" (1), else dflt. */
 int wc_env_f16(const char *name, int dflt);
 
-/* log(sum(exp(x[i]))) over [from, to) in double, -inf when every x is -inf. The one copy used by
- * the decoder's rules and the backends' logits_greedy twins, so both give the same bits. */
+/* log(sum(exp(x[i]))) over [from, to) as max + log(sum of exp(x - max)), the terms in float
+ * (about 1 ulp, vectorized: vm_max_sum_exp) summed in double; -inf when every x is -inf (or the
+ * range is empty). The one copy used by the decoder's rules and the backends' logits_greedy
+ * twins, so both give the same bits. */
 double wc_logsumexp(const float *x, int from, int to);
 
 /* log_softmax in place, float32 results (x - (max + log(sum exp(x - max))), the sum in double;

@@ -576,8 +576,55 @@ static void test_gelu(void) {
     free(y);
 }
 
+/* wc_logsumexp (vm_max_sum_exp: float terms summed in double) against exp in double: rows of a
+ * vocabulary's length with a tail shorter than a vector, forbidden (-inf) tokens, a confident
+ * row (the max's log-probability ~ -1e-11 must keep its digits), one NaN, all -inf, empty. */
+static void test_logsumexp(void) {
+    int n = 51865;
+    float *x = malloc((size_t)n * sizeof(float));
+    uint64_t rng = 42;
+    double worst = 0, worst_small = 0;
+    for (int kind = 0; kind < 3; kind++) {
+        for (int i = 0; i < n; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            x[i] = (float)((double)(rng >> 40) / (double)(1ull << 24) * 12.0 - 6.0);
+            if (kind == 1 && i % 7 == 3)
+                x[i] = -INFINITY;
+        }
+        if (kind == 2)
+            x[1000] = 30.0f; /* ~25 above the rest */
+        for (int from = 0; from < 3; from++) {
+            double m = -INFINITY, sum = 0;
+            for (int i = from; i < n; i++)
+                m = x[i] > m ? x[i] : m;
+            for (int i = from; i < n; i++)
+                sum += exp((double)x[i] - m);
+            double want = m + log(sum), got = wc_logsumexp(x, from, n);
+            worst = fmax(worst, fabs(got - want));
+            if (kind == 2) /* the confident token's log-probability, relative */
+                worst_small = fmax(worst_small,
+                                   fabs((x[1000] - got) - (x[1000] - want)) / fabs(x[1000] - want));
+        }
+    }
+    printf("logsumexp over %d values: max abs error %.3g; a confident row's log-probability "
+           "(~%.2g) relative error %.3g\n",
+           n, worst, (double)x[1000] - wc_logsumexp(x, 0, n), worst_small);
+    CHECK(worst < 1e-6);
+    CHECK(worst_small < 1e-3);
+    x[77] = NAN;
+    CHECK(isnan(wc_logsumexp(x, 0, n)));
+    for (int i = 0; i < 20; i++)
+        x[i] = -INFINITY;
+    CHECK(wc_logsumexp(x, 0, 20) == -INFINITY);
+    CHECK(wc_logsumexp(x, 5, 5) == -INFINITY);
+    x[19] = 2.5f; /* one finite value: exactly itself */
+    CHECK(wc_logsumexp(x, 0, 20) == 2.5);
+    free(x);
+}
+
 int main(void) {
     test_gelu();
+    test_logsumexp();
     struct wc_backend *be = NULL;
     char err[256];
     CHECK(cpu_backend_new(&be, err, sizeof err) == 0);

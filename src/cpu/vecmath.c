@@ -2,6 +2,7 @@
  * on it): reductions are written with explicit lanes so they vectorize without -ffast-math. */
 #include "cpu/vecmath.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -104,5 +105,40 @@ __attribute__((always_inline)) static inline void softmax_body(float *p, int n, 
         p[i] = 0.0f;
 }
 
+__attribute__((always_inline)) static inline void max_sum_exp_body(const float *x, int n,
+                                                                   float *max, double *sum) {
+    float lmax[VM_LANES];
+    int i = 0, n_vec = n / VM_LANES * VM_LANES;
+    for (int l = 0; l < VM_LANES; l++)
+        lmax[l] = -INFINITY;
+    for (; i < n_vec; i += VM_LANES)
+        for (int l = 0; l < VM_LANES; l++)
+            lmax[l] = x[i + l] > lmax[l] ? x[i + l] : lmax[l];
+    float m = -INFINITY;
+    for (int l = 0; l < VM_LANES; l++)
+        m = lmax[l] > m ? lmax[l] : m;
+    for (; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    *max = m;
+    *sum = 0.0;
+    if (m == -INFINITY)
+        return;
+    double lane[VM_LANES] = {0};
+    for (i = 0; i < n_vec; i += VM_LANES)
+        for (int l = 0; l < VM_LANES; l++) {
+            float d = x[i + l] - m;
+            lane[l] += d < -87.0f ? 0.0 : (double)vm_expf(d);
+        }
+    double s = 0.0;
+    for (; i < n; i++) {
+        float d = x[i] - m;
+        s += d < -87.0f ? 0.0 : (double)vm_expf(d);
+    }
+    for (int l = 0; l < VM_LANES; l++)
+        s += lane[l];
+    *sum = s;
+}
+
 VM_DISPATCH(gelu, (float *x, size_t n), (x, n))
+VM_DISPATCH(max_sum_exp, (const float *x, int n, float *max, double *sum), (x, n, max, sum))
 VM_DISPATCH(softmax, (float *p, int n, int len), (p, n, len))
