@@ -253,7 +253,7 @@ whisperc_status whisperc_model_load(const char *path, const struct whisperc_mode
         const char *why = cuda_backend_errmsg(m->be); /* the reason, kept by the backend */
         /* only after a failure: errbuf holds the caller's bytes, not a string, before one */
         size_t n = rc && errbuf && errbuf_size ? strnlen(errbuf, errbuf_size) : errbuf_size;
-        if (why[0] && n + 3 < errbuf_size)
+        if (why[0] && n < errbuf_size && errbuf_size - n > 3)
             snprintf(errbuf + n, errbuf_size - n, ": %s", why);
         bool auto_cuda = p.device == WHISPERC_DEVICE_AUTO && strcmp(m->be->ops->name, "cuda") == 0;
         if (rc == WHISPERC_ERR_NO_MEMORY && auto_cuda)

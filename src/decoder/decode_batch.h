@@ -11,8 +11,9 @@
  * context) hands its result back and may start another window at once, while the others keep
  * stepping (continuous batching).
  *
- * Greedy and beam rows are picked by the backend (only the picks come back); a sample row's
- * logits come to the host, where it is drawn as decode_window draws it.
+ * Every row is picked by the backend, only the picks coming back: greedy rows through
+ * logits_greedy, beam rows through logits_topk, sample rows through logits_sample at uniforms
+ * drawn in decode_window's order (which draws through the same op).
  *
  * A slot's prompt of up to feed_max tokens (the usual SOT sequence) goes in as rows of the
  * next step, all at once, in its group's first lane, instead of a prefill of its own: a

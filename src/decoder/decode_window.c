@@ -260,8 +260,10 @@ int decode_window(struct decoder *d, struct wc_stream *s, const struct wc_vocab 
         return rc ? rc : decode_result_finish(v, r);
     }
     struct hyp_set hs;
-    float *weights = o->temperature > 0.0f ? malloc((size_t)n_vocab * sizeof *weights) : NULL;
-    if ((o->temperature > 0.0f && !weights) || hyp_set_init(&hs, G, o->sample_len + 1)) {
+    /* wc_sample's scratch, for a backend without logits_sample (sample_group draws on the host) */
+    bool host_draws = o->temperature > 0.0f && !s->be->ops->logits_sample;
+    float *weights = host_draws ? malloc((size_t)n_vocab * sizeof *weights) : NULL;
+    if ((host_draws && !weights) || hyp_set_init(&hs, G, o->sample_len + 1)) {
         free(weights);
         return WHISPERC_ERR_NO_MEMORY;
     }

@@ -55,7 +55,8 @@ struct decode_result {
 /* Sequences decoded side by side for these options (the decoder must have room for them). */
 int decode_n_group(const struct decode_opts *o);
 
-/* The decoder must hold this window's audio (decoder_set_audio). logits: host scratch of
+/* The decoder must hold this window's audio (decoder_set_audio, or borrowed:
+ * decoder_borrow_audio). logits: host scratch of
  * max(2, decode_n_group(o)) * n_vocab floats. Returns 0 or a WHISPERC_ERR_* code (message in
  * the stream). */
 int decode_window(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v,

@@ -59,7 +59,8 @@ void decoder_set_audio(struct decoder *d, struct wc_stream *s, const float *audi
 /* Reads cross-attention K/V made elsewhere, in xk's layout [n_text_layer][n_audio_ctx][s] of
  * dtype dt (backend memory; WC_F16 where the backend takes it, wc_backend.cross_kv), instead
  * of its own, until decoder_set_audio, decoder_reserve or a borrow of NULL: the batch
- * decoder's audio region of a window that ended, for its word alignment. Host only. */
+ * decoder's audio region of a window that ended, for its word alignment and for a fallback
+ * decoded alone (transcribe_job_decoded). Host only. */
 void decoder_borrow_audio(struct decoder *d, const void *k, const void *v, enum wc_dtype dt);
 
 static inline void decoder_reset(struct decoder *d) { d->n_past = 0; }

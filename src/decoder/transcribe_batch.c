@@ -262,7 +262,8 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
         .group = transcribe_batch_group(p),
         .retry_lanes = db->n_lanes,
     };
-    const char *env = getenv("WHISPERC_BATCH_FALLBACK"); /* "alone": as before, to compare */
+    /* "alone": each fallback on the state's decoder (over the window's K/V here), to compare */
+    const char *env = getenv("WHISPERC_BATCH_FALLBACK");
     if (env && !strcmp(env, "alone"))
         b.retry_lanes = 0;
     for (int i = 0; i < n; i++)
