@@ -160,15 +160,9 @@ char *wc_py_strip(char *s) {
 }
 
 void wc_log_softmax(float *x, int n) {
-    float m = -INFINITY;
-    for (int i = 0; i < n; i++)
-        m = x[i] > m ? x[i] : m;
-    if (m == -INFINITY) /* every value -inf: they stay so (not -inf - -inf = NaN) */
+    double lse = wc_logsumexp(x, 0, n);
+    if (lse == -INFINITY) /* every value -inf: they stay so (not -inf - -inf = NaN) */
         return;
-    double sum = 0;
-    for (int i = 0; i < n; i++)
-        sum += exp((double)x[i] - m);
-    double lse = m + log(sum);
     for (int i = 0; i < n; i++)
         x[i] = (float)(x[i] - lse);
 }

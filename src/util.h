@@ -63,8 +63,8 @@ int wc_env_f16(const char *name, int dflt);
  * twins, so both give the same bits. */
 double wc_logsumexp(const float *x, int from, int to);
 
-/* log_softmax in place, float32 results (x - (max + log(sum exp(x - max))), the sum in double;
- * a row of -inf stays -inf): beam search's, on the host and in the CPU's logits_topk. */
+/* log_softmax in place, float32 results (x - wc_logsumexp(x); a row of -inf stays -inf): beam
+ * search's, on the host and in the CPU's logits_topk. */
 void wc_log_softmax(float *x, int n);
 
 /* idx[0..k): the k largest of x, descending, equal values by the lower index (k small). */
