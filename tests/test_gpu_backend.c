@@ -911,14 +911,18 @@ static void graph_run(whisperc_state *st, const float *features_host, struct gra
     free(host);
 }
 
-/* The same steps with graphs and with plain launches give the same bits: picks, logits and
- * KV cache (rows 1, 3, 7, 8; lanes leave and come back between replays). */
+/* The same steps with graphs (and dependent launches, on sm_90) and with plain launches, each
+ * kernel after the one before has finished, give the same bits: picks, logits and KV cache
+ * (rows 1, 3, 7, 8; lanes leave and come back between replays). A kernel that read its
+ * input before the grid wait (ptx.h) would race the kernel before it. */
 static void test_graph_steps(const char *path) {
     whisperc_model *mg = NULL, *mp = NULL;
     whisperc_state *sg = open_state(path, WHISPERC_DEVICE_CUDA, &mg);
     setenv("WHISPERC_NO_CUDA_GRAPH", "1", 1); /* read when the backend is made */
+    setenv("WHISPERC_CUDA_PDL", "0", 1);
     whisperc_state *sp = open_state(path, WHISPERC_DEVICE_CUDA, &mp);
     unsetenv("WHISPERC_NO_CUDA_GRAPH");
+    unsetenv("WHISPERC_CUDA_PDL");
     if (sg && sp) {
         const struct wc_hparams *hp = &sg->m->file->hp;
         size_t nf = (size_t)hp->n_audio_ctx * hp->n_audio_state;

@@ -8,9 +8,10 @@ libcuda.so.1 and libcublas.so.13 over host memory (kernels compute nothing, so t
 the "GPU" are meaningless; what runs is every allocation, copy, launch and graph of the backend,
 each checked against the live allocations). Faults come from the fake's environment:
 
-  - clean runs (greedy and the default beam search, both through step graphs; beam search
-    batched over 2 inputs and over 14, 70-row steps; bench --synthetic --throughput, with
-    short prompts fed as step rows and long ones prefilled): exit 0, no rule broken, nothing
+  - clean runs (greedy, with and without dependent launches, and the default beam search, all
+    through step graphs; beam search batched over 2 inputs and over 14, 70-row steps; bench
+    --synthetic --throughput, with short prompts fed as step rows and long ones prefilled;
+    bench --synthetic with dependent launches, and where capturing them fails: graphs kept): exit 0, no rule broken, nothing
     left allocated at exit
   - device memory too small for the weights / for a decoding state beside them: --device auto
     says so in one line and transcribes on the CPU (the right text); --device cuda fails with
@@ -89,6 +90,10 @@ def clean_runs():
     rep = report(r)
     check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0 and rep["graphs"] > 0,
           f"greedy on the fake GPU: exit 0, step graphs, no rule broken, nothing left ({rep})")
+    r = transcribe("--device", "cuda", "-bs", "1", WHISPERC_CUDA_PDL="0")
+    rep = report(r)
+    check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0 and rep["graphs"] > 0,
+          f"the same with plain launches (WHISPERC_CUDA_PDL=0), no rule broken ({rep})")
     r = transcribe("--device", "cuda")
     rep = report(r)
     check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0 and rep["graphs"] > 0,
@@ -105,6 +110,18 @@ def clean_runs():
               and "(6 steps in 2 waves" in r.stdout,
               f"bench --throughput 6 (context {ctx}) on the fake GPU: exit 0, graphs, no rule "
               f"broken ({rep}, {r.stdout[-300:]!r}, {r.stderr[-300:]!r})")
+    # dependent launches (the fake is sm_90): on, and a driver that cannot capture them into
+    # step graphs (before CUDA 12.3): the stream turns them off and keeps its graphs
+    for fake, want in (({}, "dependent launch on"),
+                       ({"FAKECUDA_NO_PDL_CAPTURE": "1"},
+                        "dependent launch off: a step graph with it failed")):
+        r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
+                 "--tokens", "20", "--runs", "1"], **fake)
+        rep = report(r)
+        graphs = [l for l in r.stdout.splitlines() if l.startswith("  graphs")]
+        check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0 and len(graphs) == 1
+              and "graphs     on:" in graphs[0] and want in graphs[0],
+              f"bench --synthetic {fake}: step graphs on, {want!r} ({rep}, {graphs})")
 
 
 def batch_beams(tmp, n):
@@ -151,7 +168,8 @@ def no_device():
 
 def kernel_faults():
     r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_KERNEL="layernorm")
-    check(r.returncode == 1 and "cuLaunchKernel(layernorm_c384" in r.stderr and
+    # the fake is an sm_90 device: the kernels go through cuLaunchKernelEx (dependent launch)
+    check(r.returncode == 1 and "cuLaunchKernelEx(layernorm_c384" in r.stderr and
           "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES" in r.stderr and clean_exit(r),
           f"a launch refused: exit 1, the kernel and the error ({r.stderr.strip()[:300]!r})")
     r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_KERNEL="attn:async")
@@ -182,7 +200,7 @@ def later_files(tmp):
              files[0], files[1]], FAKECUDA_FAIL_KERNEL="layernorm")
     errors = [l for l in r.stderr.splitlines() if l.startswith("whisper-c:")]
     check(r.returncode == 1 and len(errors) == 1 and errors[0].startswith(
-        f"whisper-c: {files[0]}: encoder: cuda: cuLaunchKernel(layernorm_c384") and
+        f"whisper-c: {files[0]}: encoder: cuda: cuLaunchKernelEx(layernorm_c384") and
           not os.path.exists(files[0] + ".txt") and os.path.exists(files[1] + ".txt") and
           clean_exit(r),
           f"a refused launch fails its file, named, and the next one is transcribed ({errors})")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """test_ptx.py — every kernel the CUDA backend generates, for every official model size, must
-assemble with ptxas for sm_80 and sm_90 with no errors, no warnings and no register spills.
+assemble with ptxas for sm_80 and sm_90 with no errors, no warnings and no register spills, and
+wait for the kernel before exactly once on sm_90 (dependent launch), never on sm_80.
 
 usage: test_ptx.py WHISPER_C      (exit 77 when ptxas is not installed)
 """
@@ -41,6 +42,13 @@ def main():
                     failures += 1
                     continue
                 for f in sorted(os.listdir(out)):
+                    # sm_90: each kernel waits once for the kernel before (dependent launch,
+                    # src/kernels/ptx.h ptx_grid_dep_wait); sm_80 has no such instruction
+                    text = open(os.path.join(out, f)).read()
+                    waits = text.count("griddepcontrol.wait")
+                    if waits != (1 if sm >= 90 else 0):
+                        failures += 1
+                        print("NOT OK  %s sm_%d %s: griddepcontrol.wait %d times" % (size, sm, f, waits))
                     a = subprocess.run([ptxas, "-arch=sm_%d" % sm, "-v", "-Werror",
                                         os.path.join(out, f), "-o", os.devnull],
                                        capture_output=True, text=True)

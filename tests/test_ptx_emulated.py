@@ -2,7 +2,8 @@
 """test_ptx_emulated.py — generated kernels run on tools/ptxemu.py (no GPU), for the claims
 that hold bit for bit and that ptxas alone cannot check:
 
-  - layernorm and gemv_f16 (plain, bias) against float64 numpy;
+  - layernorm and gemv_f16 (plain, bias; the MLP's second over several weight tiles) against
+    float64 numpy;
   - gemv_f16 with the layer norm fused (norm_linear) == layernorm then the plain gemv;
   - the q/k/v gemv (norm_qkv) == three fused gemvs and a scatter of k and v into cache rows;
   - attn_gather / attn_rows joining their key splits in the last CTA: against float64 numpy,
@@ -47,9 +48,10 @@ def check(what, ok, info=""):
 
 
 def kernels(size):
-    """name -> PTX text of every kernel whisper-c generates for a model size"""
+    """name -> PTX text of every kernel whisper-c generates for a model size, for sm_90 (the
+    H100's: with the dependent-launch wait, ptx.h ptx_grid_dep_wait)"""
     with tempfile.TemporaryDirectory(prefix="wc_ptxemu_") as d:
-        subprocess.run([sys.argv[1], "ptx", "--size", size, "--out", d], check=True,
+        subprocess.run([sys.argv[1], "ptx", "--size", size, "--sm", "90", "--out", d], check=True,
                        stdout=subprocess.DEVNULL)
         texts = {f[:-4]: open(os.path.join(d, f)).read() for f in os.listdir(d)}
     return lambda name: texts[name]
@@ -103,6 +105,25 @@ def test_layernorm_gemv(ptx, K, rng):
             pad = y[:, K:].view(np.uint32)
             check("gemv_f16_k%d_f%d, %d rows vs float64" % (K, flags, rows),
                   err < 1e-6 and (pad == 0xFFFFFFFF).all(), "%.1e" % err)
+
+
+def test_fc2(ptx, K, rng):
+    """the MLP's second gemv (bias, residual) over 4 K inputs: several weight tiles (the loop,
+    the next tile's loads, the L2 prefetches before the grid wait) and a partial last one"""
+    Kin = 4 * K
+    W = (rng.standard_normal((K, Kin)) / np.sqrt(Kin)).astype(np.float16)
+    for rows in (1, 10):
+        x = rng.standard_normal((rows, Kin)).astype(np.float32)
+        old = rng.standard_normal((rows, K)).astype(np.float32)
+        b = rng.standard_normal(K).astype(np.float32)
+        mem = Memory(1 << 25)
+        po = mem.put(old)
+        gemv(ptx, mem, Kin, 5, po, K, mem.put(x), mem.put(W), mem.put(b), rows, n=K)
+        y = mem.get(po, np.float32, rows * K).reshape(rows, K)
+        ref = old.astype(np.float64) + x.astype(np.float64) @ W.astype(np.float64).T + b
+        err = np.abs(y - ref).max() / np.abs(ref).max()
+        check("gemv_f16_k%d_f5 (out += x . W + b), %d rows vs float64" % (Kin, rows),
+              err < 1e-6, "%.1e" % err)
 
 
 def test_norm_fused(ptx, K, rng):
@@ -429,6 +450,7 @@ rng = np.random.default_rng(2026)
 for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     ptx = kernels(size)
     test_layernorm_gemv(ptx, K, rng)
+    test_fc2(ptx, K, rng)
     test_norm_fused(ptx, K, rng)
     test_qkv(ptx, K, rng)
     test_half_forms(ptx, K, rng)

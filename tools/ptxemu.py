@@ -1423,6 +1423,28 @@ class _Compiler:
     def op_membar(self, ins, mods, a):
         return lambda m: None
 
+    def op_griddepcontrol(self, ins, mods, a):
+        # one grid at a time here: the kernel before has completed, dependents launch after
+        if mods not in (["wait"], ["launch_dependents"]) or a:
+            raise EmuError("unsupported griddepcontrol form '%s'" % ins.text)
+        return lambda m: None
+
+    def op_prefetch(self, ins, mods, a):
+        # prefetch.global.L2 [a]: no effect on values; the address must lie in an allocation
+        if mods not in (["global", "L2"], ["L2"]) or len(a) != 1:
+            raise EmuError("unsupported prefetch form '%s'" % ins.text)
+        kind, base, off = self.addr(a[0])
+        if kind != "reg":
+            raise EmuError("prefetch address must be a register: '%s'" % ins.text)
+        what, me = ins.text, self
+
+        def f(m):
+            if m is not None and not m.any():
+                return
+            x = base if m is None else base[m]
+            me.space("global").load(x.astype(np.int64) + off, 1, 1, what)
+        return f
+
     def op_atom(self, ins, mods, a):
         # atom.global.add.u32 d, [a], b: the active threads in thread order (CTAs run one after
         # another, so that is one valid order of a real run)

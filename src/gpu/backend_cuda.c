@@ -263,6 +263,8 @@ int cuda_backend_new(int gpu_index, struct wc_backend **out, char *err, size_t e
         cuda_backend_free(be);
         return rc;
     }
+    const char *pdl = getenv("WHISPERC_CUDA_PDL");
+    m->dep_launch = m->sm >= 90 && m->cu.launch_kernel_ex && !(pdl && pdl[0] == '0');
     /* f16 cross-attention K/V: attn_rows_..._kvh for steps, attn_tc_..._kvh for prompts (the
      * simt kernel has no f16 form) */
     bool kv_half = wc_env_f16("WHISPERC_CROSS_KV", 1) && !m->attn_simt && m->sm >= 80;

@@ -46,6 +46,8 @@ struct cuda_api {
     CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int);
     CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                               unsigned, unsigned, CUstream, void **, void **);
+    /* launches with attributes (dependent launch); NULL before CUDA 12.0: plain launches */
+    CUresult (*launch_kernel_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
     /* events, for bench's stage times */
     CUresult (*event_create)(CUevent *, unsigned int);
     CUresult (*event_record)(CUevent, CUstream);

@@ -47,6 +47,7 @@ struct cuda_kernel {
     enum cuda_kernel_kind kind;
     int a, b, c;
     char name[64]; /* the .entry name, for error messages */
+    bool grid_dep; /* its text waits for the kernel before (ptx.h ptx_grid_dep_wait) */
     CUmodule mod;
     CUfunction fn;
 };
@@ -67,6 +68,11 @@ struct cuda_model {
     int sync_each_op; /* WHISPERC_CUDA_SYNC=1: sync after every launch to name a faulting kernel */
     int attn_simt;    /* WHISPERC_CUDA_ATTN=simt: no tensor-core attention (to compare) */
     int no_graphs;    /* WHISPERC_NO_CUDA_GRAPH=1: decoder steps as plain launches */
+    /* Programmatic dependent launch: kernels whose text waits for the kernel before
+     * (ptx_grid_dep_wait) are launched while it still runs, so that their weights load and
+     * their launch latency passes meanwhile. sm_90+ with cuLaunchKernelEx; WHISPERC_CUDA_PDL=0
+     * turns it off (to compare). */
+    int dep_launch;
     struct arena weights; /* uploaded weights, freed with the backend */
     struct cuda_kernel_cache kernels;
     char device_desc[192];
@@ -134,6 +140,7 @@ struct cuda_graphs {
     const char *refused; /* set by an op the pass cannot hold (static text); NULL: none */
     struct cuda_step_graph g[CUDA_GRAPH_KEYS + 1]; /* indexed by key 1..CUDA_GRAPH_KEYS */
     long n_captured, n_replayed;
+    char dep_why[320]; /* why the stream's dependent launches were turned off; "": they were not */
 };
 
 struct cuda_stream {
@@ -155,6 +162,10 @@ struct cuda_stream {
      * call, and the message names this one as the likely culprit */
     const char *last_kernel;
     bool last_in_graph; /* ... as the last node of a step graph launched since */
+    /* the model's dep_launch, for this stream: turned off when a step graph with dependent
+     * launches fails to record (a driver before 12.3 does not capture them), so that steps
+     * keep their graphs (graph_cuda.c) */
+    bool dep_launch;
 };
 
 static inline struct cuda_stream *cuda_stream(struct wc_stream *s) { return s->impl; }

@@ -162,7 +162,12 @@ static int capture_end(struct wc_stream *s, struct cuda_step_graph *sg) {
          * caller issues the ops again */
         s->err = 0;
         s->errmsg[0] = '\0';
-        graphs_fail(cs, msg);
+        if (cs->dep_launch) { /* once more without dependent launches, at the next step */
+            cs->dep_launch = false;
+            snprintf(g->dep_why, sizeof g->dep_why, "off: a step graph with it failed (%s)", msg);
+        } else {
+            graphs_fail(cs, msg);
+        }
         return 1;
     }
     sg->exec = exec;
@@ -215,5 +220,13 @@ int cuda_step_graph_state(const struct wc_stream *s, char *why, size_t why_size)
                  g->n_replayed);
     else
         snprintf(why, why_size, "on, no step recorded yet");
+    size_t n = strlen(why); /* how the kernels inside are launched (cuda_internal.h) */
+    if (n < why_size)
+        snprintf(why + n, why_size - n, "; dependent launch %s",
+                 cs->dep_launch  ? "on"
+                 : g->dep_why[0] ? g->dep_why
+                 : cs->m->sm < 90
+                     ? "off (before sm_90)"
+                     : "off (WHISPERC_CUDA_PDL=0, or a driver without cuLaunchKernelEx)");
     return state;
 }

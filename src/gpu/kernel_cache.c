@@ -79,6 +79,7 @@ static int load(struct cuda_model *m, struct cuda_kernel *k, char *err, size_t e
     }
     int rc = 0;
     char why[512];
+    k->grid_dep = strstr(ptx, "griddepcontrol.wait") != NULL;
     if (entry_name(ptx, k->name, sizeof k->name)) {
         wc_errf(err, err_size, "cuda: %s kernel text has no .entry", kind_name(k->kind));
         rc = WHISPERC_ERR_BACKEND;
@@ -159,6 +160,30 @@ const struct cuda_kernel *cuda_kernel_get(struct wc_stream *s, enum cuda_kernel_
     return k;
 }
 
+/* k launched with programmatic stream serialization: it may start while the kernel before it
+ * on the stream runs, and waits for it inside (cuda_internal.h dep_launch). A launch the
+ * driver refuses with the attribute is made plainly. */
+static CUresult dep_launch(struct cuda_stream *cs, const struct cuda_kernel *k,
+                           const unsigned grid[3], unsigned block, void **args) {
+    const struct cuda_model *m = cs->m;
+    CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg = {.gridDimX = grid[0],
+                          .gridDimY = grid[1],
+                          .gridDimZ = grid[2],
+                          .blockDimX = block,
+                          .blockDimY = 1,
+                          .blockDimZ = 1,
+                          .hStream = cs->stream,
+                          .attrs = &attr,
+                          .numAttrs = 1};
+    CUresult r = m->cu.launch_kernel_ex(&cfg, k->fn, args, NULL);
+    if (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE)
+        r = m->cu.launch_kernel(k->fn, grid[0], grid[1], grid[2], block, 1, 1, 0, cs->stream, args,
+                                NULL);
+    return r;
+}
+
 void cuda_launch(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid_x, unsigned grid_y,
                  unsigned block, void **args) {
     cuda_launch_3d(s, k, grid_x, grid_y, 1, block, args);
@@ -179,11 +204,16 @@ void cuda_launch_3d(struct wc_stream *s, const struct cuda_kernel *k, unsigned g
                         block | (uint64_t)grid_z << 32))
         return; /* a replay pass: the recording launches it */
     cs->last_in_graph = false;
-    snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
-    if (cuda_stream_check(s,
-                          cu->launch_kernel(k->fn, grid_x, grid_y, grid_z, block, 1, 1, 0,
-                                            cs->stream, args, NULL),
-                          what))
+    CUresult r;
+    if (cs->dep_launch && k->grid_dep) {
+        r = dep_launch(cs, k, (unsigned[3]){grid_x, grid_y, grid_z}, block, args);
+        snprintf(what, sizeof what, "cuLaunchKernelEx(%s)", k->name);
+    } else {
+        r = cu->launch_kernel(k->fn, grid_x, grid_y, grid_z, block, 1, 1, 0, cs->stream, args,
+                              NULL);
+        snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
+    }
+    if (cuda_stream_check(s, r, what))
         return;
     if (cs->m->sync_each_op) { /* a fault inside the kernel surfaces here, under its name */
         snprintf(what, sizeof what, "kernel %s", k->name);

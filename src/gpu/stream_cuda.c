@@ -195,6 +195,7 @@ int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out
     s->be = be;
     s->impl = cs;
     cs->m = m;
+    cs->dep_launch = m->dep_launch;
     arena_init(
         &cs->arena,
         &(struct arena_chunk_ops){.alloc = cuda_chunk_alloc, .free = cuda_chunk_free, .ctx = m},

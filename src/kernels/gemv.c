@@ -13,11 +13,13 @@
  * contiguous (no bank conflicts).
  *
  * Latency: a decoder step's gemv is a few µs, most of it memory waits, so loads are issued as
- * early as their addresses are known and used as late as possible: the epilogue's old output
- * and bias at the start, a tile's weights (all its steps) before its inputs are staged, the
- * inputs of all rows before the stores to shared memory. On the H100 (2026-11-24) each step of
- * a tile and each row of the staging waited for its own loads: 5 µs for a 512 x 512 weight,
- * 11 µs for 512 x 2048.
+ * early as their addresses are known and used as late as possible: the bias and the first
+ * tile's weights (all its steps) before the grid wait (ptx.h ptx_grid_dep_wait: on sm_90 the
+ * kernel is launched while the one before still runs, and reads only weights until it
+ * finishes), the later tiles' weights into L2 then too, each next tile's weights before the
+ * tile before is summed, the old output before the tiles, the inputs of all rows before the
+ * stores to shared memory. On the H100 (2026-11-24) each step of a tile and each row of the
+ * staging waited for its own loads: 5 µs for a 512 x 512 weight, 11 µs for 512 x 2048.
  *
  * Summation order: acc[col][m] sums its lane's groups in k order; then the warp's 32 sums
  * (4 columns x 8 rows) are reduced by recursive halving (31 shuffles), after which lane L holds
@@ -189,6 +191,7 @@ static void stage_tile(struct ptx_kernel *k, const struct gemv_regs *r, int k_in
 #define GEMV_STEPS (GEMV_TILE / 8 / 32) /* steps of a full tile: 4 */
 struct gemv_tile_w {
     struct ptx_reg wv[GEMV_STEPS][GEMV_WCOLS][4];
+    int made[GEMV_STEPS]; /* step i's registers exist: every tile loads into the same ones */
 };
 
 static void tile_loads(struct ptx_kernel *k, struct gemv_regs *r, struct gemv_tile_w *tw, int kt) {
@@ -201,7 +204,8 @@ static void tile_loads(struct ptx_kernel *k, struct gemv_regs *r, struct gemv_ti
         for (int c = 0; c < GEMV_WCOLS; c++) {
             struct ptx_reg *wv = tw->wv[i][c];
             for (int e = 0; e < 4; e++) {
-                wv[e] = ptx_reg(k, PTX_B32);
+                if (!tw->made[i])
+                    wv[e] = ptx_reg(k, PTX_B32);
                 ptx_ins(k, "mov.b32 %s, 0", wv[e].s);
             }
             if (partial)
@@ -209,6 +213,25 @@ static void tile_loads(struct ptx_kernel *k, struct gemv_regs *r, struct gemv_ti
             ptx_ins(k, "@%s ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d]",
                     partial ? ok.s : r->col_ok[c].s, wv[0].s, wv[1].s, wv[2].s, wv[3].s,
                     r->wrow[c].s, 512 * i);
+        }
+        tw->made[i] = 1;
+    }
+}
+
+/* The L2 prefetches of the tile of kt columns `off` bytes past the current one: the addresses
+ * tile_loads would load, nothing for columns out of range or lanes past the tile's groups. */
+static void tile_prefetch(struct ptx_kernel *k, struct gemv_regs *r, int kt, int off) {
+    int groups = kt / 8;
+    struct ptx_reg in_step = ptx_reg(k, PTX_PRED), ok = ptx_reg(k, PTX_PRED);
+    for (int i = 0; 32 * i < groups; i++) {
+        int partial = 32 * (i + 1) > groups;
+        if (partial)
+            ptx_ins(k, "setp.lt.u32 %s, %s, %d", in_step.s, r->lane.s, groups - 32 * i);
+        for (int c = 0; c < GEMV_WCOLS; c++) {
+            if (partial)
+                ptx_ins(k, "and.pred %s, %s, %s", ok.s, in_step.s, r->col_ok[c].s);
+            ptx_ins(k, "@%s prefetch.global.L2 [%s+%d]", partial ? ok.s : r->col_ok[c].s,
+                    r->wrow[c].s, off + 512 * i);
         }
     }
 }
@@ -361,10 +384,8 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     struct ptx_reg in_off = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", in_off.s, row0.s, k_in);
     r.in = ptx_addr(&k, ptx_ld_ptr(&k, "p_in"), in_off, 4);
-    if (norm) {
+    if (norm)
         r.g = ptx_ld_ptr(&k, "p_g"), r.lb = ptx_ld_ptr(&k, "p_lb");
-        norm_stats(&k, &r, warp, k_in);
-    }
     r.s_row = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mov.u32 %s, s_in", r.s_row.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, 16, %s", r.s_row.s, r.lane.s, r.s_row.s);
@@ -385,7 +406,8 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     }
 
     /* this lane's output after the reduction, lane L: column n0 + L / 8, row L % 8; what the
-     * epilogue adds to it (the old out, the bias) is loaded now, its wait hidden by the tiles */
+     * epilogue adds to it (the bias now, the old out after the grid wait) is loaded early, its
+     * wait hidden by the tiles */
     struct ptx_reg col = ptx_reg(&k, PTX_B32), row = ptx_reg(&k, PTX_B32);
     struct ptx_reg st_ok = ptx_reg(&k, PTX_PRED), q = ptx_reg(&k, PTX_PRED);
     struct ptx_reg oi = ptx_reg(&k, PTX_B32), ld = ptx_reg(&k, PTX_B32);
@@ -399,14 +421,11 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     ptx_ins(&k, "ld.param.u32 %s, [p_ld_out]", ld.s);
     ptx_ins(&k, "add.u32 %s, %s, %s", row.s, row.s, row0.s);
     struct ptx_reg out = ptx_ld_ptr(&k, "p_out"), b = ptx_ld_ptr(&k, "p_b");
-    if (qkv) { /* k and v: row dst_row[row] of their cache, K floats apart; a bias if given */
-        struct ptx_reg kv = ptx_reg(&k, PTX_PRED), dst = ptx_reg(&k, PTX_B32);
+    struct ptx_reg kv = ptx_reg(&k, PTX_PRED);
+    if (qkv) { /* k and v: row dst_row[row] of their cache (below), K floats apart; a bias if
+                * given */
         ptx_ins(&k, "setp.ne.u32 %s, %s, 0", kv.s, qs.seg.s);
         ptx_ins(&k, "and.pred %s, %s, %s", kv.s, kv.s, st_ok.s);
-        struct ptx_reg da = ptx_addr(&k, ptx_ld_ptr(&k, "p_dst"), row, 4);
-        ptx_ins(&k, "@%s ld.global.nc.u32 %s, [%s]", kv.s, dst.s, da.s);
-        ptx_ins(&k, "selp.b32 %s, %d, %s, %s", ld.s, k_in, ld.s, kv.s);
-        ptx_ins(&k, "selp.b32 %s, %s, %s, %s", row.s, dst.s, row.s, kv.s);
         struct ptx_reg b_raw = ptx_reg(&k, PTX_B64); /* a NULL bias tested as passed */
         ptx_ins(&k, "ld.param.u64 %s, [p_b]", b_raw.s);
         qkv_select(&k, &qs, b_raw, "p_bk", "p_bv", 1);
@@ -417,33 +436,57 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
         struct ptx_reg ba = ptx_addr(&k, b, col, 4);
         ptx_ins(&k, "@%s ld.global.nc.f32 %s, [%s]", qs.b_ok.s, x_b.s, ba.s);
     }
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", oi.s, row.s, ld.s, col.s);
-    struct ptx_reg oa = ptx_addr(&k, out, oi, 4);
-    if (flags & KERNEL_GEMV_ACCUMULATE)
-        ptx_ins(&k, "@%s ld.global.f32 %s, [%s]", st_ok.s, x_old.s, oa.s);
     if (flags & KERNEL_GEMV_BIAS) {
         struct ptx_reg ba = ptx_addr(&k, b, col, 4);
         ptx_ins(&k, "@%s ld.global.nc.f32 %s, [%s]", st_ok.s, x_b.s, ba.s);
     }
 
-    /* full tiles in a loop (weight addresses advance by a tile), then the rest */
-    struct gemv_tile_w tw;
+    /* The first tile's weights into registers and the later tiles' into L2, then the wait for
+     * the kernel before (ptx_grid_dep_wait): under a dependent launch the weights arrive while
+     * that kernel still runs. Only then what earlier kernels wrote: the input rows (norm
+     * statistics, staging), the cache rows of k and v, the old output. */
+    struct gemv_tile_w tw = {0};
     int n_full = k_in / GEMV_TILE, rest = k_in % GEMV_TILE;
+    tile_loads(&k, &r, &tw, n_full ? GEMV_TILE : rest);
+    for (int t = 1; t < n_full + (rest > 0); t++)
+        tile_prefetch(&k, &r, t < n_full ? GEMV_TILE : rest, 2 * GEMV_TILE * t);
+    ptx_grid_dep_wait(&k);
+    if (norm)
+        norm_stats(&k, &r, warp, k_in);
+    if (qkv) {
+        struct ptx_reg dst = ptx_reg(&k, PTX_B32);
+        struct ptx_reg da = ptx_addr(&k, ptx_ld_ptr(&k, "p_dst"), row, 4);
+        ptx_ins(&k, "@%s ld.global.nc.u32 %s, [%s]", kv.s, dst.s, da.s);
+        ptx_ins(&k, "selp.b32 %s, %d, %s, %s", ld.s, k_in, ld.s, kv.s);
+        ptx_ins(&k, "selp.b32 %s, %s, %s, %s", row.s, dst.s, row.s, kv.s);
+    }
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", oi.s, row.s, ld.s, col.s);
+    struct ptx_reg oa = ptx_addr(&k, out, oi, 4);
+    if (flags & KERNEL_GEMV_ACCUMULATE)
+        ptx_ins(&k, "@%s ld.global.f32 %s, [%s]", st_ok.s, x_old.s, oa.s);
+
+    /* full tiles in a loop (weight addresses advance by a tile; each next tile's weights are
+     * loaded at the end of the one before), then the rest */
     ptx_ins(&k, "mov.u32 %s, 0", r.k0.s);
     if (n_full) {
-        struct ptx_reg loop = ptx_label(&k), p = ptx_reg(&k, PTX_PRED);
+        struct ptx_reg loop = ptx_label(&k), last = ptx_label(&k), p = ptx_reg(&k, PTX_PRED);
         ptx_place(&k, loop);
-        tile_loads(&k, &r, &tw, GEMV_TILE);
         stage_tile(&k, &r, k_in, GEMV_TILE);
         tile_products(&k, &r, &tw, GEMV_TILE);
         for (int c = 0; c < GEMV_WCOLS; c++)
             ptx_ins(&k, "add.s64 %s, %s, %d", r.wrow[c].s, r.wrow[c].s, 2 * GEMV_TILE);
         ptx_ins(&k, "add.u32 %s, %s, %d", r.k0.s, r.k0.s, GEMV_TILE);
-        ptx_ins(&k, "setp.lt.u32 %s, %s, %d", p.s, r.k0.s, n_full * GEMV_TILE);
-        ptx_ins(&k, "@%s bra %s", p.s, loop.s);
+        if (n_full > 1) {
+            ptx_ins(&k, "setp.ge.u32 %s, %s, %d", p.s, r.k0.s, n_full * GEMV_TILE);
+            ptx_ins(&k, "@%s bra %s", p.s, last.s);
+            tile_loads(&k, &r, &tw, GEMV_TILE);
+            ptx_ins(&k, "bra %s", loop.s);
+            ptx_place(&k, last);
+        }
+        if (rest)
+            tile_loads(&k, &r, &tw, rest);
     }
     if (rest) {
-        tile_loads(&k, &r, &tw, rest);
         stage_tile(&k, &r, k_in, rest);
         tile_products(&k, &r, &tw, rest);
     }

@@ -87,6 +87,15 @@ void ptx_raw(struct ptx_kernel *k, const char *fmt, ...) {
     va_end(ap);
 }
 
+static const char grid_dep_text[] = "    griddepcontrol.wait;\n"
+                                    "    griddepcontrol.launch_dependents;\n";
+
+void ptx_grid_dep_wait(struct ptx_kernel *k) {
+    if (k->sm >= 90 && !k->grid_dep_placed)
+        ptx_raw(k, "%s", grid_dep_text);
+    k->grid_dep_placed = 1;
+}
+
 void ptx_discard(struct ptx_kernel *k) {
     free(k->params.p);
     free(k->body.p);
@@ -102,6 +111,8 @@ char *ptx_end(struct ptx_kernel *k) {
     for (int t = 0; t < PTX_N_TYPES; t++)
         if (k->n_regs[t])
             buf_append(&out, "    .reg %s %s<%d>;\n", reg_decl[t], reg_prefix[t], k->n_regs[t]);
+    if (k->sm >= 90 && !k->grid_dep_placed)
+        buf_append(&out, "%s", grid_dep_text);
     buf_append(&out, "%s    ret;\n}\n", k->body.p ? k->body.p : "");
     int oom = out.oom || k->params.oom || k->body.oom;
     ptx_discard(k);

@@ -35,6 +35,7 @@ struct ptx_kernel {
     int n_params;
     int n_regs[PTX_N_TYPES];
     int n_labels;
+    int grid_dep_placed; /* ptx_grid_dep_wait was called (else ptx_end puts it first) */
 };
 
 /* Starts kernel `name` for sm_<sm>. */
@@ -52,6 +53,17 @@ void ptx_raw(struct ptx_kernel *k, const char *fmt, ...) __attribute__((format(p
 char *ptx_end(struct ptx_kernel *k);
 /* Frees k's buffers without producing text (error paths). */
 void ptx_discard(struct ptx_kernel *k);
+
+/* Programmatic dependent launch (sm_90+; nothing on older targets): the kernel may be launched
+ * while the previous kernel on its stream still runs (the CUDA backend launches every kernel
+ * whose text has the wait that way). Here it waits for that kernel to complete and its writes
+ * to be visible (griddepcontrol.wait), then lets the next kernel launch early in turn
+ * (griddepcontrol.launch_dependents: one kernel ahead at most, and that kernel cannot complete
+ * before this one's wait returned, so every earlier kernel has completed too). Before it a
+ * kernel may only compute addresses and read what no kernel writes (weights); after it,
+ * anything. Called at most once, by every thread, outside any branch; a kernel that does not
+ * call it gets it as its first instruction (ptx_end). */
+void ptx_grid_dep_wait(struct ptx_kernel *k);
 
 /* ---- common sequences ---- */
 

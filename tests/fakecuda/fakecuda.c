@@ -11,6 +11,10 @@
  *   - every copy and memset lies inside one live allocation, every free names one;
  *   - every pointer parameter of a launch (a .u64 param the PTX converts with cvta.to.global) is
  *     0 or points into a live allocation; grid and block shapes are within the limits;
+ *   - a launch with attributes (cuLaunchKernelEx) has a shape within the same limits and no
+ *     attribute but programmatic stream serialization, and that only for a kernel
+ *     whose text waits for the kernel before (griddepcontrol.wait: else it could read what that
+ *     kernel has not written yet);
  *   - nothing synchronises a stream while it is being captured;
  *   - PTX loads only if it has a .version and the named .entry exists.
  *
@@ -25,6 +29,9 @@
  *                             fails: at once with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, or with
  *                             :async as a fault inside the kernel would — the launch succeeds
  *                             and every later call returns CUDA_ERROR_ILLEGAL_ADDRESS (sticky)
+ *   FAKECUDA_NO_PDL_CAPTURE=1 a dependent launch (cuLaunchKernelEx with programmatic stream
+ *                             serialization) while capturing fails as before CUDA 12.3, with
+ *                             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and spoils the capture
  *   FAKECUDA_REPORT=1         at exit, one line of counts (launches, copies, graphs, peak memory,
  *                             rule violations, allocations still live); =2 also the launches
  *                             of each kernel, most first
@@ -57,6 +64,7 @@ struct fake_entry { /* one .entry of a module */
     int param_size[MAX_PARAMS]; /* bytes */
     char is_ptr[MAX_PARAMS];
     int max_dyn_smem;
+    int grid_dep; /* the module's text waits for the kernel before (griddepcontrol.wait) */
 };
 
 struct CUmod_st {
@@ -80,6 +88,7 @@ struct fake_node {
 struct CUgraph_st {
     int n, cap;
     struct fake_node *nodes;
+    int invalid; /* a capture a refused call spoiled: nothing more records, its end fails */
 };
 struct CUgraphExec_st {
     struct CUgraph_st g;
@@ -101,6 +110,7 @@ static int n_devices = 1, inited;
 static atomic_int sticky; /* a CUresult: a fault inside a kernel spoils the context */
 static char fail_prefix[128];
 static int fail_async, fail_at = 1, fail_seen;
+static int no_pdl_capture; /* FAKECUDA_NO_PDL_CAPTURE=1 */
 static long n_launch, n_copy, n_graph_launch, n_violation;
 static struct CUctx_st primary;
 
@@ -161,6 +171,8 @@ static void configure(void) {
         if (colon)
             fail_async = strcmp(colon + 1, "async") == 0, *colon = '\0';
     }
+    e = getenv("FAKECUDA_NO_PDL_CAPTURE");
+    no_pdl_capture = e && *e == '1';
     e = getenv("FAKECUDA_REPORT");
     if (e && (*e == '1' || *e == '2'))
         atexit(report);
@@ -396,6 +408,8 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
 }
 
 static CUresult node_add(struct CUgraph_st *g, const struct fake_node *n) {
+    if (g->invalid)
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     if (g->n == g->cap) {
         int cap = g->cap ? 2 * g->cap : 64;
         struct fake_node *p = realloc(g->nodes, (size_t)cap * sizeof *p);
@@ -551,8 +565,10 @@ CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int n, CU
         m->n_entries++;
     m->entries = calloc((size_t)(m->n_entries ? m->n_entries : 1), sizeof *m->entries);
     int i = 0, bad = !m->entries || !strstr(ptx, ".version") || m->n_entries == 0;
-    for (const char *p = strstr(ptx, ".entry "); p && !bad; p = strstr(p + 1, ".entry "))
-        bad = parse_entry(p, &m->entries[i++]) != 0;
+    for (const char *p = strstr(ptx, ".entry "); p && !bad; p = strstr(p + 1, ".entry ")) {
+        bad = parse_entry(p, &m->entries[i]) != 0;
+        m->entries[i++].grid_dep = strstr(ptx, "griddepcontrol.wait") != NULL;
+    }
     if (bad) {
         if (log && log_size)
             snprintf(log, log_size, "fakecuda: not PTX this fake can read (.version, .entry)");
@@ -660,6 +676,36 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
     return kernel_run(e, node.args, gx);
 }
 
+/* cuLaunchKernel's checks and effect, after the attributes' own */
+CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra) {
+    const struct fake_entry *e = (const struct fake_entry *)(void *)f;
+    if (fakecuda_sticky())
+        return fakecuda_sticky();
+    int ok = cfg && e && (cfg->numAttrs == 0 || cfg->attrs);
+    for (unsigned i = 0; ok && i < cfg->numAttrs; i++)
+        ok = cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+             (cfg->attrs[i].value.programmaticStreamSerializationAllowed == 0 || e->grid_dep);
+    if (!ok) {
+        pthread_mutex_lock(&mu);
+        CUresult r = violation(CUDA_ERROR_INVALID_VALUE,
+                               "cuLaunchKernelEx of %s: an attribute other than programmatic "
+                               "stream serialization, or that for a kernel that does not wait",
+                               e ? e->name : "(null)");
+        pthread_mutex_unlock(&mu);
+        return r;
+    }
+    int pdl = 0;
+    for (unsigned i = 0; i < cfg->numAttrs; i++)
+        pdl |= cfg->attrs[i].value.programmaticStreamSerializationAllowed != 0;
+    if (pdl && no_pdl_capture && cfg->hStream && cfg->hStream->capture) {
+        cfg->hStream->capture->invalid = 1; /* a driver before 12.3 */
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    return cuLaunchKernel(f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX,
+                          cfg->blockDimY, cfg->blockDimZ, cfg->sharedMemBytes, cfg->hStream, params,
+                          extra);
+}
+
 // ---------------------------------------------------------------------------------------------
 // events
 
@@ -702,6 +748,11 @@ CUresult cuStreamEndCapture(CUstream s, CUgraph *g) {
         return CUDA_ERROR_INVALID_VALUE;
     *g = s->capture;
     s->capture = NULL;
+    if ((*g)->invalid) {
+        cuGraphDestroy(*g);
+        *g = NULL;
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
     return fakecuda_sticky();
 }
 

@@ -31,8 +31,9 @@
 #             run on the CPU)
 #   quick     a 15-minute session's measurements with tiny.en alone (stage.sh pack tiny.en):
 #             jfk, the dev set and its words on cuda, batch identity, batchbench at 64 lanes (cross K/V
-#             f16 and f32), base.en-shaped random weights (step, encoder, batched x real
-#             time with prompts as step rows and as prefills), throughput tiny.en at 64 lanes
+#             f16 and f32), base.en-shaped random weights (step and encoder with dependent
+#             launches and without, batched x real time with prompts as step rows and as
+#             prefills), throughput tiny.en at 64 lanes
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -486,9 +487,13 @@ stage_quick() {
     # base's shape with random weights: a step and the encoder from CUDA events, then issue 4's
     # batched figure (128 windows, 64 lanes, 100 tokens each)
     if random_model base.en; then
-        timeout 40 "$B/whisper-c" bench --synthetic --device cuda -m /tmp/ggml-base.en-random.bin \
-            --tokens 100 -bs 1 --runs 3 >"$OUT/bench.tmp" 2>&1 || rc=1
-        say "synthetic base.en (random): $(synthetic_lines "$OUT/bench.tmp")"
+        # with dependent launches (sm_90's default) and without
+        for pdl in 1 0; do
+            WHISPERC_CUDA_PDL=$pdl timeout 40 "$B/whisper-c" bench --synthetic --device cuda \
+                -m /tmp/ggml-base.en-random.bin --tokens 100 -bs 1 --runs 3 >"$OUT/bench.tmp" \
+                2>&1 || rc=1
+            say "synthetic base.en (random), PDL $pdl: $(synthetic_lines "$OUT/bench.tmp")"
+        done
         # prompts as step rows (the default), then each a prefill (before 580f5a5)
         for p in steps prefill; do
             WHISPERC_BATCH_PROMPT=$p timeout 90 "$B/whisper-c" bench --synthetic --device cuda \
@@ -514,7 +519,7 @@ stage_quick() {
     return "$rc"
 }
 
-[ $# -gt 0 ] || { sed -n '2,34p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,35p' "$0"; exit 2; }
 load_env
 status=0
 for stage in "$@"; do
