@@ -162,7 +162,9 @@ static int capture_end(struct wc_stream *s, struct cuda_step_graph *sg) {
          * caller issues the ops again */
         s->err = 0;
         s->errmsg[0] = '\0';
-        if (cs->dep_launch) { /* once more without dependent launches, at the next step */
+        if (cs->dep_launch && !g->refused) {
+            /* the driver's failure, not an op the pass could not hold: perhaps one that
+             * cannot capture dependent launches; once more without them, at the next step */
             cs->dep_launch = false;
             snprintf(g->dep_why, sizeof g->dep_why, "off: a step graph with it failed (%s)", msg);
         } else {
