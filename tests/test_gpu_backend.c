@@ -911,19 +911,50 @@ static void graph_run(whisperc_state *st, const float *features_host, struct gra
     free(host);
 }
 
-/* The same steps with graphs (and dependent launches, on sm_90) and with plain launches, each
- * kernel after the one before has finished, give the same bits: picks, logits and KV cache
- * (rows 1, 3, 7, 8; lanes leave and come back between replays). A kernel that read its
- * input before the grid wait (ptx.h) would race the kernel before it. */
+/* Whether two runs have the same bits: picks, logits and KV cache. */
+static int graph_runs_same(const struct graph_run *a, const struct graph_run *b, int n_vocab,
+                           const char *what) {
+    int same_logits = 1, same_picks = 1;
+    for (int i = 0; i < RUN_STEPS; i++) {
+        size_t off = (size_t)i * 8;
+        same_picks &= memcmp(a->picks + off, b->picks + off, run_n[i] * sizeof *a->picks) == 0;
+        same_logits &= memcmp(a->logits + off * n_vocab, b->logits + off * n_vocab,
+                              (size_t)run_n[i] * n_vocab * 4) == 0;
+    }
+    int same_kv = a->n_kv == b->n_kv && memcmp(a->kv, b->kv, a->n_kv * 4) == 0;
+    printf("%s, %d steps: picks %s, logits %s, KV cache %s\n", what, RUN_STEPS,
+           same_picks ? "same" : "DIFFER", same_logits ? "same" : "DIFFER",
+           same_kv ? "same" : "DIFFER");
+    return same_picks && same_logits && same_kv;
+}
+
+static void graph_run_free(struct graph_run *r) { free(r->picks), free(r->logits), free(r->kv); }
+
+/* A state made with the environment variable `name` set to `value` (read when the backend is
+ * made), or none set when name is NULL. */
+static whisperc_state *open_state_env(const char *path, whisperc_model **m, const char *name,
+                                      const char *value) {
+    if (name)
+        setenv(name, value, 1);
+    whisperc_state *st = open_state(path, WHISPERC_DEVICE_CUDA, m);
+    if (name)
+        unsetenv(name);
+    return st;
+}
+
+/* The same steps give the same bits (picks, logits, KV cache; rows 1, 3, 7, 8, lanes leaving
+ * and coming back between replays) with graphs and dependent launches (on sm_90; ptx.h), with
+ * dependent launches alone (three times: a race shows only now and then), and with plain
+ * launches, each kernel after the one before has finished. A kernel that read what the kernel
+ * before writes ahead of its grid wait would race it. */
 static void test_graph_steps(const char *path) {
-    whisperc_model *mg = NULL, *mp = NULL;
-    whisperc_state *sg = open_state(path, WHISPERC_DEVICE_CUDA, &mg);
-    setenv("WHISPERC_NO_CUDA_GRAPH", "1", 1); /* read when the backend is made */
-    setenv("WHISPERC_CUDA_PDL", "0", 1);
-    whisperc_state *sp = open_state(path, WHISPERC_DEVICE_CUDA, &mp);
+    whisperc_model *mg = NULL, *md = NULL, *mp = NULL;
+    whisperc_state *sg = open_state_env(path, &mg, NULL, NULL);
+    whisperc_state *sd = open_state_env(path, &md, "WHISPERC_NO_CUDA_GRAPH", "1");
+    setenv("WHISPERC_NO_CUDA_GRAPH", "1", 1);
+    whisperc_state *sp = open_state_env(path, &mp, "WHISPERC_CUDA_PDL", "0");
     unsetenv("WHISPERC_NO_CUDA_GRAPH");
-    unsetenv("WHISPERC_CUDA_PDL");
-    if (sg && sp) {
+    if (sg && sd && sp) {
         const struct wc_hparams *hp = &sg->m->file->hp;
         size_t nf = (size_t)hp->n_audio_ctx * hp->n_audio_state;
         float *feat = rand_vec(nf, 1.0f);
@@ -936,25 +967,20 @@ static void test_graph_steps(const char *path) {
         CHECK(state == 1);
         CHECK(sp->s->be->ops->step_graph_state(sp->s, why, sizeof why) == 0);
         printf("plain steps: %s\n", why);
-        int n_vocab = hp->n_vocab, same_logits = 1, same_picks = 1;
-        for (int i = 0; i < RUN_STEPS; i++) {
-            size_t off = (size_t)i * 8;
-            same_picks &= memcmp(g.picks + off, q.picks + off, run_n[i] * sizeof *g.picks) == 0;
-            same_logits &= memcmp(g.logits + off * n_vocab, q.logits + off * n_vocab,
-                                  (size_t)run_n[i] * n_vocab * 4) == 0;
+        CHECK(graph_runs_same(&g, &q, hp->n_vocab, "graph vs plain"));
+        sd->s->be->ops->step_graph_state(sd->s, why, sizeof why);
+        printf("dependent launches, no graphs: %s\n", why);
+        for (int pass = 0; pass < 3; pass++) {
+            struct graph_run d = {0};
+            graph_run(sd, feat, &d);
+            CHECK(graph_runs_same(&d, &q, hp->n_vocab, "dependent launches vs plain"));
+            graph_run_free(&d);
         }
-        int same_kv = g.n_kv == q.n_kv && memcmp(g.kv, q.kv, g.n_kv * 4) == 0;
-        printf("graph vs plain, %d steps: picks %s, logits %s, KV cache %s\n", RUN_STEPS,
-               same_picks ? "same" : "DIFFER", same_logits ? "same" : "DIFFER",
-               same_kv ? "same" : "DIFFER");
-        CHECK(same_picks && same_logits && same_kv);
         free(feat);
-        free(g.picks), free(g.logits), free(g.kv), free(q.picks), free(q.logits), free(q.kv);
+        graph_run_free(&g), graph_run_free(&q);
     }
-    whisperc_state_free(sg);
-    whisperc_state_free(sp);
-    whisperc_model_free(mg);
-    whisperc_model_free(mp);
+    whisperc_state_free(sg), whisperc_state_free(sd), whisperc_state_free(sp);
+    whisperc_model_free(mg), whisperc_model_free(md), whisperc_model_free(mp);
 }
 
 static void test_model(int n_state, int n_head) {

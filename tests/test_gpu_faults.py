@@ -11,7 +11,8 @@ each checked against the live allocations). Faults come from the fake's environm
   - clean runs (greedy, with and without dependent launches, and the default beam search, all
     through step graphs; beam search batched over 2 inputs and over 14, 70-row steps; bench
     --synthetic --throughput, with short prompts fed as step rows and long ones prefilled;
-    bench --synthetic with dependent launches, and where capturing them fails: graphs kept): exit 0, no rule broken, nothing
+    bench --synthetic with dependent launches, where capturing them fails (graphs kept) and
+    where the driver refuses them): exit 0, no rule broken, nothing
     left allocated at exit
   - device memory too small for the weights / for a decoding state beside them: --device auto
     says so in one line and transcribes on the CPU (the right text); --device cuda fails with
@@ -110,11 +111,14 @@ def clean_runs():
               and "(6 steps in 2 waves" in r.stdout,
               f"bench --throughput 6 (context {ctx}) on the fake GPU: exit 0, graphs, no rule "
               f"broken ({rep}, {r.stdout[-300:]!r}, {r.stderr[-300:]!r})")
-    # dependent launches (the fake is sm_90): on, and a driver that cannot capture them into
-    # step graphs (before CUDA 12.3): the stream turns them off and keeps its graphs
+    # dependent launches (the fake is sm_90): on; a driver that cannot capture them into step
+    # graphs (before CUDA 12.3): the stream turns them off and keeps its graphs; one that
+    # refuses them: plain launches
     for fake, want in (({}, "dependent launch on"),
                        ({"FAKECUDA_NO_PDL_CAPTURE": "1"},
-                        "dependent launch off: a step graph with it failed")):
+                        "dependent launch off: a step graph with it failed"),
+                       ({"FAKECUDA_NO_PDL": "1"}, "dependent launch off: the driver refused a "
+                        "dependent launch: CUDA_ERROR_NOT_SUPPORTED")):
         r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
                  "--tokens", "20", "--runs", "1"], **fake)
         rep = report(r)

@@ -54,7 +54,11 @@ def kernels(size):
         subprocess.run([sys.argv[1], "ptx", "--size", size, "--sm", "90", "--out", d], check=True,
                        stdout=subprocess.DEVNULL)
         texts = {f[:-4]: open(os.path.join(d, f)).read() for f in os.listdir(d)}
-    return lambda name: texts[name]
+
+    def ptx(name):
+        return texts[name]
+    ptx.names = list(texts)
+    return ptx
 
 
 def same_bits(a, b):
@@ -107,23 +111,54 @@ def test_layernorm_gemv(ptx, K, rng):
                   err < 1e-6 and (pad == 0xFFFFFFFF).all(), "%.1e" % err)
 
 
-def test_fc2(ptx, K, rng):
+def test_fc2(ptx, K, rng, n=None):
     """the MLP's second gemv (bias, residual) over 4 K inputs: several weight tiles (the loop,
-    the next tile's loads, the L2 prefetches before the grid wait) and a partial last one"""
-    Kin = 4 * K
-    W = (rng.standard_normal((K, Kin)) / np.sqrt(Kin)).astype(np.float16)
+    the next tile's loads, the L2 prefetches before the grid wait), a last one of another
+    width; n outputs (default K; fewer keep large shapes quick)"""
+    Kin, n = 4 * K, n or K
+    W = (rng.standard_normal((n, Kin)) / np.sqrt(Kin)).astype(np.float16)
     for rows in (1, 10):
         x = rng.standard_normal((rows, Kin)).astype(np.float32)
-        old = rng.standard_normal((rows, K)).astype(np.float32)
-        b = rng.standard_normal(K).astype(np.float32)
+        old = rng.standard_normal((rows, n)).astype(np.float32)
+        b = rng.standard_normal(n).astype(np.float32)
         mem = Memory(1 << 25)
         po = mem.put(old)
-        gemv(ptx, mem, Kin, 5, po, K, mem.put(x), mem.put(W), mem.put(b), rows, n=K)
-        y = mem.get(po, np.float32, rows * K).reshape(rows, K)
+        gemv(ptx, mem, Kin, 5, po, n, mem.put(x), mem.put(W), mem.put(b), rows, n=n)
+        y = mem.get(po, np.float32, rows * n).reshape(rows, n)
         ref = old.astype(np.float64) + x.astype(np.float64) @ W.astype(np.float64).T + b
         err = np.abs(y - ref).max() / np.abs(ref).max()
-        check("gemv_f16_k%d_f5 (out += x . W + b), %d rows vs float64" % (Kin, rows),
-              err < 1e-6, "%.1e" % err)
+        check("gemv_f16_k%d_f5 (out += x . W + b), %d rows, %d outputs vs float64"
+              % (Kin, rows, n), err < 1e-6, "%.1e" % err)
+
+
+def test_before_wait(ptx, names, rng):
+    """gemv_f16 runs on sm_90 while the kernel before it still writes (ptx.h
+    ptx_grid_dep_wait): up to its griddepcontrol.wait it may read only weights and biases.
+    Each gemv kernel cut off at its wait, run with every activation pointer (out, in, the
+    norm's gain and bias, the q/k/v caches and row table) pointing at no allocation: any
+    access to them raises"""
+    for name in sorted(n for n in names if n.startswith("gemv_f16_")):
+        K, flags = (int(v) for v in name[len("gemv_f16_k"):].split("_f"))
+        text = ptx(name)
+        cut = text.index("    griddepcontrol.wait;")
+        head = text[:cut] + "    ret;\n}\n"
+        mem = Memory(1 << 24)
+        n = 64
+        pw = mem.put((rng.standard_normal((3 * n if flags & 16 else n, K)) / 8).astype(np.float16))
+        pb = mem.put(rng.standard_normal(n).astype(np.float32))
+        nowhere = 1 << 40  # outside every allocation
+        more = [nowhere] * 2 if flags & 8 else []
+        if flags & 16:  # wk, wv (weights), bk, bv (biases), k and v caches, row table
+            pw = mem.put((rng.standard_normal((n, K)) / 8).astype(np.float16))
+            more += [mem.put((rng.standard_normal((n, K)) / 8).astype(np.float16)) for _ in range(2)]
+            more += [pb, pb, nowhere, nowhere, nowhere]
+        ok, why = True, ""
+        try:
+            run(head, name, grid=((3 * n if flags & 16 else n) // 32, 2, 1), block=(256, 1, 1),
+                params=[nowhere, n, nowhere, pw, pb, n, 10] + more, mem=mem)
+        except Exception as e:  # noqa: BLE001 -- the emulator's error names the access
+            ok, why = False, str(e)[:200]
+        check("%s: before its grid wait it reads only weights and biases" % name, ok, why)
 
 
 def test_norm_fused(ptx, K, rng):
@@ -449,6 +484,7 @@ def test_sample(ptx, V, rng):
 rng = np.random.default_rng(2026)
 for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     ptx = kernels(size)
+    test_before_wait(ptx, ptx.names, rng)
     test_layernorm_gemv(ptx, K, rng)
     test_fc2(ptx, K, rng)
     test_norm_fused(ptx, K, rng)
@@ -461,5 +497,24 @@ for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     if size == "tiny":  # the logits kernels depend on the vocabulary alone
         test_logits(ptx, 51865, 6, rng)
         test_sample(ptx, 51865, rng)
+# large-v3's widths, a few outputs each: fc2 over 5 weight tiles; K = 1280 with the norm fused
+# (its first tile loaded after the wait, into L2 before it) against layernorm then the plain
+ptx = kernels("large-v3")
+test_before_wait(ptx, [n for n in ptx.names if "k1280" in n or "k5120" in n], rng)
+test_fc2(ptx, 1280, rng, n=64)
+for fused, plain in ((9, 1), (8, 0)):
+    K, rows, n = 1280, 10, 64
+    mem = Memory(1 << 24)
+    x = (3 * rng.standard_normal((rows, K))).astype(np.float32)
+    W = (rng.standard_normal((n, K)) / np.sqrt(K)).astype(np.float16)
+    px, pw = mem.put(x), mem.put(W)
+    pg, plb = (mem.put(rng.standard_normal(K).astype(np.float32)) for _ in range(2))
+    pb = mem.put(rng.standard_normal(n).astype(np.float32))
+    pf, ph, ps = mem.alloc(rows * n * 4), mem.alloc(rows * K * 4), mem.alloc(rows * n * 4)
+    gemv(ptx, mem, K, fused, pf, n, px, pw, pb, rows, more=[pg, plb], n=n)
+    layernorm(ptx, mem, K, ph, px, pg, plb, rows)
+    gemv(ptx, mem, K, plain, ps, n, ph, pw, pb, rows, n=n)
+    check("gemv_f16_k%d_f%d == layernorm + f%d, %d rows, %d outputs" % (K, fused, plain, rows, n),
+          same_bits(mem.get(pf, np.float32, rows * n), mem.get(ps, np.float32, rows * n)))
 print("%d failure(s)" % failures)
 sys.exit(1 if failures else 0)

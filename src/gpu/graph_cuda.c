@@ -8,7 +8,10 @@
  * copies from, and then cuGraphLaunch. The staging starts empty at every pass (begin syncs
  * when it is not), so a key's blocks land at the same offsets every time; the signature
  * checks that the replay issued what was recorded. Any failure turns graphs off for good on
- * the stream, and the step's ops are issued again as plain launches.
+ * the stream, and the step's ops are issued again as plain launches; but for a capture the
+ * driver rejects while the stream launches kernels as dependent launches (a driver before
+ * CUDA 12.3 cannot capture them): then the stream stops launching them that way, and the next
+ * step is recorded again.
  *
  * tests/test_gpu_backend.c compares graph steps with plain steps bit for bit (equal on an H100,
  * 2026-11-24, docs/gpu-validation.md).
@@ -144,7 +147,7 @@ static int capture_end(struct wc_stream *s, struct cuda_step_graph *sg) {
     CUgraph graph = NULL;
     CUgraphExec exec = NULL;
     char msg[sizeof s->errmsg] = "";
-    CUresult r = cu->stream_end_capture(cs->stream, &graph);
+    CUresult r = cu->stream_end_capture(cs->stream, &graph), r_end = r;
     if (g->refused)
         snprintf(msg, sizeof msg, "%s in the step", g->refused);
     else if (s->err)
@@ -162,9 +165,12 @@ static int capture_end(struct wc_stream *s, struct cuda_step_graph *sg) {
          * caller issues the ops again */
         s->err = 0;
         s->errmsg[0] = '\0';
-        if (cs->dep_launch && !g->refused) {
-            /* the driver's failure, not an op the pass could not hold: perhaps one that
-             * cannot capture dependent launches; once more without them, at the next step */
+        bool capture_refused = r_end == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+                               r_end == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ||
+                               r_end == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_NOT_SUPPORTED;
+        if (cs->dep_launch && !g->refused && capture_refused) {
+            /* the driver would not record the pass, perhaps for its dependent launches:
+             * once more without them, at the next step */
             cs->dep_launch = false;
             snprintf(g->dep_why, sizeof g->dep_why, "off: a step graph with it failed (%s)", msg);
         } else {

@@ -162,7 +162,8 @@ const struct cuda_kernel *cuda_kernel_get(struct wc_stream *s, enum cuda_kernel_
 
 /* k launched with programmatic stream serialization: it may start while the kernel before it
  * on the stream runs, and waits for it inside (cuda_internal.h dep_launch). A launch the
- * driver refuses with the attribute is made plainly. */
+ * driver refuses with the attribute is made plainly, and outside a recording the stream stops
+ * asking (inside one, the refusal may have spoiled the recording: graph_cuda.c decides). */
 static CUresult dep_launch(struct cuda_stream *cs, const struct cuda_kernel *k,
                            const unsigned grid[3], unsigned block, void **args) {
     const struct cuda_model *m = cs->m;
@@ -178,9 +179,15 @@ static CUresult dep_launch(struct cuda_stream *cs, const struct cuda_kernel *k,
                           .attrs = &attr,
                           .numAttrs = 1};
     CUresult r = m->cu.launch_kernel_ex(&cfg, k->fn, args, NULL);
-    if (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE)
+    if (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE) {
+        if (cs->graphs.mode != CUDA_GRAPH_CAPTURE) {
+            cs->dep_launch = false;
+            cuda_check(&m->cu, r, "off: the driver refused a dependent launch", cs->graphs.dep_why,
+                       sizeof cs->graphs.dep_why);
+        }
         r = m->cu.launch_kernel(k->fn, grid[0], grid[1], grid[2], block, 1, 1, 0, cs->stream, args,
                                 NULL);
+    }
     return r;
 }
 

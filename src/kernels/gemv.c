@@ -16,10 +16,13 @@
  * early as their addresses are known and used as late as possible: the bias and the first
  * tile's weights (all its steps) before the grid wait (ptx.h ptx_grid_dep_wait: on sm_90 the
  * kernel is launched while the one before still runs, and reads only weights until it
- * finishes), the later tiles' weights into L2 then too, each next tile's weights before the
- * tile before is summed, the old output before the tiles, the inputs of all rows before the
- * stores to shared memory. On the H100 (2026-11-24) each step of a tile and each row of the
- * staging waited for its own loads: 5 µs for a 512 x 512 weight, 11 µs for 512 x 2048.
+ * finishes), the later tiles' weights into L2 then too, each next tile's weights before that
+ * tile's inputs are staged, the old output before the tiles, the inputs of all rows before the
+ * stores to shared memory. With the layer norm fused and K > GEMV_EARLY_NORM_K the first tile
+ * only goes to L2 before the wait: its 64 registers held across the norm's statistics would
+ * take the kernel from 168 to ~238 registers at K = 1280. On the H100 (2026-11-24) each step
+ * of a tile and each row of the staging waited for its own loads: 5 µs for a 512 x 512
+ * weight, 11 µs for 512 x 2048.
  *
  * Summation order: acc[col][m] sums its lane's groups in k order; then the warp's 32 sums
  * (4 columns x 8 rows) are reduced by recursive halving (31 shuffles), after which lane L holds
@@ -43,12 +46,13 @@
 #include "kernels/kernels.h"
 #include "kernels/ptx.h"
 
-#define GEMV_WARPS (KERNEL_GEMV_THREADS / 32)
-#define GEMV_WCOLS (KERNEL_GEMV_COLS / GEMV_WARPS) /* columns per warp: 4 */
-#define GEMV_M     KERNEL_GEMV_MAX_ROWS            /* 8 */
-#define GEMV_TILE  1024                            /* K per staged tile: 32 KiB of shared memory */
-#define LN_VWARPS  (KERNEL_LN_THREADS / 32)        /* gen_layernorm's warps */
-#define NORM_MAX_K 2048                            /* a row's values a lane holds: K / 32 <= 64 */
+#define GEMV_WARPS        (KERNEL_GEMV_THREADS / 32)
+#define GEMV_WCOLS        (KERNEL_GEMV_COLS / GEMV_WARPS) /* columns per warp: 4 */
+#define GEMV_M            KERNEL_GEMV_MAX_ROWS            /* 8 */
+#define GEMV_TILE         1024                     /* K per staged tile: 32 KiB of shared memory */
+#define LN_VWARPS         (KERNEL_LN_THREADS / 32) /* gen_layernorm's warps */
+#define NORM_MAX_K        2048                     /* a row's values a lane holds: K / 32 <= 64 */
+#define GEMV_EARLY_NORM_K 512 /* the norm form loads its first tile before the wait up to here */
 _Static_assert(GEMV_WARPS == GEMV_M, "norm_stats: a warp per row");
 
 struct gemv_regs {
@@ -218,20 +222,24 @@ static void tile_loads(struct ptx_kernel *k, struct gemv_regs *r, struct gemv_ti
     }
 }
 
-/* The L2 prefetches of the tile of kt columns `off` bytes past the current one: the addresses
- * tile_loads would load, nothing for columns out of range or lanes past the tile's groups. */
+/* The L2 prefetches of the tile of kt columns `off` bytes past the current one: the lines
+ * tile_loads would load there, by every 8th lane (8 lanes' 16 bytes make a 128-byte line;
+ * rows start on one, K % 8 == 0), nothing for columns out of range or past the tile's groups. */
 static void tile_prefetch(struct ptx_kernel *k, struct gemv_regs *r, int kt, int off) {
     int groups = kt / 8;
-    struct ptx_reg in_step = ptx_reg(k, PTX_PRED), ok = ptx_reg(k, PTX_PRED);
+    struct ptx_reg lead = ptx_reg(k, PTX_PRED), in_step = ptx_reg(k, PTX_PRED);
+    struct ptx_reg ok = ptx_reg(k, PTX_PRED), t = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "and.b32 %s, %s, 7", t.s, r->lane.s);
+    ptx_ins(k, "setp.eq.u32 %s, %s, 0", lead.s, t.s);
     for (int i = 0; 32 * i < groups; i++) {
         int partial = 32 * (i + 1) > groups;
-        if (partial)
+        if (partial) {
             ptx_ins(k, "setp.lt.u32 %s, %s, %d", in_step.s, r->lane.s, groups - 32 * i);
+            ptx_ins(k, "and.pred %s, %s, %s", in_step.s, in_step.s, lead.s);
+        }
         for (int c = 0; c < GEMV_WCOLS; c++) {
-            if (partial)
-                ptx_ins(k, "and.pred %s, %s, %s", ok.s, in_step.s, r->col_ok[c].s);
-            ptx_ins(k, "@%s prefetch.global.L2 [%s+%d]", partial ? ok.s : r->col_ok[c].s,
-                    r->wrow[c].s, off + 512 * i);
+            ptx_ins(k, "and.pred %s, %s, %s", ok.s, partial ? in_step.s : lead.s, r->col_ok[c].s);
+            ptx_ins(k, "@%s prefetch.global.L2 [%s+%d]", ok.s, r->wrow[c].s, off + 512 * i);
         }
     }
 }
@@ -446,13 +454,17 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
      * that kernel still runs. Only then what earlier kernels wrote: the input rows (norm
      * statistics, staging), the cache rows of k and v, the old output. */
     struct gemv_tile_w tw = {0};
-    int n_full = k_in / GEMV_TILE, rest = k_in % GEMV_TILE;
-    tile_loads(&k, &r, &tw, n_full ? GEMV_TILE : rest);
-    for (int t = 1; t < n_full + (rest > 0); t++)
+    int n_full = k_in / GEMV_TILE, rest = k_in % GEMV_TILE, first = n_full ? GEMV_TILE : rest;
+    int early = !norm || k_in <= GEMV_EARLY_NORM_K; /* the first tile into registers */
+    if (early)
+        tile_loads(&k, &r, &tw, first);
+    for (int t = !early; t < n_full + (rest > 0); t++)
         tile_prefetch(&k, &r, t < n_full ? GEMV_TILE : rest, 2 * GEMV_TILE * t);
     ptx_grid_dep_wait(&k);
     if (norm)
         norm_stats(&k, &r, warp, k_in);
+    if (!early)
+        tile_loads(&k, &r, &tw, first);
     if (qkv) {
         struct ptx_reg dst = ptx_reg(&k, PTX_B32);
         struct ptx_reg da = ptx_addr(&k, ptx_ld_ptr(&k, "p_dst"), row, 4);

@@ -62,7 +62,9 @@ void ptx_discard(struct ptx_kernel *k);
  * before this one's wait returned, so every earlier kernel has completed too). Before it a
  * kernel may only compute addresses and read what no kernel writes (weights); after it,
  * anything. Called at most once, by every thread, outside any branch; a kernel that does not
- * call it gets it as its first instruction (ptx_end). */
+ * call it gets it as its first instruction (ptx_end). The reasoning needs every kernel on the
+ * stream either to wait so or to be launched without the attribute, as cuBLAS's are: those
+ * start only once the kernel before has completed, as always. */
 void ptx_grid_dep_wait(struct ptx_kernel *k);
 
 /* ---- common sequences ---- */

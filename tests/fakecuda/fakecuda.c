@@ -32,6 +32,7 @@
  *   FAKECUDA_NO_PDL_CAPTURE=1 a dependent launch (cuLaunchKernelEx with programmatic stream
  *                             serialization) while capturing fails as before CUDA 12.3, with
  *                             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and spoils the capture
+ *   FAKECUDA_NO_PDL=1         every dependent launch fails with CUDA_ERROR_NOT_SUPPORTED
  *   FAKECUDA_REPORT=1         at exit, one line of counts (launches, copies, graphs, peak memory,
  *                             rule violations, allocations still live); =2 also the launches
  *                             of each kernel, most first
@@ -111,6 +112,7 @@ static atomic_int sticky; /* a CUresult: a fault inside a kernel spoils the cont
 static char fail_prefix[128];
 static int fail_async, fail_at = 1, fail_seen;
 static int no_pdl_capture; /* FAKECUDA_NO_PDL_CAPTURE=1 */
+static int no_pdl;         /* FAKECUDA_NO_PDL=1 */
 static long n_launch, n_copy, n_graph_launch, n_violation;
 static struct CUctx_st primary;
 
@@ -173,6 +175,8 @@ static void configure(void) {
     }
     e = getenv("FAKECUDA_NO_PDL_CAPTURE");
     no_pdl_capture = e && *e == '1';
+    e = getenv("FAKECUDA_NO_PDL");
+    no_pdl = e && *e == '1';
     e = getenv("FAKECUDA_REPORT");
     if (e && (*e == '1' || *e == '2'))
         atexit(report);
@@ -248,6 +252,9 @@ static const struct {
     {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
      "operation not permitted when stream is capturing"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 };
 
 CUresult cuGetErrorName(CUresult r, const char **s) {
@@ -697,6 +704,8 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params
     int pdl = 0;
     for (unsigned i = 0; i < cfg->numAttrs; i++)
         pdl |= cfg->attrs[i].value.programmaticStreamSerializationAllowed != 0;
+    if (pdl && no_pdl)
+        return CUDA_ERROR_NOT_SUPPORTED;
     if (pdl && no_pdl_capture && cfg->hStream && cfg->hStream->capture) {
         cfg->hStream->capture->invalid = 1; /* a driver before 12.3 */
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
