@@ -8,16 +8,16 @@
  * One CTA per (row g, head, split z) over keys [z S, (z + 1) S) (S = KERNEL_ATTN_SPLIT: a step's
  * few rows alone would leave most SMs idle, and one CTA walking 1500 keys waits on memory
  * ~200 times), 4 warps splitting them: warp w takes keys w, w+4, ..., GATHER_U of them per step
- * (their key and value loads in flight together). A warp handles one key with its 32 lanes
- * across the head's columns (lane owns columns lane + 32 i: coalesced 128-byte rows), the dot
- * product joined by a butterfly so every lane holds the score, and keeps its own online softmax
- * (max m, sum l, acc) in the log2 domain. At the end the 4 partial results meet in shared
- * memory: thread `col` < d rescales each warp's acc and l by 2^(m_w - max m); with one split it
- * divides and stores the output, else it stores (max, sum, acc) as the split's record. The
- * splits sit at fixed key indices, so a row's bits do not depend on the other rows or the grid:
- * a split with no keys weighs exactly 0, and one split through the join gives the bits of the
- * direct division. d_head a multiple of 32, at most 128; n_kv >= 1 (a warp with no key ends
- * with l = 0, m = -1e30 and weighs nothing). The two modes differ only in where key j's row is
+ * (the loads of all the split's steps in flight together, then the steps' folds in order). A warp
+ * handles one key with its 32 lanes across the head's columns (lane owns columns lane + 32 i:
+ * coalesced 128-byte rows), the dot product joined by a butterfly so every lane holds the score,
+ * and keeps its own online softmax (max m, sum l, acc) in the log2 domain. At the end the 4 partial
+ * results meet in shared memory: thread `col` < d rescales each warp's acc and l by 2^(m_w - max
+ * m); with one split it divides and stores the output, else it stores (max, sum, acc) as the
+ * split's record. The splits sit at fixed key indices, so a row's bits do not depend on the other
+ * rows or the grid: a split with no keys weighs exactly 0, and one split through the join gives the
+ * bits of the direct division. d_head a multiple of 32, at most 128; n_kv >= 1 (a warp with no key
+ * ends with l = 0, m = -1e30 and weighs nothing). The two modes differ only in where key j's row is
  * (struct key_rows). Rows mode's kv_half (attn_rows_..._kvh) reads K and V stored as fp16 (the
  * batch decoder's cross-attention K/V: half the bytes a step reads), each lane still taking
  * columns lane + 32 i, widened exactly: the f32 kernel's bits on the widened values.
@@ -36,9 +36,11 @@
 #include "kernels/ptx.h"
 
 #define GATHER_WARPS (KERNEL_GATHER_THREADS / 32)
-#define GATHER_U     8 /* keys per warp per step */
-#define GATHER_MAXD  128
-#define NEG_BIG      "0fF149F2CA" /* -1e30, see attention.c */
+#define GATHER_U     8                                               /* keys per warp per step */
+#define GATHER_STEPS (KERNEL_ATTN_SPLIT / (GATHER_WARPS * GATHER_U)) /* steps of a split: 2 */
+_Static_assert(KERNEL_ATTN_SPLIT % (GATHER_WARPS * GATHER_U) == 0, "a split is whole steps");
+#define GATHER_MAXD 128
+#define NEG_BIG     "0fF149F2CA" /* -1e30, see attention.c */
 
 /* Where this row's keys are: gather mode reads key j's row index from slot_row (global
  * address of the row's slot-table row), rows mode takes row j itself, row_bytes apart (a
@@ -56,68 +58,84 @@ static void load_half(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg o
     ptx_ins(k, "@%s ld.global.b16 %s, [%s+%d]", ok.s, dst.s, addr.s, off);
 }
 
-/* The scores, weights and value sums of keys j + GATHER_WARPS u, u < GATHER_U, folded into m,
- * l, acc. `j` = this warp's first key of the step; keys >= n_kv are skipped (weight 0). */
-static void gather_step(struct ptx_kernel *k, struct ptx_reg j, struct ptx_reg n_kv,
-                        const struct key_rows *kr, const struct ptx_reg *q, struct ptx_reg *acc,
-                        struct ptx_reg m, struct ptx_reg l, int c, int nd) {
-    struct ptx_reg ok[GATHER_U], ka[GATHER_U], va[GATHER_U], s[GATHER_U], r[GATHER_U];
+/* One step of a warp: keys j + GATHER_WARPS u, u < GATHER_U (j = the warp's first key of the
+ * step); keys >= n_kv are skipped (weight 0). Its loads (step_rows, step_loads) and its fold
+ * (step_fold) are emitted apart, so that every step's loads are in flight before the first
+ * step's products: a CTA's keys cost one memory wait (two with the slot table), not one a
+ * step. The fold's arithmetic is the same whenever its loads were issued. */
+struct gather_step_regs {
+    struct ptx_reg j, ok[GATHER_U], r[GATHER_U];
     struct ptx_reg kv[GATHER_U][GATHER_MAXD / 32], vv[GATHER_U][GATHER_MAXD / 32];
     struct ptx_reg kh[GATHER_U][GATHER_MAXD / 32], vh[GATHER_U][GATHER_MAXD / 32];
+};
+
+/* The keys' rows: gather mode loads them from the slot table, rows mode takes the key index. */
+static void step_rows(struct ptx_kernel *k, struct gather_step_regs *st, struct ptx_reg n_kv,
+                      const struct key_rows *kr) {
     struct ptx_reg ju = ptx_reg(k, PTX_B32), off = ptx_reg(k, PTX_B64), sa = ptx_reg(k, PTX_B64);
-    /* every load of the step before any use (one memory wait per step, two with the slot
-     * table): the keys' rows (gather: their slots first), then their keys and values */
     for (int u = 0; u < GATHER_U; u++) {
-        ok[u] = ptx_reg(k, PTX_PRED), r[u] = ptx_reg(k, PTX_B32);
-        ptx_ins(k, "add.u32 %s, %s, %d", ju.s, j.s, GATHER_WARPS * u);
-        ptx_ins(k, "setp.lt.u32 %s, %s, %s", ok[u].s, ju.s, n_kv.s);
+        st->ok[u] = ptx_reg(k, PTX_PRED), st->r[u] = ptx_reg(k, PTX_B32);
+        ptx_ins(k, "add.u32 %s, %s, %d", ju.s, st->j.s, GATHER_WARPS * u);
+        ptx_ins(k, "setp.lt.u32 %s, %s, %s", st->ok[u].s, ju.s, n_kv.s);
         if (kr->gather) {
             ptx_ins(k, "mul.wide.u32 %s, %s, 4", off.s, ju.s);
             ptx_ins(k, "add.s64 %s, %s, %s", sa.s, kr->slot_row.s, off.s);
-            ptx_ins(k, "mov.u32 %s, 0", r[u].s);
-            ptx_ins(k, "@%s ld.global.nc.u32 %s, [%s]", ok[u].s, r[u].s, sa.s);
+            ptx_ins(k, "mov.u32 %s, 0", st->r[u].s);
+            ptx_ins(k, "@%s ld.global.nc.u32 %s, [%s]", st->ok[u].s, st->r[u].s, sa.s);
         } else {
-            ptx_ins(k, "mov.u32 %s, %s", r[u].s, ju.s);
+            ptx_ins(k, "mov.u32 %s, %s", st->r[u].s, ju.s);
         }
     }
+}
+
+/* Their keys and values (zeros for keys past the end). */
+static void step_loads(struct ptx_kernel *k, struct gather_step_regs *st, const struct key_rows *kr,
+                       int c, int nd) {
+    struct ptx_reg off = ptx_reg(k, PTX_B64), ka = ptx_reg(k, PTX_B64), va = ptx_reg(k, PTX_B64);
     for (int u = 0; u < GATHER_U; u++) {
-        ka[u] = ptx_reg(k, PTX_B64), va[u] = ptx_reg(k, PTX_B64);
         if (kr->gather)
-            ptx_ins(k, "mul.wide.u32 %s, %s, %d", off.s, r[u].s, 4 * c);
+            ptx_ins(k, "mul.wide.u32 %s, %s, %d", off.s, st->r[u].s, 4 * c);
         else
-            ptx_ins(k, "mul.wide.u32 %s, %s, %s", off.s, r[u].s, kr->row_bytes.s);
-        ptx_ins(k, "add.s64 %s, %s, %s", ka[u].s, kr->kbase.s, off.s);
-        ptx_ins(k, "add.s64 %s, %s, %s", va[u].s, kr->vbase.s, off.s);
+            ptx_ins(k, "mul.wide.u32 %s, %s, %s", off.s, st->r[u].s, kr->row_bytes.s);
+        ptx_ins(k, "add.s64 %s, %s, %s", ka.s, kr->kbase.s, off.s);
+        ptx_ins(k, "add.s64 %s, %s, %s", va.s, kr->vbase.s, off.s);
         for (int i = 0; i < nd; i++) {
-            kv[u][i] = ptx_reg(k, PTX_F32), vv[u][i] = ptx_reg(k, PTX_F32);
+            st->kv[u][i] = ptx_reg(k, PTX_F32), st->vv[u][i] = ptx_reg(k, PTX_F32);
             if (kr->esz == 2) {
-                kh[u][i] = ptx_reg(k, PTX_B16), vh[u][i] = ptx_reg(k, PTX_B16);
-                load_half(k, kh[u][i], ok[u], ka[u], 64 * i);
-                load_half(k, vh[u][i], ok[u], va[u], 64 * i);
+                st->kh[u][i] = ptx_reg(k, PTX_B16), st->vh[u][i] = ptx_reg(k, PTX_B16);
+                load_half(k, st->kh[u][i], st->ok[u], ka, 64 * i);
+                load_half(k, st->vh[u][i], st->ok[u], va, 64 * i);
                 continue;
             }
-            ptx_ins(k, "mov.f32 %s, 0f00000000", kv[u][i].s);
-            ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, kv[u][i].s, ka[u].s, 128 * i);
-            ptx_ins(k, "mov.f32 %s, 0f00000000", vv[u][i].s);
-            ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", ok[u].s, vv[u][i].s, va[u].s, 128 * i);
+            ptx_ins(k, "mov.f32 %s, 0f00000000", st->kv[u][i].s);
+            ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", st->ok[u].s, st->kv[u][i].s, ka.s, 128 * i);
+            ptx_ins(k, "mov.f32 %s, 0f00000000", st->vv[u][i].s);
+            ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", st->ok[u].s, st->vv[u][i].s, va.s, 128 * i);
         }
     }
+}
+
+/* The step's scores, weights and value sums folded into m, l, acc. */
+static void step_fold(struct ptx_kernel *k, struct gather_step_regs *st, const struct key_rows *kr,
+                      const struct ptx_reg *q, struct ptx_reg *acc, struct ptx_reg m,
+                      struct ptx_reg l, int nd) {
+    struct ptx_reg s[GATHER_U];
     for (int u = 0; u < GATHER_U && kr->esz == 2; u++) /* widened once every load is issued */
         for (int i = 0; i < nd; i++) {
-            ptx_ins(k, "cvt.f32.f16 %s, %s", kv[u][i].s, kh[u][i].s);
-            ptx_ins(k, "cvt.f32.f16 %s, %s", vv[u][i].s, vh[u][i].s);
+            ptx_ins(k, "cvt.f32.f16 %s, %s", st->kv[u][i].s, st->kh[u][i].s);
+            ptx_ins(k, "cvt.f32.f16 %s, %s", st->vv[u][i].s, st->vh[u][i].s);
         }
     for (int u = 0; u < GATHER_U; u++) {
         s[u] = ptx_reg(k, PTX_F32);
         ptx_ins(k, "mov.f32 %s, 0f00000000", s[u].s);
         for (int i = 0; i < nd; i++)
-            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", s[u].s, q[i].s, kv[u][i].s, s[u].s);
+            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", s[u].s, q[i].s, st->kv[u][i].s, s[u].s);
     }
     struct ptx_reg mt = ptx_reg(k, PTX_F32), corr = ptx_reg(k, PTX_F32);
     ptx_ins(k, "mov.f32 %s, %s", mt.s, m.s);
     for (int u = 0; u < GATHER_U; u++) {
         ptx_warp_reduce(k, s[u], "add");
-        ptx_ins(k, "@!%s mov.f32 %s, 0fFF800000", ok[u].s, s[u].s);
+        ptx_ins(k, "@!%s mov.f32 %s, 0fFF800000", st->ok[u].s, s[u].s);
         ptx_ins(k, "max.f32 %s, %s, %s", mt.s, mt.s, s[u].s);
     }
     ptx_ins(k, "sub.f32 %s, %s, %s", corr.s, m.s, mt.s);
@@ -131,7 +149,7 @@ static void gather_step(struct ptx_kernel *k, struct ptx_reg j, struct ptx_reg n
         ptx_ins(k, "ex2.approx.f32 %s, %s", s[u].s, s[u].s);
         ptx_ins(k, "add.f32 %s, %s, %s", l.s, l.s, s[u].s);
         for (int i = 0; i < nd; i++)
-            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", acc[i].s, s[u].s, vv[u][i].s, acc[i].s);
+            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", acc[i].s, s[u].s, st->vv[u][i].s, acc[i].s);
     }
 }
 
@@ -258,13 +276,22 @@ static char *gen_one_row(int sm, int n_head, int d, int gather, int kv_half) {
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", j.s, z.s, KERNEL_ATTN_SPLIT, warp.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %d", j_end.s, z.s, KERNEL_ATTN_SPLIT, KERNEL_ATTN_SPLIT);
     ptx_ins(&k, "min.u32 %s, %s, %s", j_end.s, j_end.s, n_kv.s);
-    struct ptx_reg loop = ptx_label(&k), end = ptx_label(&k);
-    ptx_place(&k, loop); /* uniform per warp: j depends on the warp only */
-    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, j.s, j_end.s);
-    ptx_ins(&k, "@%s bra %s", p.s, end.s);
-    gather_step(&k, j, j_end, &kr, q, acc, m, l, c, nd);
-    ptx_ins(&k, "add.u32 %s, %s, %d", j.s, j.s, GATHER_WARPS * GATHER_U);
-    ptx_ins(&k, "bra %s", loop.s);
+    /* the split's steps unrolled: every step's loads, then the folds of the steps that have
+     * keys (a branch uniform per warp: j depends on the warp only) */
+    struct gather_step_regs st[GATHER_STEPS];
+    struct ptx_reg end = ptx_label(&k);
+    for (int i = 0; i < GATHER_STEPS; i++) {
+        st[i].j = ptx_reg(&k, PTX_B32);
+        ptx_ins(&k, "add.u32 %s, %s, %d", st[i].j.s, j.s, GATHER_WARPS * GATHER_U * i);
+        step_rows(&k, &st[i], j_end, &kr);
+    }
+    for (int i = 0; i < GATHER_STEPS; i++)
+        step_loads(&k, &st[i], &kr, c, nd);
+    for (int i = 0; i < GATHER_STEPS; i++) {
+        ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, st[i].j.s, j_end.s);
+        ptx_ins(&k, "@%s bra %s", p.s, end.s);
+        step_fold(&k, &st[i], &kr, q, acc, m, l, nd);
+    }
     ptx_place(&k, end);
 
     /* the warps' partial results to shared memory, then thread col < d combines them */
