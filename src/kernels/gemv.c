@@ -35,6 +35,9 @@
  * in gen_layernorm's order: lane l stands for its threads l, l + 32, l + 64, l + 96, each summing
  * its values in k order, then the four warp sums in thread order, so the normalised inputs, and
  * with them the outputs, have the bits of layernorm followed by this kernel without the flag.
+ * Where the row is one tile (K <= GEMV_TILE: every Whisper width but large's 1280) the warp
+ * then normalises the values it holds and stores them into the tile itself: the row is read
+ * from memory once, not again for the staging.
  *
  * KERNEL_GEMV_QKV (backend.h norm_qkv) runs a step's three self-attention projections as one
  * grid, segment by segment (CTA x / (K / 32) selects q, k or v's weight, bias and output), and
@@ -80,11 +83,32 @@ static struct ptx_reg norm_sum(struct ptx_kernel *k, struct ptx_reg *part) {
     return total;
 }
 
+/* The shared-memory byte address of value kk of row m of a tile (stage_tile's planes: kk ->
+ * plane (kk / 4) % 2, place (kk / 8) * 4 + kk % 4), kk and m known at generation time but for
+ * the register parts: dst = s_in + 4 (m_reg * GEMV_TILE + place(kk_reg + kk_add)). */
+static void tile_place(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg m_reg,
+                       struct ptx_reg kk_reg, int kk_add) {
+    struct ptx_reg kk = ptx_reg(k, PTX_B32), t = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "add.u32 %s, %s, %d", kk.s, kk_reg.s, kk_add);
+    ptx_ins(k, "shr.u32 %s, %s, 3", dst.s, kk.s);
+    ptx_ins(k, "shl.b32 %s, %s, 2", dst.s, dst.s);
+    ptx_ins(k, "and.b32 %s, %s, 3", t.s, kk.s);
+    ptx_ins(k, "add.u32 %s, %s, %s", dst.s, dst.s, t.s);
+    ptx_ins(k, "and.b32 %s, %s, 4", t.s, kk.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", dst.s, t.s, GEMV_TILE / 8, dst.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", dst.s, m_reg.s, GEMV_TILE, dst.s);
+    ptx_ins(k, "mov.u32 %s, s_in", t.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", dst.s, dst.s, t.s);
+}
+
 /* Warp w: row w's layer-norm statistics into s_ln[2 w], s_ln[2 w + 1] (mean, 1 / std), with
  * gen_layernorm's instructions in its order (the file comment). Rows past n_rows load nothing
- * and their statistics are never used. */
+ * and their statistics are never used. stage (K <= GEMV_TILE: the row is one tile): instead of
+ * s_ln, the normalised row goes straight into the tile's shared planes, with the instructions
+ * stage_tile would run on it (the same bits), which saves the tile a second read of the row
+ * and a barrier; a barrier then makes the tile visible. */
 static void norm_stats(struct ptx_kernel *k, const struct gemv_regs *r, struct ptx_reg warp,
-                       int k_in) {
+                       int k_in, int stage) {
     int per = k_in / KERNEL_LN_THREADS; /* values a virtual thread holds */
     struct ptx_reg ok = ptx_reg(k, PTX_PRED), idx = ptx_reg(k, PTX_B32);
     struct ptx_reg x[LN_VWARPS][NORM_MAX_K / KERNEL_LN_THREADS], part[LN_VWARPS];
@@ -98,6 +122,19 @@ static void norm_stats(struct ptx_kernel *k, const struct gemv_regs *r, struct p
             ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+%d]", ok.s, x[j][i].s, src.s,
                     4 * (32 * j + KERNEL_LN_THREADS * i));
         }
+    /* the gain and bias at the lane's values, loaded beside the row (stage only) */
+    struct ptx_reg gv[LN_VWARPS][NORM_MAX_K / KERNEL_LN_THREADS];
+    struct ptx_reg bv[LN_VWARPS][NORM_MAX_K / KERNEL_LN_THREADS];
+    if (stage) {
+        struct ptx_reg ga = ptx_addr(k, r->g, r->lane, 4), ba = ptx_addr(k, r->lb, r->lane, 4);
+        for (int j = 0; j < LN_VWARPS; j++)
+            for (int i = 0; i < per; i++) {
+                int kk = 32 * j + KERNEL_LN_THREADS * i;
+                gv[j][i] = ptx_reg(k, PTX_F32), bv[j][i] = ptx_reg(k, PTX_F32);
+                ptx_ins(k, "ld.global.nc.f32 %s, [%s+%d]", gv[j][i].s, ga.s, 4 * kk);
+                ptx_ins(k, "ld.global.nc.f32 %s, [%s+%d]", bv[j][i].s, ba.s, 4 * kk);
+            }
+    }
     for (int j = 0; j < LN_VWARPS; j++) {
         part[j] = ptx_reg(k, PTX_F32);
         ptx_ins(k, "mov.f32 %s, 0f00000000", part[j].s);
@@ -119,6 +156,20 @@ static void norm_stats(struct ptx_kernel *k, const struct gemv_regs *r, struct p
     ptx_ins(k, "add.f32 %s, %s, %s", inv.s, inv.s, ptx_f32(1e-5f).s);
     ptx_ins(k, "sqrt.rn.f32 %s, %s", inv.s, inv.s);
     ptx_ins(k, "rcp.rn.f32 %s, %s", inv.s, inv.s);
+    if (stage) { /* stage_tile's (x - mean) * inv, then * g + b; x - mean is in x already */
+        struct ptx_reg row_ok = ptx_reg(k, PTX_PRED), sa = ptx_reg(k, PTX_B32);
+        ptx_ins(k, "setp.lt.u32 %s, %s, %s", row_ok.s, warp.s, r->n_rows.s);
+        for (int j = 0; j < LN_VWARPS; j++)
+            for (int i = 0; i < per; i++) {
+                struct ptx_reg v = x[j][i];
+                ptx_ins(k, "mul.f32 %s, %s, %s", v.s, v.s, inv.s);
+                ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", v.s, v.s, gv[j][i].s, bv[j][i].s);
+                tile_place(k, sa, warp, r->lane, 32 * j + KERNEL_LN_THREADS * i);
+                ptx_ins(k, "@%s st.shared.f32 [%s], %s", row_ok.s, sa.s, v.s);
+            }
+        ptx_ins(k, "bar.sync 0");
+        return;
+    }
     ptx_ins(k, "setp.eq.u32 %s, %s, 0", ok.s, r->lane.s);
     ptx_ins(k, "mov.u32 %s, s_ln", a.s);
     ptx_ins(k, "mad.lo.u32 %s, %s, 8, %s", a.s, warp.s, a.s);
@@ -461,8 +512,9 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     for (int t = !early; t < n_full + (rest > 0); t++)
         tile_prefetch(&k, &r, t < n_full ? GEMV_TILE : rest, 2 * GEMV_TILE * t);
     ptx_grid_dep_wait(&k);
+    int staged = norm && k_in <= GEMV_TILE; /* norm_stats stages the one tile */
     if (norm)
-        norm_stats(&k, &r, warp, k_in);
+        norm_stats(&k, &r, warp, k_in, staged);
     if (!early)
         tile_loads(&k, &r, &tw, first);
     if (qkv) {
@@ -483,7 +535,8 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     if (n_full) {
         struct ptx_reg loop = ptx_label(&k), last = ptx_label(&k), p = ptx_reg(&k, PTX_PRED);
         ptx_place(&k, loop);
-        stage_tile(&k, &r, k_in, GEMV_TILE);
+        if (!staged) /* staged: K == GEMV_TILE, one pass, no loop */
+            stage_tile(&k, &r, k_in, GEMV_TILE);
         tile_products(&k, &r, &tw, GEMV_TILE);
         for (int c = 0; c < GEMV_WCOLS; c++)
             ptx_ins(&k, "add.s64 %s, %s, %d", r.wrow[c].s, r.wrow[c].s, 2 * GEMV_TILE);
@@ -499,7 +552,8 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
             tile_loads(&k, &r, &tw, rest);
     }
     if (rest) {
-        stage_tile(&k, &r, k_in, rest);
+        if (!staged)
+            stage_tile(&k, &r, k_in, rest);
         tile_products(&k, &r, &tw, rest);
     }
     reduce_scatter(&k, &r);
