@@ -509,7 +509,7 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     int early = !norm || k_in <= GEMV_EARLY_NORM_K; /* the first tile into registers */
     if (early)
         tile_loads(&k, &r, &tw, first);
-    for (int t = !early; t < n_full + (rest > 0); t++)
+    for (int t = early; t < n_full + (rest > 0); t++) /* tile 0 too where it waits */
         tile_prefetch(&k, &r, t < n_full ? GEMV_TILE : rest, 2 * GEMV_TILE * t);
     ptx_grid_dep_wait(&k);
     int staged = norm && k_in <= GEMV_TILE; /* norm_stats stages the one tile */
