@@ -165,9 +165,10 @@ static int capture_end(struct wc_stream *s, struct cuda_step_graph *sg) {
          * caller issues the ops again */
         s->err = 0;
         s->errmsg[0] = '\0';
+        /* r: the end's result, or the instantiation's after a good end */
         bool capture_refused = r_end == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
                                r_end == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ||
-                               r_end == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_NOT_SUPPORTED;
+                               r == CUDA_ERROR_NOT_SUPPORTED;
         if (cs->dep_launch && !g->refused && capture_refused) {
             /* the driver would not record the pass, perhaps for its dependent launches:
              * once more without them, at the next step */

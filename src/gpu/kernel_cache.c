@@ -211,17 +211,16 @@ void cuda_launch_3d(struct wc_stream *s, const struct cuda_kernel *k, unsigned g
                         block | (uint64_t)grid_z << 32))
         return; /* a replay pass: the recording launches it */
     cs->last_in_graph = false;
-    CUresult r;
-    if (cs->dep_launch && k->grid_dep) {
-        r = dep_launch(cs, k, (unsigned[3]){grid_x, grid_y, grid_z}, block, args);
-        snprintf(what, sizeof what, "cuLaunchKernelEx(%s)", k->name);
-    } else {
-        r = cu->launch_kernel(k->fn, grid_x, grid_y, grid_z, block, 1, 1, 0, cs->stream, args,
-                              NULL);
-        snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
-    }
-    if (cuda_stream_check(s, r, what))
+    CUresult r = cs->dep_launch && k->grid_dep
+                     ? dep_launch(cs, k, (unsigned[3]){grid_x, grid_y, grid_z}, block, args)
+                     : cu->launch_kernel(k->fn, grid_x, grid_y, grid_z, block, 1, 1, 0, cs->stream,
+                                         args, NULL);
+    if (r != CUDA_SUCCESS) { /* named only then: no formatting a launch */
+        snprintf(what, sizeof what, "%s(%s)",
+                 cs->dep_launch && k->grid_dep ? "cuLaunchKernelEx" : "cuLaunchKernel", k->name);
+        cuda_stream_check(s, r, what);
         return;
+    }
     if (cs->m->sync_each_op) { /* a fault inside the kernel surfaces here, under its name */
         snprintf(what, sizeof what, "kernel %s", k->name);
         cuda_stream_check(s, cu->stream_synchronize(cs->stream), what);
