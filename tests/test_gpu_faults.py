@@ -95,6 +95,20 @@ def clean_runs():
     rep = report(r)
     check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0 and rep["graphs"] > 0,
           f"the same with plain launches (WHISPERC_CUDA_PDL=0), no rule broken ({rep})")
+    # a step's projections on tensor cores (WHISPERC_CUDA_GEMV=tc): one tile a CTA for a lane,
+    # four for a step of 20 rows; launched (graphed) with no rule broken
+    for args, tiles in ((("transcribe", "-m", model, "-t", "2", "--device", "cuda", "-bs", "1",
+                          jfk), "1"),
+                        (("bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2",
+                          "-bs", "1", "--tokens", "3", "--runs", "1", "--batch-size", "20",
+                          "--throughput", "20"), "4")):
+        r = run(list(args), WHISPERC_CUDA_GEMV="tc", FAKECUDA_REPORT="2")
+        rep = report(r)
+        tc = set(re.findall(r"fakecuda: +\d+ (gemv_tc_k\d+_n(\d)_f\d+)", r.stderr))
+        check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0
+              and tiles in {t for _, t in tc},
+              f"{args[0]} with WHISPERC_CUDA_GEMV=tc on the fake GPU: gemv_tc with {tiles} "
+              f"tile(s) a CTA among {sorted(n for n, _ in tc)}, graphs, no rule broken ({rep})")
     r = transcribe("--device", "cuda")
     rep = report(r)
     check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0 and rep["graphs"] > 0,

@@ -490,13 +490,20 @@ static void test_attention_rows(int sm, struct wc_stream *s, int n_head, int d, 
  * what the launch over all rows gave it, which is what lets the CUDA backend declare
  * linear_exact_rows = KERNEL_GEMV_LAUNCH_ROWS. With KERNEL_GEMV_NORM: against the CPU's
  * layernorm then linear, and bit for bit what layernorm_c<K> then the kernel without the flag
- * give (backend.h norm_linear). */
+ * give (backend.h norm_linear). tc: gemv_tc (WHISPERC_CUDA_GEMV=tc) with the tiles the backend
+ * picks for n_rows; alone is then its one-tile kernel, and every other tile count gives the
+ * launch's bits too. */
 static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n, int k_in,
-                      int n_rows, int flags, int ld_pad) {
+                      int n_rows, int flags, int ld_pad, int tc) {
     char name[64];
-    snprintf(name, sizeof name, "gemv_f16_k%d_f%d", k_in, flags);
-    CUmodule mod;
-    CUfunction f = load(gen_gemv_f16(sm, k_in, flags), name, &mod);
+    int tiles = kernel_gemv_tc_tiles(n_rows);
+    if (tc)
+        snprintf(name, sizeof name, "gemv_tc_k%d_n%d_f%d", k_in, tiles, flags);
+    else
+        snprintf(name, sizeof name, "gemv_f16_k%d_f%d", k_in, flags);
+    CUmodule mod, mod1 = NULL;
+    CUfunction f =
+        load(tc ? gen_gemv_tc(sm, k_in, flags, tiles) : gen_gemv_f16(sm, k_in, flags), name, &mod);
     int ld = n + ld_pad;
     size_t nw = (size_t)n * k_in, nin = (size_t)n_rows * k_in, nout = (size_t)n_rows * ld;
     float *wf = rand_vec(nw, 1.0f / sqrtf((float)k_in)), *in = rand_vec(nin, 1.0f);
@@ -534,8 +541,10 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
     CUdeviceptr db = dev_upload(b, (size_t)n * 4), dout = dev_upload(out0, nout * 4);
     CUdeviceptr dg = dev_upload(g, (size_t)k_in * 4), dlb = dev_upload(lb, (size_t)k_in * 4);
     unsigned uld = (unsigned)ld, un = (unsigned)n, urows = (unsigned)n_rows;
-    unsigned grid = (unsigned)((n + KERNEL_GEMV_COLS - 1) / KERNEL_GEMV_COLS);
-    unsigned grid_y = (unsigned)((n_rows + KERNEL_GEMV_MAX_ROWS - 1) / KERNEL_GEMV_MAX_ROWS);
+    int cols = tc ? KERNEL_GEMV_TC_COLS : KERNEL_GEMV_COLS;
+    int cta_rows = tc ? 8 * tiles : KERNEL_GEMV_MAX_ROWS;
+    unsigned grid = (unsigned)((n + cols - 1) / cols);
+    unsigned grid_y = (unsigned)((n_rows + cta_rows - 1) / cta_rows);
     void *args[] = {&dout, &uld, &din, &dw, &db, &un, &urows, &dg, &dlb};
     launch2d(f, grid, grid_y, KERNEL_GEMV_THREADS, args);
     CU(api.memcpy_dtoh(got, dout, nout * 4));
@@ -550,16 +559,36 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
     /* each row alone */
     CU(api.memcpy_htod(dout, out0, nout * 4));
     unsigned one = 1;
+    CUfunction f1 = f;
+    if (tc && tiles != 1) {
+        snprintf(what, sizeof what, "gemv_tc_k%d_n1_f%d", k_in, flags);
+        f1 = load(gen_gemv_tc(sm, k_in, flags, 1), what, &mod1);
+    }
     for (int r = 0; r < n_rows; r++) {
         CUdeviceptr din_r = din + (size_t)r * k_in * 4, dout_r = dout + (size_t)r * ld * 4;
         void *args1[] = {&dout_r, &uld, &din_r, &dw, &db, &un, &one, &dg, &dlb};
-        launch(f, grid, KERNEL_GEMV_THREADS, args1);
+        launch(f1, grid, KERNEL_GEMV_THREADS, args1);
     }
     CU(api.memcpy_dtoh(alone, dout, nout * 4));
     snprintf(what, sizeof what, "%s n=%d: %d rows alone are bit-identical", name, n, n_rows);
     int same = memcmp(alone, got, nout * 4) == 0;
     printf("%s: %s\n", what, same ? "OK" : "NOT OK");
     CHECK(same);
+    for (int t = 1; tc && t <= KERNEL_GEMV_TC_TILES; t *= 2) { /* the other tile counts */
+        if (t == tiles || t == 1)
+            continue;
+        CUmodule mod_t;
+        snprintf(what, sizeof what, "gemv_tc_k%d_n%d_f%d", k_in, t, flags);
+        CUfunction ft = load(gen_gemv_tc(sm, k_in, flags, t), what, &mod_t);
+        CU(api.memcpy_htod(dout, out0, nout * 4));
+        launch2d(ft, grid, (unsigned)((n_rows + 8 * t - 1) / (8 * t)), KERNEL_GEMV_THREADS, args);
+        CU(api.memcpy_dtoh(alone, dout, nout * 4));
+        same = memcmp(alone, got, nout * 4) == 0;
+        printf("%s n=%d rows=%d: the bits of %s: %s\n", what, n, n_rows, name,
+               same ? "OK" : "NOT OK");
+        CHECK(same);
+        api.module_unload(mod_t);
+    }
     if (norm) { /* layernorm_c<K>, then the kernel without the norm, from the same out0 */
         CUmodule ln_mod, plain_mod;
         snprintf(what, sizeof what, "layernorm_c%d", k_in);
@@ -584,6 +613,8 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
     api.mem_free(dw), api.mem_free(din), api.mem_free(db), api.mem_free(dout);
     api.mem_free(dg), api.mem_free(dlb);
     api.module_unload(mod);
+    if (mod1)
+        api.module_unload(mod1);
     free(wf), free(in), free(b), free(out0), free(wh), free(want), free(got), free(alone);
     free(g), free(lb), free(normed);
 }
@@ -938,25 +969,38 @@ int main(void) {
     const int GB = KERNEL_GEMV_BIAS, GG = KERNEL_GEMV_GELU, GA = KERNEL_GEMV_ACCUMULATE;
     const int gemv_flags[] = {0, GB, GB | GA, GB | GG, GA};
     for (int i = 0; i < 5; i++) {
-        test_gemv(sm, be, s, 384, 384, 8, gemv_flags[i], 0);
-        test_gemv(sm, be, s, 1000, 1536, 5, gemv_flags[i], 3);
+        test_gemv(sm, be, s, 384, 384, 8, gemv_flags[i], 0, 0);
+        test_gemv(sm, be, s, 1000, 1536, 5, gemv_flags[i], 3, 0);
     }
-    test_gemv(sm, be, s, 2048, 512, 8, GB | GG, 0);
-    test_gemv(sm, be, s, 1280, 5120, 8, GB | GA, 0);
-    test_gemv(sm, be, s, 512, 2048, 3, GB | GA, 512); /* into a KV cache row */
-    test_gemv(sm, be, s, 1280, 1280, 1, GB, 0);
-    test_gemv(sm, be, s, 51865, 384, 8, 0, 0); /* logits */
-    test_gemv(sm, be, s, 33, 8, 2, GB, 0);     /* tiny K: a partial step only */
-    test_gemv(sm, be, s, 512, 512, 21, GB, 0); /* three CTA rows, the last partial */
-    test_gemv(sm, be, s, 2048, 512, KERNEL_GEMV_LAUNCH_ROWS, GB | GG, 0);
+    test_gemv(sm, be, s, 2048, 512, 8, GB | GG, 0, 0);
+    test_gemv(sm, be, s, 1280, 5120, 8, GB | GA, 0, 0);
+    test_gemv(sm, be, s, 512, 2048, 3, GB | GA, 512, 0); /* into a KV cache row */
+    test_gemv(sm, be, s, 1280, 1280, 1, GB, 0, 0);
+    test_gemv(sm, be, s, 51865, 384, 8, 0, 0, 0); /* logits */
+    test_gemv(sm, be, s, 33, 8, 2, GB, 0, 0);     /* tiny K: a partial step only */
+    test_gemv(sm, be, s, 512, 512, 21, GB, 0, 0); /* three CTA rows, the last partial */
+    test_gemv(sm, be, s, 2048, 512, KERNEL_GEMV_LAUNCH_ROWS, GB | GG, 0, 0);
+    /* on tensor cores (WHISPERC_CUDA_GEMV=tc): every tile count, ragged N, K with a warp short
+     * of a chunk (384), large-v3's fc2 and logits */
+    for (int i = 0; sm >= 80 && i < 5; i++) {
+        test_gemv(sm, be, s, 384, 384, 8, gemv_flags[i], 0, 1);
+        test_gemv(sm, be, s, 1000, 1536, 13, gemv_flags[i], 3, 1);
+        test_gemv(sm, be, s, 520, 512, KERNEL_GEMV_LAUNCH_ROWS, gemv_flags[i], 0, 1);
+    }
+    if (sm >= 80) {
+        test_gemv(sm, be, s, 1280, 5120, 21, GB | GA, 0, 1);
+        test_gemv(sm, be, s, 512, 2048, 3, GB | GA, 512, 1); /* into a KV cache row */
+        test_gemv(sm, be, s, 51866, 1280, 5, 0, 0, 1);       /* logits */
+        test_gemv(sm, be, s, 40, 32, 2, GB, 0, 1);           /* K: one chunk, 7 warps idle */
+    }
     /* with the layer norm fused: q/v, k and logits, fc1; every Whisper width class */
     const int GN = KERNEL_GEMV_NORM;
-    test_gemv(sm, be, s, 384, 384, 8, GN | GB, 0);
-    test_gemv(sm, be, s, 512, 512, 21, GN, 0);
-    test_gemv(sm, be, s, 2048, 512, KERNEL_GEMV_LAUNCH_ROWS, GN | GB | GG, 0);
-    test_gemv(sm, be, s, 1280, 1280, 3, GN | GB, 0); /* a tile and a rest */
-    test_gemv(sm, be, s, 1024, 1024, 1, GN | GB, 0);
-    test_gemv(sm, be, s, 51865, 768, 5, GN, 0); /* logits */
+    test_gemv(sm, be, s, 384, 384, 8, GN | GB, 0, 0);
+    test_gemv(sm, be, s, 512, 512, 21, GN, 0, 0);
+    test_gemv(sm, be, s, 2048, 512, KERNEL_GEMV_LAUNCH_ROWS, GN | GB | GG, 0, 0);
+    test_gemv(sm, be, s, 1280, 1280, 3, GN | GB, 0, 0); /* a tile and a rest */
+    test_gemv(sm, be, s, 1024, 1024, 1, GN | GB, 0, 0);
+    test_gemv(sm, be, s, 51865, 768, 5, GN, 0, 0); /* logits */
 
     test_attention_scores(sm, s, 8, 64, 1, 1500, 512, 3);
     test_attention_scores(sm, s, 20, 64, 5, 1500, 1280, 19);

@@ -44,14 +44,15 @@ def main():
                 for f in sorted(os.listdir(out)):
                     # sm_90: each kernel waits once for the kernel before (dependent launch,
                     # src/kernels/ptx.h ptx_grid_dep_wait), as its first instruction but in
-                    # gemv_f16 (which loads weights first: test_ptx_emulated.py checks what);
+                    # gemv_f16 and gemv_tc (which load weights first: test_ptx_emulated.py
+                    # checks what);
                     # sm_80 has no such instruction
                     text = open(os.path.join(out, f)).read()
                     waits = text.count("griddepcontrol.wait")
                     body = text[text.index("{") + 1:].splitlines()
                     first = next(l.strip() for l in body if l.strip() and not l.strip().startswith(".reg"))
                     if waits != (1 if sm >= 90 else 0) or (
-                            sm >= 90 and not f.startswith("gemv_f16") and first != "griddepcontrol.wait;"):
+                            sm >= 90 and not f.startswith("gemv_") and first != "griddepcontrol.wait;"):
                         failures += 1
                         print("NOT OK  %s sm_%d %s: griddepcontrol.wait %d times, first %r"
                               % (size, sm, f, waits, first))

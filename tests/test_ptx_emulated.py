@@ -79,6 +79,57 @@ def gemv(ptx, mem, K, flags, pout, ld, pin, pw, pb, rows, more=(), n=None, ctas=
         params=[pout, ld, pin, pw, pb, n, rows] + list(more), mem=mem, ctas=ctas)
 
 
+def gemv_tc(ptx, mem, K, tiles, flags, pout, ld, pin, pw, pb, rows, n):
+    name = "gemv_tc_k%d_n%d_f%d" % (K, tiles, flags)
+    run(ptx(name), name, grid=((n + 15) // 16, (rows + 8 * tiles - 1) // (8 * tiles), 1),
+        block=(256, 1, 1), params=[pout, ld, pin, pw, pb, n, rows], mem=mem)
+
+
+def test_gemv_tc(ptx, K, rng, n, cases):
+    """gemv_tc (the step's linears on tensor cores, the emulator's mma summing exactly) against
+    float64, a padded output row untouched; then each row alone (1 row, 1 tile a CTA) and
+    every other tile count: the bits of the launch over all rows"""
+    for flags, rows in cases:
+        W = (rng.standard_normal((n, K)) / np.sqrt(K)).astype(np.float16)
+        x = (2 * rng.standard_normal((rows, K))).astype(np.float32)
+        x[0, :5] = (1e-6, -3e-8, 6e4, 1 / 3, 0)  # tiny, fp16-subnormal, near fp16's top
+        b = rng.standard_normal(n).astype(np.float32)
+        ld = n + 8
+        old = rng.standard_normal((rows, ld)).astype(np.float32)
+        if not flags & 4:
+            old[:, :n] = np.nan
+        mem = Memory(1 << 25)
+        px, pw, pb = mem.put(x), mem.put(W), mem.put(b)
+        tiles = 1 if rows <= 8 else 2 if rows <= 16 else 4
+        po = mem.put(old)
+        gemv_tc(ptx, mem, K, tiles, flags, po, ld, px, pw, pb, rows, n)
+        y = mem.get(po, np.float32, rows * ld).reshape(rows, ld)
+        ref = x.astype(np.float64) @ W.astype(np.float64).T
+        ref += b if flags & 1 else 0
+        if flags & 4:
+            ref += old[:, :n]
+        if flags & 2:
+            from math import erf
+            ref = ref * 0.5 * (1 + np.vectorize(erf)(ref / np.sqrt(2)))
+        err = np.abs(y[:, :n] - ref).max() / np.abs(ref).max()
+        pad = same_bits(y[:, n:], old[:, n:])
+        check("gemv_tc_k%d_n%d_f%d, %d rows, %d outputs vs float64" % (K, tiles, flags, rows, n),
+              err < 1e-6 and pad, "%.1e" % err)
+        others = [t for t in (1, 2, 4) if t != tiles and
+                  "gemv_tc_k%d_n%d_f%d" % (K, t, flags) in ptx.names]
+        same = True
+        for t in others:
+            po2 = mem.put(old)
+            gemv_tc(ptx, mem, K, t, flags, po2, ld, px, pw, pb, rows, n)
+            same &= same_bits(mem.get(po2, np.float32, rows * ld), y.reshape(-1))
+        po2 = mem.put(old)
+        for r in range(rows):
+            gemv_tc(ptx, mem, K, 1, flags, po2 + 4 * r * ld, ld, px + 4 * r * K, pw, pb, 1, n)
+        same &= same_bits(mem.get(po2, np.float32, rows * ld), y.reshape(-1))
+        check("gemv_tc_k%d_f%d: %d rows alone and with %s tiles a CTA: the same bits"
+              % (K, flags, rows, others), same)
+
+
 def ln64(x, g, b):
     xd = x.astype(np.float64)
     return (xd - xd.mean(1, keepdims=True)) / np.sqrt(xd.var(1, keepdims=True) + 1e-5) * g + b
@@ -137,8 +188,12 @@ def test_before_wait(ptx, names, rng):
     Each gemv kernel cut off at its wait, run with every activation pointer (out, in, the
     norm's gain and bias, the q/k/v caches and row table) pointing at no allocation: any
     access to them raises"""
-    for name in sorted(n for n in names if n.startswith("gemv_f16_")):
-        K, flags = (int(v) for v in name[len("gemv_f16_k"):].split("_f"))
+    for name in sorted(n for n in names if n.startswith("gemv_")):
+        tc = name.startswith("gemv_tc_")
+        if tc:  # gemv_tc_k<K>_n<T>_f<flags>: gemv_f16's parameters without norm or q/k/v
+            K, T, flags = (int(v) for v in name[len("gemv_tc_k"):].replace("_n", "_f").split("_f"))
+        else:
+            K, flags = (int(v) for v in name[len("gemv_f16_k"):].split("_f"))
         text = ptx(name)
         cut = text.index("    griddepcontrol.wait;")
         head = text[:cut] + "    ret;\n}\n"
@@ -154,7 +209,8 @@ def test_before_wait(ptx, names, rng):
             more += [pb, pb, nowhere, nowhere, nowhere]
         ok, why = True, ""
         try:
-            run(head, name, grid=((3 * n if flags & 16 else n) // 32, 2, 1), block=(256, 1, 1),
+            grid = (n // 16, 2, 1) if tc else ((3 * n if flags & 16 else n) // 32, 2, 1)
+            run(head, name, grid=grid, block=(256, 1, 1),
                 params=[nowhere, n, nowhere, pw, pb, n, 10] + more, mem=mem)
         except Exception as e:  # noqa: BLE001 -- the emulator's error names the access
             ok, why = False, str(e)[:200]
@@ -489,6 +545,8 @@ for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     test_fc2(ptx, K, rng)
     test_norm_fused(ptx, K, rng)
     test_qkv(ptx, K, rng)
+    test_gemv_tc(ptx, K, rng, 40, ((0, 1), (1, 5), (3, 3), (5, 21), (5, 64)))
+    test_gemv_tc(ptx, 4 * K, rng, 24, ((5, 10),))
     test_half_forms(ptx, K, rng)
     for mode, n_rows, n_keys in (("gather", 3, 448), ("gather", 2, 40), ("rows", 2, 1500)):
         test_split(ptx, H, rng, mode, n_rows, n_keys)
@@ -502,6 +560,7 @@ for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
 ptx = kernels("large-v3")
 test_before_wait(ptx, [n for n in ptx.names if "k1280" in n or "k5120" in n], rng)
 test_fc2(ptx, 1280, rng, n=64)
+test_gemv_tc(ptx, 5120, rng, 16, ((5, 3),))
 for fused, plain in ((9, 1), (8, 0)):
     K, rows, n = 1280, 10, 64
     mem = Memory(1 << 24)

@@ -53,7 +53,9 @@ Floating point
     kernel_name) lists such pairs (none in layernorm / gemv f0, f1, f8, f9).
     atom.global.add.u32 runs thread by thread, CTAs one after another (the order `ctas`
     gives), which is one order a GPU may take; membar / fence are no-ops.
-    Not supported (raise EmuError): mma, other atomics, red, tex, local memory, dynamic shared
+    mma.sync m16n8k16 (f16 operands, f32 accumulate) waits for every lane of the warp, as
+    a full-mask shfl.sync, and sums exactly before one rounding to f32: close to a tensor core.
+    Not supported (raise EmuError): other mma shapes, other atomics, red, tex, local memory, dynamic shared
     memory, non-.rn rounding modes.
 
 Used by tests/test_ptx_emulated.py; for a kernel of your own, `whisper-c ptx --size NAME --out
@@ -1422,6 +1424,60 @@ class _Compiler:
 
     def op_membar(self, ins, mods, a):
         return lambda m: None
+
+    def op_mma(self, ins, mods, a):
+        # mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 d, a, b, c: a warp-wide product,
+        # run once every lane of the warp has arrived (as a full-mask shfl.sync). Fragments (PTX
+        # ISA): g = lane / 4, t = lane % 4; A {a0: row g, a1: row g + 8, a2: row g, a3: row g + 8}
+        # x cols {2t, 2t + 1} (a0, a1) or {2t + 8, 2t + 9} (a2, a3), the lower column in the lower
+        # half; B b0: k 2t, 2t + 1 of column g, b1: k 2t + 8, 2t + 9; C/D c0, c1: row g, cols 2t,
+        # 2t + 1; c2, c3: row g + 8. D = A B + C summed exactly (float64: fp16 products and 16 of
+        # them are exact there) and rounded once to f32: close to, not bit-equal with, a tensor
+        # core, whose internal rounding is not specified.
+        if mods != ["sync", "aligned", "m16n8k16", "row", "col", "f32", "f16", "f16", "f32"]:
+            raise EmuError("unsupported mma form '%s'" % ins.text)
+        if ins.guard is not None:
+            raise EmuError("guarded mma: '%s'" % ins.text)
+        names = [self.vec(x) for x in a]
+        if [len(x) for x in names] != [4, 4, 2, 4]:
+            raise EmuError("mma operands: '%s'" % ins.text)
+        dd = [self.dst(x, "f32") for x in names[0]]
+        av = [self.src(x, "b32") for x in names[1]]
+        bv = [self.src(x, "b32") for x in names[2]]
+        cv = [self.src(x, "f32") for x in names[3]]
+        T = self.T
+        lane = np.arange(32)
+        g, t = lane // 4, lane % 4
+
+        def halves(u, nw):
+            u = np.broadcast_to(np.asarray(u).astype(np.uint32), (T,))[:nw * 32].reshape(nw, 32)
+            lo = (u & 0xFFFF).astype(np.uint16).view(np.float16).astype(np.float64)
+            hi = (u >> 16).astype(np.uint16).view(np.float16).astype(np.float64)
+            return lo, hi
+
+        def f(m, part=None):
+            nw = T // 32
+            A = np.zeros((nw, 16, 16))
+            for r, (ro, co) in enumerate(((0, 0), (8, 0), (0, 8), (8, 8))):
+                lo, hi = halves(av[r], nw)
+                A[:, g + ro, 2 * t + co] = lo
+                A[:, g + ro, 2 * t + co + 1] = hi
+            B = np.zeros((nw, 16, 8))
+            for r in range(2):
+                lo, hi = halves(bv[r], nw)
+                B[:, 2 * t + 8 * r, g] = lo
+                B[:, 2 * t + 8 * r + 1, g] = hi
+            C = np.zeros((nw, 16, 8))
+            for r in range(4):
+                c = np.broadcast_to(np.asarray(cv[r]), (T,))[:nw * 32].reshape(nw, 32)
+                C[:, g + 8 * (r // 2), 2 * t + r % 2] = c
+            with np.errstate(invalid="ignore", over="ignore"):
+                D = (np.einsum("wik,wkj->wij", A, B) + C).astype(np.float32)
+            for r in range(4):
+                v = np.zeros(T, np.float32)
+                v[:nw * 32] = D[:, g + 8 * (r // 2), 2 * t + r % 2].reshape(-1)
+                _write(dd[r], v, m)
+        return SHFL, f, (0xFFFFFFFF, True, None)
 
     def op_griddepcontrol(self, ins, mods, a):
         # one grid at a time here: the kernel before has completed, dependents launch after

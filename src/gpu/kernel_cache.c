@@ -32,6 +32,7 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     case CK_SAMPLE_PICK: return gen_logits_sample_pick(sm, a);
     case CK_SCATTER: return gen_rows_scatter(sm, a);
     case CK_ATTN_TC: return gen_attention_tc(sm, a, b, c);
+    case CK_GEMV_TC: return gen_gemv_tc(sm, a, b, c);
     }
     return NULL;
 }
@@ -54,7 +55,8 @@ static const char *kind_name(enum cuda_kernel_kind kind) {
                                         "logits_topk_part",
                                         "logits_topk_pick",
                                         "logits_sample_part",
-                                        "logits_sample_pick"};
+                                        "logits_sample_pick",
+                                        "gemv_tc"};
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 

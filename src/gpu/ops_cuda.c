@@ -84,11 +84,19 @@ static void gemv(struct wc_stream *s, float *out, int ld_out, const float *in, c
                  enum wc_act act, int accumulate) {
     int flags = (b ? KERNEL_GEMV_BIAS : 0) | (act == WC_ACT_GELU ? KERNEL_GEMV_GELU : 0) |
                 (accumulate ? KERNEL_GEMV_ACCUMULATE : 0) | (g ? KERNEL_GEMV_NORM : 0);
-    const struct cuda_kernel *k = cuda_kernel_get(s, CK_GEMV, w->cols, flags, 0);
     CUdeviceptr po = dptr(out), pi = dptr(in), pw = dptr(w->data), pb = dptr(b);
     CUdeviceptr pg = dptr(g), plb = dptr(lb);
     unsigned uld = (unsigned)ld_out, un = (unsigned)w->rows, urows = (unsigned)n_rows;
     void *args[] = {&po, &uld, &pi, &pw, &pb, &un, &urows, &pg, &plb};
+    if (!g && cuda_stream(s)->m->gemv_tc && kernel_gemv_tc_fits(cuda_stream(s)->m->sm, w->cols)) {
+        /* the choice depends on the weight alone, and gemv_tc's bits not on the tiles */
+        int tiles = kernel_gemv_tc_tiles(n_rows);
+        const struct cuda_kernel *k = cuda_kernel_get(s, CK_GEMV_TC, w->cols, flags, tiles);
+        cuda_launch(s, k, ceil_div((size_t)w->rows, KERNEL_GEMV_TC_COLS),
+                    ceil_div((size_t)n_rows, 8 * (size_t)tiles), KERNEL_GEMV_THREADS, args);
+        return;
+    }
+    const struct cuda_kernel *k = cuda_kernel_get(s, CK_GEMV, w->cols, flags, 0);
     cuda_launch(s, k, ceil_div((size_t)w->rows, KERNEL_GEMV_COLS),
                 ceil_div((size_t)n_rows, KERNEL_GEMV_MAX_ROWS), KERNEL_GEMV_THREADS, args);
 }

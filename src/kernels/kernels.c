@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_KERNELS 48 /* a model's distinct kernels (37 for every official size today) */
+#define MAX_KERNELS 64 /* a model's distinct kernels (49 for every official size today) */
 
 /* Appends ptx to list[0..*n) unless a kernel of its name is there; -1 (ptx freed) when it is
  * NULL, unnamed, or the list is full. */
@@ -97,6 +97,13 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_gemv_f16(sm, 4 * ct, GB | GA)) |
                add(list, &n, gen_attention_rows(sm, ht, ct / ht, 0)) |
                add(list, &n, gen_attention_rows(sm, ht, ct / ht, 1));
+    /* the same projections on tensor cores (WHISPERC_CUDA_GEMV=tc), 1 and 4 row tiles a CTA;
+     * the residual forms (out, fc2: the hot ones) with 2 too */
+    const int tc_flags[][2] = {{1, 0}, {1, GB}, {1, GB | GG}, {1, GB | GA}, {4, GB | GA}};
+    for (int i = 0; !bad && kernel_gemv_tc_fits(sm, ct) && i < 5; i++)
+        for (int t = 1; t <= KERNEL_GEMV_TC_TILES; t *= 2)
+            if (t != 2 || tc_flags[i][1] & GA)
+                bad |= add(list, &n, gen_gemv_tc(sm, tc_flags[i][0] * ct, tc_flags[i][1], t));
     if (bad) {
         kernels_free(list, n);
         *out = NULL;

@@ -34,6 +34,9 @@
 #             f16 and f32), base.en-shaped random weights (step and encoder with dependent
 #             launches and without, batched x real time with prompts as step rows and as
 #             prefills), throughput tiny.en at 64 lanes (the clips, then 64 long files)
+#   tc        a step's projections on tensor cores (WHISPERC_CUDA_GEMV=tc, not yet the default):
+#             jfk, the dev set and batch identity with it on cuda, then base.en- and
+#             large-v3-shaped random weights (a step; 128 windows at 64 lanes) with and without
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -491,6 +494,30 @@ random_model() {
        done ;;
     esac
     python3 tools/make-random-model "$1" "/tmp/ggml-$1-random.bin" --seed 1 "${vocab[@]}"
+}
+
+stage_tc() {
+    local rc=0 g size
+    WHISPERC_CUDA_GEMV=tc compare_jfk tiny.en || rc=1
+    WHISPERC_CUDA_GEMV=tc golden_on_cuda devset_tiny.en || rc=1
+    WHISPERC_CUDA_GEMV=tc batch_identity 150 || rc=1
+    for size in base.en large-v3; do
+        random_model "$size" || { rc=1; continue; }
+        for g in tc fma; do
+            WHISPERC_CUDA_GEMV=$g timeout 60 "$B/whisper-c" bench --synthetic --device cuda \
+                -m "/tmp/ggml-$size-random.bin" --tokens 100 -bs 1 --runs 3 --batch-size 1 \
+                >"$OUT/bench.tmp" 2>&1 || rc=1
+            say "synthetic $size (random), gemv $g: $(synthetic_lines "$OUT/bench.tmp")"
+            WHISPERC_CUDA_GEMV=$g timeout 240 "$B/whisper-c" bench --synthetic --device cuda \
+                -m "/tmp/ggml-$size-random.bin" --tokens 100 -bs 1 --runs 1 --batch-size 64 \
+                --throughput 128 >"$OUT/bench.tmp" 2>&1 || rc=1
+            say "synthetic $size (random) batched, gemv $g: $(sed -n '/^batched throughput/,$p' \
+                "$OUT/bench.tmp" | grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
+        done
+        rm -f "/tmp/ggml-$size-random.bin"
+    done
+    rm -f "$OUT/bench.tmp"
+    return "$rc"
 }
 
 stage_quick() {

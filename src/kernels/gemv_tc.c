@@ -1,0 +1,320 @@
+/* gemv_tc.c — gen_gemv_tc: a decoder step's linears (backend.h `linear`, a row per lane, up to
+ * KERNEL_GEMV_LAUNCH_ROWS rows) on tensor cores. gemv_f16 converts each fp16 weight and does 8
+ * rows' fma with it from shared memory: at 64 rows its shared-memory and conversion throughput
+ * hold it near a tenth of the SMs' fma rate (large-v3: a 64-lane step took 17 ms on an H200,
+ * 2026-11-27). Here the weights go from memory straight into mma.sync.m16n8k16 fragments.
+ *
+ * Product: outᵀ = W · inᵀ. The A operand is 16 weight rows (output columns n0 ... n0 + 15), B is
+ * a tile of 8 input rows, D 16 columns x 8 rows in fp32. An fp32 input x enters as hi = fp16(x)
+ * and lo = fp16(x - hi), one mma each: hi + lo keeps 22 of x's 24 bits and an fp16 product is
+ * exact, so a sum is about as close as gemv_f16's fp32 fma (inputs within fp16's range, as the
+ * GEMMs' fp16 operands need too).
+ *
+ * K order: a chunk is 32 values of K. Lane (g = lane / 4, t = lane % 4) loads 16 contiguous
+ * bytes of weight rows g and g + 8 (the chunk's values 8t ... 8t + 7) and 32 of input row g of
+ * each tile (the same values): no shuffle, no shared memory. The chunk's first mma takes values
+ * 8t + 0..3 as its logical k = 2t, 2t + 1, 2t + 8, 2t + 9, the second 8t + 4..7 (the fragment
+ * layouts: attention_tc.c). A dot product does not care which logical k a value takes as long
+ * as the weight's and the input's agree, and they do by construction.
+ *
+ * CTA = 8 warps over KERNEL_GEMV_TC_COLS columns and T tiles of rows. Warp w takes chunks
+ * [w nc / 8, (w + 1) nc / 8) of the nc = K / 32 and, tile by tile, adds mma(hi) then mma(lo) of
+ * a chunk's first half, then of its second, into the tile's accumulator. The warps' sums meet
+ * in shared memory; the thread that writes an output adds them in warp order, then the old
+ * output and the bias, then GELU, in gemv_f16's order. So an output's summation order depends
+ * on K alone, not on n_rows, T or the CTA's rows: a row has the bits it has alone.
+ *
+ * Latency: the bias and the first chunks' weights are loaded, and the warp's later weights
+ * prefetched into L2, before the grid wait (ptx_grid_dep_wait), then the inputs and the old
+ * output; each chunk's loads are issued `ahead` chunks before its products.
+ */
+#include <stdio.h>
+
+#include "kernels/kernels.h"
+#include "kernels/ptx.h"
+
+#define TC_WARPS      (KERNEL_GEMV_THREADS / 32)
+#define TC_T          KERNEL_GEMV_TC_TILES
+#define TC_PITCH      20 /* floats a row of s_red: 16 columns, 4 more keep the stores conflict-free */
+#define TC_MAX_CHUNKS 64 /* chunks a warp takes at most: K <= 16,384 */
+#define MMA           "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+
+int kernel_gemv_tc_fits(int sm, int k_in) {
+    return sm >= 80 && k_in > 0 && k_in % 32 == 0 && k_in <= 32 * TC_WARPS * TC_MAX_CHUNKS;
+}
+
+int kernel_gemv_tc_tiles(int n_rows) { return n_rows <= 8 ? 1 : n_rows <= 16 ? 2 : 4; }
+
+struct tc_regs {
+    int nt, per, partial;        /* tiles; chunks a warp takes at most; some warps take one fewer */
+    struct ptx_reg w0, w1;       /* global: the lane's 16 bytes of weight rows g, g + 8 */
+    struct ptx_reg ok0, ok1;     /* those rows exist (n0 + g (+ 8) < n) */
+    struct ptx_reg x[TC_T];      /* global: the lane's 32 bytes of tile j's input row g */
+    struct ptx_reg row_ok[TC_T]; /* that row exists */
+    struct ptx_reg last_ok;      /* the warp takes chunk per - 1 (partial only) */
+    struct ptx_reg acc[TC_T][4]; /* D fragments: {col g, g + 8} x {row 2t, 2t + 1} */
+    struct ptx_reg p, t_zero, ld; /* scratch predicate; lane % 4 == 0 */
+};
+
+struct tc_chunk {
+    struct ptx_reg a[8];       /* weight rows g (a[0..3]) and g + 8 (a[4..7]), 2 halves each */
+    struct ptx_reg x[TC_T][8]; /* tile j's input values 8t ... 8t + 7 */
+};
+
+/* pred = base, and the warp takes chunk i (only the last one may be missing) */
+static struct ptx_reg chunk_pred(struct ptx_kernel *k, struct tc_regs *r, struct ptx_reg base,
+                                 int i) {
+    if (!r->partial || i != r->per - 1)
+        return base;
+    ptx_ins(k, "and.pred %s, %s, %s", r->p.s, base.s, r->last_ok.s);
+    return r->p;
+}
+
+static void load_weights(struct ptx_kernel *k, struct tc_regs *r, struct tc_chunk *c, int i) {
+    for (int e = 0; e < 8; e++) {
+        c->a[e] = ptx_reg(k, PTX_B32);
+        ptx_ins(k, "mov.b32 %s, 0", c->a[e].s);
+    }
+    for (int h = 0; h < 2; h++) {
+        struct ptx_reg ok = chunk_pred(k, r, h ? r->ok1 : r->ok0, i), *a = c->a + 4 * h;
+        ptx_ins(k, "@%s ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d]", ok.s, a[0].s, a[1].s,
+                a[2].s, a[3].s, (h ? r->w1 : r->w0).s, 64 * i);
+    }
+}
+
+static void load_inputs(struct ptx_kernel *k, struct tc_regs *r, struct tc_chunk *c, int i) {
+    for (int j = 0; j < r->nt; j++) {
+        struct ptx_reg *x = c->x[j];
+        for (int e = 0; e < 8; e++) {
+            x[e] = ptx_reg(k, PTX_F32);
+            ptx_ins(k, "mov.f32 %s, 0f00000000", x[e].s);
+        }
+        struct ptx_reg ok = chunk_pred(k, r, r->row_ok[j], i);
+        for (int h = 0; h < 2; h++)
+            ptx_ins(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d]", ok.s, x[4 * h].s,
+                    x[4 * h + 1].s, x[4 * h + 2].s, x[4 * h + 3].s, r->x[j].s, 128 * i + 16 * h);
+    }
+}
+
+/* hi[p] = fp16 pair of x[2p], x[2p + 1] (the lower index in the lower half), lo[p] = the pair
+ * of what hi leaves: x - hi, exact in fp32, rounded to fp16 */
+static void split(struct ptx_kernel *k, const struct ptx_reg *x, struct ptx_reg *hi,
+                  struct ptx_reg *lo) {
+    struct ptx_reg h[2] = {ptx_reg(k, PTX_B16), ptx_reg(k, PTX_B16)};
+    struct ptx_reg y[2] = {ptx_reg(k, PTX_F32), ptx_reg(k, PTX_F32)};
+    for (int p = 0; p < 4; p++) {
+        hi[p] = ptx_reg(k, PTX_B32), lo[p] = ptx_reg(k, PTX_B32);
+        ptx_ins(k, "cvt.rn.f16x2.f32 %s, %s, %s", hi[p].s, x[2 * p + 1].s, x[2 * p].s);
+        ptx_ins(k, "mov.b32 {%s, %s}, %s", h[0].s, h[1].s, hi[p].s);
+        for (int e = 0; e < 2; e++) {
+            ptx_ins(k, "cvt.f32.f16 %s, %s", y[e].s, h[e].s);
+            ptx_ins(k, "sub.f32 %s, %s, %s", y[e].s, x[2 * p + e].s, y[e].s);
+        }
+        ptx_ins(k, "cvt.rn.f16x2.f32 %s, %s, %s", lo[p].s, y[1].s, y[0].s);
+    }
+}
+
+static void mma(struct ptx_kernel *k, struct ptx_reg *d, const struct ptx_reg *a, int half,
+                const struct ptx_reg *b) {
+    /* A fragment {row g, row g + 8} x {logical k 2t.., 2t + 8..}: the half's two words of
+     * each row */
+    const struct ptx_reg *r0 = a + 2 * half, *r1 = a + 4 + 2 * half;
+    ptx_ins(k, MMA " {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}", d[0].s,
+            d[1].s, d[2].s, d[3].s, r0[0].s, r1[0].s, r0[1].s, r1[1].s, b[0].s, b[1].s, d[0].s,
+            d[1].s, d[2].s, d[3].s);
+}
+
+/* The chunk's products into the accumulators, in the order the file comment states; a warp
+ * that does not take the chunk (uniform) skips them. */
+static void products(struct ptx_kernel *k, struct tc_regs *r, const struct tc_chunk *c, int i) {
+    struct ptx_reg skip = ptx_label(k);
+    int maybe = r->partial && i == r->per - 1;
+    if (maybe)
+        ptx_ins(k, "@!%s bra %s", r->last_ok.s, skip.s);
+    for (int j = 0; j < r->nt; j++) {
+        struct ptx_reg hi[4], lo[4];
+        split(k, c->x[j], hi, lo);
+        for (int half = 0; half < 2; half++) {
+            mma(k, r->acc[j], c->a, half, hi + 2 * half);
+            mma(k, r->acc[j], c->a, half, lo + 2 * half);
+        }
+    }
+    if (maybe)
+        ptx_place(k, skip);
+}
+
+char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
+    int all = KERNEL_GEMV_BIAS | KERNEL_GEMV_GELU | KERNEL_GEMV_ACCUMULATE;
+    if (!kernel_gemv_tc_fits(sm, k_in) || flags < 0 || (flags & ~all) ||
+        ((flags & KERNEL_GEMV_GELU) && (flags & KERNEL_GEMV_ACCUMULATE)) ||
+        (nt != 1 && nt != 2 && nt != TC_T))
+        return NULL;
+    int nc = k_in / 32, per = (nc + TC_WARPS - 1) / TC_WARPS;
+    int ahead = TC_T / nt; /* chunks of loads in flight: about 40 registers of them */
+    char name[64];
+    snprintf(name, sizeof name, "gemv_tc_k%d_n%d_f%d", k_in, nt, flags);
+    struct ptx_kernel k;
+    ptx_begin(&k, name, sm);
+    ptx_param(&k, "u64", "p_out");
+    ptx_param(&k, "u32", "p_ld_out");
+    ptx_param(&k, "u64", "p_in");
+    ptx_param(&k, "u64", "p_w");
+    ptx_param(&k, "u64", "p_b");
+    ptx_param(&k, "u32", "p_n");
+    ptx_param(&k, "u32", "p_rows");
+    ptx_raw(&k, "    .shared .align 16 .f32 s_red[%d];\n", TC_WARPS * 8 * nt * TC_PITCH);
+
+    struct tc_regs r = {.nt = nt, .per = per, .partial = nc % TC_WARPS != 0};
+    struct ptx_reg tid = ptx_special(&k, "%tid.x"), warp = ptx_reg(&k, PTX_B32);
+    struct ptx_reg lane = ptx_reg(&k, PTX_B32), g = ptx_reg(&k, PTX_B32), t = ptx_reg(&k, PTX_B32);
+    struct ptx_reg n0 = ptx_special(&k, "%ctaid.x"), row0 = ptx_special(&k, "%ctaid.y");
+    struct ptx_reg rows = ptx_reg(&k, PTX_B32), n = ptx_reg(&k, PTX_B32);
+    struct ptx_reg c0 = ptx_reg(&k, PTX_B32), c1 = ptx_reg(&k, PTX_B32), v = ptx_reg(&k, PTX_B32);
+    r.p = ptx_reg(&k, PTX_PRED), r.t_zero = ptx_reg(&k, PTX_PRED);
+    ptx_ins(&k, "shr.u32 %s, %s, 5", warp.s, tid.s);
+    ptx_ins(&k, "and.b32 %s, %s, 31", lane.s, tid.s);
+    ptx_ins(&k, "shr.u32 %s, %s, 2", g.s, lane.s);
+    ptx_ins(&k, "and.b32 %s, %s, 3", t.s, lane.s);
+    ptx_ins(&k, "setp.eq.u32 %s, %s, 0", r.t_zero.s, t.s);
+    ptx_ins(&k, "shl.b32 %s, %s, 4", n0.s, n0.s);
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", row0.s, row0.s, 8 * nt);
+    ptx_ins(&k, "ld.param.u32 %s, [p_rows]", rows.s);
+    ptx_ins(&k, "sub.u32 %s, %s, %s", rows.s, rows.s, row0.s); /* >= 1 here */
+    ptx_ins(&k, "ld.param.u32 %s, [p_n]", n.s);
+    /* the warp's chunks [c0, c1) */
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", c0.s, warp.s, nc);
+    ptx_ins(&k, "add.u32 %s, %s, %d", c1.s, c0.s, nc);
+    ptx_ins(&k, "shr.u32 %s, %s, 3", c0.s, c0.s);
+    ptx_ins(&k, "shr.u32 %s, %s, 3", c1.s, c1.s);
+    if (r.partial) {
+        r.last_ok = ptx_reg(&k, PTX_PRED);
+        ptx_ins(&k, "sub.u32 %s, %s, %s", v.s, c1.s, c0.s);
+        ptx_ins(&k, "setp.eq.u32 %s, %s, %d", r.last_ok.s, v.s, per);
+    }
+    /* weight rows n0 + g and n0 + g + 8, from chunk c0, the lane's 16 bytes: in 16-byte units
+     * (n0 + g) K / 8 + 4 c0 + t */
+    struct ptx_reg col = ptx_reg(&k, PTX_B32);
+    r.ok0 = ptx_reg(&k, PTX_PRED), r.ok1 = ptx_reg(&k, PTX_PRED);
+    ptx_ins(&k, "add.u32 %s, %s, %s", col.s, n0.s, g.s);
+    ptx_ins(&k, "setp.lt.u32 %s, %s, %s", r.ok0.s, col.s, n.s);
+    ptx_ins(&k, "add.u32 %s, %s, 8", v.s, col.s);
+    ptx_ins(&k, "setp.lt.u32 %s, %s, %s", r.ok1.s, v.s, n.s);
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", v.s, col.s, k_in / 8);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", v.s, c0.s, v.s);
+    ptx_ins(&k, "add.u32 %s, %s, %s", v.s, v.s, t.s);
+    r.w0 = ptx_addr(&k, ptx_ld_ptr(&k, "p_w"), v, 16);
+    r.w1 = ptx_reg(&k, PTX_B64);
+    ptx_ins(&k, "add.s64 %s, %s, %d", r.w1.s, r.w0.s, 16 * k_in);
+    /* input row row0 + 8 j + g of tile j, from chunk c0, the lane's 8 floats */
+    struct ptx_reg in = ptx_ld_ptr(&k, "p_in"), xr = ptx_reg(&k, PTX_B32);
+    for (int j = 0; j < nt; j++) {
+        r.row_ok[j] = ptx_reg(&k, PTX_PRED);
+        ptx_ins(&k, "add.u32 %s, %s, %d", xr.s, g.s, 8 * j);
+        ptx_ins(&k, "setp.lt.u32 %s, %s, %s", r.row_ok[j].s, xr.s, rows.s);
+        ptx_ins(&k, "add.u32 %s, %s, %s", xr.s, xr.s, row0.s);
+        ptx_ins(&k, "mul.lo.u32 %s, %s, %d", v.s, xr.s, k_in);
+        ptx_ins(&k, "mad.lo.u32 %s, %s, 32, %s", v.s, c0.s, v.s);
+        ptx_ins(&k, "mad.lo.u32 %s, %s, 8, %s", v.s, t.s, v.s);
+        r.x[j] = ptx_addr(&k, in, v, 4);
+        for (int e = 0; e < 4; e++) {
+            r.acc[j][e] = ptx_reg(&k, PTX_F32);
+            ptx_ins(&k, "mov.f32 %s, 0f00000000", r.acc[j][e].s);
+        }
+    }
+
+    /* the outputs this thread writes: column n0 + (tid % 16), rows tid / 16 + 16 o */
+    int n_out = (8 * nt * KERNEL_GEMV_TC_COLS + KERNEL_GEMV_THREADS - 1) / KERNEL_GEMV_THREADS;
+    struct ptx_reg oc = ptx_reg(&k, PTX_B32), orow = ptx_reg(&k, PTX_B32);
+    struct ptx_reg c_ok = ptx_reg(&k, PTX_PRED), st_ok[2], oa[2], x_old[2];
+    struct ptx_reg x_b = ptx_reg(&k, PTX_F32);
+    ptx_ins(&k, "and.b32 %s, %s, 15", oc.s, tid.s);
+    ptx_ins(&k, "add.u32 %s, %s, %s", col.s, n0.s, oc.s);
+    ptx_ins(&k, "setp.lt.u32 %s, %s, %s", c_ok.s, col.s, n.s);
+    if (flags & KERNEL_GEMV_BIAS) {
+        struct ptx_reg ba = ptx_addr(&k, ptx_ld_ptr(&k, "p_b"), col, 4);
+        ptx_ins(&k, "@%s ld.global.nc.f32 %s, [%s]", c_ok.s, x_b.s, ba.s);
+    }
+
+    /* weights before the wait: the first chunks into registers, the rest into L2 (lanes
+     * t = 0: a 128-byte line holds two chunks of a row) */
+    struct tc_chunk ch[TC_MAX_CHUNKS];
+    for (int i = 0; i < per && i < ahead; i++)
+        load_weights(&k, &r, &ch[i], i);
+    for (int i = ahead; i < per; i++)
+        for (int h = 0; h < 2; h++) {
+            struct ptx_reg ok = r.p;
+            ptx_ins(&k, "and.pred %s, %s, %s", ok.s, h ? r.ok1.s : r.ok0.s, r.t_zero.s);
+            if (r.partial && i == per - 1)
+                ptx_ins(&k, "and.pred %s, %s, %s", ok.s, ok.s, r.last_ok.s);
+            ptx_ins(&k, "@%s prefetch.global.L2 [%s+%d]", ok.s, (h ? r.w1 : r.w0).s, 64 * i);
+        }
+    ptx_grid_dep_wait(&k);
+    for (int i = 0; i < per && i < ahead; i++)
+        load_inputs(&k, &r, &ch[i], i);
+    r.ld = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "ld.param.u32 %s, [p_ld_out]", r.ld.s);
+    struct ptx_reg out = ptx_ld_ptr(&k, "p_out");
+    for (int o = 0; o < n_out; o++) {
+        struct ptx_reg q = ptx_reg(&k, PTX_PRED);
+        st_ok[o] = ptx_reg(&k, PTX_PRED), x_old[o] = ptx_reg(&k, PTX_F32);
+        ptx_ins(&k, "shr.u32 %s, %s, 4", orow.s, tid.s);
+        ptx_ins(&k, "add.u32 %s, %s, %d", orow.s, orow.s, 16 * o);
+        ptx_ins(&k, "setp.lt.u32 %s, %s, %s", q.s, orow.s, rows.s);
+        ptx_ins(&k, "and.pred %s, %s, %s", st_ok[o].s, q.s, c_ok.s);
+        ptx_ins(&k, "setp.lt.u32 %s, %s, %d", q.s, orow.s, 8 * nt); /* T = 1: half the CTA */
+        ptx_ins(&k, "and.pred %s, %s, %s", st_ok[o].s, st_ok[o].s, q.s);
+        ptx_ins(&k, "add.u32 %s, %s, %s", orow.s, orow.s, row0.s);
+        ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", v.s, orow.s, r.ld.s, col.s);
+        oa[o] = ptx_addr(&k, out, v, 4);
+        if (flags & KERNEL_GEMV_ACCUMULATE)
+            ptx_ins(&k, "@%s ld.global.f32 %s, [%s]", st_ok[o].s, x_old[o].s, oa[o].s);
+    }
+
+    for (int i = 0; i < per; i++) {
+        if (i + ahead < per) {
+            load_weights(&k, &r, &ch[i + ahead], i + ahead);
+            load_inputs(&k, &r, &ch[i + ahead], i + ahead);
+        }
+        products(&k, &r, &ch[i], i);
+    }
+
+    /* s_red[warp][row][col]: D element e of tile j is (col g + 8 (e / 2), row 8 j + 2 t + e % 2) */
+    struct ptx_reg sa = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", v.s, warp.s, 8 * nt, t.s); /* + t: half of 2 t */
+    ptx_ins(&k, "add.u32 %s, %s, %s", v.s, v.s, t.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", v.s, v.s, TC_PITCH, g.s);
+    ptx_ins(&k, "mov.u32 %s, s_red", sa.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", sa.s, v.s, sa.s);
+    for (int j = 0; j < nt; j++)
+        for (int e = 0; e < 4; e++)
+            ptx_ins(&k, "st.shared.f32 [%s+%d], %s", sa.s,
+                    4 * ((8 * j + e % 2) * TC_PITCH + 8 * (e / 2)), r.acc[j][e].s);
+    ptx_ins(&k, "bar.sync 0");
+
+    /* each output: the warps' sums in warp order, then gemv_f16's epilogue */
+    struct ptx_reg ra = ptx_reg(&k, PTX_B32), sum = ptx_reg(&k, PTX_F32);
+    struct ptx_reg part = ptx_reg(&k, PTX_F32);
+    ptx_ins(&k, "shr.u32 %s, %s, 4", v.s, tid.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", v.s, v.s, TC_PITCH, oc.s);
+    ptx_ins(&k, "mov.u32 %s, s_red", ra.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", ra.s, v.s, ra.s);
+    for (int o = 0; o < n_out; o++) {
+        struct ptx_reg next = ptx_label(&k);
+        ptx_ins(&k, "@!%s bra %s", st_ok[o].s, next.s);
+        for (int w = 0; w < TC_WARPS; w++) {
+            int off = 4 * ((w * 8 * nt + 16 * o) * TC_PITCH);
+            ptx_ins(&k, "ld.shared.f32 %s, [%s+%d]", w ? part.s : sum.s, ra.s, off);
+            if (w)
+                ptx_ins(&k, "add.f32 %s, %s, %s", sum.s, sum.s, part.s);
+        }
+        if (flags & KERNEL_GEMV_ACCUMULATE) /* the CPU's order: (out + sum) + b */
+            ptx_ins(&k, "add.f32 %s, %s, %s", sum.s, x_old[o].s, sum.s);
+        if (flags & KERNEL_GEMV_BIAS)
+            ptx_ins(&k, "add.f32 %s, %s, %s", sum.s, sum.s, x_b.s);
+        if (flags & KERNEL_GEMV_GELU)
+            ptx_gelu(&k, sum);
+        ptx_ins(&k, "st.global.f32 [%s], %s", oa[o].s, sum.s);
+        ptx_place(&k, next);
+    }
+    return ptx_end(&k);
+}
