@@ -593,9 +593,13 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
         CUmodule ln_mod, plain_mod;
         snprintf(what, sizeof what, "layernorm_c%d", k_in);
         CUfunction ln = load(gen_layernorm(sm, k_in, 0), what, &ln_mod);
-        snprintf(what, sizeof what, "gemv_f16_k%d_f%d", k_in, flags & ~KERNEL_GEMV_NORM);
-        CUfunction plain =
-            load(gen_gemv_f16(sm, k_in, flags & ~KERNEL_GEMV_NORM), what, &plain_mod);
+        int pf = flags & ~KERNEL_GEMV_NORM;
+        if (tc)
+            snprintf(what, sizeof what, "gemv_tc_k%d_n%d_f%d", k_in, tiles, pf);
+        else
+            snprintf(what, sizeof what, "gemv_f16_k%d_f%d", k_in, pf);
+        CUfunction plain = load(tc ? gen_gemv_tc(sm, k_in, pf, tiles) : gen_gemv_f16(sm, k_in, pf),
+                                what, &plain_mod);
         CUdeviceptr dh = dev_poisoned(nin);
         void *ln_args[] = {&dh, &din, &dg, &dlb, &urows};
         launch(ln, (unsigned)n_rows, KERNEL_LN_THREADS, ln_args);
@@ -1001,6 +1005,14 @@ int main(void) {
     test_gemv(sm, be, s, 1280, 1280, 3, GN | GB, 0, 0); /* a tile and a rest */
     test_gemv(sm, be, s, 1024, 1024, 1, GN | GB, 0, 0);
     test_gemv(sm, be, s, 51865, 768, 5, GN, 0, 0); /* logits */
+    for (int i = 0; sm >= 80 && i < 3; i++) {      /* on tensor cores */
+        const int tc_norm[] = {GN | GB, GN, GN | GB | GG};
+        test_gemv(sm, be, s, 384, 384, 8, tc_norm[i], 0, 1);
+        test_gemv(sm, be, s, 520, 512, 21, tc_norm[i], 0, 1);
+        test_gemv(sm, be, s, 1280, 1280, KERNEL_GEMV_LAUNCH_ROWS, tc_norm[i], 0, 1);
+    }
+    if (sm >= 80)
+        test_gemv(sm, be, s, 51866, 1280, 13, GN, 0, 1); /* logits */
 
     test_attention_scores(sm, s, 8, 64, 1, 1500, 512, 3);
     test_attention_scores(sm, s, 20, 64, 5, 1500, 1280, 19);

@@ -71,11 +71,19 @@ def layernorm(ptx, mem, K, pout, pin, pg, pb, rows):
         mem=mem)
 
 
-def gemv(ptx, mem, K, flags, pout, ld, pin, pw, pb, rows, more=(), n=None, ctas=None):
-    name = "gemv_f16_k%d_f%d" % (K, flags)
+def gemv(ptx, mem, K, flags, pout, ld, pin, pw, pb, rows, more=(), n=None, ctas=None, tc=False):
+    """gemv_f16, or with tc gemv_tc with the row tiles the backend picks (4 where the kernel
+    list has no 2-tile form: the same bits)"""
     n = n or K
-    gx = (3 * n if flags & 16 else n) // 32
-    run(ptx(name), name, grid=(gx, (rows + 7) // 8, 1), block=(256, 1, 1),
+    if tc:
+        t = 1 if rows <= 8 else 2 if rows <= 16 else 4
+        if "gemv_tc_k%d_n%d_f%d" % (K, t, flags) not in ptx.names:
+            t = 4
+        name, cols, cta_rows = "gemv_tc_k%d_n%d_f%d" % (K, t, flags), 16, 8 * t
+    else:
+        name, cols, cta_rows = "gemv_f16_k%d_f%d" % (K, flags), 32, 8
+    gx = (3 * n if flags & 16 else n) // cols
+    run(ptx(name), name, grid=(gx, (rows + cta_rows - 1) // cta_rows, 1), block=(256, 1, 1),
         params=[pout, ld, pin, pw, pb, n, rows] + list(more), mem=mem, ctas=ctas)
 
 
@@ -183,11 +191,11 @@ def test_fc2(ptx, K, rng, n=None):
 
 
 def test_before_wait(ptx, names, rng):
-    """gemv_f16 runs on sm_90 while the kernel before it still writes (ptx.h
+    """gemv_f16 and gemv_tc run on sm_90 while the kernel before it still writes (ptx.h
     ptx_grid_dep_wait): up to its griddepcontrol.wait it may read only weights and biases.
     Each gemv kernel cut off at its wait, run with every activation pointer (out, in, the
-    norm's gain and bias, the q/k/v caches and row table) pointing at no allocation: any
-    access to them raises"""
+    q/k/v caches and row table; gemv_f16's norm gain and bias too, which it reads later)
+    pointing at no allocation: any access to them raises"""
     for name in sorted(n for n in names if n.startswith("gemv_")):
         tc = name.startswith("gemv_tc_")
         if tc:  # gemv_tc_k<K>_n<T>_f<flags>: gemv_f16's parameters without norm or q/k/v
@@ -203,6 +211,8 @@ def test_before_wait(ptx, names, rng):
         pb = mem.put(rng.standard_normal(n).astype(np.float32))
         nowhere = 1 << 40  # outside every allocation
         more = [nowhere] * 2 if flags & 8 else []
+        if tc and flags & 8:  # gemv_tc loads the norm's gain and bias (weights) with its own
+            more = [mem.put(rng.standard_normal(K).astype(np.float32)) for _ in range(2)]
         if flags & 16:  # wk, wv (weights), bk, bv (biases), k and v caches, row table
             pw = mem.put((rng.standard_normal((n, K)) / 8).astype(np.float16))
             more += [mem.put((rng.standard_normal((n, K)) / 8).astype(np.float16)) for _ in range(2)]
@@ -217,10 +227,11 @@ def test_before_wait(ptx, names, rng):
         check("%s: before its grid wait it reads only weights and biases" % name, ok, why)
 
 
-def test_norm_fused(ptx, K, rng):
+def test_norm_fused(ptx, K, rng, tc=False):
     W = (rng.standard_normal((K, K)) / np.sqrt(K)).astype(np.float16)
-    for fused, plain in ((9, 1), (8, 0)):
-        for rows in (1, 5, 10):
+    kind = "tc" if tc else "f16"
+    for fused, plain in ((9, 1), (8, 0)) + (((11, 3),) if tc else ()):
+        for rows in (1, 5, 10) + ((21,) if tc else ()):
             mem = Memory(1 << 24)
             x = (3 * rng.standard_normal((rows, K))).astype(np.float32)
             px, pw = mem.put(x), mem.put(W)
@@ -228,15 +239,15 @@ def test_norm_fused(ptx, K, rng):
                 mem.put(rng.standard_normal(K).astype(np.float32))
             pb = mem.put(rng.standard_normal(K).astype(np.float32))
             pf, ph, ps = mem.alloc(rows * K * 4), mem.alloc(rows * K * 4), mem.alloc(rows * K * 4)
-            gemv(ptx, mem, K, fused, pf, K, px, pw, pb, rows, more=[pg, plb])
+            gemv(ptx, mem, K, fused, pf, K, px, pw, pb, rows, more=[pg, plb], tc=tc)
             layernorm(ptx, mem, K, ph, px, pg, plb, rows)
-            gemv(ptx, mem, K, plain, ps, K, ph, pw, pb, rows)
-            check("gemv_f16_k%d_f%d == layernorm + f%d, %d rows" % (K, fused, plain, rows),
+            gemv(ptx, mem, K, plain, ps, K, ph, pw, pb, rows, tc=tc)
+            check("gemv_%s_k%d_f%d == layernorm + f%d, %d rows" % (kind, K, fused, plain, rows),
                   same_bits(mem.get(pf, np.float32, rows * K), mem.get(ps, np.float32, rows * K)))
 
 
-def test_qkv(ptx, K, rng):
-    for rows in (1, 10):
+def test_qkv(ptx, K, rng, tc=False):
+    for rows in (1, 10) + ((40,) if tc else ()):
         mem = Memory(1 << 26)
         n_dst = 3 * rows + 7
         x = (3 * rng.standard_normal((rows, K))).astype(np.float32)
@@ -251,16 +262,16 @@ def test_qkv(ptx, K, rng):
         pkc, pvc, pdst = mem.put(cache[0]), mem.put(cache[1]), mem.put(dst)
         pq, ref = mem.alloc(rows * K * 4), [mem.alloc(rows * K * 4) for _ in range(3)]
         gemv(ptx, mem, K, 24, pq, K, px, pw[0], pbq, rows,
-             more=[pg, plb, pw[1], pw[2], 0, pbv, pkc, pvc, pdst])
+             more=[pg, plb, pw[1], pw[2], 0, pbv, pkc, pvc, pdst], tc=tc)
         for i, (flags, pb) in enumerate(((9, pbq), (8, 0), (9, pbv))):
-            gemv(ptx, mem, K, flags, ref[i], K, px, pw[i], pb, rows, more=[pg, plb])
+            gemv(ptx, mem, K, flags, ref[i], K, px, pw[i], pb, rows, more=[pg, plb], tc=tc)
         for j in range(2):
             cache[j][dst] = mem.get(ref[j + 1], np.float32, rows * K).reshape(rows, K)
         ok = same_bits(mem.get(pq, np.float32, rows * K), mem.get(ref[0], np.float32, rows * K))
         for j, p in enumerate((pkc, pvc)):
             ok &= same_bits(mem.get(p, np.float32, n_dst * K), cache[j].reshape(-1))
-        check("gemv_f16_k%d_f24 (q, k and v into cache rows) == f9, f8, f9 + a scatter, %d rows"
-              % (K, rows), ok)
+        check("gemv_%s_k%d_f24 (q, k and v into cache rows) == f9, f8, f9 + a scatter, %d rows"
+              % ("tc" if tc else "f16", K, rows), ok)
 
 
 def attn64(q, k, v):
@@ -547,6 +558,8 @@ for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     test_qkv(ptx, K, rng)
     test_gemv_tc(ptx, K, rng, 40, ((0, 1), (1, 5), (3, 3), (5, 21), (5, 64)))
     test_gemv_tc(ptx, 4 * K, rng, 24, ((5, 10),))
+    test_norm_fused(ptx, K, rng, tc=True)
+    test_qkv(ptx, K, rng, tc=True)
     test_half_forms(ptx, K, rng)
     for mode, n_rows, n_keys in (("gather", 3, 448), ("gather", 2, 40), ("rows", 2, 1500)):
         test_split(ptx, H, rng, mode, n_rows, n_keys)
@@ -561,7 +574,7 @@ ptx = kernels("large-v3")
 test_before_wait(ptx, [n for n in ptx.names if "k1280" in n or "k5120" in n], rng)
 test_fc2(ptx, 1280, rng, n=64)
 test_gemv_tc(ptx, 5120, rng, 16, ((5, 3),))
-for fused, plain in ((9, 1), (8, 0)):
+for (fused, plain), tc in (((9, 1), False), ((8, 0), False), ((9, 1), True), ((11, 3), True)):
     K, rows, n = 1280, 10, 64
     mem = Memory(1 << 24)
     x = (3 * rng.standard_normal((rows, K))).astype(np.float32)
@@ -570,10 +583,11 @@ for fused, plain in ((9, 1), (8, 0)):
     pg, plb = (mem.put(rng.standard_normal(K).astype(np.float32)) for _ in range(2))
     pb = mem.put(rng.standard_normal(n).astype(np.float32))
     pf, ph, ps = mem.alloc(rows * n * 4), mem.alloc(rows * K * 4), mem.alloc(rows * n * 4)
-    gemv(ptx, mem, K, fused, pf, n, px, pw, pb, rows, more=[pg, plb], n=n)
+    gemv(ptx, mem, K, fused, pf, n, px, pw, pb, rows, more=[pg, plb], n=n, tc=tc)
     layernorm(ptx, mem, K, ph, px, pg, plb, rows)
-    gemv(ptx, mem, K, plain, ps, n, ph, pw, pb, rows, n=n)
-    check("gemv_f16_k%d_f%d == layernorm + f%d, %d rows, %d outputs" % (K, fused, plain, rows, n),
+    gemv(ptx, mem, K, plain, ps, n, ph, pw, pb, rows, n=n, tc=tc)
+    check("gemv_%s_k%d_f%d == layernorm + f%d, %d rows, %d outputs"
+          % ("tc" if tc else "f16", K, fused, plain, rows, n),
           same_bits(mem.get(pf, np.float32, rows * n), mem.get(ps, np.float32, rows * n)))
 print("%d failure(s)" % failures)
 sys.exit(1 if failures else 0)

@@ -88,7 +88,7 @@ static void gemv(struct wc_stream *s, float *out, int ld_out, const float *in, c
     CUdeviceptr pg = dptr(g), plb = dptr(lb);
     unsigned uld = (unsigned)ld_out, un = (unsigned)w->rows, urows = (unsigned)n_rows;
     void *args[] = {&po, &uld, &pi, &pw, &pb, &un, &urows, &pg, &plb};
-    if (!g && cuda_stream(s)->m->gemv_tc && kernel_gemv_tc_fits(cuda_stream(s)->m->sm, w->cols)) {
+    if (cuda_stream(s)->m->gemv_tc && kernel_gemv_tc_fits(cuda_stream(s)->m->sm, w->cols)) {
         /* the choice depends on the weight alone, and gemv_tc's bits not on the tiles */
         int tiles = kernel_gemv_tc_tiles(n_rows);
         const struct cuda_kernel *k = cuda_kernel_get(s, CK_GEMV_TC, w->cols, flags, tiles);
@@ -194,8 +194,11 @@ void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst
             gemv(s, out[i], c, in, g, lb, w[i], b[i], n_rows, WC_ACT_NONE, 0);
         return;
     }
-    const struct cuda_kernel *k =
-        cuda_kernel_get(s, CK_GEMV, c, KERNEL_GEMV_NORM | KERNEL_GEMV_QKV, 0);
+    int flags = KERNEL_GEMV_NORM | KERNEL_GEMV_QKV,
+        tc = cuda_stream(s)->m->gemv_tc && kernel_gemv_tc_fits(cuda_stream(s)->m->sm, c);
+    int tiles = kernel_gemv_tc_tiles(n_rows), cols = tc ? KERNEL_GEMV_TC_COLS : KERNEL_GEMV_COLS;
+    const struct cuda_kernel *k = tc ? cuda_kernel_get(s, CK_GEMV_TC, c, flags, tiles)
+                                     : cuda_kernel_get(s, CK_GEMV, c, flags, 0);
     CUdeviceptr pq = dptr(q_out), pi = dptr(in), pg = dptr(g), plb = dptr(lb), pr = dptr(dst_row);
     CUdeviceptr pk = dptr(k_dst), pv = dptr(v_dst), pw[3], pb[3];
     for (int i = 0; i < 3; i++)
@@ -203,8 +206,9 @@ void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst
     unsigned uc = (unsigned)c, urows = (unsigned)n_rows;
     void *args[] = {&pq,  &uc,    &pi,    &pw[0], &pb[0], &uc, &urows, &pg,
                     &plb, &pw[1], &pw[2], &pb[1], &pb[2], &pk, &pv,    &pr};
-    cuda_launch(s, k, 3 * ceil_div((size_t)c, KERNEL_GEMV_COLS),
-                ceil_div((size_t)n_rows, KERNEL_GEMV_MAX_ROWS), KERNEL_GEMV_THREADS, args);
+    cuda_launch(s, k, 3 * ceil_div((size_t)c, (size_t)cols),
+                ceil_div((size_t)n_rows, tc ? 8 * (size_t)tiles : KERNEL_GEMV_MAX_ROWS),
+                KERNEL_GEMV_THREADS, args);
 }
 
 void cuda_norm_mlp(struct wc_stream *s, float *x, const float *g, const float *lb,

@@ -46,16 +46,15 @@
  */
 #include <stdio.h>
 
+#include "kernels/gemv_parts.h"
 #include "kernels/kernels.h"
 #include "kernels/ptx.h"
 
 #define GEMV_WARPS        (KERNEL_GEMV_THREADS / 32)
 #define GEMV_WCOLS        (KERNEL_GEMV_COLS / GEMV_WARPS) /* columns per warp: 4 */
 #define GEMV_M            KERNEL_GEMV_MAX_ROWS            /* 8 */
-#define GEMV_TILE         1024                     /* K per staged tile: 32 KiB of shared memory */
-#define LN_VWARPS         (KERNEL_LN_THREADS / 32) /* gen_layernorm's warps */
-#define NORM_MAX_K        2048                     /* a row's values a lane holds: K / 32 <= 64 */
-#define GEMV_EARLY_NORM_K 512 /* the norm form loads its first tile before the wait up to here */
+#define GEMV_TILE         1024 /* K per staged tile: 32 KiB of shared memory */
+#define GEMV_EARLY_NORM_K 512  /* the norm form loads its first tile before the wait up to here */
 _Static_assert(GEMV_WARPS == GEMV_M, "norm_stats: a warp per row");
 
 struct gemv_regs {
@@ -67,21 +66,6 @@ struct gemv_regs {
     int norm;             /* KERNEL_GEMV_NORM: s_ln holds each row's mean and 1 / std */
     struct ptx_reg g, lb; /* global: the layer norm's gain and bias */
 };
-
-/* The sum gen_layernorm's block_sum makes of a row's partial sums: part[j] is virtual thread
- * 32 j + lane's; each virtual warp's sum by butterfly (every lane gets it), then the warps'
- * sums in order. */
-static struct ptx_reg norm_sum(struct ptx_kernel *k, struct ptx_reg *part) {
-    struct ptx_reg total = ptx_reg(k, PTX_F32);
-    for (int j = 0; j < LN_VWARPS; j++) {
-        ptx_warp_reduce(k, part[j], "add");
-        if (j == 0)
-            ptx_ins(k, "mov.f32 %s, %s", total.s, part[0].s);
-        else
-            ptx_ins(k, "add.f32 %s, %s, %s", total.s, total.s, part[j].s);
-    }
-    return total;
-}
 
 /* The shared-memory byte address of value kk of row m of a tile (stage_tile's planes: kk ->
  * plane (kk / 4) % 2, place (kk / 8) * 4 + kk % 4), kk and m known at generation time but for
@@ -111,23 +95,16 @@ static void norm_stats(struct ptx_kernel *k, const struct gemv_regs *r, struct p
                        int k_in, int stage) {
     int per = k_in / KERNEL_LN_THREADS; /* values a virtual thread holds */
     struct ptx_reg ok = ptx_reg(k, PTX_PRED), idx = ptx_reg(k, PTX_B32);
-    struct ptx_reg x[LN_VWARPS][NORM_MAX_K / KERNEL_LN_THREADS], part[LN_VWARPS];
     ptx_ins(k, "setp.lt.u32 %s, %s, %s", ok.s, warp.s, r->n_rows.s);
     ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", idx.s, warp.s, k_in, r->lane.s);
-    struct ptx_reg src = ptx_addr(k, r->in, idx, 4);
-    for (int j = 0; j < LN_VWARPS; j++)
-        for (int i = 0; i < per; i++) {
-            x[j][i] = ptx_reg(k, PTX_F32);
-            ptx_ins(k, "mov.f32 %s, 0f00000000", x[j][i].s);
-            ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+%d]", ok.s, x[j][i].s, src.s,
-                    4 * (32 * j + KERNEL_LN_THREADS * i));
-        }
+    struct gemv_norm_row nr;
+    gemv_norm_load(k, &nr, ptx_addr(k, r->in, idx, 4), ok, k_in);
     /* the gain and bias at the lane's values, loaded beside the row (stage only) */
-    struct ptx_reg gv[LN_VWARPS][NORM_MAX_K / KERNEL_LN_THREADS];
-    struct ptx_reg bv[LN_VWARPS][NORM_MAX_K / KERNEL_LN_THREADS];
+    struct ptx_reg gv[GEMV_LN_VWARPS][GEMV_NORM_MAX_K / KERNEL_LN_THREADS];
+    struct ptx_reg bv[GEMV_LN_VWARPS][GEMV_NORM_MAX_K / KERNEL_LN_THREADS];
     if (stage) {
         struct ptx_reg ga = ptx_addr(k, r->g, r->lane, 4), ba = ptx_addr(k, r->lb, r->lane, 4);
-        for (int j = 0; j < LN_VWARPS; j++)
+        for (int j = 0; j < GEMV_LN_VWARPS; j++)
             for (int i = 0; i < per; i++) {
                 int kk = 32 * j + KERNEL_LN_THREADS * i;
                 gv[j][i] = ptx_reg(k, PTX_F32), bv[j][i] = ptx_reg(k, PTX_F32);
@@ -135,34 +112,15 @@ static void norm_stats(struct ptx_kernel *k, const struct gemv_regs *r, struct p
                 ptx_ins(k, "ld.global.nc.f32 %s, [%s+%d]", bv[j][i].s, ba.s, 4 * kk);
             }
     }
-    for (int j = 0; j < LN_VWARPS; j++) {
-        part[j] = ptx_reg(k, PTX_F32);
-        ptx_ins(k, "mov.f32 %s, 0f00000000", part[j].s);
-        for (int i = 0; i < per; i++)
-            ptx_ins(k, "add.f32 %s, %s, %s", part[j].s, part[j].s, x[j][i].s);
-    }
-    struct ptx_reg sum = norm_sum(k, part), mean = ptx_reg(k, PTX_F32), d = ptx_reg(k, PTX_F32);
-    ptx_ins(k, "mov.f32 %s, %s", d.s, ptx_f32((float)k_in).s);
-    ptx_ins(k, "div.rn.f32 %s, %s, %s", mean.s, sum.s, d.s);
-    for (int j = 0; j < LN_VWARPS; j++) {
-        ptx_ins(k, "mov.f32 %s, 0f00000000", part[j].s);
-        for (int i = 0; i < per; i++) {
-            ptx_ins(k, "sub.f32 %s, %s, %s", x[j][i].s, x[j][i].s, mean.s);
-            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", part[j].s, x[j][i].s, x[j][i].s, part[j].s);
-        }
-    }
-    struct ptx_reg inv = norm_sum(k, part), a = ptx_reg(k, PTX_B32);
-    ptx_ins(k, "div.rn.f32 %s, %s, %s", inv.s, inv.s, d.s);
-    ptx_ins(k, "add.f32 %s, %s, %s", inv.s, inv.s, ptx_f32(1e-5f).s);
-    ptx_ins(k, "sqrt.rn.f32 %s, %s", inv.s, inv.s);
-    ptx_ins(k, "rcp.rn.f32 %s, %s", inv.s, inv.s);
+    gemv_norm_stats(k, &nr, k_in);
+    struct ptx_reg a = ptx_reg(k, PTX_B32);
     if (stage) { /* stage_tile's (x - mean) * inv, then * g + b; x - mean is in x already */
         struct ptx_reg row_ok = ptx_reg(k, PTX_PRED), sa = ptx_reg(k, PTX_B32);
         ptx_ins(k, "setp.lt.u32 %s, %s, %s", row_ok.s, warp.s, r->n_rows.s);
-        for (int j = 0; j < LN_VWARPS; j++)
+        for (int j = 0; j < GEMV_LN_VWARPS; j++)
             for (int i = 0; i < per; i++) {
-                struct ptx_reg v = x[j][i];
-                ptx_ins(k, "mul.f32 %s, %s, %s", v.s, v.s, inv.s);
+                struct ptx_reg v = nr.x[j][i];
+                ptx_ins(k, "mul.f32 %s, %s, %s", v.s, v.s, nr.inv.s);
                 ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", v.s, v.s, gv[j][i].s, bv[j][i].s);
                 tile_place(k, sa, warp, r->lane, 32 * j + KERNEL_LN_THREADS * i);
                 ptx_ins(k, "@%s st.shared.f32 [%s], %s", row_ok.s, sa.s, v.s);
@@ -173,7 +131,7 @@ static void norm_stats(struct ptx_kernel *k, const struct gemv_regs *r, struct p
     ptx_ins(k, "setp.eq.u32 %s, %s, 0", ok.s, r->lane.s);
     ptx_ins(k, "mov.u32 %s, s_ln", a.s);
     ptx_ins(k, "mad.lo.u32 %s, %s, 8, %s", a.s, warp.s, a.s);
-    ptx_ins(k, "@%s st.shared.v2.f32 [%s], {%s, %s}", ok.s, a.s, mean.s, inv.s);
+    ptx_ins(k, "@%s st.shared.v2.f32 [%s], {%s, %s}", ok.s, a.s, nr.mean.s, nr.inv.s);
 }
 
 /* Copies in[m][k0 + kk] (kk < kt, m < M) into the shared planes: every load first (distinct
@@ -360,27 +318,7 @@ static void reduce_scatter(struct ptx_kernel *k, struct gemv_regs *r) {
 }
 
 int kernel_gemv_norm_fits(int k_in) {
-    return k_in > 0 && k_in % KERNEL_LN_THREADS == 0 && k_in <= NORM_MAX_K;
-}
-
-/* KERNEL_GEMV_QKV: the segment's weight, bias (b_ok: given) and output row. seg: 0 q, 1 k, 2 v. */
-struct qkv_seg {
-    struct ptx_reg seg, is_k, is_v, b_ok;
-};
-
-/* dst = the segment's pointer parameter: p_q's (in dst already), p_k's or p_v's; raw: whether
- * dst is converted to a global address (else it keeps the value as passed, 0 for none) */
-static void qkv_select(struct ptx_kernel *k, const struct qkv_seg *q, struct ptx_reg dst,
-                       const char *p_k, const char *p_v, int raw) {
-    struct ptx_reg pk = ptx_reg(k, PTX_B64), pv = ptx_reg(k, PTX_B64);
-    if (raw) {
-        ptx_ins(k, "ld.param.u64 %s, [%s]", pk.s, p_k);
-        ptx_ins(k, "ld.param.u64 %s, [%s]", pv.s, p_v);
-    } else {
-        pk = ptx_ld_ptr(k, p_k), pv = ptx_ld_ptr(k, p_v);
-    }
-    ptx_ins(k, "selp.b64 %s, %s, %s, %s", dst.s, pk.s, dst.s, q->is_k.s);
-    ptx_ins(k, "selp.b64 %s, %s, %s, %s", dst.s, pv.s, dst.s, q->is_v.s);
+    return k_in > 0 && k_in % KERNEL_LN_THREADS == 0 && k_in <= GEMV_NORM_MAX_K;
 }
 
 char *gen_gemv_f16(int sm, int k_in, int flags) {
@@ -428,16 +366,10 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     ptx_ins(&k, "shl.b32 %s, %s, 3", row0.s, row0.s);
     ptx_ins(&k, "sub.u32 %s, %s, %s", r.n_rows.s, r.n_rows.s, row0.s); /* >= 1 here */
     ptx_ins(&k, "ld.param.u32 %s, [p_n]", n.s);
-    struct qkv_seg qs;
-    if (qkv) { /* segment seg = x / (K / 32); the CTA's columns within it */
-        qs.seg = ptx_reg(&k, PTX_B32), qs.is_k = ptx_reg(&k, PTX_PRED);
-        qs.is_v = ptx_reg(&k, PTX_PRED), qs.b_ok = ptx_reg(&k, PTX_PRED);
-        ptx_ins(&k, "div.u32 %s, %s, %d", qs.seg.s, cta.s, k_in / KERNEL_GEMV_COLS);
-        ptx_ins(&k, "mul.lo.u32 %s, %s, %d", t.s, qs.seg.s, k_in / KERNEL_GEMV_COLS);
-        ptx_ins(&k, "sub.u32 %s, %s, %s", cta.s, cta.s, t.s);
-        ptx_ins(&k, "setp.eq.u32 %s, %s, 1", qs.is_k.s, qs.seg.s);
-        ptx_ins(&k, "setp.eq.u32 %s, %s, 2", qs.is_v.s, qs.seg.s);
-    }
+    struct gemv_qkv qs;
+    struct ptx_reg b_ok = ptx_reg(&k, PTX_PRED); /* q/k/v: the segment's bias is given */
+    if (qkv) /* segment seg = x / (K / 32); the CTA's columns within it */
+        gemv_qkv_segment(&k, &qs, cta, k_in / KERNEL_GEMV_COLS);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", n0.s, cta.s, GEMV_WARPS, warp.s);
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", n0.s, n0.s, GEMV_WCOLS);
     struct ptx_reg in_off = ptx_reg(&k, PTX_B32);
@@ -450,7 +382,7 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     ptx_ins(&k, "mad.lo.u32 %s, %s, 16, %s", r.s_row.s, r.lane.s, r.s_row.s);
     struct ptx_reg w = ptx_ld_ptr(&k, "p_w"), wi = ptx_reg(&k, PTX_B32);
     if (qkv)
-        qkv_select(&k, &qs, w, "p_wk", "p_wv", 0);
+        gemv_qkv_select(&k, &qs, w, "p_wk", "p_wv", 0);
     for (int c = 0; c < GEMV_WCOLS; c++) {
         r.col_ok[c] = ptx_reg(&k, PTX_PRED);
         ptx_ins(&k, "add.u32 %s, %s, %d", t.s, n0.s, c);
@@ -487,13 +419,13 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
         ptx_ins(&k, "and.pred %s, %s, %s", kv.s, kv.s, st_ok.s);
         struct ptx_reg b_raw = ptx_reg(&k, PTX_B64); /* a NULL bias tested as passed */
         ptx_ins(&k, "ld.param.u64 %s, [p_b]", b_raw.s);
-        qkv_select(&k, &qs, b_raw, "p_bk", "p_bv", 1);
-        qkv_select(&k, &qs, out, "p_kd", "p_vd", 0);
-        qkv_select(&k, &qs, b, "p_bk", "p_bv", 0);
-        ptx_ins(&k, "setp.ne.u64 %s, %s, 0", qs.b_ok.s, b_raw.s);
-        ptx_ins(&k, "and.pred %s, %s, %s", qs.b_ok.s, qs.b_ok.s, st_ok.s);
+        gemv_qkv_select(&k, &qs, b_raw, "p_bk", "p_bv", 1);
+        gemv_qkv_select(&k, &qs, out, "p_kd", "p_vd", 0);
+        gemv_qkv_select(&k, &qs, b, "p_bk", "p_bv", 0);
+        ptx_ins(&k, "setp.ne.u64 %s, %s, 0", b_ok.s, b_raw.s);
+        ptx_ins(&k, "and.pred %s, %s, %s", b_ok.s, b_ok.s, st_ok.s);
         struct ptx_reg ba = ptx_addr(&k, b, col, 4);
-        ptx_ins(&k, "@%s ld.global.nc.f32 %s, [%s]", qs.b_ok.s, x_b.s, ba.s);
+        ptx_ins(&k, "@%s ld.global.nc.f32 %s, [%s]", b_ok.s, x_b.s, ba.s);
     }
     if (flags & KERNEL_GEMV_BIAS) {
         struct ptx_reg ba = ptx_addr(&k, b, col, 4);
@@ -565,7 +497,7 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
     if (flags & KERNEL_GEMV_BIAS)
         ptx_ins(&k, "add.f32 %s, %s, %s", v.s, v.s, x_b.s);
     if (qkv) /* no add at all without a bias: -0 stays -0, as in the plain kernel */
-        ptx_ins(&k, "@%s add.f32 %s, %s, %s", qs.b_ok.s, v.s, v.s, x_b.s);
+        ptx_ins(&k, "@%s add.f32 %s, %s, %s", b_ok.s, v.s, v.s, x_b.s);
     if (flags & KERNEL_GEMV_GELU)
         ptx_gelu(&k, v);
     ptx_ins(&k, "st.global.f32 [%s], %s", oa.s, v.s);

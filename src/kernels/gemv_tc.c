@@ -27,9 +27,16 @@
  * Latency: the bias and the first chunks' weights are loaded, and the warp's later weights
  * prefetched into L2, before the grid wait (ptx_grid_dep_wait), then the inputs and the old
  * output; each chunk's loads are issued `ahead` chunks before its products.
+ *
+ * KERNEL_GEMV_NORM: warp w first computes rows w, w + 8, ...'s layer-norm statistics with
+ * gen_layernorm's bits (gemv_parts.h), through shared memory to every warp; a lane normalises
+ * its input values as layernorm would (the gain and bias loaded with the chunk's weights), so
+ * the outputs have the bits of layernorm followed by the kernel without the flag.
+ * KERNEL_GEMV_QKV: a step's q, k and v in one grid, as gemv_f16's (segment x / (K / 16)).
  */
 #include <stdio.h>
 
+#include "kernels/gemv_parts.h"
 #include "kernels/kernels.h"
 #include "kernels/ptx.h"
 
@@ -53,12 +60,16 @@ struct tc_regs {
     struct ptx_reg row_ok[TC_T]; /* that row exists */
     struct ptx_reg last_ok;      /* the warp takes chunk per - 1 (partial only) */
     struct ptx_reg acc[TC_T][4]; /* D fragments: {col g, g + 8} x {row 2t, 2t + 1} */
-    struct ptx_reg p, t_zero, ld; /* scratch predicate; lane % 4 == 0 */
+    struct ptx_reg p, t_zero, ld;         /* scratch predicate; lane % 4 == 0 */
+    int norm;                             /* KERNEL_GEMV_NORM: */
+    struct ptx_reg ga, ba;                /* global: the gain and bias at the lane's first chunk */
+    struct ptx_reg mean[TC_T], inv[TC_T]; /* row 8 j + g's statistics */
 };
 
 struct tc_chunk {
-    struct ptx_reg a[8];       /* weight rows g (a[0..3]) and g + 8 (a[4..7]), 2 halves each */
-    struct ptx_reg x[TC_T][8]; /* tile j's input values 8t ... 8t + 7 */
+    struct ptx_reg a[8];         /* weight rows g (a[0..3]) and g + 8 (a[4..7]), 2 halves each */
+    struct ptx_reg x[TC_T][8];   /* tile j's input values 8t ... 8t + 7 */
+    struct ptx_reg gn[8], bn[8]; /* norm: the gain and bias at those values */
 };
 
 /* pred = base, and the warp takes chunk i (only the last one may be missing) */
@@ -79,6 +90,18 @@ static void load_weights(struct ptx_kernel *k, struct tc_regs *r, struct tc_chun
         struct ptx_reg ok = chunk_pred(k, r, h ? r->ok1 : r->ok0, i), *a = c->a + 4 * h;
         ptx_ins(k, "@%s ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d]", ok.s, a[0].s, a[1].s,
                 a[2].s, a[3].s, (h ? r->w1 : r->w0).s, 64 * i);
+    }
+    if (!r->norm)
+        return;
+    /* unset where the warp skips the chunk (products() does not read them then) */
+    const char *guard = r->partial && i == r->per - 1 ? "@" : "";
+    const char *pred = *guard ? r->last_ok.s : "";
+    for (int h = 0; h < 4; h++) {
+        struct ptx_reg *d = (h < 2 ? c->gn : c->bn) + 4 * (h % 2);
+        for (int e = 0; e < 4; e++)
+            d[e] = ptx_reg(k, PTX_F32);
+        ptx_ins(k, "%s%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d]", guard, pred, d[0].s,
+                d[1].s, d[2].s, d[3].s, (h < 2 ? r->ga : r->ba).s, 128 * i + 16 * (h % 2));
     }
 }
 
@@ -133,6 +156,12 @@ static void products(struct ptx_kernel *k, struct tc_regs *r, const struct tc_ch
         ptx_ins(k, "@!%s bra %s", r->last_ok.s, skip.s);
     for (int j = 0; j < r->nt; j++) {
         struct ptx_reg hi[4], lo[4];
+        for (int e = 0; r->norm && e < 8; e++) { /* gen_layernorm's (x - mean) * inv * g + b */
+            const struct ptx_reg *x = &c->x[j][e];
+            ptx_ins(k, "sub.f32 %s, %s, %s", x->s, x->s, r->mean[j].s);
+            ptx_ins(k, "mul.f32 %s, %s, %s", x->s, x->s, r->inv[j].s);
+            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", x->s, x->s, c->gn[e].s, c->bn[e].s);
+        }
         split(k, c->x[j], hi, lo);
         for (int half = 0; half < 2; half++) {
             mma(k, r->acc[j], c->a, half, hi + 2 * half);
@@ -144,13 +173,19 @@ static void products(struct ptx_kernel *k, struct tc_regs *r, const struct tc_ch
 }
 
 char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
-    int all = KERNEL_GEMV_BIAS | KERNEL_GEMV_GELU | KERNEL_GEMV_ACCUMULATE;
+    int all = KERNEL_GEMV_BIAS | KERNEL_GEMV_GELU | KERNEL_GEMV_ACCUMULATE | KERNEL_GEMV_NORM |
+              KERNEL_GEMV_QKV;
+    int norm = flags & KERNEL_GEMV_NORM, qkv = flags & KERNEL_GEMV_QKV;
     if (!kernel_gemv_tc_fits(sm, k_in) || flags < 0 || (flags & ~all) ||
         ((flags & KERNEL_GEMV_GELU) && (flags & KERNEL_GEMV_ACCUMULATE)) ||
+        (norm && !kernel_gemv_norm_fits(k_in)) ||
+        (qkv && (flags != (KERNEL_GEMV_QKV | KERNEL_GEMV_NORM) || k_in % KERNEL_GEMV_TC_COLS)) ||
         (nt != 1 && nt != 2 && nt != TC_T))
         return NULL;
     int nc = k_in / 32, per = (nc + TC_WARPS - 1) / TC_WARPS;
-    int ahead = TC_T / nt; /* chunks of loads in flight: about 40 registers of them */
+    /* chunks of loads in flight: about 40 registers of them; half with the norm, whose gain and
+     * bias come with each chunk and whose statistics hold a row (K / 32 registers) */
+    int ahead = norm && nt < TC_T ? TC_T / nt / 2 : TC_T / nt;
     char name[64];
     snprintf(name, sizeof name, "gemv_tc_k%d_n%d_f%d", k_in, nt, flags);
     struct ptx_kernel k;
@@ -162,9 +197,20 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
     ptx_param(&k, "u64", "p_b");
     ptx_param(&k, "u32", "p_n");
     ptx_param(&k, "u32", "p_rows");
+    if (norm) {
+        ptx_param(&k, "u64", "p_g");
+        ptx_param(&k, "u64", "p_lb");
+        ptx_raw(&k, "    .shared .align 8 .f32 s_ln[%d];\n", 2 * 8 * nt);
+    }
+    if (qkv) {
+        static const char *const more[] = {"p_wk", "p_wv", "p_bk", "p_bv", "p_kd", "p_vd"};
+        for (int i = 0; i < 6; i++)
+            ptx_param(&k, "u64", more[i]);
+        ptx_param(&k, "u64", "p_dst");
+    }
     ptx_raw(&k, "    .shared .align 16 .f32 s_red[%d];\n", TC_WARPS * 8 * nt * TC_PITCH);
 
-    struct tc_regs r = {.nt = nt, .per = per, .partial = nc % TC_WARPS != 0};
+    struct tc_regs r = {.nt = nt, .per = per, .partial = nc % TC_WARPS != 0, .norm = norm};
     struct ptx_reg tid = ptx_special(&k, "%tid.x"), warp = ptx_reg(&k, PTX_B32);
     struct ptx_reg lane = ptx_reg(&k, PTX_B32), g = ptx_reg(&k, PTX_B32), t = ptx_reg(&k, PTX_B32);
     struct ptx_reg n0 = ptx_special(&k, "%ctaid.x"), row0 = ptx_special(&k, "%ctaid.y");
@@ -176,6 +222,9 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
     ptx_ins(&k, "shr.u32 %s, %s, 2", g.s, lane.s);
     ptx_ins(&k, "and.b32 %s, %s, 3", t.s, lane.s);
     ptx_ins(&k, "setp.eq.u32 %s, %s, 0", r.t_zero.s, t.s);
+    struct gemv_qkv qs;
+    if (qkv) /* segment x / (K / 16): q, k or v; n0 within it */
+        gemv_qkv_segment(&k, &qs, n0, k_in / KERNEL_GEMV_TC_COLS);
     ptx_ins(&k, "shl.b32 %s, %s, 4", n0.s, n0.s);
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", row0.s, row0.s, 8 * nt);
     ptx_ins(&k, "ld.param.u32 %s, [p_rows]", rows.s);
@@ -202,11 +251,19 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", v.s, col.s, k_in / 8);
     ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", v.s, c0.s, v.s);
     ptx_ins(&k, "add.u32 %s, %s, %s", v.s, v.s, t.s);
-    r.w0 = ptx_addr(&k, ptx_ld_ptr(&k, "p_w"), v, 16);
+    struct ptx_reg w = ptx_ld_ptr(&k, "p_w");
+    if (qkv)
+        gemv_qkv_select(&k, &qs, w, "p_wk", "p_wv", 0);
+    r.w0 = ptx_addr(&k, w, v, 16);
     r.w1 = ptx_reg(&k, PTX_B64);
     ptx_ins(&k, "add.s64 %s, %s, %d", r.w1.s, r.w0.s, 16 * k_in);
     /* input row row0 + 8 j + g of tile j, from chunk c0, the lane's 8 floats */
     struct ptx_reg in = ptx_ld_ptr(&k, "p_in"), xr = ptx_reg(&k, PTX_B32);
+    if (norm) { /* the gain and bias from chunk c0, the lane's 8 */
+        ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", v.s, c0.s, t.s);
+        r.ga = ptx_addr(&k, ptx_ld_ptr(&k, "p_g"), v, 32);
+        r.ba = ptx_addr(&k, ptx_ld_ptr(&k, "p_lb"), v, 32);
+    }
     for (int j = 0; j < nt; j++) {
         r.row_ok[j] = ptx_reg(&k, PTX_PRED);
         ptx_ins(&k, "add.u32 %s, %s, %d", xr.s, g.s, 8 * j);
@@ -226,13 +283,24 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
     int n_out = (8 * nt * KERNEL_GEMV_TC_COLS + KERNEL_GEMV_THREADS - 1) / KERNEL_GEMV_THREADS;
     struct ptx_reg oc = ptx_reg(&k, PTX_B32), orow = ptx_reg(&k, PTX_B32);
     struct ptx_reg c_ok = ptx_reg(&k, PTX_PRED), st_ok[2], oa[2], x_old[2];
-    struct ptx_reg x_b = ptx_reg(&k, PTX_F32);
+    struct ptx_reg x_b = ptx_reg(&k, PTX_F32), b_ok = ptx_reg(&k, PTX_PRED);
     ptx_ins(&k, "and.b32 %s, %s, 15", oc.s, tid.s);
     ptx_ins(&k, "add.u32 %s, %s, %s", col.s, n0.s, oc.s);
     ptx_ins(&k, "setp.lt.u32 %s, %s, %s", c_ok.s, col.s, n.s);
-    if (flags & KERNEL_GEMV_BIAS) {
-        struct ptx_reg ba = ptx_addr(&k, ptx_ld_ptr(&k, "p_b"), col, 4);
-        ptx_ins(&k, "@%s ld.global.nc.f32 %s, [%s]", c_ok.s, x_b.s, ba.s);
+    struct ptx_reg out = ptx_ld_ptr(&k, "p_out"), b = ptx_ld_ptr(&k, "p_b");
+    if (qkv) { /* the segment's bias if given (tested as passed), its output: q's, or k's and
+                * v's cache rows (below) */
+        struct ptx_reg b_raw = ptx_reg(&k, PTX_B64);
+        ptx_ins(&k, "ld.param.u64 %s, [p_b]", b_raw.s);
+        gemv_qkv_select(&k, &qs, b_raw, "p_bk", "p_bv", 1);
+        gemv_qkv_select(&k, &qs, out, "p_kd", "p_vd", 0);
+        gemv_qkv_select(&k, &qs, b, "p_bk", "p_bv", 0);
+        ptx_ins(&k, "setp.ne.u64 %s, %s, 0", b_ok.s, b_raw.s);
+        ptx_ins(&k, "and.pred %s, %s, %s", b_ok.s, b_ok.s, c_ok.s);
+    }
+    if (qkv || (flags & KERNEL_GEMV_BIAS)) {
+        struct ptx_reg ba = ptx_addr(&k, b, col, 4);
+        ptx_ins(&k, "@%s ld.global.nc.f32 %s, [%s]", qkv ? b_ok.s : c_ok.s, x_b.s, ba.s);
     }
 
     /* weights before the wait: the first chunks into registers, the rest into L2 (lanes
@@ -253,7 +321,10 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
         load_inputs(&k, &r, &ch[i], i);
     r.ld = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "ld.param.u32 %s, [p_ld_out]", r.ld.s);
-    struct ptx_reg out = ptx_ld_ptr(&k, "p_out");
+    struct ptx_reg kv = ptx_reg(&k, PTX_PRED), dst = ptx_reg(&k, PTX_B32);
+    struct ptx_reg ldo = ptx_reg(&k, PTX_B32), dst_row = {{0}};
+    if (qkv)
+        dst_row = ptx_ld_ptr(&k, "p_dst");
     for (int o = 0; o < n_out; o++) {
         struct ptx_reg q = ptx_reg(&k, PTX_PRED);
         st_ok[o] = ptx_reg(&k, PTX_PRED), x_old[o] = ptx_reg(&k, PTX_F32);
@@ -264,12 +335,44 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
         ptx_ins(&k, "setp.lt.u32 %s, %s, %d", q.s, orow.s, 8 * nt); /* T = 1: half the CTA */
         ptx_ins(&k, "and.pred %s, %s, %s", st_ok[o].s, st_ok[o].s, q.s);
         ptx_ins(&k, "add.u32 %s, %s, %s", orow.s, orow.s, row0.s);
-        ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", v.s, orow.s, r.ld.s, col.s);
+        ptx_ins(&k, "mov.u32 %s, %s", ldo.s, r.ld.s);
+        if (qkv) { /* k and v: row dst_row[row] of their cache, K floats apart */
+            ptx_ins(&k, "setp.ne.u32 %s, %s, 0", kv.s, qs.seg.s);
+            ptx_ins(&k, "and.pred %s, %s, %s", kv.s, kv.s, st_ok[o].s);
+            struct ptx_reg da = ptx_addr(&k, dst_row, orow, 4);
+            ptx_ins(&k, "@%s ld.global.nc.u32 %s, [%s]", kv.s, dst.s, da.s);
+            ptx_ins(&k, "selp.b32 %s, %d, %s, %s", ldo.s, k_in, ldo.s, kv.s);
+            ptx_ins(&k, "selp.b32 %s, %s, %s, %s", orow.s, dst.s, orow.s, kv.s);
+        }
+        ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", v.s, orow.s, ldo.s, col.s);
         oa[o] = ptx_addr(&k, out, v, 4);
         if (flags & KERNEL_GEMV_ACCUMULATE)
             ptx_ins(&k, "@%s ld.global.f32 %s, [%s]", st_ok[o].s, x_old[o].s, oa[o].s);
     }
 
+    if (norm) { /* rows 8 j + warp's statistics (gemv_parts.h) into s_ln, then the lane's rows' */
+        struct gemv_norm_row nr;
+        struct ptx_reg ok = ptx_reg(&k, PTX_PRED), a = ptx_reg(&k, PTX_B32);
+        for (int j = 0; j < nt; j++) {
+            ptx_ins(&k, "add.u32 %s, %s, %d", xr.s, warp.s, 8 * j);
+            ptx_ins(&k, "setp.lt.u32 %s, %s, %s", ok.s, xr.s, rows.s);
+            ptx_ins(&k, "add.u32 %s, %s, %s", v.s, xr.s, row0.s);
+            ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", v.s, v.s, k_in, lane.s);
+            gemv_norm_load(&k, &nr, ptx_addr(&k, in, v, 4), ok, k_in);
+            gemv_norm_stats(&k, &nr, k_in);
+            ptx_ins(&k, "setp.eq.u32 %s, %s, 0", r.p.s, lane.s);
+            ptx_ins(&k, "mov.u32 %s, s_ln", a.s);
+            ptx_ins(&k, "mad.lo.u32 %s, %s, 8, %s", a.s, xr.s, a.s);
+            ptx_ins(&k, "@%s st.shared.v2.f32 [%s], {%s, %s}", r.p.s, a.s, nr.mean.s, nr.inv.s);
+        }
+        ptx_ins(&k, "bar.sync 0");
+        ptx_ins(&k, "mov.u32 %s, s_ln", a.s);
+        ptx_ins(&k, "mad.lo.u32 %s, %s, 8, %s", a.s, g.s, a.s);
+        for (int j = 0; j < nt; j++) { /* rows past n_rows: values never stored */
+            r.mean[j] = ptx_reg(&k, PTX_F32), r.inv[j] = ptx_reg(&k, PTX_F32);
+            ptx_ins(&k, "ld.shared.v2.f32 {%s, %s}, [%s+%d]", r.mean[j].s, r.inv[j].s, a.s, 64 * j);
+        }
+    }
     for (int i = 0; i < per; i++) {
         if (i + ahead < per) {
             load_weights(&k, &r, &ch[i + ahead], i + ahead);
@@ -311,6 +414,8 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
             ptx_ins(&k, "add.f32 %s, %s, %s", sum.s, x_old[o].s, sum.s);
         if (flags & KERNEL_GEMV_BIAS)
             ptx_ins(&k, "add.f32 %s, %s, %s", sum.s, sum.s, x_b.s);
+        if (qkv) /* no add at all without a bias: -0 stays -0, as in gemv_f16 */
+            ptx_ins(&k, "@%s add.f32 %s, %s, %s", b_ok.s, sum.s, sum.s, x_b.s);
         if (flags & KERNEL_GEMV_GELU)
             ptx_gelu(&k, sum);
         ptx_ins(&k, "st.global.f32 [%s], %s", oa[o].s, sum.s);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_KERNELS 64 /* a model's distinct kernels (49 for every official size today) */
+#define MAX_KERNELS 80 /* a model's distinct kernels (61 for every official size today) */
 
 /* Appends ptx to list[0..*n) unless a kernel of its name is there; -1 (ptx freed) when it is
  * NULL, unnamed, or the list is full. */
@@ -98,11 +98,13 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_attention_rows(sm, ht, ct / ht, 0)) |
                add(list, &n, gen_attention_rows(sm, ht, ct / ht, 1));
     /* the same projections on tensor cores (WHISPERC_CUDA_GEMV=tc), 1 and 4 row tiles a CTA;
-     * the residual forms (out, fc2: the hot ones) with 2 too */
-    const int tc_flags[][2] = {{1, 0}, {1, GB}, {1, GB | GG}, {1, GB | GA}, {4, GB | GA}};
-    for (int i = 0; !bad && kernel_gemv_tc_fits(sm, ct) && i < 5; i++)
+     * the hot ones (q/k/v, out, fc1, fc2) with 2 too */
+    const int tc_flags[][3] = {{1, 0, 0},       {1, GB, 0},      {1, GB | GG, 0},
+                               {1, GB | GA, 1}, {4, GB | GA, 1}, {1, GN, 0},
+                               {1, GN | GB, 0}, {1, GN | GQ, 1}, {1, GN | GB | GG, 1}};
+    for (int i = 0; !bad && kernel_gemv_tc_fits(sm, ct) && i < 9; i++)
         for (int t = 1; t <= KERNEL_GEMV_TC_TILES; t *= 2)
-            if (t != 2 || tc_flags[i][1] & GA)
+            if (t != 2 || tc_flags[i][2])
                 bad |= add(list, &n, gen_gemv_tc(sm, tc_flags[i][0] * ct, tc_flags[i][1], t));
     if (bad) {
         kernels_free(list, n);

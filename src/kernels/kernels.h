@@ -137,11 +137,12 @@ char *gen_gemv_f16(int sm, int k_in, int flags);
 int kernel_gemv_norm_fits(int k_in);
 
 /* backend.h's `linear` over a step's rows on tensor cores: gemv_tc_k<K>_n<T>_f<flags>, the
- * parameters, flags (BIAS, GELU, ACCUMULATE) and result of gen_gemv_f16 without NORM or QKV,
- * for K % 32 == 0 and sm >= 80. The fp32 inputs go in as two fp16 terms (hi + lo), so a
- * product is as exact as gemv_f16's; fp32 accumulation. A row's result depends neither on
- * n_rows nor on T (bit for bit), so the host picks T = kernel_gemv_tc_tiles(n_rows).
- * grid (ceil(n / KERNEL_GEMV_TC_COLS), ceil(n_rows / (8 T))) x KERNEL_GEMV_THREADS. */
+ * parameters, flags and results of gen_gemv_f16 (NORM: the bits of layernorm then this kernel
+ * without it), for K % 32 == 0 and sm >= 80; QKV's grid x is 3 K / KERNEL_GEMV_TC_COLS. The fp32
+ * inputs go in as two fp16 terms (hi + lo), so a product is as exact as gemv_f16's; fp32
+ * accumulation. A row's result depends neither on n_rows nor on T (bit for bit), so the host picks
+ * T = kernel_gemv_tc_tiles(n_rows). grid (ceil(n / KERNEL_GEMV_TC_COLS), ceil(n_rows / (8 T))) x
+ * KERNEL_GEMV_THREADS. */
 #define KERNEL_GEMV_TC_COLS  16 /* output columns per CTA */
 #define KERNEL_GEMV_TC_TILES 4  /* T at most: 8-row tiles a CTA takes */
 char *gen_gemv_tc(int sm, int k_in, int flags, int tiles);

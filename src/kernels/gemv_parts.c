@@ -1,0 +1,80 @@
+/* gemv_parts.c — the pieces gemv_f16 and gemv_tc share (gemv_parts.h). */
+#include "kernels/gemv_parts.h"
+
+void gemv_norm_load(struct ptx_kernel *k, struct gemv_norm_row *nr, struct ptx_reg src,
+                    struct ptx_reg ok, int k_in) {
+    nr->per = k_in / KERNEL_LN_THREADS;
+    for (int j = 0; j < GEMV_LN_VWARPS; j++)
+        for (int i = 0; i < nr->per; i++) {
+            nr->x[j][i] = ptx_reg(k, PTX_F32);
+            ptx_ins(k, "mov.f32 %s, 0f00000000", nr->x[j][i].s);
+            ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+%d]", ok.s, nr->x[j][i].s, src.s,
+                    4 * (32 * j + KERNEL_LN_THREADS * i));
+        }
+}
+
+/* The sum gen_layernorm's block_sum makes of a row's partial sums: part[j] is virtual thread
+ * 32 j + lane's; each virtual warp's sum by butterfly (every lane gets it), then the warps'
+ * sums in order. */
+static struct ptx_reg norm_sum(struct ptx_kernel *k, struct ptx_reg *part) {
+    struct ptx_reg total = ptx_reg(k, PTX_F32);
+    for (int j = 0; j < GEMV_LN_VWARPS; j++) {
+        ptx_warp_reduce(k, part[j], "add");
+        if (j == 0)
+            ptx_ins(k, "mov.f32 %s, %s", total.s, part[0].s);
+        else
+            ptx_ins(k, "add.f32 %s, %s, %s", total.s, total.s, part[j].s);
+    }
+    return total;
+}
+
+void gemv_norm_stats(struct ptx_kernel *k, struct gemv_norm_row *nr, int k_in) {
+    struct ptx_reg part[GEMV_LN_VWARPS];
+    for (int j = 0; j < GEMV_LN_VWARPS; j++) {
+        part[j] = ptx_reg(k, PTX_F32);
+        ptx_ins(k, "mov.f32 %s, 0f00000000", part[j].s);
+        for (int i = 0; i < nr->per; i++)
+            ptx_ins(k, "add.f32 %s, %s, %s", part[j].s, part[j].s, nr->x[j][i].s);
+    }
+    struct ptx_reg sum = norm_sum(k, part), d = ptx_reg(k, PTX_F32);
+    nr->mean = ptx_reg(k, PTX_F32);
+    ptx_ins(k, "mov.f32 %s, %s", d.s, ptx_f32((float)k_in).s);
+    ptx_ins(k, "div.rn.f32 %s, %s, %s", nr->mean.s, sum.s, d.s);
+    for (int j = 0; j < GEMV_LN_VWARPS; j++) {
+        ptx_ins(k, "mov.f32 %s, 0f00000000", part[j].s);
+        for (int i = 0; i < nr->per; i++) {
+            struct ptx_reg x = nr->x[j][i];
+            ptx_ins(k, "sub.f32 %s, %s, %s", x.s, x.s, nr->mean.s);
+            ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", part[j].s, x.s, x.s, part[j].s);
+        }
+    }
+    nr->inv = norm_sum(k, part);
+    ptx_ins(k, "div.rn.f32 %s, %s, %s", nr->inv.s, nr->inv.s, d.s);
+    ptx_ins(k, "add.f32 %s, %s, %s", nr->inv.s, nr->inv.s, ptx_f32(1e-5f).s);
+    ptx_ins(k, "sqrt.rn.f32 %s, %s", nr->inv.s, nr->inv.s);
+    ptx_ins(k, "rcp.rn.f32 %s, %s", nr->inv.s, nr->inv.s);
+}
+
+void gemv_qkv_segment(struct ptx_kernel *k, struct gemv_qkv *q, struct ptx_reg cta,
+                      int ctas_per_seg) {
+    struct ptx_reg t = ptx_reg(k, PTX_B32);
+    q->seg = ptx_reg(k, PTX_B32), q->is_k = ptx_reg(k, PTX_PRED), q->is_v = ptx_reg(k, PTX_PRED);
+    ptx_ins(k, "div.u32 %s, %s, %d", q->seg.s, cta.s, ctas_per_seg);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %d", t.s, q->seg.s, ctas_per_seg);
+    ptx_ins(k, "sub.u32 %s, %s, %s", cta.s, cta.s, t.s);
+    ptx_ins(k, "setp.eq.u32 %s, %s, 1", q->is_k.s, q->seg.s);
+    ptx_ins(k, "setp.eq.u32 %s, %s, 2", q->is_v.s, q->seg.s);
+}
+
+void gemv_qkv_select(struct ptx_kernel *k, const struct gemv_qkv *q, struct ptx_reg dst,
+                     const char *p_k, const char *p_v, int raw) {
+    struct ptx_reg pk = ptx_reg(k, PTX_B64), pv = ptx_reg(k, PTX_B64);
+    if (raw) {
+        ptx_ins(k, "ld.param.u64 %s, [%s]", pk.s, p_k);
+        ptx_ins(k, "ld.param.u64 %s, [%s]", pv.s, p_v);
+    } else {
+        pk = ptx_ld_ptr(k, p_k), pv = ptx_ld_ptr(k, p_v);
+    }
+    ptx_ins(k, "selp.b64 %s, %s, %s, %s", dst.s, pk.s, dst.s, q->is_k.s);
+    ptx_ins(k, "selp.b64 %s, %s, %s, %s", dst.s, pv.s, dst.s, q->is_v.s);
+}
