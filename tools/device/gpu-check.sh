@@ -34,6 +34,8 @@
 #             f16 and f32), base.en-shaped random weights (step and encoder with dependent
 #             launches and without, batched x real time with prompts as step rows and as
 #             prefills), throughput tiny.en at 64 lanes (the clips, then 64 long files)
+#   profile_large  ncu of large-v3-shaped random weights: an encoder window at batch 1, a
+#             64-lane step's kernels with gemv_f16 and with gemv_tc
 #   tc        a step's projections on tensor cores (WHISPERC_CUDA_GEMV=tc, not yet the default):
 #             jfk, the dev set and batch identity with it on cuda, then base.en- and
 #             large-v3-shaped random weights (a step; 128 windows at 64 lanes) with and without
@@ -434,6 +436,29 @@ stage_profile() {
         --tokens 0 -bs 1 --runs 1 --batch-size 1 >"$OUT/ncu-base-encoder.txt" 2>&1 || rc=1
     say "profile base encoder, batch 1, the first 400 launches:"
     ncu_table "$OUT/ncu-base-encoder.txt"
+    return "$rc"
+}
+
+# issue 4's large-v3 figure (785x on the H200, 2026-11-27: the encoder 44% of the time, a
+# 64-lane step 17 ms): where an encoder window and a 64-lane step go, kernel by kernel
+stage_profile_large() {
+    local rc=0 g m=/tmp/ggml-large-v3-random.bin
+    command -v ncu >/dev/null || { say "profile_large: no ncu"; return 1; }
+    random_model large-v3 >/dev/null || return 1
+    timeout 200 ncu --print-summary per-kernel --launch-count 400 "$B/whisper-c" bench \
+        --synthetic --device cuda -m "$m" --tokens 0 -bs 1 --runs 1 --batch-size 1 \
+        >"$OUT/ncu-large-encoder.txt" 2>&1 || rc=1
+    say "profile large-v3 encoder, batch 1, the first 400 launches:"
+    ncu_table "$OUT/ncu-large-encoder.txt"
+    for g in fma tc; do # the step's kernels only (-k), 64 lanes
+        WHISPERC_CUDA_GEMV=$g timeout 240 ncu --print-summary per-kernel --launch-count 400 \
+            -k 'regex:^(gemv|attn_rows|attn_gather|logits|embed|rows_scatter)' "$B/whisper-c" \
+            bench --synthetic --device cuda -m "$m" --tokens 4 -bs 1 --runs 1 --batch-size 64 \
+            --throughput 64 >"$OUT/ncu-large-step-$g.txt" 2>&1 || rc=1
+        say "profile large-v3 64-lane steps (gemv $g), 400 step kernels:"
+        ncu_table "$OUT/ncu-large-step-$g.txt"
+    done
+    rm -f "$m"
     return "$rc"
 }
 
