@@ -322,36 +322,14 @@ int kernel_gemv_norm_fits(int k_in) {
 }
 
 char *gen_gemv_f16(int sm, int k_in, int flags) {
-    int all = KERNEL_GEMV_BIAS | KERNEL_GEMV_GELU | KERNEL_GEMV_ACCUMULATE | KERNEL_GEMV_NORM |
-              KERNEL_GEMV_QKV;
     int norm = flags & KERNEL_GEMV_NORM, qkv = flags & KERNEL_GEMV_QKV;
-    if (k_in <= 0 || k_in % 8 || flags < 0 || (flags & ~all) ||
-        ((flags & KERNEL_GEMV_GELU) && (flags & KERNEL_GEMV_ACCUMULATE)) ||
-        (norm && !kernel_gemv_norm_fits(k_in)) ||
-        (qkv && (flags != (KERNEL_GEMV_QKV | KERNEL_GEMV_NORM) || k_in % KERNEL_GEMV_COLS)))
-        return NULL;
     char name[64];
     snprintf(name, sizeof name, "gemv_f16_k%d_f%d", k_in, flags);
     struct ptx_kernel k;
-    ptx_begin(&k, name, sm);
-    ptx_param(&k, "u64", "p_out");
-    ptx_param(&k, "u32", "p_ld_out");
-    ptx_param(&k, "u64", "p_in");
-    ptx_param(&k, "u64", "p_w");
-    ptx_param(&k, "u64", "p_b");
-    ptx_param(&k, "u32", "p_n");
-    ptx_param(&k, "u32", "p_rows");
-    if (norm) {
-        ptx_param(&k, "u64", "p_g");
-        ptx_param(&k, "u64", "p_lb");
+    if (k_in <= 0 || k_in % 8 || gemv_begin(&k, name, sm, k_in, flags, KERNEL_GEMV_COLS))
+        return NULL;
+    if (norm)
         ptx_raw(&k, "    .shared .align 8 .f32 s_ln[%d];\n", 2 * GEMV_M);
-    }
-    if (qkv) {
-        static const char *const more[] = {"p_wk", "p_wv", "p_bk", "p_bv", "p_kd", "p_vd"};
-        for (int i = 0; i < 6; i++)
-            ptx_param(&k, "u64", more[i]);
-        ptx_param(&k, "u64", "p_dst");
-    }
     ptx_raw(&k, "    .shared .align 16 .f32 s_in[%d];\n", GEMV_M * GEMV_TILE);
 
     struct gemv_regs r = {.norm = norm};
@@ -417,13 +395,7 @@ char *gen_gemv_f16(int sm, int k_in, int flags) {
                 * given */
         ptx_ins(&k, "setp.ne.u32 %s, %s, 0", kv.s, qs.seg.s);
         ptx_ins(&k, "and.pred %s, %s, %s", kv.s, kv.s, st_ok.s);
-        struct ptx_reg b_raw = ptx_reg(&k, PTX_B64); /* a NULL bias tested as passed */
-        ptx_ins(&k, "ld.param.u64 %s, [p_b]", b_raw.s);
-        gemv_qkv_select(&k, &qs, b_raw, "p_bk", "p_bv", 1);
-        gemv_qkv_select(&k, &qs, out, "p_kd", "p_vd", 0);
-        gemv_qkv_select(&k, &qs, b, "p_bk", "p_bv", 0);
-        ptx_ins(&k, "setp.ne.u64 %s, %s, 0", b_ok.s, b_raw.s);
-        ptx_ins(&k, "and.pred %s, %s, %s", b_ok.s, b_ok.s, st_ok.s);
+        gemv_qkv_outputs(&k, &qs, out, b, b_ok, st_ok);
         struct ptx_reg ba = ptx_addr(&k, b, col, 4);
         ptx_ins(&k, "@%s ld.global.nc.f32 %s, [%s]", b_ok.s, x_b.s, ba.s);
     }

@@ -1,6 +1,32 @@
 /* gemv_parts.c — the pieces gemv_f16 and gemv_tc share (gemv_parts.h). */
 #include "kernels/gemv_parts.h"
 
+int gemv_begin(struct ptx_kernel *k, const char *name, int sm, int k_in, int flags, int cols) {
+    int all = KERNEL_GEMV_BIAS | KERNEL_GEMV_GELU | KERNEL_GEMV_ACCUMULATE | KERNEL_GEMV_NORM |
+              KERNEL_GEMV_QKV;
+    int norm = flags & KERNEL_GEMV_NORM, qkv = flags & KERNEL_GEMV_QKV;
+    if (flags < 0 || (flags & ~all) ||
+        ((flags & KERNEL_GEMV_GELU) && (flags & KERNEL_GEMV_ACCUMULATE)) ||
+        (norm && !kernel_gemv_norm_fits(k_in)) ||
+        (qkv && (flags != (KERNEL_GEMV_QKV | KERNEL_GEMV_NORM) || k_in % cols)))
+        return -1;
+    ptx_begin(k, name, sm);
+    static const char *const base[] = {"p_out", "p_ld_out", "p_in", "p_w", "p_b", "p_n", "p_rows"};
+    for (int i = 0; i < 7; i++)
+        ptx_param(k, i == 1 || i >= 5 ? "u32" : "u64", base[i]);
+    if (norm) {
+        ptx_param(k, "u64", "p_g");
+        ptx_param(k, "u64", "p_lb");
+    }
+    if (qkv) {
+        static const char *const more[] = {"p_wk", "p_wv", "p_bk", "p_bv", "p_kd", "p_vd"};
+        for (int i = 0; i < 6; i++)
+            ptx_param(k, "u64", more[i]);
+        ptx_param(k, "u64", "p_dst");
+    }
+    return 0;
+}
+
 void gemv_norm_load(struct ptx_kernel *k, struct gemv_norm_row *nr, struct ptx_reg src,
                     struct ptx_reg ok, int k_in) {
     nr->per = k_in / KERNEL_LN_THREADS;
@@ -77,4 +103,15 @@ void gemv_qkv_select(struct ptx_kernel *k, const struct gemv_qkv *q, struct ptx_
     }
     ptx_ins(k, "selp.b64 %s, %s, %s, %s", dst.s, pk.s, dst.s, q->is_k.s);
     ptx_ins(k, "selp.b64 %s, %s, %s, %s", dst.s, pv.s, dst.s, q->is_v.s);
+}
+
+void gemv_qkv_outputs(struct ptx_kernel *k, const struct gemv_qkv *q, struct ptx_reg out,
+                      struct ptx_reg b, struct ptx_reg b_ok, struct ptx_reg ok) {
+    struct ptx_reg b_raw = ptx_reg(k, PTX_B64);
+    ptx_ins(k, "ld.param.u64 %s, [p_b]", b_raw.s);
+    gemv_qkv_select(k, q, b_raw, "p_bk", "p_bv", 1);
+    gemv_qkv_select(k, q, out, "p_kd", "p_vd", 0);
+    gemv_qkv_select(k, q, b, "p_bk", "p_bv", 0);
+    ptx_ins(k, "setp.ne.u64 %s, %s, 0", b_ok.s, b_raw.s);
+    ptx_ins(k, "and.pred %s, %s, %s", b_ok.s, b_ok.s, ok.s);
 }

@@ -10,6 +10,12 @@
 #define GEMV_LN_VWARPS  (KERNEL_LN_THREADS / 32) /* gen_layernorm's warps */
 #define GEMV_NORM_MAX_K 2048                     /* a row's values a lane holds: K / 32 <= 64 */
 
+/* Checks flags for K (kernels.h: bias, GELU or accumulate, the norm where K fits it, q/k/v with
+ * the norm alone and segments of whole CTAs of `cols` columns), then begins kernel `name` with
+ * the parameters every gemv form takes, in gen_gemv_f16's order; -1 (nothing begun) for flags
+ * not made. */
+int gemv_begin(struct ptx_kernel *k, const char *name, int sm, int k_in, int flags, int cols);
+
 /* A row as one warp holds it for its layer norm: lane l stands for gen_layernorm's threads
  * l + 32 j (j < 4), x[j][i] its value 32 j + KERNEL_LN_THREADS i + l (i < per = K / 128). */
 struct gemv_norm_row {
@@ -39,5 +45,10 @@ void gemv_qkv_segment(struct ptx_kernel *k, struct gemv_qkv *q, struct ptx_reg c
  * the values as passed (0 for none), else converted to global addresses. */
 void gemv_qkv_select(struct ptx_kernel *k, const struct gemv_qkv *q, struct ptx_reg dst,
                      const char *p_k, const char *p_v, int raw);
+
+/* out and b (holding q's pointers) = the segment's output (q's, k's or v's cache) and bias;
+ * b_ok = its bias is given (a NULL tested as passed) and ok. */
+void gemv_qkv_outputs(struct ptx_kernel *k, const struct gemv_qkv *q, struct ptx_reg out,
+                      struct ptx_reg b, struct ptx_reg b_ok, struct ptx_reg ok);
 
 #endif /* WC_GEMV_PARTS_H */

@@ -173,15 +173,7 @@ static void products(struct ptx_kernel *k, struct tc_regs *r, const struct tc_ch
 }
 
 char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
-    int all = KERNEL_GEMV_BIAS | KERNEL_GEMV_GELU | KERNEL_GEMV_ACCUMULATE | KERNEL_GEMV_NORM |
-              KERNEL_GEMV_QKV;
     int norm = flags & KERNEL_GEMV_NORM, qkv = flags & KERNEL_GEMV_QKV;
-    if (!kernel_gemv_tc_fits(sm, k_in) || flags < 0 || (flags & ~all) ||
-        ((flags & KERNEL_GEMV_GELU) && (flags & KERNEL_GEMV_ACCUMULATE)) ||
-        (norm && !kernel_gemv_norm_fits(k_in)) ||
-        (qkv && (flags != (KERNEL_GEMV_QKV | KERNEL_GEMV_NORM) || k_in % KERNEL_GEMV_TC_COLS)) ||
-        (nt != 1 && nt != 2 && nt != TC_T))
-        return NULL;
     int nc = k_in / 32, per = (nc + TC_WARPS - 1) / TC_WARPS;
     /* chunks of loads in flight: about 40 registers of them; half with the norm, whose gain and
      * bias come with each chunk and whose statistics hold a row (K / 32 registers) */
@@ -189,25 +181,11 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
     char name[64];
     snprintf(name, sizeof name, "gemv_tc_k%d_n%d_f%d", k_in, nt, flags);
     struct ptx_kernel k;
-    ptx_begin(&k, name, sm);
-    ptx_param(&k, "u64", "p_out");
-    ptx_param(&k, "u32", "p_ld_out");
-    ptx_param(&k, "u64", "p_in");
-    ptx_param(&k, "u64", "p_w");
-    ptx_param(&k, "u64", "p_b");
-    ptx_param(&k, "u32", "p_n");
-    ptx_param(&k, "u32", "p_rows");
-    if (norm) {
-        ptx_param(&k, "u64", "p_g");
-        ptx_param(&k, "u64", "p_lb");
+    if (!kernel_gemv_tc_fits(sm, k_in) || (nt != 1 && nt != 2 && nt != TC_T) ||
+        gemv_begin(&k, name, sm, k_in, flags, KERNEL_GEMV_TC_COLS))
+        return NULL;
+    if (norm)
         ptx_raw(&k, "    .shared .align 8 .f32 s_ln[%d];\n", 2 * 8 * nt);
-    }
-    if (qkv) {
-        static const char *const more[] = {"p_wk", "p_wv", "p_bk", "p_bv", "p_kd", "p_vd"};
-        for (int i = 0; i < 6; i++)
-            ptx_param(&k, "u64", more[i]);
-        ptx_param(&k, "u64", "p_dst");
-    }
     ptx_raw(&k, "    .shared .align 16 .f32 s_red[%d];\n", TC_WARPS * 8 * nt * TC_PITCH);
 
     struct tc_regs r = {.nt = nt, .per = per, .partial = nc % TC_WARPS != 0, .norm = norm};
@@ -290,13 +268,7 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
     struct ptx_reg out = ptx_ld_ptr(&k, "p_out"), b = ptx_ld_ptr(&k, "p_b");
     if (qkv) { /* the segment's bias if given (tested as passed), its output: q's, or k's and
                 * v's cache rows (below) */
-        struct ptx_reg b_raw = ptx_reg(&k, PTX_B64);
-        ptx_ins(&k, "ld.param.u64 %s, [p_b]", b_raw.s);
-        gemv_qkv_select(&k, &qs, b_raw, "p_bk", "p_bv", 1);
-        gemv_qkv_select(&k, &qs, out, "p_kd", "p_vd", 0);
-        gemv_qkv_select(&k, &qs, b, "p_bk", "p_bv", 0);
-        ptx_ins(&k, "setp.ne.u64 %s, %s, 0", b_ok.s, b_raw.s);
-        ptx_ins(&k, "and.pred %s, %s, %s", b_ok.s, b_ok.s, c_ok.s);
+        gemv_qkv_outputs(&k, &qs, out, b, b_ok, c_ok);
     }
     if (qkv || (flags & KERNEL_GEMV_BIAS)) {
         struct ptx_reg ba = ptx_addr(&k, b, col, 4);
