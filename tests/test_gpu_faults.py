@@ -104,7 +104,7 @@ def clean_runs():
                           "--throughput", "20"), "4")):
         r = run(list(args), WHISPERC_CUDA_GEMV="tc", FAKECUDA_REPORT="2")
         rep = report(r)
-        tc = set(re.findall(r"fakecuda: +\d+ (gemv_tc_k\d+_n(\d)_f\d+)", r.stderr))
+        tc = set(re.findall(r"fakecuda: +\d+ (gemv_tc_k\d+_c\d+_n(\d)_f\d+)", r.stderr))
         check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0
               and tiles in {t for _, t in tc},
               f"{args[0]} with WHISPERC_CUDA_GEMV=tc on the fake GPU: gemv_tc with {tiles} "

@@ -491,19 +491,20 @@ static void test_attention_rows(int sm, struct wc_stream *s, int n_head, int d, 
  * linear_exact_rows = KERNEL_GEMV_LAUNCH_ROWS. With KERNEL_GEMV_NORM: against the CPU's
  * layernorm then linear, and bit for bit what layernorm_c<K> then the kernel without the flag
  * give (backend.h norm_linear). tc: gemv_tc (WHISPERC_CUDA_GEMV=tc) with the tiles the backend
- * picks for n_rows; alone is then its one-tile kernel, and every other tile count gives the
- * launch's bits too. */
+ * picks for n_rows and the columns for flags; alone is then its one-tile kernel, and every
+ * other tile count and column width gives the launch's bits too. */
 static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n, int k_in,
                       int n_rows, int flags, int ld_pad, int tc) {
     char name[64];
-    int tiles = kernel_gemv_tc_tiles(n_rows);
+    int tiles = kernel_gemv_tc_tiles(n_rows), tc_cols = kernel_gemv_tc_cols(flags);
     if (tc)
-        snprintf(name, sizeof name, "gemv_tc_k%d_n%d_f%d", k_in, tiles, flags);
+        snprintf(name, sizeof name, "gemv_tc_k%d_c%d_n%d_f%d", k_in, tc_cols, tiles, flags);
     else
         snprintf(name, sizeof name, "gemv_f16_k%d_f%d", k_in, flags);
     CUmodule mod, mod1 = NULL;
     CUfunction f =
-        load(tc ? gen_gemv_tc(sm, k_in, flags, tiles) : gen_gemv_f16(sm, k_in, flags), name, &mod);
+        load(tc ? gen_gemv_tc(sm, k_in, flags, tiles, tc_cols) : gen_gemv_f16(sm, k_in, flags),
+             name, &mod);
     int ld = n + ld_pad;
     size_t nw = (size_t)n * k_in, nin = (size_t)n_rows * k_in, nout = (size_t)n_rows * ld;
     float *wf = rand_vec(nw, 1.0f / sqrtf((float)k_in)), *in = rand_vec(nin, 1.0f);
@@ -541,7 +542,7 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
     CUdeviceptr db = dev_upload(b, (size_t)n * 4), dout = dev_upload(out0, nout * 4);
     CUdeviceptr dg = dev_upload(g, (size_t)k_in * 4), dlb = dev_upload(lb, (size_t)k_in * 4);
     unsigned uld = (unsigned)ld, un = (unsigned)n, urows = (unsigned)n_rows;
-    int cols = tc ? KERNEL_GEMV_TC_COLS : KERNEL_GEMV_COLS;
+    int cols = tc ? tc_cols : KERNEL_GEMV_COLS;
     int cta_rows = tc ? 8 * tiles : KERNEL_GEMV_MAX_ROWS;
     unsigned grid = (unsigned)((n + cols - 1) / cols);
     unsigned grid_y = (unsigned)((n_rows + cta_rows - 1) / cta_rows);
@@ -561,8 +562,8 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
     unsigned one = 1;
     CUfunction f1 = f;
     if (tc && tiles != 1) {
-        snprintf(what, sizeof what, "gemv_tc_k%d_n1_f%d", k_in, flags);
-        f1 = load(gen_gemv_tc(sm, k_in, flags, 1), what, &mod1);
+        snprintf(what, sizeof what, "gemv_tc_k%d_c%d_n1_f%d", k_in, tc_cols, flags);
+        f1 = load(gen_gemv_tc(sm, k_in, flags, 1, tc_cols), what, &mod1);
     }
     for (int r = 0; r < n_rows; r++) {
         CUdeviceptr din_r = din + (size_t)r * k_in * 4, dout_r = dout + (size_t)r * ld * 4;
@@ -574,14 +575,16 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
     int same = memcmp(alone, got, nout * 4) == 0;
     printf("%s: %s\n", what, same ? "OK" : "NOT OK");
     CHECK(same);
-    for (int t = 1; tc && t <= KERNEL_GEMV_TC_TILES; t *= 2) { /* the other tile counts */
-        if (t == tiles || t == 1)
+    for (int i = 0; tc && i < 6; i++) { /* the other tile counts and column widths */
+        int t = 1 << (i % 3), c = 16 << (i / 3);
+        if ((t == tiles || t == 1) && c == tc_cols)
             continue;
         CUmodule mod_t;
-        snprintf(what, sizeof what, "gemv_tc_k%d_n%d_f%d", k_in, t, flags);
-        CUfunction ft = load(gen_gemv_tc(sm, k_in, flags, t), what, &mod_t);
+        snprintf(what, sizeof what, "gemv_tc_k%d_c%d_n%d_f%d", k_in, c, t, flags);
+        CUfunction ft = load(gen_gemv_tc(sm, k_in, flags, t, c), what, &mod_t);
         CU(api.memcpy_htod(dout, out0, nout * 4));
-        launch2d(ft, grid, (unsigned)((n_rows + 8 * t - 1) / (8 * t)), KERNEL_GEMV_THREADS, args);
+        launch2d(ft, (unsigned)((n + c - 1) / c), (unsigned)((n_rows + 8 * t - 1) / (8 * t)),
+                 KERNEL_GEMV_THREADS, args);
         CU(api.memcpy_dtoh(alone, dout, nout * 4));
         same = memcmp(alone, got, nout * 4) == 0;
         printf("%s n=%d rows=%d: the bits of %s: %s\n", what, n, n_rows, name,
@@ -594,12 +597,13 @@ static void test_gemv(int sm, struct wc_backend *be, struct wc_stream *s, int n,
         snprintf(what, sizeof what, "layernorm_c%d", k_in);
         CUfunction ln = load(gen_layernorm(sm, k_in, 0), what, &ln_mod);
         int pf = flags & ~KERNEL_GEMV_NORM;
-        if (tc)
-            snprintf(what, sizeof what, "gemv_tc_k%d_n%d_f%d", k_in, tiles, pf);
+        if (tc) /* the fused kernel's columns and grid */
+            snprintf(what, sizeof what, "gemv_tc_k%d_c%d_n%d_f%d", k_in, tc_cols, tiles, pf);
         else
             snprintf(what, sizeof what, "gemv_f16_k%d_f%d", k_in, pf);
-        CUfunction plain = load(tc ? gen_gemv_tc(sm, k_in, pf, tiles) : gen_gemv_f16(sm, k_in, pf),
-                                what, &plain_mod);
+        CUfunction plain =
+            load(tc ? gen_gemv_tc(sm, k_in, pf, tiles, tc_cols) : gen_gemv_f16(sm, k_in, pf), what,
+                 &plain_mod);
         CUdeviceptr dh = dev_poisoned(nin);
         void *ln_args[] = {&dh, &din, &dg, &dlb, &urows};
         launch(ln, (unsigned)n_rows, KERNEL_LN_THREADS, ln_args);

@@ -26,6 +26,7 @@ and add.f32 into one fma, so hardware bits are checked by the gpu suite (test_gp
 ex2.approx is numpy's exp2 here. Exits 77 without numpy.
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -76,10 +77,10 @@ def gemv(ptx, mem, K, flags, pout, ld, pin, pw, pb, rows, more=(), n=None, ctas=
     list has no 2-tile form: the same bits)"""
     n = n or K
     if tc:
-        t = 1 if rows <= 8 else 2 if rows <= 16 else 4
-        if "gemv_tc_k%d_n%d_f%d" % (K, t, flags) not in ptx.names:
+        t, cols = 1 if rows <= 8 else 2 if rows <= 16 else 4, tc_cols(flags)
+        if "gemv_tc_k%d_c%d_n%d_f%d" % (K, cols, t, flags) not in ptx.names:
             t = 4
-        name, cols, cta_rows = "gemv_tc_k%d_n%d_f%d" % (K, t, flags), 16, 8 * t
+        name, cta_rows = "gemv_tc_k%d_c%d_n%d_f%d" % (K, cols, t, flags), 8 * t
     else:
         name, cols, cta_rows = "gemv_f16_k%d_f%d" % (K, flags), 32, 8
     gx = (3 * n if flags & 16 else n) // cols
@@ -87,9 +88,15 @@ def gemv(ptx, mem, K, flags, pout, ld, pin, pw, pb, rows, more=(), n=None, ctas=
         params=[pout, ld, pin, pw, pb, n, rows] + list(more), mem=mem, ctas=ctas)
 
 
+def tc_cols(flags):
+    """kernel_gemv_tc_cols: 32 output columns a CTA with the norm, else 16"""
+    return 32 if flags & 8 else 16
+
+
 def gemv_tc(ptx, mem, K, tiles, flags, pout, ld, pin, pw, pb, rows, n):
-    name = "gemv_tc_k%d_n%d_f%d" % (K, tiles, flags)
-    run(ptx(name), name, grid=((n + 15) // 16, (rows + 8 * tiles - 1) // (8 * tiles), 1),
+    c = tc_cols(flags)
+    name = "gemv_tc_k%d_c%d_n%d_f%d" % (K, c, tiles, flags)
+    run(ptx(name), name, grid=((n + c - 1) // c, (rows + 8 * tiles - 1) // (8 * tiles), 1),
         block=(256, 1, 1), params=[pout, ld, pin, pw, pb, n, rows], mem=mem)
 
 
@@ -124,7 +131,7 @@ def test_gemv_tc(ptx, K, rng, n, cases):
         check("gemv_tc_k%d_n%d_f%d, %d rows, %d outputs vs float64" % (K, tiles, flags, rows, n),
               err < 1e-6 and pad, "%.1e" % err)
         others = [t for t in (1, 2, 4) if t != tiles and
-                  "gemv_tc_k%d_n%d_f%d" % (K, t, flags) in ptx.names]
+                  "gemv_tc_k%d_c%d_n%d_f%d" % (K, tc_cols(flags), t, flags) in ptx.names]
         same = True
         for t in others:
             po2 = mem.put(old)
@@ -198,8 +205,8 @@ def test_before_wait(ptx, names, rng):
     pointing at no allocation: any access to them raises"""
     for name in sorted(n for n in names if n.startswith("gemv_")):
         tc = name.startswith("gemv_tc_")
-        if tc:  # gemv_tc_k<K>_n<T>_f<flags>: gemv_f16's parameters without norm or q/k/v
-            K, T, flags = (int(v) for v in name[len("gemv_tc_k"):].replace("_n", "_f").split("_f"))
+        if tc:  # gemv_tc_k<K>_c<C>_n<T>_f<flags>: gemv_f16's parameters
+            K, C, T, flags = (int(v) for v in re.findall(r"\d+", name))
         else:
             K, flags = (int(v) for v in name[len("gemv_f16_k"):].split("_f"))
         text = ptx(name)
@@ -219,7 +226,8 @@ def test_before_wait(ptx, names, rng):
             more += [pb, pb, nowhere, nowhere, nowhere]
         ok, why = True, ""
         try:
-            grid = (n // 16, 2, 1) if tc else ((3 * n if flags & 16 else n) // 32, 2, 1)
+            cols = C if tc else 32
+            grid = ((3 * n if flags & 16 else n) // cols, 2, 1)
             run(head, name, grid=grid, block=(256, 1, 1),
                 params=[nowhere, n, nowhere, pw, pb, n, 10] + more, mem=mem)
         except Exception as e:  # noqa: BLE001 -- the emulator's error names the access

@@ -41,7 +41,7 @@ enum cuda_kernel_kind {
     CK_TOPK_PICK,   /* a = n_vocab, b = k */
     CK_SAMPLE,      /* logits_sample_part; a = n_vocab */
     CK_SAMPLE_PICK, /* a = n_vocab */
-    CK_GEMV_TC,     /* a = k_in, b = flags, c = row tiles a CTA */
+    CK_GEMV_TC,     /* a = k_in, b = flags, c = row tiles | columns << 8 */
 };
 
 struct cuda_kernel {
@@ -70,8 +70,8 @@ struct cuda_model {
     int attn_simt;    /* WHISPERC_CUDA_ATTN=simt: no tensor-core attention (to compare) */
     int no_graphs;    /* WHISPERC_NO_CUDA_GRAPH=1: decoder steps as plain launches */
     /* WHISPERC_CUDA_GEMV=tc: a step's projections on tensor cores (gemv_tc, for every row
-     * count, so a row keeps the bits it has alone); not yet the default: never run on a GPU
-     * (2026-11-27) */
+     * count, so a row keeps the bits it has alone): 1, or 16 / 32 (tc16, tc32) to force its
+     * columns a CTA; not yet the default: never run on a GPU (2026-11-27) */
     int gemv_tc;
     /* Programmatic dependent launch: kernels whose text waits for the kernel before
      * (ptx_grid_dep_wait) are launched while it still runs, so that their weights load and

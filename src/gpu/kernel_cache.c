@@ -32,7 +32,7 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     case CK_SAMPLE_PICK: return gen_logits_sample_pick(sm, a);
     case CK_SCATTER: return gen_rows_scatter(sm, a);
     case CK_ATTN_TC: return gen_attention_tc(sm, a, b, c);
-    case CK_GEMV_TC: return gen_gemv_tc(sm, a, b, c);
+    case CK_GEMV_TC: return gen_gemv_tc(sm, a, b, c & 0xff, c >> 8);
     }
     return NULL;
 }

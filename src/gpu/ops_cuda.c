@@ -76,6 +76,12 @@ static void epilogue(struct wc_stream *s, float *x, int ld, const float *b, cons
                 args);
 }
 
+/* gemv_tc's columns a CTA: kernel_gemv_tc_cols, or what WHISPERC_CUDA_GEMV forces */
+static int gemv_tc_cols(struct wc_stream *s, int flags) {
+    int forced = cuda_stream(s)->m->gemv_tc;
+    return forced > 1 ? forced : kernel_gemv_tc_cols(flags);
+}
+
 /* linear over n_rows <= KERNEL_GEMV_LAUNCH_ROWS in one gemv_f16 launch (bias, GELU, residual
  * fused; with g and lb, the layer norm ahead of it too; a CTA row per 8 rows); each row gets
  * the bits it gets alone. */
@@ -90,9 +96,10 @@ static void gemv(struct wc_stream *s, float *out, int ld_out, const float *in, c
     void *args[] = {&po, &uld, &pi, &pw, &pb, &un, &urows, &pg, &plb};
     if (cuda_stream(s)->m->gemv_tc && kernel_gemv_tc_fits(cuda_stream(s)->m->sm, w->cols)) {
         /* the choice depends on the weight alone, and gemv_tc's bits not on the tiles */
-        int tiles = kernel_gemv_tc_tiles(n_rows);
-        const struct cuda_kernel *k = cuda_kernel_get(s, CK_GEMV_TC, w->cols, flags, tiles);
-        cuda_launch(s, k, ceil_div((size_t)w->rows, KERNEL_GEMV_TC_COLS),
+        int tiles = kernel_gemv_tc_tiles(n_rows), cols = gemv_tc_cols(s, flags);
+        const struct cuda_kernel *k =
+            cuda_kernel_get(s, CK_GEMV_TC, w->cols, flags, tiles | cols << 8);
+        cuda_launch(s, k, ceil_div((size_t)w->rows, (size_t)cols),
                     ceil_div((size_t)n_rows, 8 * (size_t)tiles), KERNEL_GEMV_THREADS, args);
         return;
     }
@@ -196,8 +203,8 @@ void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst
     }
     int flags = KERNEL_GEMV_NORM | KERNEL_GEMV_QKV,
         tc = cuda_stream(s)->m->gemv_tc && kernel_gemv_tc_fits(cuda_stream(s)->m->sm, c);
-    int tiles = kernel_gemv_tc_tiles(n_rows), cols = tc ? KERNEL_GEMV_TC_COLS : KERNEL_GEMV_COLS;
-    const struct cuda_kernel *k = tc ? cuda_kernel_get(s, CK_GEMV_TC, c, flags, tiles)
+    int tiles = kernel_gemv_tc_tiles(n_rows), cols = tc ? gemv_tc_cols(s, flags) : KERNEL_GEMV_COLS;
+    const struct cuda_kernel *k = tc ? cuda_kernel_get(s, CK_GEMV_TC, c, flags, tiles | cols << 8)
                                      : cuda_kernel_get(s, CK_GEMV, c, flags, 0);
     CUdeviceptr pq = dptr(q_out), pi = dptr(in), pg = dptr(g), plb = dptr(lb), pr = dptr(dst_row);
     CUdeviceptr pk = dptr(k_dst), pv = dptr(v_dst), pw[3], pb[3];

@@ -17,12 +17,12 @@
  * layouts: attention_tc.c). A dot product does not care which logical k a value takes as long
  * as the weight's and the input's agree, and they do by construction.
  *
- * CTA = 8 warps over KERNEL_GEMV_TC_COLS columns and T tiles of rows. Warp w takes chunks
- * [w nc / 8, (w + 1) nc / 8) of the nc = K / 32 and, tile by tile, adds mma(hi) then mma(lo) of
- * a chunk's first half, then of its second, into the tile's accumulator. The warps' sums meet
- * in shared memory; the thread that writes an output adds them in warp order, then the old
- * output and the bias, then GELU, in gemv_f16's order. So an output's summation order depends
- * on K alone, not on n_rows, T or the CTA's rows: a row has the bits it has alone.
+ * CTA = 8 warps over 16 or 32 columns (kernel_gemv_tc_cols) and T tiles of rows. Warp w takes
+ * chunks [w nc / 8, (w + 1) nc / 8) of the nc = K / 32 and, tile by tile, adds mma(hi) then mma(lo)
+ * of a chunk's first half, then of its second, into the tile's accumulator. The warps' sums meet in
+ * shared memory; the thread that writes an output adds them in warp order, then the old output and
+ * the bias, then GELU, in gemv_f16's order. So an output's summation order depends on K alone, not
+ * on n_rows, T or the CTA's rows: a row has the bits it has alone.
  *
  * Latency: the bias and the first chunks' weights are loaded, and the warp's later weights
  * prefetched into L2, before the grid wait (ptx_grid_dep_wait), then the inputs and the old
@@ -42,7 +42,7 @@
 
 #define TC_WARPS      (KERNEL_GEMV_THREADS / 32)
 #define TC_T          KERNEL_GEMV_TC_TILES
-#define TC_PITCH      20 /* floats a row of s_red: 16 columns, 4 more keep the stores conflict-free */
+#define TC_MT         2  /* 16-column tiles a CTA takes at most */
 #define TC_MAX_CHUNKS 64 /* chunks a warp takes at most: K <= 16,384 */
 #define MMA           "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 
@@ -52,14 +52,18 @@ int kernel_gemv_tc_fits(int sm, int k_in) {
 
 int kernel_gemv_tc_tiles(int n_rows) { return n_rows <= 8 ? 1 : n_rows <= 16 ? 2 : 4; }
 
+int kernel_gemv_tc_cols(int flags) { return flags & KERNEL_GEMV_NORM ? 32 : 16; }
+
 struct tc_regs {
     int nt, per, partial;        /* tiles; chunks a warp takes at most; some warps take one fewer */
     struct ptx_reg w0, w1;       /* global: the lane's 16 bytes of weight rows g, g + 8 */
-    struct ptx_reg ok0, ok1;     /* those rows exist (n0 + g (+ 8) < n) */
+    int mt;                      /* 16-column tiles: tile m's rows are 16 m on */
+    struct ptx_reg ok[TC_MT][2]; /* weight row n0 + 16 m + g + 8 h exists */
     struct ptx_reg x[TC_T];      /* global: the lane's 32 bytes of tile j's input row g */
     struct ptx_reg row_ok[TC_T]; /* that row exists */
     struct ptx_reg last_ok;      /* the warp takes chunk per - 1 (partial only) */
-    struct ptx_reg acc[TC_T][4]; /* D fragments: {col g, g + 8} x {row 2t, 2t + 1} */
+    struct ptx_reg acc[TC_MT][TC_T][4]; /* D fragments: {col g, g + 8} x {row 2t, 2t + 1} */
+    int k_in;
     struct ptx_reg p, t_zero, ld;         /* scratch predicate; lane % 4 == 0 */
     int norm;                             /* KERNEL_GEMV_NORM: */
     struct ptx_reg ga, ba;                /* global: the gain and bias at the lane's first chunk */
@@ -67,7 +71,7 @@ struct tc_regs {
 };
 
 struct tc_chunk {
-    struct ptx_reg a[8];         /* weight rows g (a[0..3]) and g + 8 (a[4..7]), 2 halves each */
+    struct ptx_reg a[TC_MT][8];  /* weight rows g (a[m][0..3]) and g + 8 (a[m][4..7]) of tile m */
     struct ptx_reg x[TC_T][8];   /* tile j's input values 8t ... 8t + 7 */
     struct ptx_reg gn[8], bn[8]; /* norm: the gain and bias at those values */
 };
@@ -82,14 +86,16 @@ static struct ptx_reg chunk_pred(struct ptx_kernel *k, struct tc_regs *r, struct
 }
 
 static void load_weights(struct ptx_kernel *k, struct tc_regs *r, struct tc_chunk *c, int i) {
-    for (int e = 0; e < 8; e++) {
-        c->a[e] = ptx_reg(k, PTX_B32);
-        ptx_ins(k, "mov.b32 %s, 0", c->a[e].s);
-    }
-    for (int h = 0; h < 2; h++) {
-        struct ptx_reg ok = chunk_pred(k, r, h ? r->ok1 : r->ok0, i), *a = c->a + 4 * h;
-        ptx_ins(k, "@%s ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d]", ok.s, a[0].s, a[1].s,
-                a[2].s, a[3].s, (h ? r->w1 : r->w0).s, 64 * i);
+    for (int m = 0; m < r->mt; m++) {
+        for (int e = 0; e < 8; e++) {
+            c->a[m][e] = ptx_reg(k, PTX_B32);
+            ptx_ins(k, "mov.b32 %s, 0", c->a[m][e].s);
+        }
+        for (int h = 0; h < 2; h++) {
+            struct ptx_reg ok = chunk_pred(k, r, r->ok[m][h], i), *a = c->a[m] + 4 * h;
+            ptx_ins(k, "@%s ld.global.nc.v4.u32 {%s, %s, %s, %s}, [%s+%d]", ok.s, a[0].s, a[1].s,
+                    a[2].s, a[3].s, (h ? r->w1 : r->w0).s, 32 * r->k_in * m + 64 * i);
+        }
     }
     if (!r->norm)
         return;
@@ -163,32 +169,35 @@ static void products(struct ptx_kernel *k, struct tc_regs *r, const struct tc_ch
             ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", x->s, x->s, c->gn[e].s, c->bn[e].s);
         }
         split(k, c->x[j], hi, lo);
-        for (int half = 0; half < 2; half++) {
-            mma(k, r->acc[j], c->a, half, hi + 2 * half);
-            mma(k, r->acc[j], c->a, half, lo + 2 * half);
-        }
+        for (int m = 0; m < r->mt; m++)
+            for (int half = 0; half < 2; half++) {
+                mma(k, r->acc[m][j], c->a[m], half, hi + 2 * half);
+                mma(k, r->acc[m][j], c->a[m], half, lo + 2 * half);
+            }
     }
     if (maybe)
         ptx_place(k, skip);
 }
 
-char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
+char *gen_gemv_tc(int sm, int k_in, int flags, int nt, int cols) {
     int norm = flags & KERNEL_GEMV_NORM, qkv = flags & KERNEL_GEMV_QKV;
     int nc = k_in / 32, per = (nc + TC_WARPS - 1) / TC_WARPS;
     /* chunks of loads in flight: about 40 registers of them; half with the norm, whose gain and
      * bias come with each chunk and whose statistics hold a row (K / 32 registers) */
-    int ahead = norm && nt < TC_T ? TC_T / nt / 2 : TC_T / nt;
+    int mt = cols / 16, pitch = cols + 4; /* 4 more floats keep the stores conflict-free */
+    int ahead = (norm || mt > 1) && nt < TC_T ? TC_T / nt / 2 : TC_T / nt;
     char name[64];
-    snprintf(name, sizeof name, "gemv_tc_k%d_n%d_f%d", k_in, nt, flags);
+    snprintf(name, sizeof name, "gemv_tc_k%d_c%d_n%d_f%d", k_in, cols, nt, flags);
     struct ptx_kernel k;
     if (!kernel_gemv_tc_fits(sm, k_in) || (nt != 1 && nt != 2 && nt != TC_T) ||
-        gemv_begin(&k, name, sm, k_in, flags, KERNEL_GEMV_TC_COLS))
+        (cols != 16 && cols != 16 * TC_MT) || gemv_begin(&k, name, sm, k_in, flags, cols))
         return NULL;
     if (norm)
         ptx_raw(&k, "    .shared .align 8 .f32 s_ln[%d];\n", 2 * 8 * nt);
-    ptx_raw(&k, "    .shared .align 16 .f32 s_red[%d];\n", TC_WARPS * 8 * nt * TC_PITCH);
+    ptx_raw(&k, "    .shared .align 16 .f32 s_red[%d];\n", TC_WARPS * 8 * nt * pitch);
 
-    struct tc_regs r = {.nt = nt, .per = per, .partial = nc % TC_WARPS != 0, .norm = norm};
+    struct tc_regs r = {
+        .nt = nt, .per = per, .partial = nc % TC_WARPS != 0, .norm = norm, .mt = mt, .k_in = k_in};
     struct ptx_reg tid = ptx_special(&k, "%tid.x"), warp = ptx_reg(&k, PTX_B32);
     struct ptx_reg lane = ptx_reg(&k, PTX_B32), g = ptx_reg(&k, PTX_B32), t = ptx_reg(&k, PTX_B32);
     struct ptx_reg n0 = ptx_special(&k, "%ctaid.x"), row0 = ptx_special(&k, "%ctaid.y");
@@ -201,9 +210,9 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
     ptx_ins(&k, "and.b32 %s, %s, 3", t.s, lane.s);
     ptx_ins(&k, "setp.eq.u32 %s, %s, 0", r.t_zero.s, t.s);
     struct gemv_qkv qs;
-    if (qkv) /* segment x / (K / 16): q, k or v; n0 within it */
-        gemv_qkv_segment(&k, &qs, n0, k_in / KERNEL_GEMV_TC_COLS);
-    ptx_ins(&k, "shl.b32 %s, %s, 4", n0.s, n0.s);
+    if (qkv) /* segment x / (K / cols): q, k or v; n0 within it */
+        gemv_qkv_segment(&k, &qs, n0, k_in / cols);
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", n0.s, n0.s, cols);
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", row0.s, row0.s, 8 * nt);
     ptx_ins(&k, "ld.param.u32 %s, [p_rows]", rows.s);
     ptx_ins(&k, "sub.u32 %s, %s, %s", rows.s, rows.s, row0.s); /* >= 1 here */
@@ -221,11 +230,13 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
     /* weight rows n0 + g and n0 + g + 8, from chunk c0, the lane's 16 bytes: in 16-byte units
      * (n0 + g) K / 8 + 4 c0 + t */
     struct ptx_reg col = ptx_reg(&k, PTX_B32);
-    r.ok0 = ptx_reg(&k, PTX_PRED), r.ok1 = ptx_reg(&k, PTX_PRED);
     ptx_ins(&k, "add.u32 %s, %s, %s", col.s, n0.s, g.s);
-    ptx_ins(&k, "setp.lt.u32 %s, %s, %s", r.ok0.s, col.s, n.s);
-    ptx_ins(&k, "add.u32 %s, %s, 8", v.s, col.s);
-    ptx_ins(&k, "setp.lt.u32 %s, %s, %s", r.ok1.s, v.s, n.s);
+    for (int m = 0; m < mt; m++)
+        for (int h = 0; h < 2; h++) {
+            r.ok[m][h] = ptx_reg(&k, PTX_PRED);
+            ptx_ins(&k, "add.u32 %s, %s, %d", v.s, col.s, 16 * m + 8 * h);
+            ptx_ins(&k, "setp.lt.u32 %s, %s, %s", r.ok[m][h].s, v.s, n.s);
+        }
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", v.s, col.s, k_in / 8);
     ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", v.s, c0.s, v.s);
     ptx_ins(&k, "add.u32 %s, %s, %s", v.s, v.s, t.s);
@@ -251,18 +262,20 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
         ptx_ins(&k, "mad.lo.u32 %s, %s, 32, %s", v.s, c0.s, v.s);
         ptx_ins(&k, "mad.lo.u32 %s, %s, 8, %s", v.s, t.s, v.s);
         r.x[j] = ptx_addr(&k, in, v, 4);
-        for (int e = 0; e < 4; e++) {
-            r.acc[j][e] = ptx_reg(&k, PTX_F32);
-            ptx_ins(&k, "mov.f32 %s, 0f00000000", r.acc[j][e].s);
-        }
+        for (int m = 0; m < mt; m++)
+            for (int e = 0; e < 4; e++) {
+                r.acc[m][j][e] = ptx_reg(&k, PTX_F32);
+                ptx_ins(&k, "mov.f32 %s, 0f00000000", r.acc[m][j][e].s);
+            }
     }
 
-    /* the outputs this thread writes: column n0 + (tid % 16), rows tid / 16 + 16 o */
-    int n_out = (8 * nt * KERNEL_GEMV_TC_COLS + KERNEL_GEMV_THREADS - 1) / KERNEL_GEMV_THREADS;
+    /* the outputs this thread writes: column n0 + tid % cols, rows tid / cols + pass o */
+    int pass = KERNEL_GEMV_THREADS / cols;
+    int n_out = (8 * nt * cols + KERNEL_GEMV_THREADS - 1) / KERNEL_GEMV_THREADS; /* <= 4 */
     struct ptx_reg oc = ptx_reg(&k, PTX_B32), orow = ptx_reg(&k, PTX_B32);
-    struct ptx_reg c_ok = ptx_reg(&k, PTX_PRED), st_ok[2], oa[2], x_old[2];
+    struct ptx_reg c_ok = ptx_reg(&k, PTX_PRED), st_ok[4], oa[4], x_old[4];
     struct ptx_reg x_b = ptx_reg(&k, PTX_F32), b_ok = ptx_reg(&k, PTX_PRED);
-    ptx_ins(&k, "and.b32 %s, %s, 15", oc.s, tid.s);
+    ptx_ins(&k, "and.b32 %s, %s, %d", oc.s, tid.s, cols - 1);
     ptx_ins(&k, "add.u32 %s, %s, %s", col.s, n0.s, oc.s);
     ptx_ins(&k, "setp.lt.u32 %s, %s, %s", c_ok.s, col.s, n.s);
     struct ptx_reg out = ptx_ld_ptr(&k, "p_out"), b = ptx_ld_ptr(&k, "p_b");
@@ -281,13 +294,15 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
     for (int i = 0; i < per && i < ahead; i++)
         load_weights(&k, &r, &ch[i], i);
     for (int i = ahead; i < per; i++)
-        for (int h = 0; h < 2; h++) {
-            struct ptx_reg ok = r.p;
-            ptx_ins(&k, "and.pred %s, %s, %s", ok.s, h ? r.ok1.s : r.ok0.s, r.t_zero.s);
-            if (r.partial && i == per - 1)
-                ptx_ins(&k, "and.pred %s, %s, %s", ok.s, ok.s, r.last_ok.s);
-            ptx_ins(&k, "@%s prefetch.global.L2 [%s+%d]", ok.s, (h ? r.w1 : r.w0).s, 64 * i);
-        }
+        for (int m = 0; m < mt; m++)
+            for (int h = 0; h < 2; h++) {
+                struct ptx_reg ok = r.p;
+                ptx_ins(&k, "and.pred %s, %s, %s", ok.s, r.ok[m][h].s, r.t_zero.s);
+                if (r.partial && i == per - 1)
+                    ptx_ins(&k, "and.pred %s, %s, %s", ok.s, ok.s, r.last_ok.s);
+                ptx_ins(&k, "@%s prefetch.global.L2 [%s+%d]", ok.s, (h ? r.w1 : r.w0).s,
+                        32 * k_in * m + 64 * i);
+            }
     ptx_grid_dep_wait(&k);
     for (int i = 0; i < per && i < ahead; i++)
         load_inputs(&k, &r, &ch[i], i);
@@ -300,8 +315,8 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
     for (int o = 0; o < n_out; o++) {
         struct ptx_reg q = ptx_reg(&k, PTX_PRED);
         st_ok[o] = ptx_reg(&k, PTX_PRED), x_old[o] = ptx_reg(&k, PTX_F32);
-        ptx_ins(&k, "shr.u32 %s, %s, 4", orow.s, tid.s);
-        ptx_ins(&k, "add.u32 %s, %s, %d", orow.s, orow.s, 16 * o);
+        ptx_ins(&k, "div.u32 %s, %s, %d", orow.s, tid.s, cols);
+        ptx_ins(&k, "add.u32 %s, %s, %d", orow.s, orow.s, pass * o);
         ptx_ins(&k, "setp.lt.u32 %s, %s, %s", q.s, orow.s, rows.s);
         ptx_ins(&k, "and.pred %s, %s, %s", st_ok[o].s, q.s, c_ok.s);
         ptx_ins(&k, "setp.lt.u32 %s, %s, %d", q.s, orow.s, 8 * nt); /* T = 1: half the CTA */
@@ -353,31 +368,33 @@ char *gen_gemv_tc(int sm, int k_in, int flags, int nt) {
         products(&k, &r, &ch[i], i);
     }
 
-    /* s_red[warp][row][col]: D element e of tile j is (col g + 8 (e / 2), row 8 j + 2 t + e % 2) */
+    /* s_red[warp][row][col]: D element e of tile (m, j) is (col 16 m + g + 8 (e / 2), row
+     * 8 j + 2 t + e % 2) */
     struct ptx_reg sa = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", v.s, warp.s, 8 * nt, t.s); /* + t: half of 2 t */
     ptx_ins(&k, "add.u32 %s, %s, %s", v.s, v.s, t.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", v.s, v.s, TC_PITCH, g.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", v.s, v.s, pitch, g.s);
     ptx_ins(&k, "mov.u32 %s, s_red", sa.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", sa.s, v.s, sa.s);
-    for (int j = 0; j < nt; j++)
-        for (int e = 0; e < 4; e++)
-            ptx_ins(&k, "st.shared.f32 [%s+%d], %s", sa.s,
-                    4 * ((8 * j + e % 2) * TC_PITCH + 8 * (e / 2)), r.acc[j][e].s);
+    for (int m = 0; m < mt; m++)
+        for (int j = 0; j < nt; j++)
+            for (int e = 0; e < 4; e++)
+                ptx_ins(&k, "st.shared.f32 [%s+%d], %s", sa.s,
+                        4 * ((8 * j + e % 2) * pitch + 16 * m + 8 * (e / 2)), r.acc[m][j][e].s);
     ptx_ins(&k, "bar.sync 0");
 
     /* each output: the warps' sums in warp order, then gemv_f16's epilogue */
     struct ptx_reg ra = ptx_reg(&k, PTX_B32), sum = ptx_reg(&k, PTX_F32);
     struct ptx_reg part = ptx_reg(&k, PTX_F32);
-    ptx_ins(&k, "shr.u32 %s, %s, 4", v.s, tid.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", v.s, v.s, TC_PITCH, oc.s);
+    ptx_ins(&k, "div.u32 %s, %s, %d", v.s, tid.s, cols);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", v.s, v.s, pitch, oc.s);
     ptx_ins(&k, "mov.u32 %s, s_red", ra.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", ra.s, v.s, ra.s);
     for (int o = 0; o < n_out; o++) {
         struct ptx_reg next = ptx_label(&k);
         ptx_ins(&k, "@!%s bra %s", st_ok[o].s, next.s);
         for (int w = 0; w < TC_WARPS; w++) {
-            int off = 4 * ((w * 8 * nt + 16 * o) * TC_PITCH);
+            int off = 4 * ((w * 8 * nt + pass * o) * pitch);
             ptx_ins(&k, "ld.shared.f32 %s, [%s+%d]", w ? part.s : sum.s, ra.s, off);
             if (w)
                 ptx_ins(&k, "add.f32 %s, %s, %s", sum.s, sum.s, part.s);

@@ -105,7 +105,9 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
     for (int i = 0; !bad && kernel_gemv_tc_fits(sm, ct) && i < 9; i++)
         for (int t = 1; t <= KERNEL_GEMV_TC_TILES; t *= 2)
             if (t != 2 || tc_flags[i][2])
-                bad |= add(list, &n, gen_gemv_tc(sm, tc_flags[i][0] * ct, tc_flags[i][1], t));
+                bad |= add(list, &n,
+                           gen_gemv_tc(sm, tc_flags[i][0] * ct, tc_flags[i][1], t,
+                                       kernel_gemv_tc_cols(tc_flags[i][1])));
     if (bad) {
         kernels_free(list, n);
         *out = NULL;

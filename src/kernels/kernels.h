@@ -136,19 +136,20 @@ char *gen_gemv_f16(int sm, int k_in, int flags);
 /* Whether gen_gemv_f16 makes KERNEL_GEMV_NORM kernels for K. */
 int kernel_gemv_norm_fits(int k_in);
 
-/* backend.h's `linear` over a step's rows on tensor cores: gemv_tc_k<K>_n<T>_f<flags>, the
+/* backend.h's `linear` over a step's rows on tensor cores: gemv_tc_k<K>_c<C>_n<T>_f<flags>, the
  * parameters, flags and results of gen_gemv_f16 (NORM: the bits of layernorm then this kernel
- * without it), for K % 32 == 0 and sm >= 80; QKV's grid x is 3 K / KERNEL_GEMV_TC_COLS. The fp32
- * inputs go in as two fp16 terms (hi + lo), so a product is as exact as gemv_f16's; fp32
- * accumulation. A row's result depends neither on n_rows nor on T (bit for bit), so the host picks
- * T = kernel_gemv_tc_tiles(n_rows). grid (ceil(n / KERNEL_GEMV_TC_COLS), ceil(n_rows / (8 T))) x
- * KERNEL_GEMV_THREADS. */
-#define KERNEL_GEMV_TC_COLS  16 /* output columns per CTA */
-#define KERNEL_GEMV_TC_TILES 4  /* T at most: 8-row tiles a CTA takes */
-char *gen_gemv_tc(int sm, int k_in, int flags, int tiles);
-/* Whether gen_gemv_tc makes kernels for K; the T for n_rows (1, 2 or 4). */
+ * without it), for K % 32 == 0 and sm >= 80, C output columns (16 or 32) and T tiles of 8 rows a
+ * CTA; QKV's grid x is 3 K / C. The fp32 inputs go in as two fp16 terms (hi + lo), so a product is
+ * as exact as gemv_f16's; fp32 accumulation. A row's result depends neither on n_rows nor on C or
+ * T (bit for bit), so the host picks C = kernel_gemv_tc_cols(flags) and T =
+ * kernel_gemv_tc_tiles(n_rows). grid (ceil(n / C), ceil(n_rows / (8 T))) x KERNEL_GEMV_THREADS. */
+#define KERNEL_GEMV_TC_TILES 4 /* T at most */
+char *gen_gemv_tc(int sm, int k_in, int flags, int tiles, int cols);
+/* Whether gen_gemv_tc makes kernels for K; the T for n_rows (1, 2 or 4); the C for flags (32
+ * with the norm, whose row statistics a CTA computes for its columns; else 16: more CTAs). */
 int kernel_gemv_tc_fits(int sm, int k_in);
 int kernel_gemv_tc_tiles(int n_rows);
+int kernel_gemv_tc_cols(int flags);
 
 /* backend.h's `logits_greedy` in two kernels, over P = ceil(V / KERNEL_LOGITS_CHUNK) <= 32
  * chunks of each row (V <= 65,536):
