@@ -76,6 +76,23 @@ static void epilogue(struct wc_stream *s, float *x, int ld, const float *b, cons
                 args);
 }
 
+/* Whether a gemv over w runs as gemv_tc (WHISPERC_CUDA_GEMV=tc; the choice depends on the
+ * weight alone). It loads input rows, gain and bias 16 bytes at a time: a pointer that is not
+ * 16-byte aligned fails the stream (-1) rather than fall back, which would make the bits depend
+ * on an address. */
+static int use_gemv_tc(struct wc_stream *s, const struct wc_mat *w, const float *in, const float *g,
+                       const float *lb) {
+    const struct cuda_model *m = cuda_stream(s)->m;
+    if (!m->gemv_tc || !kernel_gemv_tc_fits(m->sm, w->cols))
+        return 0;
+    if ((uintptr_t)in % 16 || (uintptr_t)g % 16 || (uintptr_t)lb % 16) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "cuda gemv_tc: input rows, gain and bias must be 16-byte aligned");
+        return -1;
+    }
+    return 1;
+}
+
 /* gemv_tc's columns a CTA: kernel_gemv_tc_cols, or what WHISPERC_CUDA_GEMV forces */
 static int gemv_tc_cols(struct wc_stream *s, int flags) {
     int forced = cuda_stream(s)->m->gemv_tc;
@@ -94,8 +111,10 @@ static void gemv(struct wc_stream *s, float *out, int ld_out, const float *in, c
     CUdeviceptr pg = dptr(g), plb = dptr(lb);
     unsigned uld = (unsigned)ld_out, un = (unsigned)w->rows, urows = (unsigned)n_rows;
     void *args[] = {&po, &uld, &pi, &pw, &pb, &un, &urows, &pg, &plb};
-    if (cuda_stream(s)->m->gemv_tc && kernel_gemv_tc_fits(cuda_stream(s)->m->sm, w->cols)) {
-        /* the choice depends on the weight alone, and gemv_tc's bits not on the tiles */
+    int tc = use_gemv_tc(s, w, in, g, lb);
+    if (tc < 0)
+        return;
+    if (tc) { /* its bits depend neither on the tiles nor on the columns */
         int tiles = kernel_gemv_tc_tiles(n_rows), cols = gemv_tc_cols(s, flags);
         const struct cuda_kernel *k =
             cuda_kernel_get(s, CK_GEMV_TC, w->cols, flags, tiles | cols << 8);
@@ -201,8 +220,9 @@ void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst
             gemv(s, out[i], c, in, g, lb, w[i], b[i], n_rows, WC_ACT_NONE, 0);
         return;
     }
-    int flags = KERNEL_GEMV_NORM | KERNEL_GEMV_QKV,
-        tc = cuda_stream(s)->m->gemv_tc && kernel_gemv_tc_fits(cuda_stream(s)->m->sm, c);
+    int flags = KERNEL_GEMV_NORM | KERNEL_GEMV_QKV, tc = use_gemv_tc(s, w[0], in, g, lb);
+    if (tc < 0)
+        return;
     int tiles = kernel_gemv_tc_tiles(n_rows), cols = tc ? gemv_tc_cols(s, flags) : KERNEL_GEMV_COLS;
     const struct cuda_kernel *k = tc ? cuda_kernel_get(s, CK_GEMV_TC, c, flags, tiles | cols << 8)
                                      : cuda_kernel_get(s, CK_GEMV, c, flags, 0);
