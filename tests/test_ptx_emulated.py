@@ -358,6 +358,36 @@ def test_rows_kvh(ptx, H, rng, n_rows, n_keys):
           % (H, D, n_rows, n_keys), same_bits(outs[0], outs[1]) and not np.isnan(outs[1]).any())
 
 
+def test_attn_tc(ptx, H, rng, t_len, s_len):
+    """attn_tc (the encoder's and prompts' attention on tensor cores, the emulator's mma summing
+    exactly) against float64 within fp16 operand rounding; attn_tc_..._kvh on fp16 K/V == the
+    f32 kernel on the same values widened, bit for bit"""
+    D = 64
+    C = H * D
+    ld = C + 64  # K/V rows wider than the heads, as the encoder's fused k|v buffers
+    q = rng.standard_normal((t_len, C)).astype(np.float32)
+    kh, vh = rng.standard_normal((2, s_len, ld)).astype(np.float16)
+    outs = []
+    for suffix, k, v in (("", kh.astype(np.float32), vh.astype(np.float32)), ("_kvh", kh, vh)):
+        mem = Memory(1 << 25)
+        pout = mem.put(np.full(t_len * C, np.nan, np.float32))
+        name = "attn_tc_h%d_d%d%s" % (H, D, suffix)
+        run(ptx(name), name, grid=((t_len + 63) // 64, H, 1), block=(128, 1, 1),
+            params=[pout, mem.put(q), mem.put(k), mem.put(v), ld, t_len, s_len, 0], mem=mem)
+        outs.append(mem.get(pout, np.float32, t_len * C).reshape(t_len, C))
+    ref = np.empty((t_len, C))
+    for h in range(H):
+        sl = slice(h * D, (h + 1) * D)
+        sc = q[:, sl].astype(np.float64) @ kh[:, sl].astype(np.float64).T / np.sqrt(D)
+        w = np.exp(sc - sc.max(1, keepdims=True))
+        ref[:, sl] = (w / w.sum(1, keepdims=True)) @ vh[:, sl].astype(np.float64)
+    err = np.abs(outs[0] - ref).max() / np.abs(ref).max()
+    check("attn_tc_h%d_d%d, %d queries over %d keys vs float64" % (H, D, t_len, s_len),
+          err < 3e-3, "%.1e" % err)
+    check("attn_tc_h%d_d%d_kvh: the f32 kernel's bits on widened K/V" % (H, D),
+          same_bits(outs[0], outs[1]) and not np.isnan(outs[1]).any())
+
+
 def to_half(ptx, mem, pin, n):
     """f32_to_f16 over n floats at pin: the rounding the fp16 forms must give"""
     pout = mem.alloc(n * 2)
@@ -572,6 +602,8 @@ for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     for mode, n_rows, n_keys in (("gather", 3, 448), ("gather", 2, 40), ("rows", 2, 1500)):
         test_split(ptx, H, rng, mode, n_rows, n_keys)
     test_rows_kvh(ptx, H, rng, 2, 300)
+    if size == "tiny":  # the tensor-core attention: partial query and key tiles
+        test_attn_tc(ptx, H, rng, 70, 130)
     test_scores_kvh(ptx, H, rng, 2, 200, H - 1)
     if size == "tiny":  # the logits kernels depend on the vocabulary alone
         test_logits(ptx, 51865, 6, rng)
