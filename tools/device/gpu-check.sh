@@ -37,8 +37,9 @@
 #   profile_large  ncu of large-v3-shaped random weights: an encoder window at batch 1, a
 #             64-lane step's kernels with gemv_f16 and with gemv_tc
 #   tc        a step's projections on tensor cores (WHISPERC_CUDA_GEMV=tc, not yet the default):
-#             jfk, the dev set and batch identity with it on cuda, then base.en- and
-#             large-v3-shaped random weights (a step; 128 windows at 64 lanes) with and without
+#             base.en-shaped random weights (a step with gemv_tc, gemv_f16 and gemv_f16 without
+#             dependent launch; 128 windows at 64 lanes), gpu_backend and decoder_feed, jfk and
+#             batch identity with it, large-v3's shape, the tiny.en dev set
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -521,8 +522,9 @@ random_model() {
     python3 tools/make-random-model "$1" "/tmp/ggml-$1-random.bin" --seed 1 "${vocab[@]}"
 }
 
-stage_tc() {
+stage_tc() { # what matters most first: a 15-minute session may cut it short
     local rc=0 g size
+    tc_random base.en || rc=1
     # the backend's ops with it: norm_qkv = three norm_linears and a scatter, prompts as step
     # rows = prefills, graphs = plain launches, bit for bit
     WHISPERC_CUDA_GEMV=tc meson test -C "$B" --no-rebuild --print-errorlogs gpu_backend \
@@ -530,25 +532,34 @@ stage_tc() {
     say "gpu_backend, decoder_feed with WHISPERC_CUDA_GEMV=tc: $(grep -E '^(Ok|Fail):' \
         "$B/meson-logs/testlog.txt" | tr -s ' ' | tr '\n' ' ')"
     WHISPERC_CUDA_GEMV=tc compare_jfk tiny.en || rc=1
-    WHISPERC_CUDA_GEMV=tc golden_on_cuda devset_tiny.en || rc=1
     WHISPERC_CUDA_GEMV=tc batch_identity 150 || rc=1
-    for size in base.en large-v3; do
-        random_model "$size" || { rc=1; continue; }
-        for g in tc tc16 fma; do # tc16: the norm forms at 16 columns a CTA too
-            WHISPERC_CUDA_GEMV=$g timeout 60 "$B/whisper-c" bench --synthetic --device cuda \
-                -m "/tmp/ggml-$size-random.bin" --tokens 100 -bs 1 --runs 3 --batch-size 1 \
-                >"$OUT/bench.tmp" 2>&1 || rc=1
-            say "synthetic $size (random), gemv $g: $(synthetic_lines "$OUT/bench.tmp")"
-            [ "$g" = tc16 ] && continue
-            WHISPERC_CUDA_GEMV=$g timeout 240 "$B/whisper-c" bench --synthetic --device cuda \
-                -m "/tmp/ggml-$size-random.bin" --tokens 100 -bs 1 --runs 1 --batch-size 64 \
-                --throughput 128 >"$OUT/bench.tmp" 2>&1 || rc=1
-            say "synthetic $size (random) batched, gemv $g: $(sed -n '/^batched throughput/,$p' \
-                "$OUT/bench.tmp" | grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
-        done
-        rm -f "/tmp/ggml-$size-random.bin"
+    tc_random large-v3 || rc=1
+    WHISPERC_CUDA_GEMV=tc golden_on_cuda devset_tiny.en || rc=1
+    return "$rc"
+}
+
+# A random-weight model of SIZE: a step (one lane) with gemv_tc (its rule, and 16 columns for
+# every form), gemv_f16, and gemv_f16 without dependent launch; then 128 windows at 64 lanes
+# with gemv_tc and gemv_f16
+tc_random() {
+    local rc=0 g pdl
+    random_model "$1" || return 1
+    for g in tc tc16 fma fma-pdl0; do
+        pdl=1
+        [ "$g" = fma-pdl0 ] && pdl=0
+        WHISPERC_CUDA_PDL=$pdl WHISPERC_CUDA_GEMV=${g%-pdl0} timeout 60 "$B/whisper-c" bench \
+            --synthetic --device cuda -m "/tmp/ggml-$1-random.bin" --tokens 100 -bs 1 --runs 3 \
+            --batch-size 1 >"$OUT/bench.tmp" 2>&1 || rc=1
+        say "synthetic $1 (random), gemv $g: $(synthetic_lines "$OUT/bench.tmp")"
     done
-    rm -f "$OUT/bench.tmp"
+    for g in tc fma; do
+        WHISPERC_CUDA_GEMV=$g timeout 240 "$B/whisper-c" bench --synthetic --device cuda \
+            -m "/tmp/ggml-$1-random.bin" --tokens 100 -bs 1 --runs 1 --batch-size 64 \
+            --throughput 128 >"$OUT/bench.tmp" 2>&1 || rc=1
+        say "synthetic $1 (random) batched, gemv $g: $(sed -n '/^batched throughput/,$p' \
+            "$OUT/bench.tmp" | grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
+    done
+    rm -f "/tmp/ggml-$1-random.bin" "$OUT/bench.tmp"
     return "$rc"
 }
 
@@ -598,7 +609,7 @@ stage_quick() {
     return "$rc"
 }
 
-[ $# -gt 0 ] || { sed -n '2,36p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,/^# shellcheck/{/^# shellcheck/d;p}' "$0"; exit 2; }
 load_env
 status=0
 for stage in "$@"; do
