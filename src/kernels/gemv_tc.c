@@ -4,8 +4,8 @@
  * hold it near a tenth of the SMs' fma rate (large-v3: a 64-lane step took 17 ms on an H200,
  * 2026-11-27). Here the weights go from memory straight into mma.sync.m16n8k16 fragments.
  *
- * Product: outᵀ = W · inᵀ. The A operand is 16 weight rows (output columns n0 ... n0 + 15), B is
- * a tile of 8 input rows, D 16 columns x 8 rows in fp32. An fp32 input x enters as hi = fp16(x)
+ * Product: outᵀ = W · inᵀ. The A operand is 16 weight rows (output columns), B is a tile of 8
+ * input rows, D 16 columns x 8 rows in fp32. An fp32 input x enters as hi = fp16(x)
  * and lo = fp16(x - hi), one mma each: hi + lo keeps 22 of x's 24 bits and an fp16 product is
  * exact, so a sum is about as close as gemv_f16's fp32 fma (inputs within fp16's range, as the
  * GEMMs' fp16 operands need too).
@@ -17,12 +17,13 @@
  * layouts: attention_tc.c). A dot product does not care which logical k a value takes as long
  * as the weight's and the input's agree, and they do by construction.
  *
- * CTA = 8 warps over 16 or 32 columns (kernel_gemv_tc_cols) and T tiles of rows. Warp w takes
- * chunks [w nc / 8, (w + 1) nc / 8) of the nc = K / 32 and, tile by tile, adds mma(hi) then mma(lo)
- * of a chunk's first half, then of its second, into the tile's accumulator. The warps' sums meet in
- * shared memory; the thread that writes an output adds them in warp order, then the old output and
- * the bias, then GELU, in gemv_f16's order. So an output's summation order depends on K alone, not
- * on n_rows, T or the CTA's rows: a row has the bits it has alone.
+ * CTA = 8 warps over 16 or 32 columns (1 or 2 column tiles; kernel_gemv_tc_cols) and T tiles of
+ * rows. Warp w takes chunks [w nc / 8, (w + 1) nc / 8) of the nc = K / 32 and, tile by tile, adds
+ * mma(hi) then mma(lo) of a chunk's first half, then of its second, into the tiles' accumulators.
+ * The warps' sums meet in shared memory; the thread that writes an output adds them in warp
+ * order, then the old output and the bias, then GELU, in gemv_f16's order. So an output's
+ * summation order depends on K alone, not on n_rows, the tiles or the CTA's rows: a row has the
+ * bits it has alone.
  *
  * Latency: the bias and the first chunks' weights are loaded, and the warp's later weights
  * prefetched into L2, before the grid wait (ptx_grid_dep_wait), then the inputs and the old
@@ -32,7 +33,7 @@
  * gen_layernorm's bits (gemv_parts.h), through shared memory to every warp; a lane normalises
  * its input values as layernorm would (the gain and bias loaded with the chunk's weights), so
  * the outputs have the bits of layernorm followed by the kernel without the flag.
- * KERNEL_GEMV_QKV: a step's q, k and v in one grid, as gemv_f16's (segment x / (K / 16)).
+ * KERNEL_GEMV_QKV: a step's q, k and v in one grid, as gemv_f16's (segment x / (K / columns)).
  */
 #include <stdio.h>
 
