@@ -423,7 +423,7 @@ static int bench_batch(const struct cli_options *o, whisperc_model *m,
         /* where a batched run's decoder time goes: steps (each one token for every lane
          * decoding), and whether they replayed as step graphs */
         const struct whisperc_timings *b = &best[1];
-        char why[384];
+        char why[640];
         wc_bench_graphs(st, why, sizeof why);
         double per = b->n_batch_steps ? 1.0 / b->n_batch_steps : 0.0;
         printf("  batch    %6d steps   (%.2f ms a step with the prompts", b->n_batch_steps,

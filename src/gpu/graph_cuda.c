@@ -237,5 +237,12 @@ int cuda_step_graph_state(const struct wc_stream *s, char *why, size_t why_size)
                  : cs->m->sm < 90
                      ? "off (before sm_90)"
                      : "off (WHISPERC_CUDA_PDL=0, or a driver without cuLaunchKernelEx)");
+    n = strlen(why); /* and what runs a step's projections */
+    if (n < why_size)
+        snprintf(why + n, why_size - n, "; projections %s",
+                 cs->m->gemv_tc == 1  ? "gemv_tc"
+                 : cs->m->gemv_tc > 1 ? (cs->m->gemv_tc == 16 ? "gemv_tc, 16 columns a CTA"
+                                                              : "gemv_tc, 32 columns a CTA")
+                                      : "gemv_f16");
     return state;
 }
