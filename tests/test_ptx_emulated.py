@@ -72,18 +72,19 @@ def layernorm(ptx, mem, K, pout, pin, pg, pb, rows):
         mem=mem)
 
 
-def gemv(ptx, mem, K, flags, pout, ld, pin, pw, pb, rows, more=(), n=None, ctas=None, tc=False):
-    """gemv_f16, or with tc gemv_tc with the row tiles the backend picks (4 where the kernel
-    list has no 2-tile form: the same bits)"""
+def gemv(ptx, mem, K, flags, pout, ld, pin, pw, pb, rows, more=(), n=None, ctas=None, tc=False,
+         tiles=None):
+    """gemv_f16, or with tc gemv_tc with `tiles` row tiles a CTA, by default those the backend
+    picks (4 where the kernel list has no 2-tile form: the same bits)"""
     n = n or K
     if tc:
-        t, cols = 1 if rows <= 8 else 2 if rows <= 16 else 4, tc_cols(flags)
-        if "gemv_tc_k%d_c%d_n%d_f%d" % (K, cols, t, flags) not in ptx.names:
+        t, cols = tiles or (1 if rows <= 8 else 2 if rows <= 16 else 4), tc_cols(flags)
+        if not tiles and "gemv_tc_k%d_c%d_n%d_f%d" % (K, cols, t, flags) not in ptx.names:
             t = 4
         name, cta_rows = "gemv_tc_k%d_c%d_n%d_f%d" % (K, cols, t, flags), 8 * t
     else:
         name, cols, cta_rows = "gemv_f16_k%d_f%d" % (K, flags), 32, 8
-    gx = (3 * n if flags & 16 else n) // cols
+    gx = ((3 * n if flags & 16 else n) + cols - 1) // cols
     run(ptx(name), name, grid=(gx, (rows + cta_rows - 1) // cta_rows, 1), block=(256, 1, 1),
         params=[pout, ld, pin, pw, pb, n, rows] + list(more), mem=mem, ctas=ctas)
 
@@ -91,13 +92,6 @@ def gemv(ptx, mem, K, flags, pout, ld, pin, pw, pb, rows, more=(), n=None, ctas=
 def tc_cols(flags):
     """kernel_gemv_tc_cols: 32 output columns a CTA with the norm, else 16"""
     return 32 if flags & 8 else 16
-
-
-def gemv_tc(ptx, mem, K, tiles, flags, pout, ld, pin, pw, pb, rows, n):
-    c = tc_cols(flags)
-    name = "gemv_tc_k%d_c%d_n%d_f%d" % (K, c, tiles, flags)
-    run(ptx(name), name, grid=((n + c - 1) // c, (rows + 8 * tiles - 1) // (8 * tiles), 1),
-        block=(256, 1, 1), params=[pout, ld, pin, pw, pb, n, rows], mem=mem)
 
 
 def test_gemv_tc(ptx, K, rng, n, cases):
@@ -117,7 +111,7 @@ def test_gemv_tc(ptx, K, rng, n, cases):
         px, pw, pb = mem.put(x), mem.put(W), mem.put(b)
         tiles = 1 if rows <= 8 else 2 if rows <= 16 else 4
         po = mem.put(old)
-        gemv_tc(ptx, mem, K, tiles, flags, po, ld, px, pw, pb, rows, n)
+        gemv(ptx, mem, K, flags, po, ld, px, pw, pb, rows, n=n, tc=True, tiles=tiles)
         y = mem.get(po, np.float32, rows * ld).reshape(rows, ld)
         ref = x.astype(np.float64) @ W.astype(np.float64).T
         ref += b if flags & 1 else 0
@@ -135,11 +129,12 @@ def test_gemv_tc(ptx, K, rng, n, cases):
         same = True
         for t in others:
             po2 = mem.put(old)
-            gemv_tc(ptx, mem, K, t, flags, po2, ld, px, pw, pb, rows, n)
+            gemv(ptx, mem, K, flags, po2, ld, px, pw, pb, rows, n=n, tc=True, tiles=t)
             same &= same_bits(mem.get(po2, np.float32, rows * ld), y.reshape(-1))
         po2 = mem.put(old)
         for r in range(rows):
-            gemv_tc(ptx, mem, K, 1, flags, po2 + 4 * r * ld, ld, px + 4 * r * K, pw, pb, 1, n)
+            gemv(ptx, mem, K, flags, po2 + 4 * r * ld, ld, px + 4 * r * K, pw, pb, 1, n=n,
+                 tc=True, tiles=1)
         same &= same_bits(mem.get(po2, np.float32, rows * ld), y.reshape(-1))
         check("gemv_tc_k%d_f%d: %d rows alone and with %s tiles a CTA: the same bits"
               % (K, flags, rows, others), same)

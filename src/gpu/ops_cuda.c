@@ -99,6 +99,19 @@ static int gemv_tc_cols(struct wc_stream *s, int flags) {
     return forced > 1 ? forced : kernel_gemv_tc_cols(flags);
 }
 
+/* The kernel a gemv over K = k_in launches, gemv_tc's (tc) or gemv_f16's, and the columns and
+ * rows a CTA of it takes; gemv_tc's bits depend on neither. */
+static const struct cuda_kernel *gemv_kernel(struct wc_stream *s, int tc, int k_in, int flags,
+                                             int n_rows, size_t *cols, size_t *cta_rows) {
+    if (!tc) {
+        *cols = KERNEL_GEMV_COLS, *cta_rows = KERNEL_GEMV_MAX_ROWS;
+        return cuda_kernel_get(s, CK_GEMV, k_in, flags, 0);
+    }
+    int tiles = kernel_gemv_tc_tiles(n_rows), c = gemv_tc_cols(s, flags);
+    *cols = (size_t)c, *cta_rows = 8 * (size_t)tiles;
+    return cuda_kernel_get(s, CK_GEMV_TC, k_in, flags, tiles | c << 8);
+}
+
 /* linear over n_rows <= KERNEL_GEMV_LAUNCH_ROWS in one gemv_f16 launch (bias, GELU, residual
  * fused; with g and lb, the layer norm ahead of it too; a CTA row per 8 rows); each row gets
  * the bits it gets alone. */
@@ -114,17 +127,10 @@ static void gemv(struct wc_stream *s, float *out, int ld_out, const float *in, c
     int tc = use_gemv_tc(s, w, in, g, lb);
     if (tc < 0)
         return;
-    if (tc) { /* its bits depend neither on the tiles nor on the columns */
-        int tiles = kernel_gemv_tc_tiles(n_rows), cols = gemv_tc_cols(s, flags);
-        const struct cuda_kernel *k =
-            cuda_kernel_get(s, CK_GEMV_TC, w->cols, flags, tiles | cols << 8);
-        cuda_launch(s, k, ceil_div((size_t)w->rows, (size_t)cols),
-                    ceil_div((size_t)n_rows, 8 * (size_t)tiles), KERNEL_GEMV_THREADS, args);
-        return;
-    }
-    const struct cuda_kernel *k = cuda_kernel_get(s, CK_GEMV, w->cols, flags, 0);
-    cuda_launch(s, k, ceil_div((size_t)w->rows, KERNEL_GEMV_COLS),
-                ceil_div((size_t)n_rows, KERNEL_GEMV_MAX_ROWS), KERNEL_GEMV_THREADS, args);
+    size_t cols, cta_rows;
+    const struct cuda_kernel *k = gemv_kernel(s, tc, w->cols, flags, n_rows, &cols, &cta_rows);
+    cuda_launch(s, k, ceil_div((size_t)w->rows, cols), ceil_div((size_t)n_rows, cta_rows),
+                KERNEL_GEMV_THREADS, args);
 }
 
 /* The checks gemv's launch needs; fails the stream and returns 0 when one does not hold.
@@ -223,9 +229,8 @@ void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst
     int flags = KERNEL_GEMV_NORM | KERNEL_GEMV_QKV, tc = use_gemv_tc(s, w[0], in, g, lb);
     if (tc < 0)
         return;
-    int tiles = kernel_gemv_tc_tiles(n_rows), cols = tc ? gemv_tc_cols(s, flags) : KERNEL_GEMV_COLS;
-    const struct cuda_kernel *k = tc ? cuda_kernel_get(s, CK_GEMV_TC, c, flags, tiles | cols << 8)
-                                     : cuda_kernel_get(s, CK_GEMV, c, flags, 0);
+    size_t cols, cta_rows;
+    const struct cuda_kernel *k = gemv_kernel(s, tc, c, flags, n_rows, &cols, &cta_rows);
     CUdeviceptr pq = dptr(q_out), pi = dptr(in), pg = dptr(g), plb = dptr(lb), pr = dptr(dst_row);
     CUdeviceptr pk = dptr(k_dst), pv = dptr(v_dst), pw[3], pb[3];
     for (int i = 0; i < 3; i++)
@@ -233,8 +238,7 @@ void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst
     unsigned uc = (unsigned)c, urows = (unsigned)n_rows;
     void *args[] = {&pq,  &uc,    &pi,    &pw[0], &pb[0], &uc, &urows, &pg,
                     &plb, &pw[1], &pw[2], &pb[1], &pb[2], &pk, &pv,    &pr};
-    cuda_launch(s, k, 3 * ceil_div((size_t)c, (size_t)cols),
-                ceil_div((size_t)n_rows, tc ? 8 * (size_t)tiles : KERNEL_GEMV_MAX_ROWS),
+    cuda_launch(s, k, 3 * ceil_div((size_t)c, cols), ceil_div((size_t)n_rows, cta_rows),
                 KERNEL_GEMV_THREADS, args);
 }
 
