@@ -236,6 +236,11 @@ struct wc_backend_ops {
      * memory both. The batch decoder's cross-attention K/V when cross_kv is WC_F16. */
     void (*to_f16)(struct wc_stream *s, void *dst, const float *src, size_t n);
 
+    /* out[c][r] = in[r][c], r < rows, c < cols: in [rows][cols], out [cols][rows], backend
+     * memory both, not overlapping. The encoder's log-Mel windows, uploaded as the frontend
+     * computes them ([n_mels][frames]), into the time-major rows conv1d reads. */
+    void (*transpose)(struct wc_stream *s, float *out, const float *in, int rows, int cols);
+
     /* Greedy decoding's logit post-processing, per row r < n_rows of logits [n_rows][n_vocab]:
      * forbid (-inf) the tokens in suppress[0..n_suppress) (host memory, sorted, one list for
      * every row) and in rules[r]'s ranges, run rules[r]'s timestamp test, then pick

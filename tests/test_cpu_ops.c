@@ -546,6 +546,24 @@ static void test_rows_scatter(struct wc_stream *s) {
     free(src), free(dst);
 }
 
+/* transpose: every element where it belongs, at sizes that leave partial 32 x 32 blocks. */
+static void test_transpose(struct wc_stream *s) {
+    const int shapes[][2] = {{80, 3000}, {5, 37}, {33, 1}, {1, 64}};
+    for (int i = 0; i < 4; i++) {
+        int rows = shapes[i][0], cols = shapes[i][1];
+        size_t n = (size_t)rows * cols;
+        float *in = rand_vec(n, 1.0f), *out = nan_vec(n);
+        s->be->ops->transpose(s, out, in, rows, cols);
+        CHECK(wc_stream_sync(s) == 0);
+        int ok = 1;
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++)
+                ok &= out[(size_t)c * rows + r] == in[(size_t)r * cols + c];
+        CHECK(ok);
+        free(in), free(out);
+    }
+}
+
 /* The vectorized GELU against erfc in double, over the whole useful range. */
 static void test_gelu(void) {
     int n = 240001;
@@ -679,6 +697,7 @@ int main(void) {
         test_attention_gather(s, 8, 40, 300, 384, 6, 1);
         test_attention_gather(s, 1, 1, 1, 64, 1, 1);
         test_rows_scatter(s);
+        test_transpose(s);
         for (int dt = WC_F32; dt <= WC_F16; dt++) {
             test_attention_rows(s, 1, 1, 1, 64, 1, 0, dt);
             test_attention_rows(s, 8, 3, 150, 384, 6, 0, dt);

@@ -232,6 +232,22 @@ static void test_rows_scatter(struct pair *p, int n_rows, int n_dst, int c) {
     free(dst), free(src), free(rows), free(got);
 }
 
+/* transpose (the encoder's log-Mel windows into time-major rows): the output starts as NaN,
+ * so an element left unwritten fails; a plain move, bit for bit. */
+static void test_transpose(struct pair *p, int rows, int cols) {
+    char name[64];
+    snprintf(name, sizeof name, "transpose %d x %d", rows, cols);
+    size_t n = (size_t)rows * cols;
+    float *in = rand_vec(n, 1.0f), *want = malloc(n * 4);
+    void *din = gpu_copy(p, in, n * 4), *dout = gpu_poisoned(p, n);
+    p->cpu->ops->transpose(p->cs, want, in, rows, cols);
+    p->gpu->ops->transpose(p->gs, dout, din, rows, cols);
+    float *got = gpu_fetch(p, dout, n);
+    CHECK(got && check_close(name, got, want, n, 0.0, 0.0));
+    p->gs->be->ops->release(p->gs, din);
+    free(in), free(want), free(got);
+}
+
 /* K/V of n random values as the twins take them in dtype dt: f32 as they are, or f16 (the
  * batch decoder's cross-attention), both backends reading the same halves. */
 struct kv_in {
@@ -1160,6 +1176,10 @@ int main(void) {
     CHECK(p.gpu->ops->stream_new(p.gpu, 2, &p.gs) == 0);
 
     test_errors(&p);
+    test_transpose(&p, 80, 3000);
+    test_transpose(&p, 128, 3000);
+    test_transpose(&p, 5, 37);
+    test_transpose(&p, 33, 1);
     const int widths[] = {384, 512};
     for (int i = 0; i < 2; i++) {
         int c = widths[i];

@@ -13,7 +13,9 @@ that hold bit for bit and that ptxas alone cannot check:
   - the encoder's fp16 forms (norm_qkv, norm_mlp over many rows): layernorm_c<C>_h and the
     epilogue bias_act_n<N>_f<flags | 8> == the f32 kernel's values rounded by f32_to_f16;
   - attn_scores over f16 keys (_kvh, word alignment on the batch decoder's audio region) ==
-    attn_scores over the same values widened to f32.
+    attn_scores over the same values widened to f32;
+  - transpose_f32 (the encoder's log-Mel windows) at sizes with partial tiles: every element
+    moved, nothing written past the end.
   - logits_part + logits_pick (greedy) and logits_topk_part + logits_topk_pick (beams) on a
     multilingual vocabulary against float64 numpy: suppressed tokens, ranges, the timestamp
     test either way, a tie across chunks (the first column), a row all masked, a confident
@@ -421,6 +423,18 @@ def test_half_forms(ptx, K, rng):
           and same_bits(mem.get(pxh, np.float32, rows * N), h.reshape(-1)))
 
 
+def test_transpose(ptx, rng, rows, cols):
+    mem = Memory(1 << 22)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    pin = mem.put(x)
+    pout = mem.put(np.full(rows * cols + 64, np.nan, np.float32))
+    run(ptx("transpose_f32"), "transpose_f32", grid=((cols + 31) // 32, (rows + 31) // 32, 1),
+        block=(256, 1, 1), params=[pout, pin, rows, cols], mem=mem)
+    got = mem.get(pout, np.float32, rows * cols + 64)
+    check("transpose_f32, %d x %d" % (rows, cols),
+          same_bits(got[:rows * cols], x.T.reshape(-1).copy()) and np.isnan(got[rows * cols:]).all())
+
+
 def test_scores_kvh(ptx, H, rng, t_len, s_len, head):
     D = 64
     C = H * D
@@ -600,7 +614,9 @@ for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     if size == "tiny":  # the tensor-core attention: partial query and key tiles
         test_attn_tc(ptx, H, rng, 70, 130)
     test_scores_kvh(ptx, H, rng, 2, 200, H - 1)
-    if size == "tiny":  # the logits kernels depend on the vocabulary alone
+    if size == "tiny":  # these kernels depend on the vocabulary alone, or on nothing
+        test_transpose(ptx, rng, 80, 70)
+        test_transpose(ptx, rng, 5, 37)
         test_logits(ptx, 51865, 6, rng)
         test_sample(ptx, 51865, rng)
 # large-v3's widths, a few outputs each: fc2 over 5 weight tiles; K = 1280 with the norm fused

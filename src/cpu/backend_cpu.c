@@ -260,6 +260,7 @@ static const struct wc_backend_ops cpu_ops = {
     .embed = cpu_embed,
     .rows_scatter = cpu_rows_scatter,
     .to_f16 = cpu_to_f16,
+    .transpose = cpu_transpose,
     .logits_greedy = cpu_logits_greedy,
     .logits_topk = cpu_logits_topk,
     .logits_sample = cpu_logits_sample,

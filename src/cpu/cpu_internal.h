@@ -72,6 +72,7 @@ void cpu_attention_rows(struct wc_stream *s, float *out, const float *q, const v
                         const void *v, enum wc_dtype kv_dtype, int ld_kv, size_t lane_stride,
                         const int32_t *lane_of_row, int n_rows, int s_len, int c, int n_head);
 void cpu_to_f16(struct wc_stream *s, void *dst, const float *src, size_t n);
+void cpu_transpose(struct wc_stream *s, float *out, const float *in, int rows, int cols);
 void cpu_embed(struct wc_stream *s, float *out, const int32_t *tokens, const int32_t *positions,
                int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
 void cpu_rows_scatter(struct wc_stream *s, float *dst, const float *src, const int32_t *dst_row,

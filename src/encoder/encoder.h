@@ -20,14 +20,15 @@ struct encoder {
     const struct wc_hparams *hp;
     const struct wc_weights *w;
     int n_windows; /* capacity: windows per encoder_forward_batch */
+    float *mel_in; /* [n_windows][n_mels][2*n_audio_ctx]: the windows as uploaded */
     float *mel;    /* [n_windows][1 + 2*n_audio_ctx + 1][n_mels]: zero row, frames,
-                      zero row, per window */
+                      zero row, per window (mel_in transposed on the backend) */
     float *conv1;  /* [n_windows][1 + 2*n_audio_ctx + 1][s], zero rows around each */
     float *x;      /* [n_windows * n_audio_ctx][s] residual stream */
     float *h;      /* [n_windows * n_audio_ctx][s] normed input of a sub-block; NULL where fused */
     float *q, *k, *v, *att; /* [n_windows * n_audio_ctx][s] */
     float *mlp;             /* [n_windows * n_audio_ctx][4s] */
-    float *mel_host;        /* host staging as mel: transposed windows, zero rows kept */
+    float *mel_host;        /* host [n_mels][2*n_audio_ctx]: a window packed for its upload */
 };
 
 /* Windows a batch encodes per pass at most (whisperc_full_batch): 8 x 1500 rows give a GPU's
@@ -51,7 +52,8 @@ void encoder_forward(struct encoder *e, struct wc_stream *s, const float *mel_wi
                      float *out);
 
 /* The same for n windows (1 <= n <= e->n_windows) in one pass: mel_windows[i] as mel_window
- * above (all with row stride n_frames), one upload for all; out: backend
+ * above (all with row stride n_frames), each uploaded as it is (packed first where n_frames is
+ * more than 2*n_audio_ctx) and transposed on the backend; out: backend
  * [n][n_audio_ctx][s], window i's features at out + i * n_audio_ctx * s. */
 void encoder_forward_batch(struct encoder *e, struct wc_stream *s, const float *const *mel_windows,
                            int n_frames, int n, float *out);

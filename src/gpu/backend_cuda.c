@@ -179,6 +179,7 @@ static const struct wc_backend_ops cuda_ops = {
     .embed = cuda_embed,
     .rows_scatter = cuda_rows_scatter,
     .to_f16 = cuda_to_f16,
+    .transpose = cuda_transpose,
     .logits_greedy = cuda_logits_greedy,
     .logits_topk = cuda_logits_topk,
     .logits_sample = cuda_logits_sample,

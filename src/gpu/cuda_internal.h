@@ -42,6 +42,7 @@ enum cuda_kernel_kind {
     CK_SAMPLE,      /* logits_sample_part; a = n_vocab */
     CK_SAMPLE_PICK, /* a = n_vocab */
     CK_GEMV_TC,     /* a = k_in, b = flags, c = row tiles | columns << 8 */
+    CK_TRANSPOSE,   /* no arguments */
 };
 
 struct cuda_kernel {
@@ -234,6 +235,7 @@ void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const 
                          const void *v, enum wc_dtype kv_dtype, int ld_kv, size_t lane_stride,
                          const int32_t *lane_of_row, int n_rows, int s_len, int c, int n_head);
 void cuda_to_f16(struct wc_stream *s, void *dst, const float *src, size_t n);
+void cuda_transpose(struct wc_stream *s, float *out, const float *in, int rows, int cols);
 void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const void *k,
                            enum wc_dtype k_dtype, int ld_k, int t_len, int s_len, int c, int n_head,
                            int head);

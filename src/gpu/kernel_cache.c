@@ -33,6 +33,7 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     case CK_SCATTER: return gen_rows_scatter(sm, a);
     case CK_ATTN_TC: return gen_attention_tc(sm, a, b, c);
     case CK_GEMV_TC: return gen_gemv_tc(sm, a, b, c & 0xff, c >> 8);
+    case CK_TRANSPOSE: return gen_transpose(sm);
     }
     return NULL;
 }
@@ -56,7 +57,8 @@ static const char *kind_name(enum cuda_kernel_kind kind) {
                                         "logits_topk_pick",
                                         "logits_sample_part",
                                         "logits_sample_pick",
-                                        "gemv_tc"};
+                                        "gemv_tc",
+                                        "transpose"};
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 

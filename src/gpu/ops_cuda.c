@@ -406,6 +406,18 @@ void cuda_rows_scatter(struct wc_stream *s, float *dst, const float *src, const 
     cuda_launch(s, k, (unsigned)n_rows, 1, KERNEL_LN_THREADS, args);
 }
 
+void cuda_transpose(struct wc_stream *s, float *out, const float *in, int rows, int cols) {
+    if (cuda_op_begin(s) || rows <= 0 || cols <= 0 ||
+        !fits_u32(s, "transpose", (size_t)rows * (size_t)cols))
+        return;
+    const struct cuda_kernel *k = cuda_kernel_get(s, CK_TRANSPOSE, 0, 0, 0);
+    CUdeviceptr po = dptr(out), pi = dptr(in);
+    unsigned ur = (unsigned)rows, uc = (unsigned)cols;
+    void *args[] = {&po, &pi, &ur, &uc};
+    cuda_launch(s, k, ceil_div((size_t)cols, 32), ceil_div((size_t)rows, 32), KERNEL_EW_THREADS,
+                args);
+}
+
 /* d_head = c / n_head, or 0 (stream failed) when c does not split evenly. */
 static int head_dim(struct wc_stream *s, const char *op, int c, int n_head) {
     if (n_head > 0 && c > 0 && c % n_head == 0)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_KERNELS 80 /* a model's distinct kernels (61 for every official size today) */
+#define MAX_KERNELS 80 /* a model's distinct kernels (62 for every official size today) */
 
 /* Appends ptx to list[0..*n) unless a kernel of its name is there; -1 (ptx freed) when it is
  * NULL, unnamed, or the list is full. */
@@ -45,7 +45,7 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_layernorm(sm, ca, 1)) | add(list, &n, gen_bias_gelu(sm, ca)) |
                add(list, &n, gen_bias_gelu(sm, 4 * ca)) | add(list, &n, gen_bias_gelu(sm, 4 * ct)) |
                add(list, &n, gen_f32_to_f16(sm)) | add(list, &n, gen_embed(sm, ct)) |
-               add(list, &n, gen_rows_scatter(sm, ct));
+               add(list, &n, gen_rows_scatter(sm, ct)) | add(list, &n, gen_transpose(sm));
     /* GEMM epilogues: q/v/out projections and fc2 (bias; bias + residual when the GEMM does
      * not accumulate itself), fc1 and conv1 (bias + GELU), conv2 (bias + GELU + positions);
      * the encoder's layer norms and fc1 epilogue in fp16 too (norm_qkv, norm_mlp) */

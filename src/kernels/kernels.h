@@ -35,6 +35,10 @@ char *gen_embed(int sm, int c);
  * dst_row: device u32 array; grid n_rows x 128 threads; C a multiple of 128. */
 char *gen_rows_scatter(int sm, int c);
 
+/* transpose_f32(out, in, rows, cols): out[c][r] = in[r][c], in [rows][cols], out [cols][rows]
+ * (f32; not overlapping); grid (ceil(cols / 32), ceil(rows / 32)) x 256 threads. */
+char *gen_transpose(int sm);
+
 /* ---- GEMM epilogue, im2col and attention (src/kernels/epilogue.c, im2col.c, attention*.c) ----
  * Activations are fp32 as in backend.h; GEMM operands are fp16 (cuBLAS, fp32 accumulate).
  * Kernel parameters: pointers are .u64 (device addresses), counts and indices .u32, except
