@@ -125,6 +125,15 @@ struct wc_backend_ops {
     void (*release)(struct wc_stream *s, void *p);
     void (*upload)(struct wc_stream *s, void *dst, const void *host_src, size_t bytes);
     void (*download)(struct wc_stream *s, void *host_dst, const void *src, size_t bytes);
+    /* Host memory that upload_async reads without copying it first (page-locked where the
+     * backend has it: a GPU's copy engine reads it as the host goes on); NULL, and a sticky
+     * error, when out of memory. host_free(NULL) is fine. */
+    void *(*host_alloc)(struct wc_stream *s, size_t bytes);
+    void (*host_free)(struct wc_stream *s, void *p);
+    /* upload from host_alloc memory, queued as an op: host_src may be read when the copy runs,
+     * so the caller leaves those bytes as they are until the next sync (upload copies them
+     * before it returns, at the price of a host copy). Not in a step graph. */
+    void (*upload_async)(struct wc_stream *s, void *dst, const void *host_src, size_t bytes);
     void (*memset0)(struct wc_stream *s, void *dst, size_t bytes);
     int (*sync)(struct wc_stream *s);
 

@@ -511,17 +511,18 @@ static void job_window(struct transcribe_job *j) {
         j->n_prompt = carried_prompt(&j->r, j->out, j->prompt_reset_since, &j->prompt);
 }
 
-void transcribe_job_window(struct transcribe_job *j, float *mel_window, struct decode_opts *o) {
+void transcribe_job_window(struct transcribe_job *j, float *mel_window, int n_frames,
+                           struct decode_opts *o) {
     job_window(j);
     /* the caller encodes the window: language detection's encoding in t's decoder is no longer
      * this job's to reuse (a batch detects the next inputs' languages there meanwhile) */
     j->r.detected_window_loaded = false;
     const struct mel_spec *mel = j->r.mel;
+    int n_copy = j->segment_size < n_frames ? j->segment_size : n_frames;
     for (int m = 0; m < mel->n_mels; m++) {
-        float *dst = mel_window + (size_t)m * WC_CHUNK_FRAMES;
-        memcpy(dst, mel->data + (size_t)m * mel->n_frames + j->seek,
-               (size_t)j->segment_size * sizeof *dst);
-        memset(dst + j->segment_size, 0, (size_t)(WC_CHUNK_FRAMES - j->segment_size) * sizeof *dst);
+        float *dst = mel_window + (size_t)m * n_frames;
+        memcpy(dst, mel->data + (size_t)m * mel->n_frames + j->seek, (size_t)n_copy * sizeof *dst);
+        memset(dst + n_copy, 0, (size_t)(n_frames - n_copy) * sizeof *dst);
     }
     *o = window_opts(&j->r, j->prompt, j->n_prompt, 0);
     j->i_temp = 0;

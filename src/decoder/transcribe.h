@@ -94,9 +94,11 @@ int transcribe_job_start(struct transcribe_ctx *t, const struct mel_spec *mel,
                          struct wc_transcript *out, char *err, size_t err_size,
                          struct transcribe_job **job);
 bool transcribe_job_done(const struct transcribe_job *j);
-/* The next window: its log-Mel, zero-padded, into mel_window [n_mels][3000] and its decoding
- * options at temperatures[0] into *o (pointing into the job: valid until the next call). */
-void transcribe_job_window(struct transcribe_job *j, float *mel_window, struct decode_opts *o);
+/* The next window: the first n_frames (<= 3000; the encoder's 2 * n_audio_ctx) of its
+ * log-Mel, zero-padded, into mel_window [n_mels][n_frames], and its decoding options at
+ * temperatures[0] into *o (pointing into the job: valid until the next call). */
+void transcribe_job_window(struct transcribe_job *j, float *mel_window, int n_frames,
+                           struct decode_opts *o);
 /* A batch's way to fall back: if the window's decoding d (at the temperature of the options
  * last given) needs the next temperature, and that decodes at most max_group sequences
  * (decode_n_group), d is freed, the fallback counted, *o points to the options for it (valid

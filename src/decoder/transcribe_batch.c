@@ -55,8 +55,6 @@ struct batch_run {
     struct decoder_batch *db;
     struct decode_batch d;
     struct lane *lanes;       /* [d.n_slots], lane k is decode_batch's slot k */
-    float *window;            /* host [enc->n_windows][n_mels][3000] */
-    const float **windows;    /* [enc->n_windows] pointers into window */
     int *need;                /* [n_slots] lanes whose next window is to be started */
     struct decode_opts *opts; /* [n_slots] each lane's window's options at temperatures[0] */
     int group;                /* decoder lanes a window at temperatures[0] holds */
@@ -105,17 +103,18 @@ static int fill_lanes(struct batch_run *b, int *next, struct wc_transcript *outs
 static int start_windows(struct batch_run *b, int n_need, char *err, size_t err_size) {
     struct transcribe_ctx *t = b->t;
     int n_max = t->enc->n_windows, rc = 0;
-    size_t window = (size_t)t->hp->n_mels * WC_CHUNK_FRAMES;
     size_t features = (size_t)t->hp->n_audio_ctx * t->hp->n_audio_state;
     for (int k0 = 0; k0 < n_need && !rc; k0 += n_max) {
         int n = n_need - k0 < n_max ? n_need - k0 : n_max;
         double t0 = wc_now_ms();
+        /* each window straight into the encoder's input, which the pass's upload reads as it
+         * runs, without a host copy: no upload before is pending (each pass ends in a sync) */
         for (int i = 0; i < n; i++) {
             int k = b->need[k0 + i];
-            b->windows[i] = b->window + i * window;
-            transcribe_job_window(b->lanes[k].job, b->window + i * window, &b->opts[k]);
+            transcribe_job_window(b->lanes[k].job, encoder_input(t->enc, i), 2 * t->hp->n_audio_ctx,
+                                  &b->opts[k]);
         }
-        encoder_forward_batch(t->enc, t->s, b->windows, WC_CHUNK_FRAMES, n, t->audio_features);
+        encoder_forward_input(t->enc, t->s, n, t->audio_features);
         for (int i = 0; i < n; i++)
             decoder_batch_set_audio(b->db, t->s, b->need[k0 + i], t->audio_features + i * features);
         t->n_windows += n;
@@ -251,9 +250,6 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
         .t = t,
         .db = db,
         .lanes = calloc((size_t)B, sizeof *b.lanes),
-        .window =
-            malloc((size_t)t->enc->n_windows * t->hp->n_mels * WC_CHUNK_FRAMES * sizeof(float)),
-        .windows = calloc((size_t)t->enc->n_windows, sizeof *b.windows),
         .need = calloc((size_t)B, sizeof *b.need),
         .opts = calloc((size_t)B, sizeof *b.opts),
         .src = src,
@@ -269,7 +265,7 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
     for (int i = 0; i < n; i++)
         memset(&outs[i], 0, sizeof outs[i]);
     int d_rc = decode_batch_init(&b.d, db, t->s, t->vocab, beams);
-    if (d_rc || !b.lanes || !b.window || !b.windows || !b.need || !b.opts || !b.mels) {
+    if (d_rc || !b.lanes || !b.need || !b.opts || !b.mels) {
         wc_errf(err, err_size, "out of memory for a batch of %d", B);
         rc = WHISPERC_ERR_NO_MEMORY;
     }
@@ -285,6 +281,6 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
             transcript_free(&outs[i]);
     if (!d_rc)
         decode_batch_free(&b.d);
-    free(b.lanes), free(b.window), free(b.windows), free(b.need), free(b.opts), free(b.mels);
+    free(b.lanes), free(b.need), free(b.opts), free(b.mels);
     return rc;
 }

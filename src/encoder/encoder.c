@@ -13,10 +13,10 @@
 uint64_t encoder_memory_bytes(const struct wc_hparams *hp, int n_windows) {
     uint64_t n_ctx = (uint64_t)hp->n_audio_ctx, c = (uint64_t)hp->n_audio_state;
     uint64_t n_pad = 2 * n_ctx + 2, mels = (uint64_t)hp->n_mels;
-    /* per window, as encoder_init below: mel_in, mel, conv1; x h q k v att; mlp (h counted
-     * even where the backend's fused ops leave it out); and one window's mel_host */
-    uint64_t per_window = 2 * n_ctx * mels + n_pad * (mels + c) + 6 * n_ctx * c + 4 * n_ctx * c;
-    return (per_window * (uint64_t)n_windows + 2 * n_ctx * mels) * sizeof(float);
+    /* per window, as encoder_init below: input (host), mel_in, mel, conv1; x h q k v att;
+     * mlp (h counted even where the backend's fused ops leave it out) */
+    uint64_t per_window = 4 * n_ctx * mels + n_pad * (mels + c) + 6 * n_ctx * c + 4 * n_ctx * c;
+    return per_window * (uint64_t)n_windows * sizeof(float);
 }
 
 int encoder_init(struct encoder *e, struct wc_stream *s, const struct wc_hparams *hp,
@@ -47,9 +47,7 @@ int encoder_init(struct encoder *e, struct wc_stream *s, const struct wc_hparams
     e->v = op->alloc(s, rows * c * f);
     e->att = op->alloc(s, rows * c * f);
     e->mlp = op->alloc(s, rows * 4 * c * f);
-    e->mel_host = malloc(window_bytes);
-    if (!e->mel_host)
-        wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "encoder: out of host memory");
+    e->input = op->host_alloc(s, B * window_bytes);
     if (s->err) {
         encoder_free(e, s);
         return s->err;
@@ -70,8 +68,8 @@ void encoder_free(struct encoder *e, struct wc_stream *s) {
             op->release(s, *bufs[i]);
         *bufs[i] = NULL;
     }
-    free(e->mel_host);
-    e->mel_host = NULL;
+    op->host_free(s, e->input);
+    e->input = NULL;
     e->n_windows = 0;
 }
 
@@ -126,8 +124,11 @@ static void encoder_block(struct encoder *e, struct wc_stream *s, const struct w
     enc_linear(e, s, n, e->x, e->mlp, &b->mlp2, b->mlp2_b, WC_ACT_NONE, 1);
 }
 
-void encoder_forward_batch(struct encoder *e, struct wc_stream *s, const float *const *mel_windows,
-                           int n_frames, int n, float *out) {
+float *encoder_input(struct encoder *e, int i) {
+    return e->input + (size_t)i * 2 * e->hp->n_audio_ctx * e->hp->n_mels;
+}
+
+void encoder_forward_input(struct encoder *e, struct wc_stream *s, int n, float *out) {
     const struct wc_backend_ops *op = s->be->ops;
     const struct wc_hparams *hp = e->hp;
     int n_mels = hp->n_mels, n_ctx = hp->n_audio_ctx, n_in = 2 * n_ctx, c = hp->n_audio_state;
@@ -135,27 +136,18 @@ void encoder_forward_batch(struct encoder *e, struct wc_stream *s, const float *
     size_t in_step = (size_t)n_in * n_mels;
     if (s->err)
         return;
-    if (n < 1 || n > e->n_windows || n_frames < n_in) {
-        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
-                       "encoder: %d windows of %d frames (room for 1..%d of >= %d)", n, n_frames,
-                       e->n_windows, n_in);
+    if (n < 1 || n > e->n_windows) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "encoder: %d windows (room for 1..%d)", n,
+                       e->n_windows);
         return;
     }
-    /* Each window [n_mels][n_in] up as it is (a window of exactly n_in frames is one block;
-     * a longer one is packed first), then time-major [n_in][n_mels], the layout every op uses,
-     * between its zero rows: the transpose is the backend's (on a GPU a few microseconds,
-     * where the host's strided loop took ~0.2 ms a window that the GPU waited for). */
-    for (int i = 0; i < n; i++) {
-        const float *src = mel_windows[i];
-        if (n_frames != n_in) {
-            for (int m = 0; m < n_mels; m++)
-                memcpy(e->mel_host + (size_t)m * n_in, src + (size_t)m * n_frames,
-                       (size_t)n_in * sizeof(float));
-            src = e->mel_host;
-        }
-        op->upload(s, e->mel_in + i * in_step, src, in_step * sizeof(float));
+    /* The windows [n_mels][n_in] up in one copy from the host memory the copy engine reads,
+     * then each time-major [n_in][n_mels], the layout every op uses, between its zero rows:
+     * the transpose is the backend's (on a GPU a few microseconds, where the host's strided
+     * loop took ~0.2 ms a window that the GPU waited for). */
+    op->upload_async(s, e->mel_in, e->input, (size_t)n * in_step * sizeof(float));
+    for (int i = 0; i < n; i++)
         op->transpose(s, e->mel + i * mel_step + n_mels, e->mel_in + i * in_step, n_mels, n_in);
-    }
 
     for (int i = 0; i < n; i++) {
         float *conv1 = e->conv1 + i * conv_step + c;
@@ -167,6 +159,28 @@ void encoder_forward_batch(struct encoder *e, struct wc_stream *s, const float *
     for (int l = 0; l < hp->n_audio_layer; l++)
         encoder_block(e, s, &e->w->enc[l], n);
     op->layernorm(s, out, e->x, e->w->ln_post_g, e->w->ln_post_b, n * n_ctx, c);
+}
+
+void encoder_forward_batch(struct encoder *e, struct wc_stream *s, const float *const *mel_windows,
+                           int n_frames, int n, float *out) {
+    int n_mels = e->hp->n_mels, n_in = 2 * e->hp->n_audio_ctx;
+    if (s->err)
+        return;
+    if (n < 1 || n > e->n_windows || n_frames < n_in) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "encoder: %d windows of %d frames (room for 1..%d of >= %d)", n, n_frames,
+                       e->n_windows, n_in);
+        return;
+    }
+    /* a pass queued before may still be reading the inputs (encoder_input); an idle stream
+     * syncs at once */
+    if (s->be->ops->sync(s))
+        return;
+    for (int i = 0; i < n; i++)
+        for (int m = 0; m < n_mels; m++)
+            memcpy(encoder_input(e, i) + (size_t)m * n_in, mel_windows[i] + (size_t)m * n_frames,
+                   (size_t)n_in * sizeof(float));
+    encoder_forward_input(e, s, n, out);
 }
 
 void encoder_forward(struct encoder *e, struct wc_stream *s, const float *mel_window, int n_frames,

@@ -28,7 +28,7 @@ struct encoder {
     float *h;      /* [n_windows * n_audio_ctx][s] normed input of a sub-block; NULL where fused */
     float *q, *k, *v, *att; /* [n_windows * n_audio_ctx][s] */
     float *mlp;             /* [n_windows * n_audio_ctx][4s] */
-    float *mel_host;        /* host [n_mels][2*n_audio_ctx]: a window packed for its upload */
+    float *input; /* host (backend host_alloc) [n_windows][n_mels][2*n_audio_ctx]: the windows */
 };
 
 /* Windows a batch encodes per pass at most (whisperc_full_batch): 8 x 1500 rows give a GPU's
@@ -52,10 +52,17 @@ void encoder_forward(struct encoder *e, struct wc_stream *s, const float *mel_wi
                      float *out);
 
 /* The same for n windows (1 <= n <= e->n_windows) in one pass: mel_windows[i] as mel_window
- * above (all with row stride n_frames), each uploaded as it is (packed first where n_frames is
- * more than 2*n_audio_ctx) and transposed on the backend; out: backend
- * [n][n_audio_ctx][s], window i's features at out + i * n_audio_ctx * s. */
+ * above (all with row stride n_frames), copied into encoder_input(e, i) (after a sync: a pass
+ * before may still be reading them); out: backend [n][n_audio_ctx][s], window i's features at
+ * out + i * n_audio_ctx * s. */
 void encoder_forward_batch(struct encoder *e, struct wc_stream *s, const float *const *mel_windows,
                            int n_frames, int n, float *out);
+
+/* Window i's log-Mel in host memory, [n_mels][2*n_audio_ctx], that encoder_forward_input
+ * uploads without copying it on the host: a caller that computes windows in place writes them
+ * here, only while the stream is idle (after a sync), since a pass reads them as it runs. */
+float *encoder_input(struct encoder *e, int i);
+/* encoder_forward_batch of the n windows already in encoder_input(e, 0 .. n-1). */
+void encoder_forward_input(struct encoder *e, struct wc_stream *s, int n, float *out);
 
 #endif /* WC_ENCODER_H */

@@ -277,6 +277,50 @@ void cuda_upload(struct wc_stream *s, void *dst, const void *host_src, size_t by
                       "cuMemcpyHtoDAsync");
 }
 
+/* A host block starts HOST_HEAD bytes into its allocation, after a tag that says how to free
+ * it: page-locked (cuMemHostAlloc), or malloc'd where pinning failed (then upload_async's copy
+ * is the driver's pageable one, which reads the bytes before it returns: still safe). */
+#define HOST_HEAD 64
+
+void *cuda_host_alloc(struct wc_stream *s, size_t bytes) {
+    if (cuda_op_begin(s))
+        return NULL;
+    void *p = NULL;
+    char tag = 'P';
+    if (bytes > SIZE_MAX - HOST_HEAD ||
+        cuda_stream(s)->m->cu.mem_host_alloc(&p, bytes + HOST_HEAD, 0) != CUDA_SUCCESS) {
+        p = bytes > SIZE_MAX - HOST_HEAD ? NULL : malloc(bytes + HOST_HEAD);
+        tag = 'M';
+    }
+    if (!p) {
+        wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "cuda: out of host memory (%zu MiB)",
+                       mib_up(bytes));
+        return NULL;
+    }
+    *(char *)p = tag;
+    return (char *)p + HOST_HEAD;
+}
+
+void cuda_host_free(struct wc_stream *s, void *p) {
+    if (!p)
+        return;
+    char *block = (char *)p - HOST_HEAD;
+    if (*block == 'P')
+        cuda_stream(s)->m->cu.mem_free_host(block);
+    else
+        free(block);
+}
+
+void cuda_upload_async(struct wc_stream *s, void *dst, const void *host_src, size_t bytes) {
+    if (!bytes || cuda_op_begin(s))
+        return;
+    struct cuda_stream *cs = cuda_stream(s);
+    if (cuda_graph_refuse(cs, "an upload from host memory"))
+        return;
+    cuda_stream_check(s, cs->m->cu.memcpy_htod_async(dptr(dst), host_src, bytes, cs->stream),
+                      "cuMemcpyHtoDAsync");
+}
+
 void cuda_download(struct wc_stream *s, void *host_dst, const void *src, size_t bytes) {
     if (!bytes || cuda_op_begin(s))
         return;
