@@ -29,7 +29,6 @@
 struct run {
     struct transcribe_ctx *t;
     const struct mel_spec *mel;
-    float *window; /* host [n_mels][3000] */
     float *logits; /* host [max(2, n_group)][n_vocab] */
     struct logit_filters lf;
     int32_t *suppress;
@@ -93,21 +92,26 @@ static int push_tokens(struct wc_transcript *out, const int32_t *tok, int n) {
     return 0;
 }
 
-/* mel[:, seek:seek+size] padded with zeros to 3000 frames (pad_or_trim pads with 0, not with
- * the log-Mel of silence), then the encoder and the cross-attention K/V. */
+/* mel[:, seek:seek+size] padded with zeros (pad_or_trim pads with 0, not with the log-Mel of
+ * silence) to the window's first n_frames frames, [n_mels][n_frames] at dst. */
+static void window_copy(const struct mel_spec *mel, int seek, int size, float *dst, int n_frames) {
+    int n_copy = size < n_frames ? size : n_frames;
+    for (int m = 0; m < mel->n_mels; m++, dst += n_frames) {
+        memcpy(dst, mel->data + (size_t)m * mel->n_frames + seek, (size_t)n_copy * sizeof *dst);
+        memset(dst + n_copy, 0, (size_t)(n_frames - n_copy) * sizeof *dst);
+    }
+}
+
+/* The window at seek through the encoder (its log-Mel straight into the encoder's input: each
+ * pass before ended in a sync) and the cross-attention K/V. */
 static int encode_window(struct run *r, int seek, int size) {
     struct transcribe_ctx *t = r->t;
-    const struct mel_spec *mel = r->mel;
     if (seek == 0 && size == WC_CHUNK_FRAMES && r->detected_window_loaded)
         return 0;
     r->detected_window_loaded = false;
     double t0 = wc_now_ms();
-    for (int m = 0; m < mel->n_mels; m++) {
-        float *dst = r->window + (size_t)m * WC_CHUNK_FRAMES;
-        memcpy(dst, mel->data + (size_t)m * mel->n_frames + seek, (size_t)size * sizeof *dst);
-        memset(dst + size, 0, (size_t)(WC_CHUNK_FRAMES - size) * sizeof *dst);
-    }
-    encoder_forward(t->enc, t->s, r->window, WC_CHUNK_FRAMES, t->audio_features);
+    window_copy(r->mel, seek, size, encoder_input(t->enc, 0), 2 * t->hp->n_audio_ctx);
+    encoder_forward_input(t->enc, t->s, 1, t->audio_features);
     decoder_set_audio(t->dec, t->s, t->audio_features);
     int rc = wc_stream_sync(t->s);
     t->encode_ms += wc_now_ms() - t0;
@@ -307,7 +311,6 @@ static int setup(struct run *r, struct wc_transcript *out) {
     struct transcribe_ctx *t = r->t;
     const struct wc_vocab *v = t->vocab;
     const struct whisperc_full_params *p = t->p;
-    r->window = malloc((size_t)r->mel->n_mels * WC_CHUNK_FRAMES * sizeof *r->window);
     /* sequences decoded side by side: beams at T = 0, best_of samples at T > 0 */
     int n_group = p->strategy == WHISPERC_SAMPLING_BEAM_SEARCH ? p->beam_size : 1;
     if (p->best_of > n_group)
@@ -318,7 +321,7 @@ static int setup(struct run *r, struct wc_transcript *out) {
     r->logits = malloc((size_t)(n_group > 2 ? n_group : 2) * v->n_vocab * sizeof *r->logits);
     int n_sup = logit_filters_suppress_set(v, p->suppress_non_speech ? t->non_speech : NULL,
                                            t->n_non_speech, &r->suppress);
-    if (!r->window || !r->logits || n_sup < 0)
+    if (!r->logits || n_sup < 0)
         return WHISPERC_ERR_NO_MEMORY;
     r->lf = (struct logit_filters){
         .vocab = v,
@@ -408,7 +411,6 @@ static int choose_language(struct run *r, struct wc_transcript *out) {
 }
 
 static void run_free(struct run *r) {
-    free(r->window);
     free(r->logits);
     free(r->suppress);
     free(r->prefix);
@@ -517,13 +519,7 @@ void transcribe_job_window(struct transcribe_job *j, float *mel_window, int n_fr
     /* the caller encodes the window: language detection's encoding in t's decoder is no longer
      * this job's to reuse (a batch detects the next inputs' languages there meanwhile) */
     j->r.detected_window_loaded = false;
-    const struct mel_spec *mel = j->r.mel;
-    int n_copy = j->segment_size < n_frames ? j->segment_size : n_frames;
-    for (int m = 0; m < mel->n_mels; m++) {
-        float *dst = mel_window + (size_t)m * n_frames;
-        memcpy(dst, mel->data + (size_t)m * mel->n_frames + j->seek, (size_t)n_copy * sizeof *dst);
-        memset(dst + n_copy, 0, (size_t)(n_frames - n_copy) * sizeof *dst);
-    }
+    window_copy(j->r.mel, j->seek, j->segment_size, mel_window, n_frames);
     *o = window_opts(&j->r, j->prompt, j->n_prompt, 0);
     j->i_temp = 0;
 }
