@@ -202,6 +202,14 @@ struct wc_backend_ops {
                       enum wc_dtype kv_dtype, int ld_kv, int t_len, int s_len, int c, int n_head,
                       int causal_pos0);
 
+    /* n_win unmasked attentions side by side, the encoder's windows of a pass: window i's
+     * queries, keys, values and outputs are rows [i * t_len, (i + 1) * t_len) of q, k, v, out
+     * (f32, [n_win * t_len][c]), its keys those of its own window. Each window gets the bits
+     * `attention` gives it alone (CUDA: one launch for all, where one window's fills a fraction
+     * of the GPU). */
+    void (*attention_windows)(struct wc_stream *s, float *out, const float *q, const float *k,
+                              const float *v, int n_win, int t_len, int c, int n_head);
+
     /* Decoder self-attention for one new query per sequence, keys and values gathered through
      * a slot table, so that beams share their common prefix and reorder without copying:
      *   out[g][h] = softmax_j(q[g][h] . k[r][h] / sqrt(d)) . v[r][h],  r = slots[g*ld_slots + j]

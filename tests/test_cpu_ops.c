@@ -546,6 +546,21 @@ static void test_rows_scatter(struct wc_stream *s) {
     free(src), free(dst);
 }
 
+/* attention_windows: each window what `attention` gives it alone, bit for bit. */
+static void test_attention_windows(struct wc_stream *s) {
+    int n_win = 3, t_len = 40, c = 128, n_head = 2;
+    size_t n = (size_t)n_win * t_len * c, nw = (size_t)t_len * c;
+    float *q = rand_vec(n, 1.0f), *k = rand_vec(n, 1.0f), *v = rand_vec(n, 1.0f);
+    float *out = nan_vec(n), *alone = nan_vec(n);
+    s->be->ops->attention_windows(s, out, q, k, v, n_win, t_len, c, n_head);
+    for (int i = 0; i < n_win; i++)
+        s->be->ops->attention(s, alone + i * nw, q + i * nw, k + i * nw, v + i * nw, WC_F32, c,
+                              t_len, t_len, c, n_head, -1);
+    CHECK(wc_stream_sync(s) == 0);
+    CHECK(memcmp(out, alone, n * sizeof(float)) == 0);
+    free(q), free(k), free(v), free(out), free(alone);
+}
+
 /* transpose: every element where it belongs, at sizes that leave partial 32 x 32 blocks. */
 static void test_transpose(struct wc_stream *s) {
     const int shapes[][2] = {{80, 3000}, {5, 37}, {33, 1}, {1, 64}};
@@ -698,6 +713,7 @@ int main(void) {
         test_attention_gather(s, 1, 1, 1, 64, 1, 1);
         test_rows_scatter(s);
         test_transpose(s);
+        test_attention_windows(s);
         for (int dt = WC_F32; dt <= WC_F16; dt++) {
             test_attention_rows(s, 1, 1, 1, 64, 1, 0, dt);
             test_attention_rows(s, 8, 3, 150, 384, 6, 0, dt);

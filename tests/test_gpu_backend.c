@@ -294,6 +294,33 @@ static void test_attention_dt(struct pair *p, int t_len, int s_len, int c, int n
     free(q), kv_free(&k), kv_free(&v), free(want), free(got);
 }
 
+/* attention_windows (the encoder's windows of a pass, one launch on tensor cores): close to the
+ * CPU's, and each window bit for bit what the GPU's `attention` gives it alone. */
+static void test_attention_windows(struct pair *p, int n_win, int t_len, int c, int n_head) {
+    char name[128];
+    snprintf(name, sizeof name, "attention_windows %d x t %d c %d h %d", n_win, t_len, c, n_head);
+    size_t n = (size_t)n_win * t_len * c, nw = (size_t)t_len * c;
+    float *q = rand_vec(n, 1.0f), *k = rand_vec(n, 1.0f), *v = rand_vec(n, 1.0f);
+    float *want = malloc(n * 4);
+    void *dq = gpu_copy(p, q, n * 4), *dk = gpu_copy(p, k, n * 4), *dv = gpu_copy(p, v, n * 4);
+    void *dout = gpu_poisoned(p, n), *done = gpu_poisoned(p, n);
+    p->cpu->ops->attention_windows(p->cs, want, q, k, v, n_win, t_len, c, n_head);
+    p->gpu->ops->attention_windows(p->gs, dout, dq, dk, dv, n_win, t_len, c, n_head);
+    for (int i = 0; i < n_win; i++) {
+        float *o = (float *)done + i * nw, *wq = (float *)dq + i * nw;
+        float *wk = (float *)dk + i * nw, *wv = (float *)dv + i * nw;
+        p->gpu->ops->attention(p->gs, o, wq, wk, wv, WC_F32, c, t_len, t_len, c, n_head, -1);
+    }
+    float *got = gpu_fetch(p, dout, n), *alone = gpu_fetch(p, done, n);
+    CHECK(got && check_close(name, got, want, n, 1e-3, 1e-2));
+    CHECK(got && alone && memcmp(got, alone, n * 4) == 0);
+    printf("%s: each window the bits of its own launch: %s\n", name,
+           got && alone && memcmp(got, alone, n * 4) == 0 ? "OK" : "NOT OK");
+    p->gs->be->ops->release(p->gs, dq), p->gs->be->ops->release(p->gs, dk);
+    p->gs->be->ops->release(p->gs, dv);
+    free(q), free(k), free(v), free(want), free(got), free(alone);
+}
+
 /* A short prompt's causal attention (t_len <= attention_exact_rows queries at positions
  * pos0..) against attention_gather over the same keys, bit for bit on the GPU: query t over
  * rows 0..pos0+t, rows ld = mult * c floats apart (the single decoder's beams' stride). */
@@ -1218,7 +1245,9 @@ int main(void) {
         test_conv1d(&p, 80, c, 61, 1, 0);
         test_conv1d(&p, c, c, 61, 2, 1);
         int h = c / 64;
-        test_attention(&p, 100, 100, c, h, c, -1);  /* encoder self-attention */
+        test_attention(&p, 100, 100, c, h, c, -1); /* encoder self-attention */
+        test_attention_windows(&p, 3, 100, c, h);  /* a pass of windows, one launch */
+        test_attention_windows(&p, 2, 1500, c, h);
         test_attention(&p, 70, 70, c, h, 2 * c, 0); /* causal prefix, strided cache */
         test_attention(&p, 3, 10, c, h, c, 7);      /* causal, after a cached prefix */
         test_attention(&p, 4, 1500, c, h, c, -1);   /* cross-attention */

@@ -14,6 +14,7 @@ that hold bit for bit and that ptxas alone cannot check:
     epilogue bias_act_n<N>_f<flags | 8> == the f32 kernel's values rounded by f32_to_f16;
   - attn_scores over f16 keys (_kvh, word alignment on the batch decoder's audio region) ==
     attn_scores over the same values widened to f32;
+  - attn_tc over several windows in one launch (the encoder's) == a launch a window;
   - transpose_f32 (the encoder's log-Mel windows) at sizes with partial tiles: every element
     moved, nothing written past the end.
   - logits_part + logits_pick (greedy) and logits_topk_part + logits_topk_pick (beams) on a
@@ -385,6 +386,28 @@ def test_attn_tc(ptx, H, rng, t_len, s_len):
           same_bits(outs[0], outs[1]) and not np.isnan(outs[1]).any())
 
 
+def test_attn_tc_windows(ptx, H, rng, t_len, n_win):
+    """attn_tc over n_win windows in one launch (grid z, backend.h attention_windows): each
+    window's output is what a launch of its own gives, bit for bit; nothing past the last"""
+    D = 64
+    C = H * D
+    name = "attn_tc_h%d_d%d" % (H, D)
+    q, k, v = rng.standard_normal((3, n_win * t_len, C)).astype(np.float32)
+    mem = Memory(1 << 25)
+    pq, pk, pv = mem.put(q), mem.put(k), mem.put(v)
+    pall = mem.put(np.full(n_win * t_len * C + 64, np.nan, np.float32))
+    run(ptx(name), name, grid=((t_len + 63) // 64, H, n_win), block=(128, 1, 1),
+        params=[pall, pq, pk, pv, C, t_len, t_len, -1], mem=mem)
+    got = mem.get(pall, np.float32, n_win * t_len * C + 64)
+    ok = np.isnan(got[n_win * t_len * C:]).all()
+    for i in range(n_win):
+        o, pone = i * t_len * C, mem.put(np.full(t_len * C, np.nan, np.float32))
+        run(ptx(name), name, grid=((t_len + 63) // 64, H, 1), block=(128, 1, 1),
+            params=[pone, pq + 4 * o, pk + 4 * o, pv + 4 * o, C, t_len, t_len, -1], mem=mem)
+        ok = ok and same_bits(got[o:o + t_len * C], mem.get(pone, np.float32, t_len * C))
+    check("%s, %d windows of %d in one launch == each alone" % (name, n_win, t_len), ok)
+
+
 def to_half(ptx, mem, pin, n):
     """f32_to_f16 over n floats at pin: the rounding the fp16 forms must give"""
     pout = mem.alloc(n * 2)
@@ -613,6 +636,7 @@ for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
     test_rows_kvh(ptx, H, rng, 2, 300)
     if size == "tiny":  # the tensor-core attention: partial query and key tiles
         test_attn_tc(ptx, H, rng, 70, 130)
+        test_attn_tc_windows(ptx, H, rng, 70, 2)
     test_scores_kvh(ptx, H, rng, 2, 200, H - 1)
     if size == "tiny":  # these kernels depend on the vocabulary alone, or on nothing
         test_transpose(ptx, rng, 80, 70)

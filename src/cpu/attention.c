@@ -235,6 +235,14 @@ void cpu_attention(struct wc_stream *s, float *out, const float *q, const void *
     pool_run(cpu_stream(s)->pool, att_task, &j, n_head * j.n_blocks);
 }
 
+void cpu_attention_windows(struct wc_stream *s, float *out, const float *q, const float *k,
+                           const float *v, int n_win, int t_len, int c, int n_head) {
+    for (int i = 0; i < n_win; i++) {
+        size_t o = (size_t)i * (size_t)t_len * (size_t)c;
+        cpu_attention(s, out + o, q + o, k + o, v + o, WC_F32, c, t_len, t_len, c, n_head, -1);
+    }
+}
+
 /* Fails the stream unless the in-place path (step_task) can take heads of c / n_head. */
 static int step_head_ok(struct wc_stream *s, int c, int n_head) {
     if (c / n_head <= ATT_MAX_D)

@@ -271,6 +271,7 @@ static const struct wc_backend_ops cpu_ops = {
     .layernorm = cpu_layernorm,
     .linear = cpu_linear,
     .attention = cpu_attention,
+    .attention_windows = cpu_attention_windows,
     .attention_gather = cpu_attention_gather,
     .attention_rows = cpu_attention_rows,
     .attention_scores = cpu_attention_scores,

@@ -59,6 +59,8 @@ void cpu_conv1d(struct wc_stream *s, float *out, const float *in, const struct w
                 enum wc_act act);
 void cpu_layernorm(struct wc_stream *s, float *out, const float *in, const float *g, const float *b,
                    int n_rows, int c);
+void cpu_attention_windows(struct wc_stream *s, float *out, const float *q, const float *k,
+                           const float *v, int n_win, int t_len, int c, int n_head);
 void cpu_attention(struct wc_stream *s, float *out, const float *q, const void *k, const void *v,
                    enum wc_dtype kv_dtype, int ld_kv, int t_len, int s_len, int c, int n_head,
                    int causal_pos0);

@@ -107,11 +107,7 @@ static void encoder_block(struct encoder *e, struct wc_stream *s, const struct w
         enc_linear(e, s, n, e->k, e->h, &b->attn.k, NULL, WC_ACT_NONE, 0);
         enc_linear(e, s, n, e->v, e->h, &b->attn.v, b->attn.v_b, WC_ACT_NONE, 0);
     }
-    for (int i = 0; i < n; i++) {
-        size_t o = (size_t)i * n_ctx * c;
-        op->attention(s, e->att + o, e->q + o, e->k + o, e->v + o, WC_F32, c, n_ctx, n_ctx, c,
-                      e->hp->n_audio_head, -1);
-    }
+    op->attention_windows(s, e->att, e->q, e->k, e->v, n, n_ctx, c, e->hp->n_audio_head);
     enc_linear(e, s, n, e->x, e->att, &b->attn.o, b->attn.o_b, WC_ACT_NONE, 1);
 
     if (merge && op->norm_mlp) {

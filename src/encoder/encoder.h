@@ -15,7 +15,8 @@
 /* Activation buffers (backend memory, owned) for one stream, with room for n_windows windows
  * encoded together: every layer norm over all their rows in one call, each linear too where
  * the backend merges windows (linear_merge_windows), else one call per window; the convolution
- * stems and self-attention per window. A window's rows are n_audio_ctx rows apart. */
+ * stems per window; self-attention in one call (attention_windows: each window over its own
+ * keys). A window's rows are n_audio_ctx rows apart. */
 struct encoder {
     const struct wc_hparams *hp;
     const struct wc_weights *w;

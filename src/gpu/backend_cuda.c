@@ -176,6 +176,7 @@ static const struct wc_backend_ops cuda_ops = {
     .norm_qkv = cuda_norm_qkv,
     .norm_mlp = cuda_norm_mlp,
     .attention = cuda_attention,
+    .attention_windows = cuda_attention_windows,
     .attention_gather = cuda_attention_gather,
     .attention_rows = cuda_attention_rows,
     .attention_scores = cuda_attention_scores,

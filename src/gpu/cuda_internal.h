@@ -225,6 +225,8 @@ void cuda_layernorm(struct wc_stream *s, float *out, const float *in, const floa
                     const float *b, int n_rows, int c);
 void cuda_embed(struct wc_stream *s, float *out, const int32_t *tokens, const int32_t *positions,
                 int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
+void cuda_attention_windows(struct wc_stream *s, float *out, const float *q, const float *k,
+                            const float *v, int n_win, int t_len, int c, int n_head);
 void cuda_attention(struct wc_stream *s, float *out, const float *q, const void *k, const void *v,
                     enum wc_dtype kv_dtype, int ld_kv, int t_len, int s_len, int c, int n_head,
                     int causal_pos0);

@@ -486,6 +486,34 @@ void cuda_attention(struct wc_stream *s, float *out, const float *q, const void 
  * addresses) filled here. The records are sized for max_keys (gather: the cache's slots), so
  * they do not grow from step to step under a step graph; the counters are zeroed when made,
  * outside any recording (a growing scratch refuses one), and every launch leaves them zero. */
+void cuda_attention_windows(struct wc_stream *s, float *out, const float *q, const float *k,
+                            const float *v, int n_win, int t_len, int c, int n_head) {
+    if (cuda_op_begin(s) || n_win <= 0 || t_len <= 0)
+        return;
+    int d = head_dim(s, "attention_windows", c, n_head);
+    const struct cuda_model *m = cuda_stream(s)->m;
+    size_t n_rows = (size_t)n_win * (size_t)t_len;
+    if (!d || !fits_u32(s, "attention_windows", n_rows * (size_t)c))
+        return;
+    /* where a window takes attn_tc: one launch, grid z the window (its bits those of its own
+     * launch); elsewhere (a short window, the SIMT kernel) one attention a window */
+    if (n_win == 1 || t_len <= KERNEL_ROWS_MAX_QUERIES || m->sm < 80 || d % 16 || d > 128 ||
+        m->attn_simt) {
+        for (int i = 0; i < n_win; i++) {
+            size_t o = (size_t)i * (size_t)t_len * (size_t)c;
+            cuda_attention(s, out + o, q + o, k + o, v + o, WC_F32, c, t_len, t_len, c, n_head, -1);
+        }
+        return;
+    }
+    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ATTN_TC, n_head, d, 0);
+    CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v);
+    unsigned uld = (unsigned)c, ut = (unsigned)t_len;
+    int pos0 = -1;
+    void *args[] = {&po, &pq, &pk, &pv, &uld, &ut, &ut, &pos0};
+    cuda_launch_3d(s, kn, ceil_div((size_t)t_len, KERNEL_ATTN_BQ), (unsigned)n_head,
+                   (unsigned)n_win, KERNEL_ATTN_THREADS, args);
+}
+
 static void attention_split(struct wc_stream *s, const struct cuda_kernel *kn, void **args,
                             int n_args, int n_rows, int n_keys, int max_keys, int n_head, int d) {
     struct cuda_stream *cs = cuda_stream(s);

@@ -14,6 +14,8 @@
  * - Row max and sum: a row lives in the 4 lanes of a group (2 shuffles).
  * Keys past s_len are zeros in shared memory and -inf in S; query rows past t_len are computed
  * on a clamped row and not stored. d_head a multiple of 16, at most 128.
+ * Grid z: CTA z attends within window z (the encoder's windows of a pass, one launch): its q
+ * and out rows start z * t_len rows in, its K/V rows z * s_len rows in.
  * kv_half (attn_tc_..._kvh): K and V stored as fp16 (the batch decoder's cross-attention K/V)
  * are staged as loaded; since the f32 kernel rounds them to fp16 the same way, both give the
  * same bits on K/V that fp16 holds exactly.
@@ -95,6 +97,18 @@ static void quad_reduce(struct ptx_kernel *k, struct ptx_reg v, const char *op) 
     }
 }
 
+/* The pointer parameter `param` advanced by z_rows rows of row_elems (an immediate when
+ * row_reg is NULL) elements of esz bytes: window z's part of a tensor. */
+static struct ptx_reg window_ptr(struct ptx_kernel *k, const char *param, struct ptx_reg z_rows,
+                                 const struct ptx_reg *row_reg, int row_elems, int esz) {
+    struct ptx_reg e = ptx_reg(k, PTX_B32);
+    if (row_reg)
+        ptx_ins(k, "mul.lo.u32 %s, %s, %s", e.s, z_rows.s, row_reg->s);
+    else
+        ptx_ins(k, "mul.lo.u32 %s, %s, %d", e.s, z_rows.s, row_elems);
+    return ptx_addr(k, ptx_ld_ptr(k, param), e, esz);
+}
+
 /* addr = base + (index * 4) for u32 index, base a 64-bit register */
 static struct ptx_reg row_addr(struct ptx_kernel *k, struct ptx_reg base, struct ptx_reg index) {
     return ptx_addr(k, base, index, 4);
@@ -139,12 +153,16 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
     ptx_ins(&k, "mad.lo.u32 %s, %s, 16, %s", r0.s, r0.s, g.s);
     ptx_ins(&k, "add.u32 %s, %s, 8", r1.s, r0.s);
     ptx_ins(&k, "sub.u32 %s, %s, 1", last.s, t_len.s);
+    struct ptx_reg win = ptx_special(&k, "%ctaid.z"), zt = ptx_reg(&k, PTX_B32);
+    struct ptx_reg zs = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %s", zt.s, win.s, t_len.s); /* window z's first query */
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %s", zs.s, win.s, s_len.s); /* and key */
 
     /* Q as A fragments: qa[ks][0..3] = rows (r0, r1, r0, r1) x cols 16 ks + 2 tg + (0, 0, 8, 8) */
     struct ptx_reg col = ptx_reg(&k, PTX_B32), qi = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", col.s, head.s, d);
     ptx_ins(&k, "mad.lo.u32 %s, %s, 2, %s", col.s, tg.s, col.s);
-    struct ptx_reg q = ptx_ld_ptr(&k, "p_q"), qa[2];
+    struct ptx_reg q = window_ptr(&k, "p_q", zt, NULL, c, 4), qa[2];
     for (int h = 0; h < 2; h++) {
         ptx_ins(&k, "min.u32 %s, %s, %s", qi.s, h ? r1.s : r0.s, last.s);
         ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", qi.s, qi.s, c, col.s);
@@ -193,10 +211,10 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", hd.s, head.s, d);
     ptx_ins(&k, "add.u32 %s, %s, %s", gi.s, hd.s, kcol.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", gi.s, kkey.s, ld.s, gi.s);
-    struct ptx_reg kp = ptx_addr(&k, ptx_ld_ptr(&k, "p_k"), gi, esz);
+    struct ptx_reg kp = ptx_addr(&k, window_ptr(&k, "p_k", zs, &ld, 0, esz), gi, esz);
     ptx_ins(&k, "add.u32 %s, %s, %s", gi.s, hd.s, vcol.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", gi.s, vkey.s, ld.s, gi.s);
-    struct ptx_reg vp = ptx_addr(&k, ptx_ld_ptr(&k, "p_v"), gi, esz);
+    struct ptx_reg vp = ptx_addr(&k, window_ptr(&k, "p_v", zs, &ld, 0, esz), gi, esz);
     struct ptx_reg row = ptx_reg(&k, PTX_B64), tstep = ptx_reg(&k, PTX_B64);
     ptx_ins(&k, "mul.wide.u32 %s, %s, %d", row.s, ld.s, esz);
     ptx_ins(&k, "mul.wide.u32 %s, %s, %d", tstep.s, ld.s, esz * TC_BK);
@@ -297,7 +315,7 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
     ptx_place(&k, end);
 
     /* out[r][head*d + nd*8 + 2tg + {0,1}] = o / l, rows < t_len */
-    struct ptx_reg out = ptx_ld_ptr(&k, "p_out"), oi = ptx_reg(&k, PTX_B32);
+    struct ptx_reg out = window_ptr(&k, "p_out", zt, NULL, c, 4), oi = ptx_reg(&k, PTX_B32);
     for (int h = 0; h < 2; h++) { /* all lanes, before any branch */
         quad_reduce(&k, l[h], "add");
         ptx_ins(&k, "rcp.rn.f32 %s, %s", l[h].s, l[h].s);

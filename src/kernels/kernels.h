@@ -71,10 +71,12 @@ char *gen_attention(int sm, int n_head, int d_head, int causal);
 
 /* The non-causal attention on tensor cores (mma.sync, fp16 operands rounded in the kernel, fp32
  * accumulate and softmax; sm >= 80): attn_tc_h<H>_d<D>, same parameters (causal_pos0 unused)
- * and launch shape as attn_h<H>_d<D>. For the encoder and cross-attention; fp16 accuracy
- * (relative ~1e-3), as openai-whisper's fp16 inference. d_head 16, 32, 64 or 128.
- * kv_half: attn_tc_h<H>_d<D>_kvh reads k and v as fp16 (ld_kv in elements and even; k, v
- * 4-byte aligned), with the bits the f32 kernel gives on their widened values. */
+ * and launch shape as attn_h<H>_d<D>, except that a grid of Z > 1 in z does Z windows at once:
+ * CTA z's queries and outputs are rows z * t_len + [0, t_len), its keys and values rows
+ * z * s_len + [0, s_len) (backend.h attention_windows). For the encoder and cross-attention; fp16
+ * accuracy (relative ~1e-3), as openai-whisper's fp16 inference. d_head 16, 32, 64 or 128. kv_half:
+ * attn_tc_h<H>_d<D>_kvh reads k and v as fp16 (ld_kv in elements and even; k, v 4-byte aligned),
+ * with the bits the f32 kernel gives on their widened values. */
 char *gen_attention_tc(int sm, int n_head, int d_head, int kv_half);
 
 /* backend.h's `attention_gather`: one query per sequence, keys/values through the slot table:
