@@ -301,12 +301,18 @@ void *cuda_host_alloc(struct wc_stream *s, size_t bytes) {
     return (char *)p + HOST_HEAD;
 }
 
+/* After an error too (cleanup paths); a copy still queued may be reading the block: the stream
+ * is waited for first (at once when idle, as it is after a sync). */
 void cuda_host_free(struct wc_stream *s, void *p) {
     if (!p)
         return;
+    struct cuda_stream *cs = cuda_stream(s);
     char *block = (char *)p - HOST_HEAD;
+    cs->m->cu.ctx_set_current(cs->m->ctx);
+    if (cs->stream)
+        cs->m->cu.stream_synchronize(cs->stream);
     if (*block == 'P')
-        cuda_stream(s)->m->cu.mem_free_host(block);
+        cs->m->cu.mem_free_host(block);
     else
         free(block);
 }
