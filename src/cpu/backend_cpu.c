@@ -209,20 +209,6 @@ static void cpu_copy(struct wc_stream *s, void *dst, const void *src, size_t byt
         memcpy(dst, src, bytes);
 }
 
-static void *cpu_host_alloc(struct wc_stream *s, size_t bytes) {
-    if (s->err)
-        return NULL;
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p)
-        wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY, "cpu: out of host memory (%zu MB)", bytes >> 20);
-    return p;
-}
-
-static void cpu_host_free(struct wc_stream *s, void *p) {
-    (void)s;
-    free(p);
-}
-
 static void cpu_memset0(struct wc_stream *s, void *dst, size_t bytes) {
     if (!s->err && bytes)
         memset(dst, 0, bytes);
@@ -262,8 +248,8 @@ static const struct wc_backend_ops cpu_ops = {
     .release = cpu_release,
     .upload = cpu_copy,
     .download = cpu_copy,
-    .host_alloc = cpu_host_alloc,
-    .host_free = cpu_host_free,
+    .host_alloc = cpu_stream_alloc, /* the CPU's "device" memory is host memory */
+    .host_free = cpu_release,
     .upload_async = cpu_copy,
     .memset0 = cpu_memset0,
     .sync = cpu_sync,

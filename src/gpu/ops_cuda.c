@@ -418,6 +418,11 @@ void cuda_transpose(struct wc_stream *s, float *out, const float *in, int rows, 
                 args);
 }
 
+/* Whether heads of d take attn_tc (sm_80+, d a multiple of 16 up to 128, not switched off). */
+static bool attn_tc_fits(const struct cuda_model *m, int d) {
+    return m->sm >= 80 && d % 16 == 0 && d <= 128 && !m->attn_simt;
+}
+
 /* d_head = c / n_head, or 0 (stream failed) when c does not split evenly. */
 static int head_dim(struct wc_stream *s, const char *op, int c, int n_head) {
     if (n_head > 0 && c > 0 && c % n_head == 0)
@@ -459,7 +464,7 @@ void cuda_attention(struct wc_stream *s, float *out, const float *q, const void 
      * operands, fp32 accumulate: relative error ~1e-3, as openai-whisper in fp16); the same
      * parameters and launch shape as attn_h */
     const struct cuda_model *m = cuda_stream(s)->m;
-    bool tc = !causal && m->sm >= 80 && d % 16 == 0 && d <= 128 && !m->attn_simt;
+    bool tc = !causal && attn_tc_fits(m, d);
     if (half && !tc) { /* f16 K/V only where the backend chose them (cross_kv) */
         wc_stream_fail(s, WHISPERC_ERR_UNSUPPORTED,
                        "cuda attention: f16 keys need the tensor-core kernel (unmasked, sm_80+)");
@@ -497,8 +502,7 @@ void cuda_attention_windows(struct wc_stream *s, float *out, const float *q, con
         return;
     /* where a window takes attn_tc: one launch, grid z the window (its bits those of its own
      * launch); elsewhere (a short window, the SIMT kernel) one attention a window */
-    if (n_win == 1 || t_len <= KERNEL_ROWS_MAX_QUERIES || m->sm < 80 || d % 16 || d > 128 ||
-        m->attn_simt) {
+    if (n_win == 1 || t_len <= KERNEL_ROWS_MAX_QUERIES || !attn_tc_fits(m, d)) {
         for (int i = 0; i < n_win; i++) {
             size_t o = (size_t)i * (size_t)t_len * (size_t)c;
             cuda_attention(s, out + o, q + o, k + o, v + o, WC_F32, c, t_len, t_len, c, n_head, -1);

@@ -287,9 +287,9 @@ void *cuda_host_alloc(struct wc_stream *s, size_t bytes) {
         return NULL;
     void *p = NULL;
     char tag = 'P';
-    if (bytes > SIZE_MAX - HOST_HEAD ||
+    if (bytes <= SIZE_MAX - HOST_HEAD &&
         cuda_stream(s)->m->cu.mem_host_alloc(&p, bytes + HOST_HEAD, 0) != CUDA_SUCCESS) {
-        p = bytes > SIZE_MAX - HOST_HEAD ? NULL : malloc(bytes + HOST_HEAD);
+        p = malloc(bytes + HOST_HEAD);
         tag = 'M';
     }
     if (!p) {
