@@ -23,22 +23,40 @@ that hold bit for bit and that ptxas alone cannot check:
     row, a row with fewer tokens left than k; logits_sample's two kernels after logits_part
     against the float64 inverse CDF.
 
-usage: test_ptx_emulated.py WHISPER_C PTXEMU_DIR
+usage: test_ptx_emulated.py WHISPER_C PTXEMU_DIR [SANITIZER [GROUP]]
+The groups (tiny, base, large-v3: the kernels of one model size) run in processes of their own,
+one a core. Under a sanitizer (SANITIZER not "none") it exits 77: the generators run
+instrumented in test_ptx.py, and the emulator is Python.
 The emulator rounds every f32 operation as written; the GPU's ptxas may contract a mul.f32
 and add.f32 into one fma, so hardware bits are checked by the gpu suite (test_gpu_kernels.c);
 ex2.approx is numpy's exp2 here. Exits 77 without numpy.
 """
+import concurrent.futures
 import os
 import re
 import subprocess
 import sys
 import tempfile
 
+GROUPS = ("tiny", "base", "large-v3")
+if len(sys.argv) > 3 and sys.argv[3] not in ("", "none"):
+    print("under %s: skipped (test_ptx.py runs the generators instrumented)" % sys.argv[3])
+    sys.exit(77)
+
 try:
     import numpy as np
 except ImportError:
     print("numpy missing: skipped")
     sys.exit(77)
+if len(sys.argv) < 5:
+    def group(g):
+        return subprocess.run([sys.executable, __file__] + sys.argv[1:3] + ["none", g],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        runs = list(pool.map(group, GROUPS))
+    for g, r in zip(GROUPS, runs):
+        print("--- %s (exit %d)\n%s" % (g, r.returncode, r.stdout), end="")
+    sys.exit(1 if any(r.returncode for r in runs) else 0)
 sys.path.insert(0, sys.argv[2])
 from ptxemu import Memory, run  # noqa: E402
 
@@ -618,8 +636,9 @@ def test_sample(ptx, V, rng):
           ok, "%.1e, %d at a boundary" % (worst, near))
 
 
-rng = np.random.default_rng(2026)
-for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
+GROUP = sys.argv[4]
+rng = np.random.default_rng(2026 + GROUPS.index(GROUP))
+for size, K, H in {"tiny": (("tiny", 384, 6),), "base": (("base", 512, 8),)}.get(GROUP, ()):
     ptx = kernels(size)
     test_before_wait(ptx, ptx.names, rng)
     test_layernorm_gemv(ptx, K, rng)
@@ -645,24 +664,25 @@ for size, K, H in (("tiny", 384, 6), ("base", 512, 8)):
         test_sample(ptx, 51865, rng)
 # large-v3's widths, a few outputs each: fc2 over 5 weight tiles; K = 1280 with the norm fused
 # (its first tile loaded after the wait, into L2 before it) against layernorm then the plain
-ptx = kernels("large-v3")
-test_before_wait(ptx, [n for n in ptx.names if "k1280" in n or "k5120" in n], rng)
-test_fc2(ptx, 1280, rng, n=64)
-test_gemv_tc(ptx, 5120, rng, 16, ((5, 3),))
-for (fused, plain), tc in (((9, 1), False), ((8, 0), False), ((9, 1), True), ((11, 3), True)):
-    K, rows, n = 1280, 10, 64
-    mem = Memory(1 << 24)
-    x = (3 * rng.standard_normal((rows, K))).astype(np.float32)
-    W = (rng.standard_normal((n, K)) / np.sqrt(K)).astype(np.float16)
-    px, pw = mem.put(x), mem.put(W)
-    pg, plb = (mem.put(rng.standard_normal(K).astype(np.float32)) for _ in range(2))
-    pb = mem.put(rng.standard_normal(n).astype(np.float32))
-    pf, ph, ps = mem.alloc(rows * n * 4), mem.alloc(rows * K * 4), mem.alloc(rows * n * 4)
-    gemv(ptx, mem, K, fused, pf, n, px, pw, pb, rows, more=[pg, plb], n=n, tc=tc)
-    layernorm(ptx, mem, K, ph, px, pg, plb, rows)
-    gemv(ptx, mem, K, plain, ps, n, ph, pw, pb, rows, n=n, tc=tc)
-    check("gemv_%s_k%d_f%d == layernorm + f%d, %d rows, %d outputs"
-          % ("tc" if tc else "f16", K, fused, plain, rows, n),
-          same_bits(mem.get(pf, np.float32, rows * n), mem.get(ps, np.float32, rows * n)))
+if GROUP == "large-v3":
+    ptx = kernels("large-v3")
+    test_before_wait(ptx, [n for n in ptx.names if "k1280" in n or "k5120" in n], rng)
+    test_fc2(ptx, 1280, rng, n=64)
+    test_gemv_tc(ptx, 5120, rng, 16, ((5, 3),))
+    for (fused, plain), tc in (((9, 1), False), ((8, 0), False), ((9, 1), True), ((11, 3), True)):
+        K, rows, n = 1280, 10, 64
+        mem = Memory(1 << 24)
+        x = (3 * rng.standard_normal((rows, K))).astype(np.float32)
+        W = (rng.standard_normal((n, K)) / np.sqrt(K)).astype(np.float16)
+        px, pw = mem.put(x), mem.put(W)
+        pg, plb = (mem.put(rng.standard_normal(K).astype(np.float32)) for _ in range(2))
+        pb = mem.put(rng.standard_normal(n).astype(np.float32))
+        pf, ph, ps = mem.alloc(rows * n * 4), mem.alloc(rows * K * 4), mem.alloc(rows * n * 4)
+        gemv(ptx, mem, K, fused, pf, n, px, pw, pb, rows, more=[pg, plb], n=n, tc=tc)
+        layernorm(ptx, mem, K, ph, px, pg, plb, rows)
+        gemv(ptx, mem, K, plain, ps, n, ph, pw, pb, rows, n=n, tc=tc)
+        check("gemv_%s_k%d_f%d == layernorm + f%d, %d rows, %d outputs"
+              % ("tc" if tc else "f16", K, fused, plain, rows, n),
+              same_bits(mem.get(pf, np.float32, rows * n), mem.get(ps, np.float32, rows * n)))
 print("%d failure(s)" % failures)
 sys.exit(1 if failures else 0)
