@@ -57,6 +57,7 @@ def run(args, timeout=300, **fake):
                                          else "")
     env["FAKECUDA_REPORT"] = "1"
     env.pop("WHISPERC_CUDA_SYNC", None)
+    env.pop("WHISPERC_CUDA_GEMV", None)  # the default is checked
     env.update({k: str(v) for k, v in fake.items()})
     r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=timeout, env=env)
     check("Sanitizer" not in r.stderr and "runtime error" not in r.stderr,
@@ -95,20 +96,27 @@ def clean_runs():
     rep = report(r)
     check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0 and rep["graphs"] > 0,
           f"the same with plain launches (WHISPERC_CUDA_PDL=0), no rule broken ({rep})")
-    # a step's projections on tensor cores (WHISPERC_CUDA_GEMV=tc): one tile a CTA for a lane,
-    # four for a step of 20 rows; launched (graphed) with no rule broken
+    # a step's projections on tensor cores (gemv_tc, the default): one tile a CTA for a lane,
+    # four for a step of 20 rows; launched (graphed) with no rule broken; WHISPERC_CUDA_GEMV=f16
+    # launches gemv_f16 instead
     for args, tiles in ((("transcribe", "-m", model, "-t", "2", "--device", "cuda", "-bs", "1",
                           jfk), "1"),
                         (("bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2",
                           "-bs", "1", "--tokens", "3", "--runs", "1", "--batch-size", "20",
                           "--throughput", "20"), "4")):
-        r = run(list(args), WHISPERC_CUDA_GEMV="tc", FAKECUDA_REPORT="2")
+        r = run(list(args), FAKECUDA_REPORT="2")
         rep = report(r)
         tc = set(re.findall(r"fakecuda: +\d+ (gemv_tc_k\d+_c\d+_n(\d)_f\d+)", r.stderr))
         check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0
-              and tiles in {t for _, t in tc},
-              f"{args[0]} with WHISPERC_CUDA_GEMV=tc on the fake GPU: gemv_tc with {tiles} "
-              f"tile(s) a CTA among {sorted(n for n, _ in tc)}, graphs, no rule broken ({rep})")
+              and tiles in {t for _, t in tc} and "gemv_f16" not in r.stderr,
+              f"{args[0]} on the fake GPU: gemv_tc with {tiles} tile(s) a CTA among "
+              f"{sorted(n for n, _ in tc)}, no gemv_f16, graphs, no rule broken ({rep})")
+    r = run(["transcribe", "-m", model, "-t", "2", "--device", "cuda", "-bs", "1", jfk],
+            WHISPERC_CUDA_GEMV="f16", FAKECUDA_REPORT="2")
+    rep = report(r)
+    check(r.returncode == 0 and clean_exit(r) and "gemv_f16_k" in r.stderr
+          and "gemv_tc" not in r.stderr,
+          f"WHISPERC_CUDA_GEMV=f16 on the fake GPU: gemv_f16, no gemv_tc, no rule broken ({rep})")
     r = transcribe("--device", "cuda")
     rep = report(r)
     check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0 and rep["graphs"] > 0,

@@ -271,11 +271,11 @@ int cuda_backend_new(int gpu_index, struct wc_backend **out, char *err, size_t e
     const char *pdl = getenv("WHISPERC_CUDA_PDL");
     m->dep_launch = m->sm >= 90 && m->cu.launch_kernel_ex && !(pdl && pdl[0] == '0');
     const char *gemv = getenv("WHISPERC_CUDA_GEMV");
-    if (gemv && m->sm >= 80)
-        m->gemv_tc = strcmp(gemv, "tc") == 0     ? 1
-                     : strcmp(gemv, "tc16") == 0 ? 16
-                     : strcmp(gemv, "tc32") == 0 ? 32
-                                                 : 0;
+    if (m->sm >= 80)
+        m->gemv_tc = !gemv || strcmp(gemv, "tc") == 0 ? 1
+                     : strcmp(gemv, "tc16") == 0      ? 16
+                     : strcmp(gemv, "tc32") == 0      ? 32
+                                                      : 0; /* f16 (or anything else) */
     /* f16 cross-attention K/V: attn_rows_..._kvh for steps, attn_tc_..._kvh for prompts (the
      * simt kernel has no f16 form) */
     bool kv_half = wc_env_f16("WHISPERC_CROSS_KV", 1) && !m->attn_simt && m->sm >= 80;

@@ -36,7 +36,7 @@
 #             prefills), throughput tiny.en at 64 lanes (the clips, then 64 long files)
 #   profile_large  ncu of large-v3-shaped random weights: an encoder window at batch 1, a
 #             64-lane step's kernels with gemv_f16 and with gemv_tc
-#   tc        a step's projections on tensor cores (WHISPERC_CUDA_GEMV=tc, not yet the default):
+#   tc        a step's projections on tensor cores (gemv_tc, the default) against gemv_f16:
 #             base.en-shaped random weights (a step with gemv_tc, gemv_f16 and gemv_f16 without
 #             dependent launch; 128 windows at 64 lanes), gpu_backend and decoder_feed, jfk and
 #             batch identity with it, large-v3's shape, the tiny.en dev set
@@ -451,7 +451,7 @@ stage_profile_large() {
         >"$OUT/ncu-large-encoder.txt" 2>&1 || rc=1
     say "profile large-v3 encoder, batch 1, the first 400 launches:"
     ncu_table "$OUT/ncu-large-encoder.txt"
-    for g in fma tc; do # the step's kernels only (-k), 64 lanes
+    for g in f16 tc; do # the step's kernels only (-k), 64 lanes
         WHISPERC_CUDA_GEMV=$g timeout 240 ncu --print-summary per-kernel --launch-count 400 \
             -k 'regex:^(gemv|attn_rows|attn_gather|logits|embed|rows_scatter)' "$B/whisper-c" \
             bench --synthetic --device cuda -m "$m" --tokens 4 -bs 1 --runs 1 --batch-size 64 \
@@ -544,15 +544,15 @@ stage_tc() { # what matters most first: a 15-minute session may cut it short
 tc_random() {
     local rc=0 g pdl
     random_model "$1" || return 1
-    for g in tc tc16 fma fma-pdl0; do
+    for g in tc tc16 f16 f16-pdl0; do
         pdl=1
-        [ "$g" = fma-pdl0 ] && pdl=0
+        [ "$g" = f16-pdl0 ] && pdl=0
         WHISPERC_CUDA_PDL=$pdl WHISPERC_CUDA_GEMV=${g%-pdl0} timeout 60 "$B/whisper-c" bench \
             --synthetic --device cuda -m "/tmp/ggml-$1-random.bin" --tokens 100 -bs 1 --runs 3 \
             --batch-size 1 >"$OUT/bench.tmp" 2>&1 || rc=1
         say "synthetic $1 (random), gemv $g: $(synthetic_lines "$OUT/bench.tmp")"
     done
-    for g in tc fma; do
+    for g in tc f16; do
         WHISPERC_CUDA_GEMV=$g timeout 240 "$B/whisper-c" bench --synthetic --device cuda \
             -m "/tmp/ggml-$1-random.bin" --tokens 100 -bs 1 --runs 1 --batch-size 64 \
             --throughput 128 >"$OUT/bench.tmp" 2>&1 || rc=1
