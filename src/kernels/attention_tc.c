@@ -8,7 +8,9 @@
  * - Q is loaded once as A fragments, pre-scaled by log2(e)/sqrt(d) (scores in the log2 domain).
  * - Per tile of 64 keys the CTA stages K as fp16 [key][d + 8] and V transposed, [dim][64 + 8]:
  *   a B fragment register is then two neighbouring halves of one shared row, and the pitch of
- *   36 words puts the 8 groups x 4 lanes of a load on 32 different banks.
+ *   36 words puts the 8 groups x 4 lanes of a load on 32 different banks. The next tile's
+ *   global loads are issued before this tile's mma work, into registers, and stored to shared
+ *   memory after it: their latency is hidden behind the tensor cores'.
  * - S = Q·Kᵀ comes out in C layout; two neighbouring 8-key column tiles of S, rounded to fp16,
  *   are exactly the A fragment of P for a 16-key step of P·V (no shuffle through shared).
  * - Row max and sum: a row lives in the 4 lanes of a group (2 shuffles).
@@ -37,33 +39,35 @@ static void pack(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg lo, st
     ptx_ins(k, "cvt.rn.f16x2.f32 %s, %s, %s", dst.s, hi.s, lo.s);
 }
 
-/* Stages rows [j0, j0 + TC_BK) of k (fp16 [key][d + pad]) and v (fp16 transposed
- * [dim][TC_BK + pad]), zeros for keys >= s_len. Pair e = tid + 128 r: K pair (key e / (d/2),
- * dims 2 (e % (d/2)) + {0,1}), V pair (keys 2 (e / d) + {0,1}, dim e % d). kp/vp: global address
- * of this thread's r = 0 element at j0; ksh/vsh: its shared address; krem/vrem: s_len - j0 - its
- * first key; row = ld_kv elements, in bytes. */
-static void stage(struct ptx_kernel *k, struct ptx_reg kp, struct ptx_reg vp, struct ptx_reg ksh,
-                  struct ptx_reg vsh, struct ptx_reg krem, struct ptx_reg vrem, struct ptx_reg row,
-                  int d, int kv_half) {
+/* A K/V tile in flight, global to shared in two halves (stage_load, stage_store) so that the
+ * next tile's loads overlap this tile's mma work: per pair r, K as two f32 (kx) or one f16
+ * pair (kh), V as two f32 (vx) or two f16 (vh), one key apart. */
+#define TC_PAIRS (TC_BK * TC_MAXD / 256)
+struct tile_regs {
+    struct ptx_reg kx[TC_PAIRS][2], vx[TC_PAIRS][2], kh[TC_PAIRS], vh[TC_PAIRS][2];
+};
+
+/* Loads rows [j0, j0 + TC_BK) of k and v into t, zeros for keys >= s_len. Pair e = tid + 128 r:
+ * K pair (key e / (d/2), dims 2 (e % (d/2)) + {0,1}), V pair (keys 2 (e / d) + {0,1}, dim
+ * e % d). kp/vp: global address of this thread's r = 0 element at j0; krem/vrem: s_len - j0 -
+ * its first key; row = ld_kv elements, in bytes. */
+static void stage_load(struct ptx_kernel *k, struct tile_regs *t, struct ptx_reg kp,
+                       struct ptx_reg vp, struct ptx_reg krem, struct ptx_reg vrem,
+                       struct ptx_reg row, int d, int kv_half) {
     int kstep = 128 / (d / 2), vstep = 2 * (128 / d); /* keys from pair r to r + 1 */
-    struct ptx_reg a = ptx_reg(k, PTX_B64), x0 = ptx_reg(k, PTX_F32), x1 = ptx_reg(k, PTX_F32);
-    struct ptx_reg h = ptx_reg(k, PTX_B32), p = ptx_reg(k, PTX_PRED), off = ptx_reg(k, PTX_B64);
-    struct ptx_reg h2[2] = {ptx_reg(k, PTX_B16), ptx_reg(k, PTX_B16)};
+    struct ptx_reg a = ptx_reg(k, PTX_B64), p = ptx_reg(k, PTX_PRED), off = ptx_reg(k, PTX_B64);
     for (int r = 0; r < TC_BK * d / 256; r++) {
         ptx_ins(k, "setp.gt.s32 %s, %s, %d", p.s, krem.s, r * kstep);
         ptx_ins(k, "mul.lo.u64 %s, %s, %d", off.s, row.s, r * kstep);
         ptx_ins(k, "add.s64 %s, %s, %s", a.s, kp.s, off.s);
         if (kv_half) { /* the pair as stored: two neighbouring halves */
-            ptx_ins(k, "mov.b32 %s, 0", h.s);
-            ptx_ins(k, "@%s ld.global.nc.b32 %s, [%s]", p.s, h.s, a.s);
-        } else {
-            ptx_ins(k, "mov.f32 %s, 0f00000000", x0.s);
-            ptx_ins(k, "mov.f32 %s, 0f00000000", x1.s);
-            ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", p.s, x0.s, a.s);
-            ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+4]", p.s, x1.s, a.s);
-            pack(k, h, x0, x1);
-        }
-        ptx_ins(k, "st.shared.b32 [%s+%d], %s", ksh.s, 2 * r * kstep * (d + TC_PAD), h.s);
+            ptx_ins(k, "mov.b32 %s, 0", t->kh[r].s);
+            ptx_ins(k, "@%s ld.global.nc.b32 %s, [%s]", p.s, t->kh[r].s, a.s);
+        } else
+            for (int e = 0; e < 2; e++) {
+                ptx_ins(k, "mov.f32 %s, 0f00000000", t->kx[r][e].s);
+                ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+%d]", p.s, t->kx[r][e].s, a.s, 4 * e);
+            }
     }
     for (int r = 0; r < TC_BK * d / 256; r++) {
         ptx_ins(k, "mul.lo.u64 %s, %s, %d", off.s, row.s, r * vstep);
@@ -72,20 +76,47 @@ static void stage(struct ptx_kernel *k, struct ptx_reg kp, struct ptx_reg vp, st
             if (e)
                 ptx_ins(k, "add.s64 %s, %s, %s", a.s, a.s, row.s);
             ptx_ins(k, "setp.gt.s32 %s, %s, %d", p.s, vrem.s, r * vstep + e);
-            if (kv_half) {
-                ptx_ins(k, "mov.b16 %s, 0", h2[e].s);
-                ptx_ins(k, "@%s ld.global.nc.b16 %s, [%s]", p.s, h2[e].s, a.s);
-            } else {
-                ptx_ins(k, "mov.f32 %s, 0f00000000", (e ? x1 : x0).s);
-                ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", p.s, (e ? x1 : x0).s, a.s);
-            }
+            struct ptx_reg x = kv_half ? t->vh[r][e] : t->vx[r][e];
+            ptx_ins(k, kv_half ? "mov.b16 %s, 0" : "mov.f32 %s, 0f00000000", x.s);
+            ptx_ins(k, "@%s ld.global.nc.%s %s, [%s]", p.s, kv_half ? "b16" : "f32", x.s, a.s);
         }
+    }
+}
+
+/* Stores t as k (fp16 [key][d + pad]) and v (fp16 transposed [dim][TC_BK + pad]); ksh/vsh:
+ * the shared address of this thread's r = 0 element. */
+static void stage_store(struct ptx_kernel *k, const struct tile_regs *t, struct ptx_reg ksh,
+                        struct ptx_reg vsh, int d, int kv_half) {
+    int kstep = 128 / (d / 2), vstep = 2 * (128 / d);
+    struct ptx_reg h = ptx_reg(k, PTX_B32);
+    for (int r = 0; r < TC_BK * d / 256; r++) {
         if (kv_half)
-            ptx_ins(k, "mov.b32 %s, {%s, %s}", h.s, h2[0].s, h2[1].s);
+            h = t->kh[r];
         else
-            pack(k, h, x0, x1);
+            pack(k, h, t->kx[r][0], t->kx[r][1]);
+        ptx_ins(k, "st.shared.b32 [%s+%d], %s", ksh.s, 2 * r * kstep * (d + TC_PAD), h.s);
+    }
+    h = ptx_reg(k, PTX_B32);
+    for (int r = 0; r < TC_BK * d / 256; r++) {
+        if (kv_half)
+            ptx_ins(k, "mov.b32 %s, {%s, %s}", h.s, t->vh[r][0].s, t->vh[r][1].s);
+        else
+            pack(k, h, t->vx[r][0], t->vx[r][1]);
         ptx_ins(k, "st.shared.b32 [%s+%d], %s", vsh.s, 2 * r * vstep, h.s);
     }
+}
+
+/* The registers of a tile in flight */
+static void tile_regs_init(struct ptx_kernel *k, struct tile_regs *t, int d, int kv_half) {
+    for (int r = 0; r < TC_BK * d / 256; r++)
+        for (int e = 0; e < 2; e++)
+            if (kv_half) {
+                t->kh[r] = ptx_reg(k, PTX_B32);
+                t->vh[r][e] = ptx_reg(k, PTX_B16);
+            } else {
+                t->kx[r][e] = ptx_reg(k, PTX_F32);
+                t->vx[r][e] = ptx_reg(k, PTX_F32);
+            }
 }
 
 /* v = max (op "max") or sum ("add") over the 4 lanes of a group: they hold one query row */
@@ -238,12 +269,21 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
     struct ptx_reg j0 = ptx_reg(&k, PTX_B32), rem = ptx_reg(&k, PTX_B32);
     struct ptx_reg p = ptx_reg(&k, PTX_PRED), b0 = ptx_reg(&k, PTX_B32), b1 = ptx_reg(&k, PTX_B32);
     struct ptx_reg loop = ptx_label(&k), end = ptx_label(&k);
+    struct tile_regs tile;
+    tile_regs_init(&k, &tile, d, kv_half);
+    stage_load(&k, &tile, kp, vp, krem, vrem, row, d, kv_half);
     ptx_ins(&k, "mov.u32 %s, 0", j0.s);
     ptx_place(&k, loop);
     ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, j0.s, s_len.s);
     ptx_ins(&k, "@%s bra %s", p.s, end.s);
-    stage(&k, kp, vp, ksh, vsh, krem, vrem, row, d, kv_half);
+    stage_store(&k, &tile, ksh, vsh, d, kv_half);
     ptx_ins(&k, "bar.sync 0");
+    /* the next tile's loads, in flight while this one's mma work runs (none past s_len) */
+    ptx_ins(&k, "sub.s32 %s, %s, %d", krem.s, krem.s, TC_BK);
+    ptx_ins(&k, "sub.s32 %s, %s, %d", vrem.s, vrem.s, TC_BK);
+    ptx_ins(&k, "add.s64 %s, %s, %s", kp.s, kp.s, tstep.s);
+    ptx_ins(&k, "add.s64 %s, %s, %s", vp.s, vp.s, tstep.s);
+    stage_load(&k, &tile, kp, vp, krem, vrem, row, d, kv_half);
 
     /* S = Q·Kᵀ for 8 column tiles of 8 keys; keys >= s_len to -inf */
     ptx_ins(&k, "sub.s32 %s, %s, %s", rem.s, s_len.s, j0.s);
@@ -307,10 +347,6 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
     }
     ptx_ins(&k, "bar.sync 0"); /* every warp is done with the tile before it is overwritten */
     ptx_ins(&k, "add.u32 %s, %s, %d", j0.s, j0.s, TC_BK);
-    ptx_ins(&k, "sub.s32 %s, %s, %d", krem.s, krem.s, TC_BK);
-    ptx_ins(&k, "sub.s32 %s, %s, %d", vrem.s, vrem.s, TC_BK);
-    ptx_ins(&k, "add.s64 %s, %s, %s", kp.s, kp.s, tstep.s);
-    ptx_ins(&k, "add.s64 %s, %s, %s", vp.s, vp.s, tstep.s);
     ptx_ins(&k, "bra.uni %s", loop.s);
     ptx_place(&k, end);
 
