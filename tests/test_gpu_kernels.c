@@ -266,7 +266,8 @@ static void test_bias_act(int sm, int rows, int n, int ld, int flags) {
     unsigned uld = (unsigned)ld, urows = (unsigned)rows;
     CUdeviceptr none = 0;
     void *args[] = {&dx, &uld, &db, &dadd, &urows, &none};
-    unsigned grid = (unsigned)((na + KERNEL_EW_THREADS - 1) / KERNEL_EW_THREADS);
+    size_t per_cta = (size_t)KERNEL_EW_THREADS * (size_t)kernel_epi_per_thread(n);
+    unsigned grid = (unsigned)((na + per_cta - 1) / per_cta);
     launch(f, grid, KERNEL_EW_THREADS, args);
     CU(api.memcpy_dtoh(got, dx, nx * 4));
     char what[96];
@@ -921,6 +922,9 @@ int main(void) {
     for (int flags = 0; flags < 8; flags++) {
         test_bias_act(sm, 37, 384, 384, flags);
         test_bias_act(sm, 5, 1280, 3 * 1280, flags); /* rows wider than N: the rest untouched */
+        /* rows 4-byte aligned only (ld % 4): element by element there, 16 bytes in row 0 */
+        test_bias_act(sm, 7, 512, 513, flags);
+        test_bias_act(sm, 7, 390, 390, flags); /* N % 4: one element a thread */
     }
     test_bias_act(sm, 1500, 5120, 5120, KERNEL_EPI_BIAS | KERNEL_EPI_GELU);
     test_bias_act(sm, 1500, 1280, 1280, KERNEL_EPI_BIAS | KERNEL_EPI_GELU | KERNEL_EPI_ADD);

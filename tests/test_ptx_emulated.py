@@ -456,12 +456,50 @@ def test_half_forms(ptx, K, rng):
     pxf, pxh, pb = mem.put(h), mem.put(h), mem.put(rng.standard_normal(N).astype(np.float32))
     pout = mem.alloc(rows * N * 2)
     for f, p_x, p_out in ((flags, pxf, 0), (flags | 8, pxh, pout)):
-        name = "bias_act_n%d_f%d" % (N, f)
-        run(ptx(name), name, grid=((rows * N + 255) // 256, 1, 1), block=(256, 1, 1),
-            params=[p_x, N, pb if f & 1 else 0, 0, rows, p_out], mem=mem)
+        bias_act(ptx, mem, N, f, p_x, N, pb if f & 1 else 0, 0, rows, p_out)
     check("bias_act_n%d_f%d == f%d then f32_to_f16, x untouched" % (N, flags | 8, flags),
           (mem.get(pout, np.uint16, rows * N) == to_half(ptx, mem, pxf, rows * N)).all()
           and same_bits(mem.get(pxh, np.float32, rows * N), h.reshape(-1)))
+
+
+def bias_act(ptx, mem, N, flags, px, ld, pb, padd, rows, pout):
+    name = "bias_act_n%d_f%d" % (N, flags)
+    per_cta = 256 * (1 if N % 4 else 4)
+    run(ptx(name), name, grid=((rows * N + per_cta - 1) // per_cta, 1, 1), block=(256, 1, 1),
+        params=[px, ld, pb, padd, rows, pout], mem=mem)
+
+
+def test_bias_act_vec(ptx, N, rng, flag_list):
+    """bias_act's 16-byte form (4 elements a thread) == its element-by-element form, which
+    rows only 4-byte aligned take (ld % 4 != 0: row 0 vector, the others not), and == numpy
+    for bias and residual; f|8 == f rounded to halves"""
+    rows = 3
+    for flags in flag_list:
+        x = (3 * rng.standard_normal((rows, N))).astype(np.float32)
+        b = rng.standard_normal(N).astype(np.float32)
+        add = rng.standard_normal((rows, N)).astype(np.float32)
+        mem = Memory(1 << 24)
+        pb, padd = mem.put(b), mem.put(add)
+        outs = []
+        for ld in (N, N + 1):
+            wide = np.zeros((rows, ld), np.float32)
+            wide[:, :N] = x
+            px, pout = mem.put(wide), mem.alloc(rows * N * 2)
+            bias_act(ptx, mem, N, flags & 7, px, ld, pb, padd if flags & 4 else 0, rows, 0)
+            outs.append(mem.get(px, np.float32, rows * ld).reshape(rows, ld)[:, :N].copy())
+            if flags & 8:
+                wide[:, :N] = x
+                px = mem.put(wide)
+                bias_act(ptx, mem, N, flags, px, ld, pb, padd if flags & 4 else 0, rows, pout)
+                outs.append(mem.get(pout, np.uint16, rows * N))
+        ok = same_bits(outs[0], outs[1 + (flags >> 3)])
+        if flags & 8:
+            ok &= (outs[1] == outs[3]).all() and (outs[1] == outs[0].astype(np.float16).view(np.uint16).reshape(-1)).all()
+        if not flags & 2:
+            want = x + b + (add if flags & 4 else 0)
+            ok &= same_bits(outs[0], want.astype(np.float32))
+        check("bias_act_n%d_f%d: 16-byte and element-by-element forms the same bits" % (N, flags),
+              ok)
 
 
 def test_transpose(ptx, rng, rows, cols):
@@ -650,6 +688,8 @@ for size, K, H in {"tiny": (("tiny", 384, 6),), "base": (("base", 512, 8),)}.get
     test_norm_fused(ptx, K, rng, tc=True)
     test_qkv(ptx, K, rng, tc=True)
     test_half_forms(ptx, K, rng)
+    test_bias_act_vec(ptx, K, rng, (1, 5, 7))
+    test_bias_act_vec(ptx, 4 * K, rng, (11,))
     for mode, n_rows, n_keys in (("gather", 3, 448), ("gather", 2, 40), ("rows", 2, 1500)):
         test_split(ptx, H, rng, mode, n_rows, n_keys)
     test_rows_kvh(ptx, H, rng, 2, 300)

@@ -72,8 +72,8 @@ static void epilogue(struct wc_stream *s, float *x, int ld, const float *b, cons
     CUdeviceptr px = dptr(x), pb = dptr(b), padd = dptr(add), pout = out16;
     unsigned uld = (unsigned)ld, urows = (unsigned)n_rows;
     void *args[] = {&px, &uld, &pb, &padd, &urows, &pout};
-    cuda_launch(s, k, ceil_div((size_t)n_rows * (size_t)n, KERNEL_EW_THREADS), 1, KERNEL_EW_THREADS,
-                args);
+    size_t per_cta = (size_t)KERNEL_EW_THREADS * (size_t)kernel_epi_per_thread(n);
+    cuda_launch(s, k, ceil_div((size_t)n_rows * (size_t)n, per_cta), 1, KERNEL_EW_THREADS, args);
 }
 
 /* Whether a gemv over w runs as gemv_tc (WHISPERC_CUDA_GEMV=tc; the choice depends on the

@@ -47,7 +47,8 @@ char *gen_transpose(int sm);
 
 /* Epilogue of a GEMM, in place: x[r*ld + i] = act(x[r*ld + i] + b[i]) + add[r*n + i],
  * i < N, r < n_rows; the bias term only with KERNEL_EPI_BIAS, the add only with KERNEL_EPI_ADD.
- * bias_act_n<N>_f<flags>(x, ld, b, add, n_rows, out): grid ceil(n_rows * N / 256) x 256.
+ * bias_act_n<N>_f<flags>(x, ld, b, add, n_rows, out): grid ceil(n_rows * N / (256 * E)) x 256,
+ * E = kernel_epi_per_thread(N) elements a thread (16-byte accesses where the addresses allow).
  * KERNEL_EPI_HALF: the result goes to out[r*N + i] as fp16 (rounded to nearest even; out does
  * not overlap x), x is left as it was; out is unused without it. */
 #define KERNEL_EPI_BIAS 1
@@ -55,6 +56,7 @@ char *gen_transpose(int sm);
 #define KERNEL_EPI_ADD  4
 #define KERNEL_EPI_HALF 8
 char *gen_bias_act(int sm, int n, int flags);
+static inline int kernel_epi_per_thread(int n) { return n % 4 ? 1 : 4; }
 
 /* Conv1d (k = 3, padding 1) as a GEMM: im2col_c<C_IN>_s<STRIDE>(out, in, t_out) writes
  * out[t][ci*3 + k] = (half)in[(t*stride + k - 1)][ci] as fp16, t < t_out; `in` points at row
