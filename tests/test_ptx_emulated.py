@@ -429,7 +429,7 @@ def test_attn_tc_windows(ptx, H, rng, t_len, n_win):
 def to_half(ptx, mem, pin, n):
     """f32_to_f16 over n floats at pin: the rounding the fp16 forms must give"""
     pout = mem.alloc(n * 2)
-    run(ptx("f32_to_f16"), "f32_to_f16", grid=((n + 255) // 256, 1, 1), block=(256, 1, 1),
+    run(ptx("f32_to_f16"), "f32_to_f16", grid=((n + 1023) // 1024, 1, 1), block=(256, 1, 1),
         params=[pout, pin, n], mem=mem)
     return mem.get(pout, np.uint16, n)
 

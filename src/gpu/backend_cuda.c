@@ -54,7 +54,7 @@ static int upload_f32_as_f16(struct cuda_model *m, uint64_t dst, const void *src
         CUdeviceptr out = dst, in = tmp;
         unsigned un = (unsigned)n;
         void *args[] = {&out, &in, &un};
-        unsigned grid = (unsigned)((n + KERNEL_EW_THREADS - 1) / KERNEL_EW_THREADS);
+        unsigned grid = (unsigned)((n + KERNEL_F16_PER_CTA - 1) / KERNEL_F16_PER_CTA);
         rc = model_check(
             m, m->cu.launch_kernel(k->fn, grid, 1, 1, KERNEL_EW_THREADS, 1, 1, 0, NULL, args, NULL),
             "cuLaunchKernel(f32_to_f16)");

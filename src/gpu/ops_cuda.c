@@ -30,7 +30,7 @@ static void to_half(struct wc_stream *s, uint64_t dst, const float *src, size_t 
     CUdeviceptr out = dst, in = dptr(src);
     unsigned un = (unsigned)n;
     void *args[] = {&out, &in, &un};
-    cuda_launch(s, k, ceil_div(n, KERNEL_EW_THREADS), 1, KERNEL_EW_THREADS, args);
+    cuda_launch(s, k, ceil_div(n, KERNEL_F16_PER_CTA), 1, KERNEL_EW_THREADS, args);
 }
 
 void cuda_to_f16(struct wc_stream *s, void *dst, const float *src, size_t n) {

@@ -23,7 +23,9 @@ char *gen_layernorm(int sm, int c, int half_out);
  * grid ceil(total / 256) x 256 threads. */
 char *gen_bias_gelu(int sm, int n);
 
-/* f32_to_f16(out, in, n): out[i] = (half)in[i], round to nearest; grid ceil(n / 256) x 256. */
+/* f32_to_f16(out, in, n): out[i] = (half)in[i], round to nearest; 4 elements a thread: grid
+ * ceil(n / KERNEL_F16_PER_CTA) x 256. */
+#define KERNEL_F16_PER_CTA (4 * KERNEL_EW_THREADS)
 char *gen_f32_to_f16(int sm);
 
 /* embed_c<C>(out, tokens, tok_emb, pos_emb, positions): out[t][:] = tok_emb[tokens[t]][:]
