@@ -55,6 +55,10 @@ Floating point
     gives), which is one order a GPU may take; membar / fence are no-ops.
     mma.sync m16n8k16 (f16 operands, f32 accumulate) waits for every lane of the warp, as
     a full-mask shfl.sync, and sums exactly before one rounding to f32: close to a tensor core.
+    ldmatrix.sync.aligned.m8n8.x1/x2/x4[.trans].shared.b16 likewise waits for the warp: lanes
+    8j .. 8j + 7 give the row addresses of matrix j (16-byte aligned rows of 8 halves); lane l
+    gets elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of each matrix, or with .trans
+    (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4), the first in the lower half.
     Not supported (raise EmuError): other mma shapes, other atomics, red, tex, local memory, dynamic shared
     memory, non-.rn rounding modes.
 
@@ -1477,6 +1481,46 @@ class _Compiler:
                 v = np.zeros(T, np.float32)
                 v[:nw * 32] = D[:, g + 8 * (r // 2), 2 * t + r % 2].reshape(-1)
                 _write(dd[r], v, m)
+        return SHFL, f, (0xFFFFFFFF, True, None)
+
+    def op_ldmatrix(self, ins, mods, a):
+        # ldmatrix.sync.aligned.m8n8.x{1,2,4}.shared.b16 {d...}, [addr]: a warp-wide load, run
+        # once every lane has arrived; matrix j's rows at the addresses of lanes 8j .. 8j + 7
+        trans = "trans" in mods
+        if trans:
+            mods = [x for x in mods if x != "trans"]
+        if (len(mods) != 6 or mods[:3] != ["sync", "aligned", "m8n8"] or
+                mods[3] not in ("x1", "x2", "x4") or mods[4:] != ["shared", "b16"]):
+            raise EmuError("unsupported ldmatrix form '%s'" % ins.text)
+        if ins.guard is not None:
+            raise EmuError("guarded ldmatrix: '%s'" % ins.text)
+        n = int(mods[3][1])
+        regs = self.vec(a[0])
+        if len(regs) != n:
+            raise EmuError("ldmatrix operands: '%s'" % ins.text)
+        dd = [self.dst(r, "b32") for r in regs]
+        kind, base, off = self.addr(a[1])
+        if kind != "reg":
+            raise EmuError("ldmatrix address must be a register: '%s'" % ins.text)
+        T, what, me = self.T, ins.text, self
+
+        def f(m, part=None):
+            idx = np.nonzero(m)[0] if m is not None else np.arange(T)
+            rows = np.asarray(base).astype(np.int64) + off
+            if (rows[idx[idx % 32 < 8 * n]] % 16).any():  # the lanes whose rows are read
+                raise EmuError("ldmatrix row address not 16-byte aligned: '%s'" % what)
+            spc = me.space("shared")
+            lane, warp0 = idx % 32, (idx // 32) * 32
+            for j in range(n):
+                v = np.zeros(T, np.uint32)
+                if trans:  # rows 2 (l % 4) and the next, column l / 4
+                    lo, hi = (spc.load(rows[warp0 + 8 * j + 2 * (lane % 4) + e] + 2 * (lane // 4),
+                                       2, 1, what)[0].astype(np.uint32) for e in (0, 1))
+                    v[idx] = lo | (hi << 16)
+                else:
+                    v[idx] = spc.load(rows[warp0 + 8 * j + lane // 4] + 4 * (lane % 4), 4, 1,
+                                      what)[0]
+                _write(dd[j], v, m)
         return SHFL, f, (0xFFFFFFFF, True, None)
 
     def op_griddepcontrol(self, ins, mods, a):

@@ -6,11 +6,11 @@
  * m16n8k16 .f16): g = lane/4, tg = lane%4; A regs {row g, row g+8} x {cols 2tg.., 2tg+8..};
  * B regs: k rows 2tg.. and 2tg+8.., column g; C: c0,c1 row g, cols 2tg, 2tg+1; c2,c3 row g+8.
  * - Q is loaded once as A fragments, pre-scaled by log2(e)/sqrt(d) (scores in the log2 domain).
- * - Per tile of 64 keys the CTA stages K as fp16 [key][d + 8] and V transposed, [dim][64 + 8]:
- *   a B fragment register is then two neighbouring halves of one shared row, and the pitch of
- *   36 words puts the 8 groups x 4 lanes of a load on 32 different banks. The next tile's
- *   global loads are issued before this tile's mma work, into registers, and stored to shared
- *   memory after it: their latency is hidden behind the tensor cores'.
+ * - Per tile of 64 keys the CTA stages K and V as fp16 [key][d + 8]; B fragments come from
+ *   ldmatrix (x4: two mma's worth a load), K's as stored, V's transposed (.trans); the pitch of
+ *   36 words puts the 8 rows of an 8 x 8 matrix on 32 different banks. The next tile's global
+ *   loads are issued before this tile's mma work, into registers, and stored to shared memory
+ *   after it: their latency is hidden behind the tensor cores'.
  * - S = Q·Kᵀ comes out in C layout; two neighbouring 8-key column tiles of S, rounded to fp16,
  *   are exactly the A fragment of P for a 16-key step of P·V (no shuffle through shared).
  * - Row max and sum: a row lives in the 4 lanes of a group (2 shuffles).
@@ -40,83 +40,66 @@ static void pack(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg lo, st
 }
 
 /* A K/V tile in flight, global to shared in two halves (stage_load, stage_store) so that the
- * next tile's loads overlap this tile's mma work: per pair r, K as two f32 (kx) or one f16
- * pair (kh), V as two f32 (vx) or two f16 (vh), one key apart. */
+ * next tile's loads overlap this tile's mma work: per matrix (K, V) and pair r, two f32 (x) or
+ * one f16 pair (h). */
 #define TC_PAIRS (TC_BK * TC_MAXD / 256)
 struct tile_regs {
-    struct ptx_reg kx[TC_PAIRS][2], vx[TC_PAIRS][2], kh[TC_PAIRS], vh[TC_PAIRS][2];
+    struct ptx_reg x[2][TC_PAIRS][2], h[2][TC_PAIRS];
 };
 
-/* Loads rows [j0, j0 + TC_BK) of k and v into t, zeros for keys >= s_len. Pair e = tid + 128 r:
- * K pair (key e / (d/2), dims 2 (e % (d/2)) + {0,1}), V pair (keys 2 (e / d) + {0,1}, dim
- * e % d). kp/vp: global address of this thread's r = 0 element at j0; krem/vrem: s_len - j0 -
- * its first key; row = ld_kv elements, in bytes. */
+/* Loads rows [j0, j0 + TC_BK) of k and v into t, zeros for keys >= s_len. Pair e = tid + 128 r
+ * of each: key e / (d/2), dims 2 (e % (d/2)) + {0,1}. kp/vp: global address of this thread's
+ * r = 0 pair at j0; rem: s_len - j0 - its key; row = ld_kv elements, in bytes. */
 static void stage_load(struct ptx_kernel *k, struct tile_regs *t, struct ptx_reg kp,
-                       struct ptx_reg vp, struct ptx_reg krem, struct ptx_reg vrem,
-                       struct ptx_reg row, int d, int kv_half) {
-    int kstep = 128 / (d / 2), vstep = 2 * (128 / d); /* keys from pair r to r + 1 */
+                       struct ptx_reg vp, struct ptx_reg rem, struct ptx_reg row, int d,
+                       int kv_half) {
+    int kstep = 128 / (d / 2); /* keys from pair r to r + 1 */
     struct ptx_reg a = ptx_reg(k, PTX_B64), p = ptx_reg(k, PTX_PRED), off = ptx_reg(k, PTX_B64);
     for (int r = 0; r < TC_BK * d / 256; r++) {
-        ptx_ins(k, "setp.gt.s32 %s, %s, %d", p.s, krem.s, r * kstep);
+        ptx_ins(k, "setp.gt.s32 %s, %s, %d", p.s, rem.s, r * kstep);
         ptx_ins(k, "mul.lo.u64 %s, %s, %d", off.s, row.s, r * kstep);
-        ptx_ins(k, "add.s64 %s, %s, %s", a.s, kp.s, off.s);
-        if (kv_half) { /* the pair as stored: two neighbouring halves */
-            ptx_ins(k, "mov.b32 %s, 0", t->kh[r].s);
-            ptx_ins(k, "@%s ld.global.nc.b32 %s, [%s]", p.s, t->kh[r].s, a.s);
-        } else
-            for (int e = 0; e < 2; e++) {
-                ptx_ins(k, "mov.f32 %s, 0f00000000", t->kx[r][e].s);
-                ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+%d]", p.s, t->kx[r][e].s, a.s, 4 * e);
-            }
-    }
-    for (int r = 0; r < TC_BK * d / 256; r++) {
-        ptx_ins(k, "mul.lo.u64 %s, %s, %d", off.s, row.s, r * vstep);
-        ptx_ins(k, "add.s64 %s, %s, %s", a.s, vp.s, off.s);
-        for (int e = 0; e < 2; e++) { /* keys 2 (e / d) + e, one row apart */
-            if (e)
-                ptx_ins(k, "add.s64 %s, %s, %s", a.s, a.s, row.s);
-            ptx_ins(k, "setp.gt.s32 %s, %s, %d", p.s, vrem.s, r * vstep + e);
-            struct ptx_reg x = kv_half ? t->vh[r][e] : t->vx[r][e];
-            ptx_ins(k, kv_half ? "mov.b16 %s, 0" : "mov.f32 %s, 0f00000000", x.s);
-            ptx_ins(k, "@%s ld.global.nc.%s %s, [%s]", p.s, kv_half ? "b16" : "f32", x.s, a.s);
+        for (int m = 0; m < 2; m++) {
+            ptx_ins(k, "add.s64 %s, %s, %s", a.s, (m ? vp : kp).s, off.s);
+            if (kv_half) { /* the pair as stored: two neighbouring halves */
+                ptx_ins(k, "mov.b32 %s, 0", t->h[m][r].s);
+                ptx_ins(k, "@%s ld.global.nc.b32 %s, [%s]", p.s, t->h[m][r].s, a.s);
+            } else
+                for (int e = 0; e < 2; e++) {
+                    ptx_ins(k, "mov.f32 %s, 0f00000000", t->x[m][r][e].s);
+                    ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+%d]", p.s, t->x[m][r][e].s, a.s,
+                            4 * e);
+                }
         }
     }
 }
 
-/* Stores t as k (fp16 [key][d + pad]) and v (fp16 transposed [dim][TC_BK + pad]); ksh/vsh:
- * the shared address of this thread's r = 0 element. */
+/* Stores t as k and v (fp16 [key][d + pad]); ksh/vsh: the shared address of this thread's
+ * r = 0 pair. */
 static void stage_store(struct ptx_kernel *k, const struct tile_regs *t, struct ptx_reg ksh,
                         struct ptx_reg vsh, int d, int kv_half) {
-    int kstep = 128 / (d / 2), vstep = 2 * (128 / d);
+    int kstep = 128 / (d / 2);
     struct ptx_reg h = ptx_reg(k, PTX_B32);
-    for (int r = 0; r < TC_BK * d / 256; r++) {
-        if (kv_half)
-            h = t->kh[r];
-        else
-            pack(k, h, t->kx[r][0], t->kx[r][1]);
-        ptx_ins(k, "st.shared.b32 [%s+%d], %s", ksh.s, 2 * r * kstep * (d + TC_PAD), h.s);
-    }
-    h = ptx_reg(k, PTX_B32);
-    for (int r = 0; r < TC_BK * d / 256; r++) {
-        if (kv_half)
-            ptx_ins(k, "mov.b32 %s, {%s, %s}", h.s, t->vh[r][0].s, t->vh[r][1].s);
-        else
-            pack(k, h, t->vx[r][0], t->vx[r][1]);
-        ptx_ins(k, "st.shared.b32 [%s+%d], %s", vsh.s, 2 * r * vstep, h.s);
-    }
+    for (int m = 0; m < 2; m++)
+        for (int r = 0; r < TC_BK * d / 256; r++) {
+            if (kv_half)
+                h = t->h[m][r];
+            else
+                pack(k, h, t->x[m][r][0], t->x[m][r][1]);
+            ptx_ins(k, "st.shared.b32 [%s+%d], %s", (m ? vsh : ksh).s, 2 * r * kstep * (d + TC_PAD),
+                    h.s);
+        }
 }
 
 /* The registers of a tile in flight */
 static void tile_regs_init(struct ptx_kernel *k, struct tile_regs *t, int d, int kv_half) {
-    for (int r = 0; r < TC_BK * d / 256; r++)
-        for (int e = 0; e < 2; e++)
-            if (kv_half) {
-                t->kh[r] = ptx_reg(k, PTX_B32);
-                t->vh[r][e] = ptx_reg(k, PTX_B16);
-            } else {
-                t->kx[r][e] = ptx_reg(k, PTX_F32);
-                t->vx[r][e] = ptx_reg(k, PTX_F32);
-            }
+    for (int m = 0; m < 2; m++)
+        for (int r = 0; r < TC_BK * d / 256; r++) {
+            if (kv_half)
+                t->h[m][r] = ptx_reg(k, PTX_B32);
+            else
+                for (int e = 0; e < 2; e++)
+                    t->x[m][r][e] = ptx_reg(k, PTX_F32);
+        }
 }
 
 /* v = max (op "max") or sum ("add") over the 4 lanes of a group: they hold one query row */
@@ -149,12 +132,15 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
     if (sm < 80 || n_head <= 0 || d <= 0 || d % 16 || d > TC_MAXD || 256 % d)
         return NULL;
     int c = n_head * d, nks = d / 16, nnd = d / 8, nnt = TC_BK / 8;
-    int pk = d + TC_PAD, pv = TC_BK + TC_PAD; /* shared pitches in halves */
+    int pk = d + TC_PAD; /* shared pitch in halves */
     char name[64];
     snprintf(name, sizeof name, "attn_tc_h%d_d%d%s", n_head, d, kv_half ? "_kvh" : "");
     int esz = kv_half ? 2 : 4; /* bytes per key or value element */
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
+    if (kv_half && d <= 64) /* three CTAs an SM: 168 registers, no spill (the f32 form needs
+                             * 179 for its tile of f32 in flight: two) */
+        ptx_occupancy(&k, KERNEL_ATTN_THREADS, 3);
     ptx_param(&k, "u64", "p_out");
     ptx_param(&k, "u64", "p_q");
     ptx_param(&k, "u64", "p_k");
@@ -163,8 +149,8 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
     ptx_param(&k, "u32", "p_t_len");
     ptx_param(&k, "u32", "p_s_len");
     ptx_param(&k, "s32", "p_pos0"); /* unused: same parameters as attn_h<H>_d<D> */
-    ptx_raw(&k, "    .shared .align 16 .b16 s_k[%d];\n    .shared .align 16 .b16 s_vt[%d];\n",
-            TC_BK * pk, d * pv);
+    ptx_raw(&k, "    .shared .align 16 .b16 s_k[%d];\n    .shared .align 16 .b16 s_v[%d];\n",
+            TC_BK * pk, TC_BK * pk);
 
     struct ptx_reg tid = ptx_special(&k, "%tid.x"), blk = ptx_special(&k, "%ctaid.x");
     struct ptx_reg head = ptx_special(&k, "%ctaid.y");
@@ -213,38 +199,40 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
         }
 
     /* staging addresses (stage()) and this lane's fragment rows in shared memory */
-    struct ptx_reg kkey = ptx_reg(&k, PTX_B32), vkey = ptx_reg(&k, PTX_B32);
-    struct ptx_reg kcol = ptx_reg(&k, PTX_B32), vcol = ptx_reg(&k, PTX_B32);
+    struct ptx_reg kkey = ptx_reg(&k, PTX_B32), kcol = ptx_reg(&k, PTX_B32);
     struct ptx_reg ksh = ptx_reg(&k, PTX_B32), vsh = ptx_reg(&k, PTX_B32);
     struct ptx_reg kb = ptx_reg(&k, PTX_B32), vb = ptx_reg(&k, PTX_B32);
-    struct ptx_reg krem = ptx_reg(&k, PTX_B32), vrem = ptx_reg(&k, PTX_B32);
-    ptx_ins(&k, "div.u32 %s, %s, %d", kkey.s, tid.s, d / 2); /* key of the K pair */
+    struct ptx_reg krem = ptx_reg(&k, PTX_B32), xv = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "div.u32 %s, %s, %d", kkey.s, tid.s, d / 2); /* key of the K/V pair */
     ptx_ins(&k, "and.b32 %s, %s, %d", kcol.s, tid.s, d / 2 - 1);
-    ptx_ins(&k, "shl.b32 %s, %s, 1", kcol.s, kcol.s);    /* dim of the K pair */
-    ptx_ins(&k, "div.u32 %s, %s, %d", vkey.s, tid.s, d); /* key pair of V */
-    ptx_ins(&k, "shl.b32 %s, %s, 1", vkey.s, vkey.s);    /* first key of V pair */
-    ptx_ins(&k, "rem.u32 %s, %s, %d", vcol.s, tid.s, d); /* dim of the V pair */
+    ptx_ins(&k, "shl.b32 %s, %s, 1", kcol.s, kcol.s); /* its first dim */
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", ksh.s, kkey.s, pk, kcol.s);
     ptx_ins(&k, "mov.u32 %s, s_k", x.s);
+    ptx_ins(&k, "mov.u32 %s, s_v", xv.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 2, %s", vsh.s, ksh.s, xv.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, 2, %s", ksh.s, ksh.s, x.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", kb.s, g.s, pk, tg.s);
-    ptx_ins(&k, "add.u32 %s, %s, %s", kb.s, kb.s, tg.s); /* g*pk + 2tg */
+    /* ldmatrix rows: lane L gives row L % 8 of matrix L / 8; K's four matrices are 8 keys by
+     * dims +0, +8, +16, +24 (two k-steps' b0, b1), V's (transposed as loaded) keys +0 and +8
+     * by 8 dims, then the same keys by the next 8 dims (two n-tiles' b0, b1) */
+    struct ptx_reg ln = ptx_reg(&k, PTX_B32), lr = ptx_reg(&k, PTX_B32), lm = ptx_reg(&k, PTX_B32);
+    ptx_ins(&k, "and.b32 %s, %s, 31", ln.s, tid.s);
+    ptx_ins(&k, "and.b32 %s, %s, 7", lr.s, ln.s);
+    ptx_ins(&k, "shr.u32 %s, %s, 3", lm.s, ln.s);
+    ptx_ins(&k, "shl.b32 %s, %s, 3", kb.s, lm.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", kb.s, lr.s, pk, kb.s); /* (L%8)*pk + 8(L/8) */
     ptx_ins(&k, "mad.lo.u32 %s, %s, 2, %s", kb.s, kb.s, x.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", vsh.s, vcol.s, pv, vkey.s);
-    ptx_ins(&k, "mov.u32 %s, s_vt", x.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, 2, %s", vsh.s, vsh.s, x.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", vb.s, g.s, pv, tg.s);
-    ptx_ins(&k, "add.u32 %s, %s, %s", vb.s, vb.s, tg.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, 2, %s", vb.s, vb.s, x.s);
+    ptx_ins(&k, "and.b32 %s, %s, 1", lm.s, lm.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 8, %s", lm.s, lm.s, lr.s); /* key row: 8((L/8)%2) + L%8 */
+    ptx_ins(&k, "shr.u32 %s, %s, 4", vb.s, ln.s);
+    ptx_ins(&k, "shl.b32 %s, %s, 3", vb.s, vb.s); /* dim column: 8(L/16) */
+    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", vb.s, lm.s, pk, vb.s);
+    ptx_ins(&k, "mad.lo.u32 %s, %s, 2, %s", vb.s, vb.s, xv.s);
     ptx_ins(&k, "sub.s32 %s, %s, %s", krem.s, s_len.s, kkey.s);
-    ptx_ins(&k, "sub.s32 %s, %s, %s", vrem.s, s_len.s, vkey.s);
     struct ptx_reg hd = ptx_reg(&k, PTX_B32), gi = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", hd.s, head.s, d);
     ptx_ins(&k, "add.u32 %s, %s, %s", gi.s, hd.s, kcol.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", gi.s, kkey.s, ld.s, gi.s);
     struct ptx_reg kp = ptx_addr(&k, window_ptr(&k, "p_k", zs, &ld, 0, esz), gi, esz);
-    ptx_ins(&k, "add.u32 %s, %s, %s", gi.s, hd.s, vcol.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", gi.s, vkey.s, ld.s, gi.s);
     struct ptx_reg vp = ptx_addr(&k, window_ptr(&k, "p_v", zs, &ld, 0, esz), gi, esz);
     struct ptx_reg row = ptx_reg(&k, PTX_B64), tstep = ptx_reg(&k, PTX_B64);
     ptx_ins(&k, "mul.wide.u32 %s, %s, %d", row.s, ld.s, esz);
@@ -267,11 +255,13 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
         for (int i = 0; i < 4; i++)
             sc[nt][i] = ptx_reg(&k, PTX_F32);
     struct ptx_reg j0 = ptx_reg(&k, PTX_B32), rem = ptx_reg(&k, PTX_B32);
-    struct ptx_reg p = ptx_reg(&k, PTX_PRED), b0 = ptx_reg(&k, PTX_B32), b1 = ptx_reg(&k, PTX_B32);
+    struct ptx_reg p = ptx_reg(&k, PTX_PRED), b[4]; /* B fragments of two mma (ldmatrix.x4) */
+    for (int i = 0; i < 4; i++)
+        b[i] = ptx_reg(&k, PTX_B32);
     struct ptx_reg loop = ptx_label(&k), end = ptx_label(&k);
     struct tile_regs tile;
     tile_regs_init(&k, &tile, d, kv_half);
-    stage_load(&k, &tile, kp, vp, krem, vrem, row, d, kv_half);
+    stage_load(&k, &tile, kp, vp, krem, row, d, kv_half);
     ptx_ins(&k, "mov.u32 %s, 0", j0.s);
     ptx_place(&k, loop);
     ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, j0.s, s_len.s);
@@ -280,10 +270,9 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
     ptx_ins(&k, "bar.sync 0");
     /* the next tile's loads, in flight while this one's mma work runs (none past s_len) */
     ptx_ins(&k, "sub.s32 %s, %s, %d", krem.s, krem.s, TC_BK);
-    ptx_ins(&k, "sub.s32 %s, %s, %d", vrem.s, vrem.s, TC_BK);
     ptx_ins(&k, "add.s64 %s, %s, %s", kp.s, kp.s, tstep.s);
     ptx_ins(&k, "add.s64 %s, %s, %s", vp.s, vp.s, tstep.s);
-    stage_load(&k, &tile, kp, vp, krem, vrem, row, d, kv_half);
+    stage_load(&k, &tile, kp, vp, krem, row, d, kv_half);
 
     /* S = Q·Kᵀ for 8 column tiles of 8 keys; keys >= s_len to -inf */
     ptx_ins(&k, "sub.s32 %s, %s, %s", rem.s, s_len.s, j0.s);
@@ -291,14 +280,19 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
     for (int nt = 0; nt < nnt; nt++) {
         for (int i = 0; i < 4; i++)
             ptx_ins(&k, "mov.f32 %s, 0f00000000", sc[nt][i].s);
-        for (int ks = 0; ks < nks; ks++) {
-            int off = 2 * (nt * 8 * pk + 16 * ks);
-            ptx_ins(&k, "ld.shared.b32 %s, [%s+%d]", b0.s, kb.s, off);
-            ptx_ins(&k, "ld.shared.b32 %s, [%s+%d]", b1.s, kb.s, off + 16);
-            ptx_ins(&k, MMA " {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
-                    sc[nt][0].s, sc[nt][1].s, sc[nt][2].s, sc[nt][3].s, a[ks][0].s, a[ks][1].s,
-                    a[ks][2].s, a[ks][3].s, b0.s, b1.s, sc[nt][0].s, sc[nt][1].s, sc[nt][2].s,
-                    sc[nt][3].s);
+        for (int ks = 0; ks < nks; ks += 2) {
+            int two = ks + 1 < nks, off = 2 * (nt * 8 * pk + 16 * ks);
+            if (two)
+                ptx_ins(&k, "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%s, %s, %s, %s}, [%s+%d]",
+                        b[0].s, b[1].s, b[2].s, b[3].s, kb.s, off);
+            else
+                ptx_ins(&k, "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%s, %s}, [%s+%d]", b[0].s,
+                        b[1].s, kb.s, off);
+            for (int j = 0; j <= two; j++)
+                ptx_ins(&k, MMA " {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
+                        sc[nt][0].s, sc[nt][1].s, sc[nt][2].s, sc[nt][3].s, a[ks + j][0].s,
+                        a[ks + j][1].s, a[ks + j][2].s, a[ks + j][3].s, b[2 * j].s, b[2 * j + 1].s,
+                        sc[nt][0].s, sc[nt][1].s, sc[nt][2].s, sc[nt][3].s);
         }
         for (int i = 0; i < 4; i++) {
             ptx_ins(&k, "setp.le.s32 %s, %s, %d", p.s, rem.s, nt * 8 + i % 2);
@@ -336,13 +330,16 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
             struct ptx_reg *t = sc[2 * ks + i / 2];
             pack(&k, pa[i], t[2 * (i % 2)], t[2 * (i % 2) + 1]);
         }
-        for (int nd = 0; nd < nnd; nd++) {
-            int off = 2 * (nd * 8 * pv + 16 * ks);
-            ptx_ins(&k, "ld.shared.b32 %s, [%s+%d]", b0.s, vb.s, off);
-            ptx_ins(&k, "ld.shared.b32 %s, [%s+%d]", b1.s, vb.s, off + 16);
-            ptx_ins(&k, MMA " {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
-                    o[nd][0].s, o[nd][1].s, o[nd][2].s, o[nd][3].s, pa[0].s, pa[1].s, pa[2].s,
-                    pa[3].s, b0.s, b1.s, o[nd][0].s, o[nd][1].s, o[nd][2].s, o[nd][3].s);
+        for (int nd = 0; nd < nnd; nd += 2) { /* nnd is even: d % 16 == 0 */
+            int off = 2 * (16 * ks * pk + nd * 8);
+            ptx_ins(&k, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%s, %s, %s, %s}, [%s+%d]",
+                    b[0].s, b[1].s, b[2].s, b[3].s, vb.s, off);
+            for (int j = 0; j < 2; j++) {
+                struct ptx_reg *t = o[nd + j];
+                ptx_ins(&k, MMA " {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
+                        t[0].s, t[1].s, t[2].s, t[3].s, pa[0].s, pa[1].s, pa[2].s, pa[3].s,
+                        b[2 * j].s, b[2 * j + 1].s, t[0].s, t[1].s, t[2].s, t[3].s);
+            }
         }
     }
     ptx_ins(&k, "bar.sync 0"); /* every warp is done with the tile before it is overwritten */

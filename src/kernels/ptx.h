@@ -35,9 +35,14 @@ struct ptx_kernel {
     int n_params;
     int n_regs[PTX_N_TYPES];
     int n_labels;
-    int grid_dep_placed; /* ptx_grid_dep_wait was called (else ptx_end puts it first) */
+    int grid_dep_placed;       /* ptx_grid_dep_wait was called (else ptx_end puts it first) */
+    int max_threads, min_ctas; /* ptx_occupancy's, 0 if not called */
 };
 
+/* .maxntid threads and .minnctapersm min_ctas: ptxas keeps the registers to what min_ctas CTAs
+ * of `threads` fit in an SM (spilling if it must, which test_ptx.py refuses). The kernel must
+ * be launched with at most `threads` threads a CTA. */
+void ptx_occupancy(struct ptx_kernel *k, int threads, int min_ctas);
 /* Starts kernel `name` for sm_<sm>. */
 void ptx_begin(struct ptx_kernel *k, const char *name, int sm);
 /* Declares a .u64 pointer or .u32 / .f32 scalar parameter; returns its name for ld.param. */
