@@ -205,7 +205,8 @@ def kernel_faults():
           f"a fault in a kernel: exit 1, the last kernel queued ({r.stderr.strip()[:300]!r})")
     r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_KERNEL="attn:async",
                    WHISPERC_CUDA_SYNC=1)
-    check(r.returncode == 1 and "kernel attn_tc_h6_d64: CUDA_ERROR_ILLEGAL_ADDRESS" in r.stderr,
+    # (the encoder's attention: K and V converted to fp16 first, attn_tc_..._kvh)
+    check(r.returncode == 1 and "kernel attn_tc_h6_d64_kvh: CUDA_ERROR_ILLEGAL_ADDRESS" in r.stderr,
           f"a fault in a kernel, WHISPERC_CUDA_SYNC=1: the kernel that failed "
           f"({r.stderr.strip()[:300]!r})")
     r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_KERNEL="attn_gather:async@60")

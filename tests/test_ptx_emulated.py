@@ -406,7 +406,8 @@ def test_attn_tc(ptx, H, rng, t_len, s_len):
 
 def test_attn_tc_windows(ptx, H, rng, t_len, n_win):
     """attn_tc over n_win windows in one launch (grid z, backend.h attention_windows): each
-    window's output is what a launch of its own gives, bit for bit; nothing past the last"""
+    window's output is what a launch of its own gives, bit for bit; nothing past the last; and
+    the backend's way, K and V rounded to halves first and attn_tc_..._kvh, the same bits"""
     D = 64
     C = H * D
     name = "attn_tc_h%d_d%d" % (H, D)
@@ -424,6 +425,12 @@ def test_attn_tc_windows(ptx, H, rng, t_len, n_win):
             params=[pone, pq + 4 * o, pk + 4 * o, pv + 4 * o, C, t_len, t_len, -1], mem=mem)
         ok = ok and same_bits(got[o:o + t_len * C], mem.get(pone, np.float32, t_len * C))
     check("%s, %d windows of %d in one launch == each alone" % (name, n_win, t_len), ok)
+    ph = mem.put(np.full(n_win * t_len * C, np.nan, np.float32))
+    pk16, pv16 = mem.put(k.astype(np.float16)), mem.put(v.astype(np.float16))
+    run(ptx(name + "_kvh"), name + "_kvh", grid=((t_len + 63) // 64, H, n_win),
+        block=(128, 1, 1), params=[ph, pq, pk16, pv16, C, t_len, t_len, -1], mem=mem)
+    check("%s_kvh on K and V rounded to halves, %d windows == %s" % (name, n_win, name),
+          same_bits(got[:n_win * t_len * C], mem.get(ph, np.float32, n_win * t_len * C)))
 
 
 def to_half(ptx, mem, pin, n):

@@ -502,15 +502,25 @@ void cuda_attention_windows(struct wc_stream *s, float *out, const float *q, con
         return;
     /* where a window takes attn_tc: one launch, grid z the window (its bits those of its own
      * launch); elsewhere (a short window, the SIMT kernel) one attention a window */
-    if (n_win == 1 || t_len <= KERNEL_ROWS_MAX_QUERIES || !attn_tc_fits(m, d)) {
+    if (t_len <= KERNEL_ROWS_MAX_QUERIES || !attn_tc_fits(m, d)) {
         for (int i = 0; i < n_win; i++) {
             size_t o = (size_t)i * (size_t)t_len * (size_t)c;
             cuda_attention(s, out + o, q + o, k + o, v + o, WC_F32, c, t_len, t_len, c, n_head, -1);
         }
         return;
     }
-    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ATTN_TC, n_head, d, 0);
-    CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v);
+    /* K and V to fp16 first, into the fp16 scratch (free between the q/k/v GEMMs and the output
+     * projection's input): attn_tc_..._kvh reads half the bytes and holds fewer registers (three
+     * CTAs an SM, against two), and since the f32 kernel rounds K and V to fp16 as it stages
+     * them, the bits are the f32 kernel's */
+    uint64_t kv16 = cuda_scratch(s, CUDA_SCRATCH_HALF, 2 * n_rows * (size_t)c * 2);
+    if (!kv16)
+        return;
+    uint64_t v16 = kv16 + n_rows * (size_t)c * 2;
+    to_half(s, kv16, k, n_rows * (size_t)c);
+    to_half(s, v16, v, n_rows * (size_t)c);
+    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ATTN_TC, n_head, d, 1);
+    CUdeviceptr po = dptr(out), pq = dptr(q), pk = kv16, pv = v16;
     unsigned uld = (unsigned)c, ut = (unsigned)t_len;
     int pos0 = -1;
     void *args[] = {&po, &pq, &pk, &pv, &uld, &ut, &ut, &pos0};
