@@ -13,6 +13,17 @@
 #include "kernels/kernels.h"
 #include "kernels/ptx.h"
 
+/* v[0..w) = the w floats at addr: one 16-byte load (`ld` is "ld.global" or "ld.global.nc")
+ * when vec, else one at a time */
+static void load_w(struct ptx_kernel *k, const char *ld, struct ptx_reg *v, int w, int vec,
+                   struct ptx_reg addr) {
+    if (vec)
+        ptx_ins(k, "%s.v4.f32 {%s, %s, %s, %s}, [%s]", ld, v[0].s, v[1].s, v[2].s, v[3].s, addr.s);
+    else
+        for (int e = 0; e < w; e++)
+            ptx_ins(k, "%s.f32 %s, [%s+%d]", ld, v[e].s, addr.s, 4 * e);
+}
+
 /* The loads, arithmetic and stores of `w` neighbouring elements (w = 1 or 4) at element
  * addresses xa (x), ba (bias), aa (add), oa (fp16 out): vector accesses when vec. */
 static void elements(struct ptx_kernel *k, int flags, int w, int vec, struct ptx_reg xa,
@@ -20,30 +31,16 @@ static void elements(struct ptx_kernel *k, int flags, int w, int vec, struct ptx
     struct ptx_reg v[4], t[4], h[2];
     for (int e = 0; e < w; e++)
         v[e] = ptx_reg(k, PTX_F32), t[e] = ptx_reg(k, PTX_F32);
-    if (vec)
-        ptx_ins(k, "ld.global.v4.f32 {%s, %s, %s, %s}, [%s]", v[0].s, v[1].s, v[2].s, v[3].s, xa.s);
-    else
-        for (int e = 0; e < w; e++)
-            ptx_ins(k, "ld.global.f32 %s, [%s+%d]", v[e].s, xa.s, 4 * e);
+    load_w(k, "ld.global", v, w, vec, xa);
     if (flags & KERNEL_EPI_BIAS) {
-        if (vec)
-            ptx_ins(k, "ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s]", t[0].s, t[1].s, t[2].s, t[3].s,
-                    ba.s);
-        else
-            for (int e = 0; e < w; e++)
-                ptx_ins(k, "ld.global.nc.f32 %s, [%s+%d]", t[e].s, ba.s, 4 * e);
+        load_w(k, "ld.global.nc", t, w, vec, ba);
         for (int e = 0; e < w; e++)
             ptx_ins(k, "add.f32 %s, %s, %s", v[e].s, v[e].s, t[e].s);
     }
     for (int e = 0; flags & KERNEL_EPI_GELU && e < w; e++)
         ptx_gelu(k, v[e]);
     if (flags & KERNEL_EPI_ADD) {
-        if (vec)
-            ptx_ins(k, "ld.global.v4.f32 {%s, %s, %s, %s}, [%s]", t[0].s, t[1].s, t[2].s, t[3].s,
-                    aa.s);
-        else
-            for (int e = 0; e < w; e++)
-                ptx_ins(k, "ld.global.f32 %s, [%s+%d]", t[e].s, aa.s, 4 * e);
+        load_w(k, "ld.global", t, w, vec, aa);
         for (int e = 0; e < w; e++)
             ptx_ins(k, "add.f32 %s, %s, %s", v[e].s, v[e].s, t[e].s);
     }
