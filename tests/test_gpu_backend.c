@@ -1224,7 +1224,8 @@ int main(void) {
         test_linear(&p, 33, c, 4 * c, WC_F16, 1, WC_ACT_NONE, 1, 0);
         test_linear(&p, 5, c, c, WC_F32, 0, WC_ACT_NONE, 0, c); /* into a KV cache row */
         test_linear(&p, 3, c, c, WC_F16, 1, WC_ACT_NONE, 0, 7);
-        /* decoder steps: gemv_f16 up to 8 rows, cuBLAS from 9 */
+        /* decoder steps: gemv_tc up to 64 rows (gemv_f16 with WHISPERC_CUDA_GEMV=f16, which
+         * gpu-check.sh's tc stage runs), cuBLAS past */
         test_linear(&p, 8, 4 * c, c, WC_F16, 1, WC_ACT_GELU, 0, 0);
         test_linear(&p, 8, c, 4 * c, WC_F16, 1, WC_ACT_NONE, 1, 0);
         test_linear(&p, 2, c, c, WC_F16, 0, WC_ACT_NONE, 0, c); /* into a KV cache row */

@@ -84,7 +84,7 @@ def main():
                   % (len(jobs), sys.argv[2], failures))
         else:
             # ptxas is single-threaded: one per core
-            with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            with concurrent.futures.ThreadPoolExecutor(len(os.sched_getaffinity(0))) as pool:
                 oks = list(pool.map(lambda j: assemble(ptxas, *j), jobs))
             failures += oks.count(False)
             print("%d kernels assembled, %d failures" % (len(jobs), failures))

@@ -41,7 +41,7 @@ static int model_check(struct cuda_model *m, CUresult r, const char *what) {
 static int upload_f32_as_f16(struct cuda_model *m, uint64_t dst, const void *src, size_t n) {
     const struct cuda_kernel *k = NULL;
     uint64_t tmp = 0;
-    if (n > UINT32_MAX) {
+    if (n > KERNEL_EW_MAX_ELEMS) {
         wc_errf(m->errmsg, sizeof m->errmsg, "cuda: a weight of %zu values is too large", n);
         return WHISPERC_ERR_UNSUPPORTED;
     }

@@ -15,9 +15,10 @@
 
 static unsigned ceil_div(size_t n, size_t d) { return (unsigned)((n + d - 1) / d); }
 
-/* Fails the stream unless n fits the kernels' 32-bit indices. */
+/* Fails the stream unless n fits the kernels' 32-bit indices (those of the elementwise
+ * kernels, which take 4 elements a thread, with a CTA to spare). */
 static int fits_u32(struct wc_stream *s, const char *op, size_t n) {
-    if (n <= UINT32_MAX)
+    if (n <= KERNEL_EW_MAX_ELEMS)
         return 1;
     wc_stream_fail(s, WHISPERC_ERR_UNSUPPORTED, "cuda %s: %zu elements exceed 32-bit indexing", op,
                    n);
@@ -66,7 +67,7 @@ static void epilogue(struct wc_stream *s, float *x, int ld, const float *b, cons
                      int n_rows, int gelu, uint64_t out16) {
     int flags = (b ? KERNEL_EPI_BIAS : 0) | (gelu ? KERNEL_EPI_GELU : 0) |
                 (add ? KERNEL_EPI_ADD : 0) | (out16 ? KERNEL_EPI_HALF : 0);
-    if (!flags || s->err)
+    if (!flags || s->err || !fits_u32(s, "epilogue", (size_t)n_rows * (size_t)n))
         return;
     const struct cuda_kernel *k = cuda_kernel_get(s, CK_BIAS_ACT, n, flags, 0);
     CUdeviceptr px = dptr(x), pb = dptr(b), padd = dptr(add), pout = out16;

@@ -259,20 +259,26 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
     for (int i = 0; i < 4; i++)
         b[i] = ptx_reg(&k, PTX_B32);
     struct ptx_reg loop = ptx_label(&k), end = ptx_label(&k);
+    /* past d = 64 a tile in flight would not fit the registers: loaded as it is stored */
     struct tile_regs tile;
+    int ahead = d <= 64;
     tile_regs_init(&k, &tile, d, kv_half);
-    stage_load(&k, &tile, kp, vp, krem, row, d, kv_half);
+    if (ahead)
+        stage_load(&k, &tile, kp, vp, krem, row, d, kv_half);
     ptx_ins(&k, "mov.u32 %s, 0", j0.s);
     ptx_place(&k, loop);
     ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, j0.s, s_len.s);
     ptx_ins(&k, "@%s bra %s", p.s, end.s);
+    if (!ahead)
+        stage_load(&k, &tile, kp, vp, krem, row, d, kv_half);
     stage_store(&k, &tile, ksh, vsh, d, kv_half);
     ptx_ins(&k, "bar.sync 0");
     /* the next tile's loads, in flight while this one's mma work runs (none past s_len) */
     ptx_ins(&k, "sub.s32 %s, %s, %d", krem.s, krem.s, TC_BK);
     ptx_ins(&k, "add.s64 %s, %s, %s", kp.s, kp.s, tstep.s);
     ptx_ins(&k, "add.s64 %s, %s, %s", vp.s, vp.s, tstep.s);
-    stage_load(&k, &tile, kp, vp, krem, row, d, kv_half);
+    if (ahead)
+        stage_load(&k, &tile, kp, vp, krem, row, d, kv_half);
 
     /* S = Q·Kᵀ for 8 column tiles of 8 keys; keys >= s_len to -inf */
     ptx_ins(&k, "sub.s32 %s, %s, %s", rem.s, s_len.s, j0.s);

@@ -67,6 +67,7 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_attention(sm, ht, ct / ht, 1)) |
                add(list, &n, gen_attention(sm, ht, ct / ht, 0)) |
                add(list, &n, gen_attention_tc(sm, ha, ca / ha, 0)) |
+               add(list, &n, gen_attention_tc(sm, ha, ca / ha, 1)) | /* attention_windows' */
                add(list, &n, gen_attention_tc(sm, ht, ct / ht, 0)) |
                add(list, &n, gen_attention_tc(sm, ht, ct / ht, 1)) |
                add(list, &n, gen_attention_gather(sm, ht, ct / ht)) |

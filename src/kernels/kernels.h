@@ -25,7 +25,10 @@ char *gen_bias_gelu(int sm, int n);
 
 /* f32_to_f16(out, in, n): out[i] = (half)in[i], round to nearest; 4 elements a thread: grid
  * ceil(n / KERNEL_F16_PER_CTA) x 256. */
-#define KERNEL_F16_PER_CTA (4 * KERNEL_EW_THREADS)
+#define KERNEL_F16_PER_CTA  (4 * KERNEL_EW_THREADS)
+/* The most elements f32_to_f16 and bias_act take: a thread's first element index, 4 x its
+ * thread index in 32 bits, must not wrap for the last CTA's threads */
+#define KERNEL_EW_MAX_ELEMS (0xffffffffu - KERNEL_F16_PER_CTA)
 char *gen_f32_to_f16(int sm);
 
 /* embed_c<C>(out, tokens, tok_emb, pos_emb, positions): out[t][:] = tok_emb[tokens[t]][:]
