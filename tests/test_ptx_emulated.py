@@ -14,7 +14,10 @@ that hold bit for bit and that ptxas alone cannot check:
     epilogue bias_act_n<N>_f<flags | 8> == the f32 kernel's values rounded by f32_to_f16;
   - attn_scores over f16 keys (_kvh, word alignment on the batch decoder's audio region) ==
     attn_scores over the same values widened to f32;
-  - attn_tc over several windows in one launch (the encoder's) == a launch a window;
+  - attn_tc over several windows in one launch (the encoder's) == a launch a window, and its
+    f16 form on K/V rounded to halves (the backend's attention_windows) == the f32 form;
+  - bias_act's 16-byte form (4 elements a thread) == its element-by-element form (rows only
+    4-byte aligned), and == numpy for bias and residual;
   - transpose_f32 (the encoder's log-Mel windows) at sizes with partial tiles: every element
     moved, nothing written past the end.
   - logits_part + logits_pick (greedy) and logits_topk_part + logits_topk_pick (beams) on a
