@@ -15,7 +15,8 @@ that hold bit for bit and that ptxas alone cannot check:
   - attn_scores over f16 keys (_kvh, word alignment on the batch decoder's audio region) ==
     attn_scores over the same values widened to f32;
   - attn_tc over several windows in one launch (the encoder's) == a launch a window, and its
-    f16 form on K/V rounded to halves (the backend's attention_windows) == the f32 form;
+    f16 form on K/V rounded to halves (the backend's attention_windows) == the f32 form; its
+    fp16 output (norm_self_attention's) == the f32 output rounded;
   - bias_act's 16-byte form (4 elements a thread) == its element-by-element form (rows only
     4-byte aligned), and == numpy for bias and residual;
   - transpose_f32 (the encoder's log-Mel windows) at sizes with partial tiles: every element
@@ -87,7 +88,7 @@ def kernels(size):
 
 
 def same_bits(a, b):
-    return a.shape == b.shape and (a.view(np.uint32) == b.view(np.uint32)).all()
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
 def layernorm(ptx, mem, K, pout, pin, pg, pb, rows):
@@ -434,6 +435,13 @@ def test_attn_tc_windows(ptx, H, rng, t_len, n_win):
         block=(128, 1, 1), params=[ph, pq, pk16, pv16, C, t_len, t_len, -1], mem=mem)
     check("%s_kvh on K and V rounded to halves, %d windows == %s" % (name, n_win, name),
           same_bits(got[:n_win * t_len * C], mem.get(ph, np.float32, n_win * t_len * C)))
+    po = mem.put(np.full(n_win * t_len * C + 64, np.nan, np.float16))
+    run(ptx(name + "_kvh_oh"), name + "_kvh_oh", grid=((t_len + 63) // 64, H, n_win),
+        block=(128, 1, 1), params=[po, pq, pk16, pv16, C, t_len, t_len, -1], mem=mem)
+    oh = mem.get(po, np.float16, n_win * t_len * C + 64)
+    check("%s_kvh_oh (the fused half-block's, fp16 out) == %s's output rounded to fp16"
+          % (name, name), same_bits(oh[:n_win * t_len * C], got[:n_win * t_len * C]
+                                    .astype(np.float16)) and np.isnan(oh[n_win * t_len * C:]).all())
 
 
 def to_half(ptx, mem, pin, n):

@@ -18,9 +18,12 @@
  * on a clamped row and not stored. d_head a multiple of 16, at most 128.
  * Grid z: CTA z attends within window z (the encoder's windows of a pass, one launch): its q
  * and out rows start z * t_len rows in, its K/V rows z * s_len rows in.
- * kv_half (attn_tc_..._kvh): K and V stored as fp16 (the batch decoder's cross-attention K/V)
- * are staged as loaded; since the f32 kernel rounds them to fp16 the same way, both give the
- * same bits on K/V that fp16 holds exactly.
+ * KERNEL_TC_KV_HALF (attn_tc_..._kvh): K and V stored as fp16 (the batch decoder's
+ * cross-attention K/V, the encoder's) are staged as loaded; since the f32 kernel rounds them to
+ * fp16 the same way, both give the same bits on K/V that fp16 holds exactly.
+ * KERNEL_TC_OUT_HALF (_oh): the output rounded to fp16 as stored, for the output projection's
+ * GEMM to read as is (the f32 output's bits, rounded once).
+ * Only the tile holding key s_len - 1 masks: a full tile's mask changes nothing.
  */
 #include <math.h>
 #include <stdio.h>
@@ -128,13 +131,16 @@ static struct ptx_reg row_addr(struct ptx_kernel *k, struct ptx_reg base, struct
     return ptx_addr(k, base, index, 4);
 }
 
-char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
-    if (sm < 80 || n_head <= 0 || d <= 0 || d % 16 || d > TC_MAXD || 256 % d)
+char *gen_attention_tc(int sm, int n_head, int d, int flags) {
+    if (sm < 80 || n_head <= 0 || d <= 0 || d % 16 || d > TC_MAXD || 256 % d ||
+        (flags & ~(KERNEL_TC_KV_HALF | KERNEL_TC_OUT_HALF)))
         return NULL;
+    int kv_half = !!(flags & KERNEL_TC_KV_HALF), out_half = !!(flags & KERNEL_TC_OUT_HALF);
     int c = n_head * d, nks = d / 16, nnd = d / 8, nnt = TC_BK / 8;
     int pk = d + TC_PAD; /* shared pitch in halves */
     char name[64];
-    snprintf(name, sizeof name, "attn_tc_h%d_d%d%s", n_head, d, kv_half ? "_kvh" : "");
+    snprintf(name, sizeof name, "attn_tc_h%d_d%d%s%s", n_head, d, kv_half ? "_kvh" : "",
+             out_half ? "_oh" : "");
     int esz = kv_half ? 2 : 4; /* bytes per key or value element */
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
@@ -280,8 +286,11 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
     if (ahead)
         stage_load(&k, &tile, kp, vp, krem, row, d, kv_half);
 
-    /* S = Q·Kᵀ for 8 column tiles of 8 keys; keys >= s_len to -inf */
+    /* S = Q·Kᵀ for 8 column tiles of 8 keys; keys >= s_len to -inf (in the last tile: the
+     * branch is uniform) */
     ptx_ins(&k, "sub.s32 %s, %s, %s", rem.s, s_len.s, j0.s);
+    struct ptx_reg full = ptx_reg(&k, PTX_PRED), masked = ptx_label(&k);
+    ptx_ins(&k, "setp.ge.s32 %s, %s, %d", full.s, rem.s, TC_BK);
     ptx_ins(&k, "mad.lo.s32 %s, %s, -2, %s", rem.s, tg.s, rem.s);
     for (int nt = 0; nt < nnt; nt++) {
         for (int i = 0; i < 4; i++)
@@ -300,11 +309,14 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
                         a[ks + j][1].s, a[ks + j][2].s, a[ks + j][3].s, b[2 * j].s, b[2 * j + 1].s,
                         sc[nt][0].s, sc[nt][1].s, sc[nt][2].s, sc[nt][3].s);
         }
+    }
+    ptx_ins(&k, "@%s bra.uni %s", full.s, masked.s);
+    for (int nt = 0; nt < nnt; nt++)
         for (int i = 0; i < 4; i++) {
             ptx_ins(&k, "setp.le.s32 %s, %s, %d", p.s, rem.s, nt * 8 + i % 2);
             ptx_ins(&k, "@%s mov.f32 %s, 0fFF800000", p.s, sc[nt][i].s);
         }
-    }
+    ptx_place(&k, masked);
     /* online softmax per row: c0, c1 belong to r0 (h = 0), c2, c3 to r1 */
     struct ptx_reg mx = ptx_reg(&k, PTX_F32), corr = ptx_reg(&k, PTX_F32);
     for (int h = 0; h < 2; h++) {
@@ -354,7 +366,9 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
     ptx_place(&k, end);
 
     /* out[r][head*d + nd*8 + 2tg + {0,1}] = o / l, rows < t_len */
-    struct ptx_reg out = window_ptr(&k, "p_out", zt, NULL, c, 4), oi = ptx_reg(&k, PTX_B32);
+    int osz = out_half ? 2 : 4;
+    struct ptx_reg out = window_ptr(&k, "p_out", zt, NULL, c, osz), oi = ptx_reg(&k, PTX_B32);
+    struct ptx_reg o16 = ptx_reg(&k, PTX_B32);
     for (int h = 0; h < 2; h++) { /* all lanes, before any branch */
         quad_reduce(&k, l[h], "add");
         ptx_ins(&k, "rcp.rn.f32 %s, %s", l[h].s, l[h].s);
@@ -364,12 +378,19 @@ char *gen_attention_tc(int sm, int n_head, int d, int kv_half) {
         ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, h ? r1.s : r0.s, t_len.s);
         ptx_ins(&k, "@%s bra %s", p.s, skip.s);
         ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", oi.s, h ? r1.s : r0.s, c, col.s);
-        struct ptx_reg oa = row_addr(&k, out, oi);
-        for (int nd = 0; nd < nnd; nd++)
+        struct ptx_reg oa = ptx_addr(&k, out, oi, osz);
+        for (int nd = 0; nd < nnd; nd++) {
             for (int i = 2 * h; i < 2 * h + 2; i++) {
                 ptx_ins(&k, "mul.f32 %s, %s, %s", o[nd][i].s, o[nd][i].s, l[h].s);
-                ptx_ins(&k, "st.global.f32 [%s+%d], %s", oa.s, 4 * (nd * 8 + i % 2), o[nd][i].s);
+                if (!out_half)
+                    ptx_ins(&k, "st.global.f32 [%s+%d], %s", oa.s, 4 * (nd * 8 + i % 2),
+                            o[nd][i].s);
             }
+            if (out_half) {
+                pack(&k, o16, o[nd][2 * h], o[nd][2 * h + 1]);
+                ptx_ins(&k, "st.global.b32 [%s+%d], %s", oa.s, 2 * nd * 8, o16.s);
+            }
+        }
         ptx_place(&k, skip);
     }
     return ptx_end(&k);

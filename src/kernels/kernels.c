@@ -40,6 +40,7 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
     int ca = hp->n_audio_state, ct = hp->n_text_state;
     int ha = hp->n_audio_head, ht = hp->n_text_head;
     const int B = KERNEL_EPI_BIAS, G = KERNEL_EPI_GELU, A = KERNEL_EPI_ADD;
+    const int KV = KERNEL_TC_KV_HALF, OH = KERNEL_TC_OUT_HALF;
     if (!bad)
         bad |= add(list, &n, gen_layernorm(sm, ca, 0)) | add(list, &n, gen_layernorm(sm, ct, 0)) |
                add(list, &n, gen_layernorm(sm, ca, 1)) | add(list, &n, gen_bias_gelu(sm, ca)) |
@@ -58,7 +59,8 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_bias_act(sm, 4 * ca, B | G)) |
                add(list, &n, gen_bias_act(sm, 4 * ca, B | G | H)) |
                add(list, &n, gen_bias_act(sm, 4 * ct, B | G)) |
-               add(list, &n, gen_bias_act(sm, ca, B | G | A));
+               add(list, &n, gen_bias_act(sm, ca, B | G | A)) |
+               add(list, &n, gen_bias_act(sm, ca, B | H)); /* norm_self_attention's v */
     /* conv stems; encoder self-attention, decoder self (causal) and cross attention, the
      * decoder's gathered self-attention and alignment-head scores */
     if (!bad)
@@ -67,9 +69,10 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_attention(sm, ht, ct / ht, 1)) |
                add(list, &n, gen_attention(sm, ht, ct / ht, 0)) |
                add(list, &n, gen_attention_tc(sm, ha, ca / ha, 0)) |
-               add(list, &n, gen_attention_tc(sm, ha, ca / ha, 1)) | /* attention_windows' */
+               add(list, &n, gen_attention_tc(sm, ha, ca / ha, KV)) |      /* attention_windows' */
+               add(list, &n, gen_attention_tc(sm, ha, ca / ha, KV | OH)) | /* the fused block's */
                add(list, &n, gen_attention_tc(sm, ht, ct / ht, 0)) |
-               add(list, &n, gen_attention_tc(sm, ht, ct / ht, 1)) |
+               add(list, &n, gen_attention_tc(sm, ht, ct / ht, KV)) |
                add(list, &n, gen_attention_gather(sm, ht, ct / ht)) |
                add(list, &n, gen_attention_scores(sm, ht, ct / ht, 0)) |
                add(list, &n, gen_attention_scores(sm, ht, ct / ht, 1)) |
