@@ -210,6 +210,17 @@ struct wc_backend_ops {
     void (*attention_windows)(struct wc_stream *s, float *out, const float *q, const float *k,
                               const float *v, int n_win, int t_len, int c, int n_head);
 
+    /* The encoder's self-attention half-block over n_win windows of t_len rows (x: [n_win *
+     * t_len][c]): x += W_o · attention_windows(norm_qkv(x)) + b_o, w = {q, k, v, o} ([c][c]),
+     * b likewise (k's NULL); work: four [n_win * t_len][c] buffers, their contents undefined
+     * after. x has the bits norm_qkv, attention_windows and linear (accumulate) give it on the
+     * same backend (CUDA with WHISPERC_CUDA_GEMM=lt: close, K's product being written in fp16
+     * by its GEMM); the fused form saves passes over the rows (CUDA: K, V and the attention's
+     * output go from kernel to kernel in fp16). NULL where a backend has no fused form. */
+    void (*norm_self_attention)(struct wc_stream *s, float *x, const float *g, const float *lb,
+                                const struct wc_mat *const w[4], const float *const b[4], int n_win,
+                                int t_len, int n_head, float *const work[4]);
+
     /* Decoder self-attention for one new query per sequence, keys and values gathered through
      * a slot table, so that beams share their common prefix and reorder without copying:
      *   out[g][h] = softmax_j(q[g][h] . k[r][h] / sqrt(d)) . v[r][h],  r = slots[g*ld_slots + j]

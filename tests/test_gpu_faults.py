@@ -58,6 +58,7 @@ def run(args, timeout=300, **fake):
     env["FAKECUDA_REPORT"] = "1"
     env.pop("WHISPERC_CUDA_SYNC", None)
     env.pop("WHISPERC_CUDA_GEMV", None)  # the default is checked
+    env.pop("WHISPERC_CUDA_GEMM", None)
     env.update({k: str(v) for k, v in fake.items()})
     r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=timeout, env=env)
     check("Sanitizer" not in r.stderr and "runtime error" not in r.stderr,
@@ -117,6 +118,19 @@ def clean_runs():
     check(r.returncode == 0 and clean_exit(r) and "gemv_f16_k" in r.stderr
           and "gemv_tc" not in r.stderr,
           f"WHISPERC_CUDA_GEMV=f16 on the fake GPU: gemv_f16, no gemv_tc, no rule broken ({rep})")
+    # the encoder's GEMMs through cuBLASLt (bias in its epilogue, fp16 K out): the fake checks
+    # every operand, the bias and the workspace; with no algorithm for a shape, cuBLAS instead
+    for fake, want in (({}, "GEMMs cuBLASLt"), ({"FAKECUDA_LT_NOALGO": "1"}, "GEMMs cuBLASLt")):
+        r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "2",
+                 "--tokens", "3", "--runs", "1"], WHISPERC_CUDA_GEMM="lt", FAKECUDA_REPORT="2",
+                **fake)
+        rep = report(r)
+        graphs = [l for l in r.stdout.splitlines() if l.startswith("  graphs")]
+        epi = set(re.findall(r"fakecuda: +\d+ (bias_act_n\d+_f\d+)", r.stderr))
+        check(r.returncode == 0 and clean_exit(r) and len(graphs) == 1 and want in graphs[0]
+              and ("bias_act_n384_f1" in epi) == bool(fake),
+              f"WHISPERC_CUDA_GEMM=lt {fake}: {want!r}, bias epilogues {sorted(epi)}, no rule "
+              f"broken ({rep}, {graphs})")
     r = transcribe("--device", "cuda")
     rep = report(r)
     check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0 and rep["graphs"] > 0,
@@ -205,8 +219,9 @@ def kernel_faults():
           f"a fault in a kernel: exit 1, the last kernel queued ({r.stderr.strip()[:300]!r})")
     r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_KERNEL="attn:async",
                    WHISPERC_CUDA_SYNC=1)
-    # (the encoder's attention: K and V converted to fp16 first, attn_tc_..._kvh)
-    check(r.returncode == 1 and "kernel attn_tc_h6_d64_kvh: CUDA_ERROR_ILLEGAL_ADDRESS" in r.stderr,
+    # (the encoder's attention half-block: K, V and the output in fp16, attn_tc_..._kvh_oh)
+    check(r.returncode == 1 and "kernel attn_tc_h6_d64_kvh_oh: CUDA_ERROR_ILLEGAL_ADDRESS"
+          in r.stderr,
           f"a fault in a kernel, WHISPERC_CUDA_SYNC=1: the kernel that failed "
           f"({r.stderr.strip()[:300]!r})")
     r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_KERNEL="attn_gather:async@60")

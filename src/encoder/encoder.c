@@ -89,14 +89,21 @@ static void enc_linear(const struct encoder *e, struct wc_stream *s, int n, floa
         op->linear(s, out + i * out_step, 0, in + i * in_step, w, b, n_ctx, act, accumulate);
 }
 
-/* x += attn(ln(x)) ; x += mlp(ln(x)) — ResidualAttentionBlock without cross-attention, over n
- * windows; attention sees only its own window. */
-static void encoder_block(struct encoder *e, struct wc_stream *s, const struct wc_block_w *b,
-                          int n) {
+/* x += attn(ln(x)) over n windows; attention sees only its own window. The fused ops take
+ * every window's rows in one call: only where linears merge windows. */
+static void encoder_attention(struct encoder *e, struct wc_stream *s, const struct wc_block_w *b,
+                              int n) {
     const struct wc_backend_ops *op = s->be->ops;
     int n_ctx = e->hp->n_audio_ctx, c = e->hp->n_audio_state, rows = n * n_ctx;
-    /* the fused ops take every window's rows in one call: only where linears merge windows */
-    int merge = op->linear_merge_windows;
+    int merge = op->linear_merge_windows, n_head = e->hp->n_audio_head;
+    if (merge && op->norm_self_attention) {
+        const struct wc_mat *const w[4] = {&b->attn.q, &b->attn.k, &b->attn.v, &b->attn.o};
+        const float *const bias[4] = {b->attn.q_b, NULL, b->attn.v_b, b->attn.o_b};
+        float *const work[4] = {e->q, e->k, e->v, e->att};
+        op->norm_self_attention(s, e->x, b->attn_ln_g, b->attn_ln_b, w, bias, n, n_ctx, n_head,
+                                work);
+        return;
+    }
     if (merge && op->norm_qkv) {
         const struct wc_mat *const w[3] = {&b->attn.q, &b->attn.k, &b->attn.v};
         const float *const bias[3] = {b->attn.q_b, NULL, b->attn.v_b};
@@ -107,10 +114,18 @@ static void encoder_block(struct encoder *e, struct wc_stream *s, const struct w
         enc_linear(e, s, n, e->k, e->h, &b->attn.k, NULL, WC_ACT_NONE, 0);
         enc_linear(e, s, n, e->v, e->h, &b->attn.v, b->attn.v_b, WC_ACT_NONE, 0);
     }
-    op->attention_windows(s, e->att, e->q, e->k, e->v, n, n_ctx, c, e->hp->n_audio_head);
+    op->attention_windows(s, e->att, e->q, e->k, e->v, n, n_ctx, c, n_head);
     enc_linear(e, s, n, e->x, e->att, &b->attn.o, b->attn.o_b, WC_ACT_NONE, 1);
+}
 
-    if (merge && op->norm_mlp) {
+/* x += attn(ln(x)) ; x += mlp(ln(x)) — ResidualAttentionBlock without cross-attention, over n
+ * windows. */
+static void encoder_block(struct encoder *e, struct wc_stream *s, const struct wc_block_w *b,
+                          int n) {
+    const struct wc_backend_ops *op = s->be->ops;
+    int n_ctx = e->hp->n_audio_ctx, c = e->hp->n_audio_state, rows = n * n_ctx;
+    encoder_attention(e, s, b, n);
+    if (op->linear_merge_windows && op->norm_mlp) {
         op->norm_mlp(s, e->x, b->mlp_ln_g, b->mlp_ln_b, &b->mlp0, b->mlp0_b, &b->mlp2, b->mlp2_b,
                      rows, e->mlp);
         return;

@@ -137,6 +137,7 @@ static void cuda_backend_free(struct wc_backend *be) {
         if (m->ctx)
             m->cu.primary_ctx_release(m->dev.dev);
         cublas_api_unload(&m->blas);
+        cublaslt_api_unload(&m->lt);
         cuda_api_unload(&m->cu);
         free(m);
     }
@@ -177,6 +178,7 @@ static const struct wc_backend_ops cuda_ops = {
     .norm_mlp = cuda_norm_mlp,
     .attention = cuda_attention,
     .attention_windows = cuda_attention_windows,
+    .norm_self_attention = cuda_norm_self_attention,
     .attention_gather = cuda_attention_gather,
     .attention_rows = cuda_attention_rows,
     .attention_scores = cuda_attention_scores,
@@ -276,6 +278,10 @@ int cuda_backend_new(int gpu_index, struct wc_backend **out, char *err, size_t e
                      : strcmp(gemv, "tc16") == 0      ? 16
                      : strcmp(gemv, "tc32") == 0      ? 32
                                                       : 0; /* f16 (or anything else) */
+    /* cuBLASLt where asked for and found (its absence is no error: cuBLAS does the work) */
+    const char *gemm = getenv("WHISPERC_CUDA_GEMM");
+    if (gemm && strcmp(gemm, "lt") == 0)
+        m->gemm_lt = cublaslt_api_load(&m->lt, m->lt_why, sizeof m->lt_why) == 0;
     /* f16 cross-attention K/V: attn_rows_..._kvh for steps, attn_tc_..._kvh for prompts (the
      * simt kernel has no f16 form) */
     bool kv_half = wc_env_f16("WHISPERC_CROSS_KV", 1) && !m->attn_simt && m->sm >= 80;

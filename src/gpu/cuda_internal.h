@@ -64,6 +64,7 @@ struct cuda_kernel_cache {
 struct cuda_model {
     struct cuda_api cu;
     struct cublas_api blas;
+    struct cublaslt_api lt; /* loaded only with gemm_lt */
     struct cuda_device dev;
     CUcontext ctx;    /* the device's primary context, retained */
     int sm;           /* PTX target: the device's, capped at the newest the generators know */
@@ -81,6 +82,10 @@ struct cuda_model {
      * their launch latency passes meanwhile. sm_90+ with cuLaunchKernelEx; WHISPERC_CUDA_PDL=0
      * turns it off (to compare). */
     int dep_launch;
+    /* The GEMMs over many rows through cuBLASLt, bias in its epilogue, fp16 out where the next
+     * kernel reads fp16 (WHISPERC_CUDA_GEMM=lt; gemm_cuda.c) */
+    int gemm_lt;
+    char lt_why[160];     /* why not, when asked for */
     struct arena weights; /* uploaded weights, freed with the backend */
     struct cuda_kernel_cache kernels;
     char device_desc[192];
@@ -94,7 +99,8 @@ enum {
     CUDA_SCRATCH_LOGITS = 2, /* logits_greedy: suppress mask, picks, rules, chunk records */
     CUDA_SCRATCH_ATTN = 3,   /* the key splits of attn_gather / attn_rows (kernels.h) */
     CUDA_SCRATCH_COUNT = 4,  /* their counters: zeroed when made, left zero by each launch */
-    CUDA_N_SCRATCH = 5
+    CUDA_SCRATCH_LT = 5,     /* cuBLASLt's workspace */
+    CUDA_N_SCRATCH = 6
 };
 struct cuda_scratch {
     uint64_t addr;
@@ -151,10 +157,29 @@ struct cuda_graphs {
     char dep_why[320]; /* why the stream's dependent launches were turned off; "": they were not */
 };
 
+/* A cuBLASLt product's shape and what it does (gemm_cuda.c), and its descriptors and the
+ * algorithm the heuristics gave for it (ok = 0: none, the stream runs cuBLAS instead). */
+struct cuda_lt_key {
+    int m, n, k, ldc, half, bias, beta, align;
+};
+struct cuda_lt_plan {
+    struct cuda_lt_key key;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t layout[3]; /* A, B, C = D */
+    cublasLtMatmulAlgo_t algo;
+    int tried, ok;
+    unsigned long used; /* the stream's lt_clock when last used */
+};
+/* an encoder pass's shapes (q/k/v/o, fc1, fc2; f32 or f16 out) at two window counts */
+#define CUDA_LT_PLANS 16
+
 struct cuda_stream {
     struct cuda_model *m;
     CUstream stream;
     cublasHandle_t blas;
+    cublasLtHandle_t lt; /* created on first use */
+    struct cuda_lt_plan lt_plan[CUDA_LT_PLANS];
+    unsigned long lt_clock;
     struct arena arena;                          /* activations */
     struct cuda_scratch scratch[CUDA_N_SCRATCH]; /* indexed by CUDA_SCRATCH_* */
     /* the suppress mask last uploaded to the start of scratch[CUDA_SCRATCH_LOGITS] (at
@@ -229,6 +254,9 @@ void cuda_embed(struct wc_stream *s, float *out, const int32_t *tokens, const in
                 int t_len, const struct wc_mat *tok_emb, const float *pos_emb, int pos0, int c);
 void cuda_attention_windows(struct wc_stream *s, float *out, const float *q, const float *k,
                             const float *v, int n_win, int t_len, int c, int n_head);
+void cuda_norm_self_attention(struct wc_stream *s, float *x, const float *g, const float *lb,
+                              const struct wc_mat *const w[4], const float *const b[4], int n_win,
+                              int t_len, int n_head, float *const work[4]);
 void cuda_attention(struct wc_stream *s, float *out, const float *q, const void *k, const void *v,
                     enum wc_dtype kv_dtype, int ld_kv, int t_len, int s_len, int c, int n_head,
                     int causal_pos0);
@@ -239,6 +267,22 @@ void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const 
                          const void *v, enum wc_dtype kv_dtype, int ld_kv, size_t lane_stride,
                          const int32_t *lane_of_row, int n_rows, int s_len, int c, int n_head);
 void cuda_to_f16(struct wc_stream *s, void *dst, const float *src, size_t n);
+
+/* Products over many rows (gemm_cuda.c): c [n_rows][ldc] f32 = w · x16 (+ c when beta = 1),
+ * x16 fp16 [n_rows][w->cols]; cuda_gemm_bias adds b (NULL: none); cuda_gemm_half writes the
+ * product + b in fp16 to out16 [n_rows][w->rows] (work: f32 room for it; without cuBLASLt the
+ * bits of cuda_gemm, cuda_epilogue and to_f16).
+ * cuda_epilogue: x[r][i] = act(x[r][i] + b[i]) + add[r][i] over n_rows x n (rows ld apart), in
+ * place; with out16, that value rounded to fp16 goes to out16[r][i] instead (x unchanged). */
+void cuda_gemm(struct wc_stream *s, float *c, int ldc, const struct wc_mat *w, uint64_t x16,
+               int n_rows, float beta);
+void cuda_gemm_bias(struct wc_stream *s, float *out, int ldc, const struct wc_mat *w, uint64_t x16,
+                    int n_rows, float beta, const float *b);
+void cuda_gemm_half(struct wc_stream *s, uint64_t out16, float *work, const struct wc_mat *w,
+                    uint64_t x16, int n_rows, const float *b);
+void cuda_epilogue(struct wc_stream *s, float *x, int ld, const float *b, const float *add, int n,
+                   int n_rows, int gelu, uint64_t out16);
+void cuda_lt_free(struct cuda_stream *cs);
 void cuda_transpose(struct wc_stream *s, float *out, const float *in, int rows, int cols);
 void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const void *k,
                            enum wc_dtype k_dtype, int ld_k, int t_len, int s_len, int c, int n_head,

@@ -40,43 +40,6 @@ void cuda_to_f16(struct wc_stream *s, void *dst, const float *src, size_t n) {
     to_half(s, dptr(dst), src, n);
 }
 
-/* C[t][n] (ldc floats per row) = w[n][:] . x16[t][:] (+ C when beta = 1), t < n_rows.
- * cuBLAS is column-major: row-major w[n_out][k] is the k x n_out matrix A with lda = k, x16
- * [n_rows][k] is k x n_rows with ldb = k, and out [n_rows][ldc] is n_out x n_rows with ldc; so
- * C = Aᵀ·B, transa = T, transb = N, m = n_out, n = n_rows. */
-static void gemm(struct wc_stream *s, float *c, int ldc, const struct wc_mat *w, uint64_t x16,
-                 int n_rows, float beta) {
-    struct cuda_stream *cs = cuda_stream(s);
-    const float alpha = 1.0f;
-    /* a step's rows (<= KERNEL_GEMV_LAUNCH_ROWS) take gemv; a GEMM in a step graph is refused
-     * rather than captured, as a replay pass could not skip it */
-    if (s->err || cuda_graph_refuse(cs, "a cuBLAS GEMM"))
-        return;
-    cublas_stream_check(s,
-                        cs->m->blas.gemm_ex(cs->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->rows, n_rows,
-                                            w->cols, &alpha, w->data, CUDA_R_16F, w->cols,
-                                            (const void *)(uintptr_t)x16, CUDA_R_16F, w->cols,
-                                            &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
-                                            CUBLAS_GEMM_DEFAULT_TENSOR_OP),
-                        "cublasGemmEx");
-}
-
-/* x[r][i] = act(x[r][i] + b[i]) + add[r][i] over n_rows x n (rows ld apart), in place; with
- * out16, that value rounded to fp16 goes to out16[r][i] instead (x unchanged). */
-static void epilogue(struct wc_stream *s, float *x, int ld, const float *b, const float *add, int n,
-                     int n_rows, int gelu, uint64_t out16) {
-    int flags = (b ? KERNEL_EPI_BIAS : 0) | (gelu ? KERNEL_EPI_GELU : 0) |
-                (add ? KERNEL_EPI_ADD : 0) | (out16 ? KERNEL_EPI_HALF : 0);
-    if (!flags || s->err || !fits_u32(s, "epilogue", (size_t)n_rows * (size_t)n))
-        return;
-    const struct cuda_kernel *k = cuda_kernel_get(s, CK_BIAS_ACT, n, flags, 0);
-    CUdeviceptr px = dptr(x), pb = dptr(b), padd = dptr(add), pout = out16;
-    unsigned uld = (unsigned)ld, urows = (unsigned)n_rows;
-    void *args[] = {&px, &uld, &pb, &padd, &urows, &pout};
-    size_t per_cta = (size_t)KERNEL_EW_THREADS * (size_t)kernel_epi_per_thread(n);
-    cuda_launch(s, k, ceil_div((size_t)n_rows * (size_t)n, per_cta), 1, KERNEL_EW_THREADS, args);
-}
-
 /* Whether a gemv over w runs as gemv_tc (WHISPERC_CUDA_GEMV=tc; the choice depends on the
  * weight alone). It loads input rows, gain and bias 16 bytes at a time: a pointer that is not
  * 16-byte aligned fails the stream (-1) rather than fall back, which would make the bits depend
@@ -192,10 +155,8 @@ static void norm_qkv_gemm(struct wc_stream *s, float *const out[3], const float 
     if (!h16)
         return;
     layernorm_half(s, h16, in, g, lb, n_rows, c);
-    for (int i = 0; i < 3; i++) {
-        gemm(s, out[i], c, w[i], h16, n_rows, 0.0f);
-        epilogue(s, out[i], c, b[i], NULL, c, n_rows, 0, 0);
-    }
+    for (int i = 0; i < 3; i++)
+        cuda_gemm_bias(s, out[i], c, w[i], h16, n_rows, 0.0f, b[i]);
 }
 
 void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst,
@@ -275,10 +236,9 @@ void cuda_norm_mlp(struct wc_stream *s, float *x, const float *g, const float *l
     if (!h16)
         return;
     layernorm_half(s, h16, x, g, lb, n_rows, c);
-    gemm(s, work, hidden, w0, h16, n_rows, 0.0f);
-    epilogue(s, work, hidden, b0, NULL, hidden, n_rows, 1, h16);
-    gemm(s, x, c, w2, h16, n_rows, 1.0f);
-    epilogue(s, x, c, b2, NULL, c, n_rows, 0, 0);
+    cuda_gemm(s, work, hidden, w0, h16, n_rows, 0.0f);
+    cuda_epilogue(s, work, hidden, b0, NULL, hidden, n_rows, 1, h16);
+    cuda_gemm_bias(s, x, c, w2, h16, n_rows, 1.0f, b2);
 }
 
 void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
@@ -310,9 +270,12 @@ void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
     if (!x16)
         return;
     to_half(s, x16, in, n_in);
-    gemm(s, out, ld_out, w, x16, n_rows, accumulate ? 1.0f : 0.0f);
     /* with accumulate, out = out + W·in, and the bias adds after: the same sum */
-    epilogue(s, out, ld_out, b, NULL, w->rows, n_rows, act == WC_ACT_GELU, 0);
+    if (act == WC_ACT_GELU) {
+        cuda_gemm(s, out, ld_out, w, x16, n_rows, accumulate ? 1.0f : 0.0f);
+        cuda_epilogue(s, out, ld_out, b, NULL, w->rows, n_rows, 1, 0);
+    } else
+        cuda_gemm_bias(s, out, ld_out, w, x16, n_rows, accumulate ? 1.0f : 0.0f, b);
 }
 
 void cuda_conv1d(struct wc_stream *s, float *out, const float *in, const struct wc_mat *w,
@@ -339,8 +302,8 @@ void cuda_conv1d(struct wc_stream *s, float *out, const float *in, const struct 
     unsigned ut_out = (unsigned)t_out;
     void *args[] = {&pcol, &pin, &ut_out};
     cuda_launch(s, k, ut_out, 1, KERNEL_LN_THREADS, args);
-    gemm(s, out, c_out, w, col, t_out, 0.0f);
-    epilogue(s, out, c_out, b, add, c_out, t_out, act == WC_ACT_GELU, 0);
+    cuda_gemm(s, out, c_out, w, col, t_out, 0.0f);
+    cuda_epilogue(s, out, c_out, b, add, c_out, t_out, act == WC_ACT_GELU, 0);
 }
 
 void cuda_layernorm(struct wc_stream *s, float *out, const float *in, const float *g,
@@ -476,8 +439,9 @@ void cuda_attention(struct wc_stream *s, float *out, const float *q, const void 
                        "cuda attention: f16 keys need 4-byte aligned pairs (ld_kv %d)", ld_kv);
         return;
     }
-    const struct cuda_kernel *kn = tc ? cuda_kernel_get(s, CK_ATTN_TC, n_head, d, half)
-                                      : cuda_kernel_get(s, CK_ATTENTION, n_head, d, causal);
+    const struct cuda_kernel *kn =
+        tc ? cuda_kernel_get(s, CK_ATTN_TC, n_head, d, half ? KERNEL_TC_KV_HALF : 0)
+           : cuda_kernel_get(s, CK_ATTENTION, n_head, d, causal);
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v);
     unsigned uld = (unsigned)ld_kv, ut = (unsigned)t_len, us = (unsigned)s_len;
     int pos0 = causal_pos0;
@@ -520,13 +484,58 @@ void cuda_attention_windows(struct wc_stream *s, float *out, const float *q, con
     uint64_t v16 = kv16 + n_rows * (size_t)c * 2;
     to_half(s, kv16, k, n_rows * (size_t)c);
     to_half(s, v16, v, n_rows * (size_t)c);
-    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ATTN_TC, n_head, d, 1);
+    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ATTN_TC, n_head, d, KERNEL_TC_KV_HALF);
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = kv16, pv = v16;
     unsigned uld = (unsigned)c, ut = (unsigned)t_len;
     int pos0 = -1;
     void *args[] = {&po, &pq, &pk, &pv, &uld, &ut, &ut, &pos0};
     cuda_launch_3d(s, kn, ceil_div((size_t)t_len, KERNEL_ATTN_BQ), (unsigned)n_head,
                    (unsigned)n_win, KERNEL_ATTN_THREADS, args);
+}
+
+void cuda_norm_self_attention(struct wc_stream *s, float *x, const float *g, const float *lb,
+                              const struct wc_mat *const w[4], const float *const b[4], int n_win,
+                              int t_len, int n_head, float *const work[4]) {
+    if (cuda_op_begin(s) || n_win <= 0 || t_len <= 0)
+        return;
+    int c = w[0]->cols, d = head_dim(s, "norm_self_attention", c, n_head);
+    size_t n_rows = (size_t)n_win * (size_t)t_len, n = n_rows * (size_t)c;
+    if (!d || !fits_u32(s, "norm_self_attention", n))
+        return;
+    for (int i = 0; i < 4; i++)
+        if (w[i]->dtype != WC_F16 || w[i]->rows != c || w[i]->cols != c) {
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                           "cuda norm_self_attention: weight %d is [%d][%d], not [%d][%d] f16", i,
+                           w[i]->rows, w[i]->cols, c, c);
+            return;
+        }
+    int rows = (int)n_rows;
+    if (t_len <= KERNEL_ROWS_MAX_QUERIES || !attn_tc_fits(cuda_stream(s)->m, d) ||
+        rows <= KERNEL_GEMV_LAUNCH_ROWS) { /* the ops it stands for */
+        cuda_norm_qkv(s, work[0], work[1], work[2], NULL, x, g, lb, w, b, rows);
+        cuda_attention_windows(s, work[3], work[0], work[1], work[2], n_win, t_len, c, n_head);
+        cuda_linear(s, x, c, work[3], w[3], b[3], rows, WC_ACT_NONE, 1);
+        return;
+    }
+    /* one fp16 scratch of three parts: the normed rows (then, once the GEMMs have read them,
+     * the attention's output), K and V */
+    uint64_t h16 = cuda_scratch(s, CUDA_SCRATCH_HALF, 3 * n * 2);
+    if (!h16)
+        return;
+    uint64_t k16 = h16 + n * 2, v16 = k16 + n * 2;
+    layernorm_half(s, h16, x, g, lb, rows, c);
+    cuda_gemm_bias(s, work[0], c, w[0], h16, rows, 0.0f, b[0]);
+    cuda_gemm_half(s, k16, work[1], w[1], h16, rows, b[1]);
+    cuda_gemm_half(s, v16, work[2], w[2], h16, rows, b[2]);
+    const struct cuda_kernel *kn =
+        cuda_kernel_get(s, CK_ATTN_TC, n_head, d, KERNEL_TC_KV_HALF | KERNEL_TC_OUT_HALF);
+    CUdeviceptr po = h16, pq = dptr(work[0]), pk = k16, pv = v16;
+    unsigned uld = (unsigned)c, ut = (unsigned)t_len;
+    int pos0 = -1;
+    void *args[] = {&po, &pq, &pk, &pv, &uld, &ut, &ut, &pos0};
+    cuda_launch_3d(s, kn, ceil_div((size_t)t_len, KERNEL_ATTN_BQ), (unsigned)n_head,
+                   (unsigned)n_win, KERNEL_ATTN_THREADS, args);
+    cuda_gemm_bias(s, x, c, w[3], h16, rows, 1.0f, b[3]);
 }
 
 static void attention_split(struct wc_stream *s, const struct cuda_kernel *kn, void **args,

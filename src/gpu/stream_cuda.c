@@ -120,8 +120,16 @@ int cuda_stream_check(struct wc_stream *s, CUresult r, const char *what) {
 int cublas_stream_check(struct wc_stream *s, cublasStatus_t st, const char *what) {
     if (st == CUBLAS_STATUS_SUCCESS)
         return 0;
+    struct cuda_stream *cs = cuda_stream(s);
+    /* a kernel that faulted before the call spoils the context, and cuBLAS says only that its
+     * own launch failed: the stream's error says which (and marks the device lost) */
+    if (st == CUBLAS_STATUS_EXECUTION_FAILED || st == CUBLAS_STATUS_INTERNAL_ERROR) {
+        CUresult r = cs->m->cu.stream_synchronize(cs->stream);
+        if (kernel_fault(r))
+            return cuda_stream_check(s, r, what);
+    }
     char msg[sizeof s->errmsg];
-    cublas_check(&cuda_stream(s)->m->blas, st, what, msg, sizeof msg);
+    cublas_check(&cs->m->blas, st, what, msg, sizeof msg);
     wc_stream_fail(s, WHISPERC_ERR_BACKEND, "cuda: %s", msg);
     return s->err;
 }
@@ -161,6 +169,7 @@ void cuda_stream_free(struct wc_stream *s) {
         cuda_graph_drop_all(cs);
         if (cs->blas)
             cs->m->blas.destroy(cs->blas);
+        cuda_lt_free(cs);
         for (int i = 0; i < WC_TIMER_SLOTS; i++)
             if (cs->timer[i])
                 cu->event_destroy(cs->timer[i]);
@@ -398,8 +407,9 @@ double cuda_timer_elapsed_ms(struct wc_stream *s, int a, int b) {
 }
 
 uint64_t cuda_scratch(struct wc_stream *s, int which, size_t bytes) {
-    static const char *const what[CUDA_N_SCRATCH] = {"fp16 scratch", "token ids", "logit rules",
-                                                     "attention splits", "split counters"};
+    static const char *const what[CUDA_N_SCRATCH] = {"fp16 scratch",   "token ids",
+                                                     "logit rules",    "attention splits",
+                                                     "split counters", "cuBLASLt workspace"};
     struct cuda_stream *cs = cuda_stream(s);
     struct cuda_scratch *sc = &cs->scratch[which];
     if (s->err)

@@ -40,6 +40,9 @@
 #             base.en-shaped random weights (a step with gemv_tc, gemv_f16 and gemv_f16 without
 #             dependent launch; 128 windows at 64 lanes), gpu_backend and decoder_feed, jfk and
 #             batch identity with it, large-v3's shape, the tiny.en dev set
+#   lt        the encoder's GEMMs through cuBLASLt (WHISPERC_CUDA_GEMM=lt, bias in the GEMM's
+#             epilogue): ncu of base.en's random encoder window with and without it, encoder
+#             and batched figures, gpu_backend, jfk, batch identity and the tiny.en dev set
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -561,6 +564,40 @@ tc_random() {
             "$OUT/bench.tmp" | grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
     done
     rm -f "/tmp/ggml-$1-random.bin" "$OUT/bench.tmp"
+    return "$rc"
+}
+
+stage_lt() { # what matters most first: a 15-minute session may cut it short
+    local rc=0 g
+    random_model base.en || return 1
+    for g in cublas lt; do
+        WHISPERC_CUDA_GEMM=$g timeout 60 "$B/whisper-c" bench --synthetic --device cuda \
+            -m /tmp/ggml-base.en-random.bin --tokens 100 -bs 1 --runs 3 --batch-size 1 \
+            >"$OUT/bench.tmp" 2>&1 || rc=1
+        say "synthetic base.en (random), GEMMs $g: $(synthetic_lines "$OUT/bench.tmp")"
+        WHISPERC_CUDA_GEMM=$g timeout 120 "$B/whisper-c" bench --synthetic --device cuda \
+            -m /tmp/ggml-base.en-random.bin --tokens 100 -bs 1 --runs 1 --batch-size 64 \
+            --throughput 128 >"$OUT/bench.tmp" 2>&1 || rc=1
+        say "synthetic base.en (random) batched, GEMMs $g: $(sed -n '/^batched throughput/,$p' \
+            "$OUT/bench.tmp" | grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
+    done
+    export PATH=/usr/local/cuda/bin:$PATH
+    for g in cublas lt; do # one encoder window: 20 launches a layer before, ~10 with lt
+        WHISPERC_CUDA_GEMM=$g timeout 120 ncu --print-summary per-kernel --launch-count 130 \
+            "$B/whisper-c" bench --synthetic --device cuda -m /tmp/ggml-base.en-random.bin \
+            --tokens 1 -bs 1 --runs 1 >"$OUT/ncu-lt-$g.txt" 2>&1 || rc=1
+        say "ncu base.en encoder, GEMMs $g (kernel, grid, launches, mean, total):"
+        ncu_table "$OUT/ncu-lt-$g.txt" >/dev/null
+    done
+    rm -f /tmp/ggml-base.en-random.bin "$OUT/bench.tmp"
+    export WHISPERC_CUDA_GEMM=lt
+    meson test -C "$B" --no-rebuild --print-errorlogs gpu_backend >"$OUT/lt-suite.log" 2>&1 || rc=1
+    say "gpu_backend with WHISPERC_CUDA_GEMM=lt: $(grep -E '^(Ok|Fail):' \
+        "$B/meson-logs/testlog.txt" | tr -s ' ' | tr '\n' ' ')"
+    compare_jfk tiny.en || rc=1
+    batch_identity 150 || rc=1
+    golden_on_cuda devset_tiny.en || rc=1
+    unset WHISPERC_CUDA_GEMM
     return "$rc"
 }
 
