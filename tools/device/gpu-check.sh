@@ -582,7 +582,7 @@ stage_lt() { # what matters most first: a 15-minute session may cut it short
             "$OUT/bench.tmp" | grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
     done
     export PATH=/usr/local/cuda/bin:$PATH
-    for g in cublas lt; do # one encoder window: 20 launches a layer before, ~10 with lt
+    for g in cublas lt; do # an encoder window: 15 launches a layer, 11 with lt
         WHISPERC_CUDA_GEMM=$g timeout 120 ncu --print-summary per-kernel --launch-count 130 \
             "$B/whisper-c" bench --synthetic --device cuda -m /tmp/ggml-base.en-random.bin \
             --tokens 1 -bs 1 --runs 1 >"$OUT/ncu-lt-$g.txt" 2>&1 || rc=1
