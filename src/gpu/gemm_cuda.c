@@ -85,51 +85,56 @@ void cuda_lt_free(struct cuda_stream *cs) {
 }
 
 /* Builds plan p for its key (desc with transposes and epilogue; layouts of A, B and C = D) and
- * asks the heuristics for an algorithm: 0, or -1 (no algorithm; p->ok stays 0). */
-static int lt_plan_make(struct cuda_stream *cs, struct cuda_lt_plan *p) {
+ * asks the heuristics for an algorithm: 0, or -1: none for the shape (p->ok stays 0, the
+ * stream runs cuBLAS), or a call failed (the stream failed). */
+static int lt_plan_make(struct wc_stream *s, struct cuda_lt_plan *p) {
+    struct cuda_stream *cs = cuda_stream(s);
     const struct cublaslt_api *lt = &cs->m->lt;
     const struct cuda_lt_key *key = &p->key;
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     cublasLtEpilogue_t epi = key->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     cudaDataType_t ct = key->half ? CUDA_R_16F : CUDA_R_32F;
-    uint64_t ws = LT_WORKSPACE;
+    uint64_t ws = LT_WORKSPACE, m = (uint64_t)key->m, n = (uint64_t)key->n, k = (uint64_t)key->k;
     uint32_t align = (uint32_t)key->align;
-    cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t res;
-    int n_res = 0;
-    int bad =
-        lt->desc_create(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) ||
-        lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) ||
-        lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) ||
-        lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi) ||
-        lt->layout_create(&p->layout[0], CUDA_R_16F, (uint64_t)key->k, (uint64_t)key->m, key->k) ||
-        lt->layout_create(&p->layout[1], CUDA_R_16F, (uint64_t)key->k, (uint64_t)key->n, key->k) ||
-        lt->layout_create(&p->layout[2], ct, (uint64_t)key->m, (uint64_t)key->n, key->ldc) ||
-        lt->pref_create(&pref) ||
-        lt->pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-    /* the heuristics assume 256-byte alignment unless told; the bias pointer set on the desc
-     * before the query is one they read for it */
+    /* the heuristics assume 256-byte alignment unless told, and read the bias pointer's: an
+     * address aligned as the key says stands in for it */
+    const void *bias_align = (const void *)(uintptr_t)key->align;
     static const cublasLtMatmulPreferenceAttributes_t aligns[] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-    for (int i = 0; i < 4 && !bad; i++)
-        bad = lt->pref_set(pref, aligns[i], &align, sizeof align) != CUBLAS_STATUS_SUCCESS;
-    if (!bad && key->bias) {
-        const void *any = (const void *)(uintptr_t)256; /* aligned; never dereferenced here */
-        bad = lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &any, sizeof any) !=
-              CUBLAS_STATUS_SUCCESS;
-    }
-    if (!bad)
-        bad = lt->heuristic(cs->lt, p->desc, p->layout[0], p->layout[1], p->layout[2], p->layout[2],
-                            pref, 1, &res, &n_res) != CUBLAS_STATUS_SUCCESS ||
-              n_res < 1 || res.state != CUBLAS_STATUS_SUCCESS || res.workspaceSize > ws;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res;
+    int n_res = 0;
+    cublasStatus_t st = lt->desc_create(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    st = st ? st : lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+    st = st ? st : lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    st = st ? st : lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+    if (key->bias)
+        st = st ? st
+                : lt->desc_set(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_align,
+                               sizeof bias_align);
+    st = st ? st : lt->layout_create(&p->layout[0], CUDA_R_16F, k, m, (int64_t)k);
+    st = st ? st : lt->layout_create(&p->layout[1], CUDA_R_16F, k, n, (int64_t)k);
+    st = st ? st : lt->layout_create(&p->layout[2], ct, m, n, key->ldc);
+    st = st ? st : lt->pref_create(&pref);
+    st = st ? st : lt->pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    for (int i = 0; i < 4; i++)
+        st = st ? st : lt->pref_set(pref, aligns[i], &align, sizeof align);
+    st = st ? st
+            : lt->heuristic(cs->lt, p->desc, p->layout[0], p->layout[1], p->layout[2], p->layout[2],
+                            pref, 1, &res, &n_res);
     if (pref)
         lt->pref_destroy(pref);
-    if (bad) {
-        struct cuda_lt_key keep = p->key;
+    int none = st == CUBLAS_STATUS_NOT_SUPPORTED ||
+               (!st && (n_res < 1 || res.state != CUBLAS_STATUS_SUCCESS || res.workspaceSize > ws));
+    if (st || none) {
+        struct cuda_lt_plan keep = *p;
         lt_plan_free(lt, p);
-        p->key = keep;
+        p->key = keep.key;
+        p->used = keep.used;
         p->tried = 1; /* not asked again */
+        if (!none)
+            cublas_stream_check(s, st, "cuBLASLt matmul plan");
         return -1;
     }
     p->algo = res.algo;
@@ -138,7 +143,8 @@ static int lt_plan_make(struct cuda_stream *cs, struct cuda_lt_plan *p) {
 }
 
 /* The stream's plan for key: found, or made in the slot used longest ago. */
-static struct cuda_lt_plan *lt_plan(struct cuda_stream *cs, const struct cuda_lt_key *key) {
+static struct cuda_lt_plan *lt_plan(struct wc_stream *s, const struct cuda_lt_key *key) {
+    struct cuda_stream *cs = cuda_stream(s);
     for (int i = 0; i < CUDA_LT_PLANS; i++)
         if (cs->lt_plan[i].tried && !memcmp(&cs->lt_plan[i].key, key, sizeof *key)) {
             cs->lt_plan[i].used = ++cs->lt_clock;
@@ -151,7 +157,7 @@ static struct cuda_lt_plan *lt_plan(struct cuda_stream *cs, const struct cuda_lt
     lt_plan_free(&cs->m->lt, p);
     p->key = *key;
     p->used = ++cs->lt_clock;
-    lt_plan_make(cs, p);
+    lt_plan_make(s, p);
     return p;
 }
 
@@ -173,9 +179,9 @@ static int gemm_lt(struct wc_stream *s, void *out, int ldc, int half, const stru
     uint64_t pw = dptr(w->data), po = dptr(out), pb = dptr(b);
     int align = align_of(pw | x16 | po | (b ? pb : 0));
     struct cuda_lt_key key = {w->rows, n_rows, w->cols, ldc, half, b != NULL, beta != 0.0f, align};
-    const struct cuda_lt_plan *p = lt_plan(cs, &key);
+    const struct cuda_lt_plan *p = lt_plan(s, &key);
     if (!p->ok)
-        return 0;
+        return s->err ? -1 : 0;
     const struct cublaslt_api *lt = &cs->m->lt;
     const float alpha = 1.0f;
     const void *bias = b;

@@ -1,7 +1,7 @@
 /*
- * ops_cuda.c — backend.h's ops on the GPU. Matrix products go through cuBLAS (fp16 operands,
- * fp32 accumulation and output) followed by a generated epilogue for bias/GELU/add; the rest
- * are generated kernels (src/kernels), launched with the shapes kernels.h states.
+ * ops_cuda.c — backend.h's ops on the GPU. Products over many rows go through gemm_cuda.c
+ * (cuBLAS or cuBLASLt, fp16 operands, fp32 accumulation); a step's through gemv kernels; the
+ * rest are generated kernels (src/kernels), launched with the shapes kernels.h states.
  *
  * Generated kernels index with 32-bit integers, so every op checks that its element counts fit
  * in a u32 before it launches.
@@ -382,9 +382,9 @@ void cuda_transpose(struct wc_stream *s, float *out, const float *in, int rows, 
                 args);
 }
 
-/* Whether heads of d take attn_tc (sm_80+, d a multiple of 16 up to 128, not switched off). */
+/* Whether heads of d take attn_tc (sm_80+, d 16, 32, 64 or 128, not switched off). */
 static bool attn_tc_fits(const struct cuda_model *m, int d) {
-    return m->sm >= 80 && d % 16 == 0 && d <= 128 && !m->attn_simt;
+    return m->sm >= 80 && d % 16 == 0 && d <= 128 && 256 % d == 0 && !m->attn_simt;
 }
 
 /* d_head = c / n_head, or 0 (stream failed) when c does not split evenly. */
@@ -509,6 +509,10 @@ void cuda_norm_self_attention(struct wc_stream *s, float *x, const float *g, con
                            w[i]->rows, w[i]->cols, c, c);
             return;
         }
+    if (!g || !lb) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda norm_self_attention: no layer norm");
+        return;
+    }
     int rows = (int)n_rows;
     if (t_len <= KERNEL_ROWS_MAX_QUERIES || !attn_tc_fits(cuda_stream(s)->m, d) ||
         rows <= KERNEL_GEMV_LAUNCH_ROWS) { /* the ops it stands for */
