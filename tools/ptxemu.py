@@ -55,6 +55,10 @@ Floating point
     gives), which is one order a GPU may take; membar / fence are no-ops.
     mma.sync m16n8k16 (f16 operands, f32 accumulate) waits for every lane of the warp, as
     a full-mask shfl.sync, and sums exactly before one rounding to f32: close to a tensor core.
+    cp.async (4, 8, 16 bytes, a source size zero-filling the rest) is recorded when issued and
+    copied at the cp.async.wait_group / wait_all that completes its group: shared memory read
+    before the wait holds the old bytes (0xFF: NaN), so a missing wait shows; the barrier a GPU
+    needs after the wait, for other threads' copies, is not checked.
     ldmatrix.sync.aligned.m8n8.x1/x2/x4[.trans].shared.b16 likewise waits for the warp: lanes
     8j .. 8j + 7 give the row addresses of matrix j (16-byte aligned rows of 8 halves); lane l
     gets elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of each matrix, or with .trans
@@ -1523,6 +1527,72 @@ class _Compiler:
                 _write(dd[j], v, m)
         return SHFL, f, (0xFFFFFFFF, True, None)
 
+    def op_cp(self, ins, mods, a):
+        # cp.async.{ca,cg}.shared.global [dst], [src], size{, src_size}: a copy recorded at issue
+        # (addresses and sizes read then) and made at the cp.async.wait_group that completes its
+        # group, so that shared memory read before that wait still holds the old bytes;
+        # commit_group / wait_group N / wait_all as the CTA's (every thread runs them together)
+        if mods[:1] != ["async"]:
+            raise EmuError("unsupported cp form '%s'" % ins.text)
+        me, what = self, ins.text
+        if mods[1:] in (["commit_group"], ["wait_group"], ["wait_all"]):
+            kind = mods[1]
+            keep = int(a[0]) if kind == "wait_group" else 0
+            if ins.guard is not None or (kind != "wait_group" and a):
+                raise EmuError("unsupported cp.async form '%s'" % what)
+
+            def f(m):
+                if m is not None and not m.all():
+                    raise EmuError("%s: not run by every thread of the CTA" % what)
+                if kind == "commit_group":
+                    me.async_groups.append(me.async_open)
+                    me.async_open = []
+                    return
+                if kind == "wait_all":
+                    me.async_groups.append(me.async_open)
+                    me.async_open = []
+                while len(me.async_groups) > keep:
+                    for dst, src, n, size in me.async_groups.pop(0):
+                        me._async_copy(dst, src, n, size, what)
+            return f
+        if (len(mods) != 4 or mods[1] not in ("ca", "cg") or mods[2] not in ("shared", "shared::cta")
+                or mods[3] != "global" or len(a) not in (3, 4)):
+            raise EmuError("unsupported cp.async form '%s'" % what)
+        size = int(a[2])
+        if size not in (4, 8, 16) or (mods[1] == "cg" and size != 16):
+            raise EmuError("cp.async of %d bytes: '%s'" % (size, what))
+        dk, dbase, doff = self.addr(a[0])
+        sk, sbase, soff = self.addr(a[1])
+        if dk != "reg" or sk != "reg":
+            raise EmuError("cp.async addresses must be registers: '%s'" % what)
+        nsrc = self.src(a[3], "u32") if len(a) == 4 else np.uint32(size)
+        T = self.T
+
+        def f(m):
+            idx = np.nonzero(m)[0] if m is not None else np.arange(T)
+            dst = np.asarray(dbase).astype(np.int64)[idx] + doff
+            src = np.asarray(sbase).astype(np.int64)[idx] + soff
+            n = (np.full(T, int(nsrc), np.int64) if np.ndim(nsrc) == 0
+                 else np.asarray(nsrc).astype(np.int64))[idx]
+            if (dst % size).any() or (src % size).any() or (n > size).any():
+                raise EmuError("%s: misaligned, or more source bytes than copied" % what)
+            me.async_open.append((dst, src, n, size))
+        return f
+
+    def _async_copy(self, dst, src, n, size, what):
+        """One recorded cp.async over its threads: n bytes of src, then zeros, to dst."""
+        data = np.zeros((len(dst), size), np.uint8)
+        full = np.nonzero(n == size)[0]
+        if len(full):
+            data[full] = np.stack(self.mem.load(src[full], 1, size, what), axis=1)
+        for i in np.nonzero((n > 0) & (n < size))[0]:
+            data[i, :n[i]] = self.mem.load(src[i] + np.arange(n[i]), 1, 1, what)[0]
+        for j in range(size):
+            self.shared.store(dst + j, 1, [data[:, j]], what)
+
+    def async_reset(self):
+        self.async_open, self.async_groups = [], []
+
     def op_griddepcontrol(self, ins, mods, a):
         # one grid at a time here: the kernel before has completed, dependents launch after
         if mods not in (["wait"], ["launch_dependents"]) or a:
@@ -1630,6 +1700,7 @@ def run(ptx_text, kernel_name, grid=(1, 1, 1), block=(1, 1, 1), params=(), mem=N
     comp = _Compiler(kern, R, pv, T, lane, warpbase)
     comp.mem = mem
     comp.shared = _Shared(kern.shared_size)
+    comp.async_reset()
     code = [comp.compile(ins) for ins in kern.instrs]
     texts = [ins.text for ins in kern.instrs]
     # specials that do not change between CTAs
@@ -1657,6 +1728,7 @@ def run(ptx_text, kernel_name, grid=(1, 1, 1), block=(1, 1, 1), params=(), mem=N
                 sp[ix("%ctaid." + c)] = cta[i]
             R.reset(poison)
             comp.shared.reset()
+            comp.async_reset()
             try:
                 steps += _run_cta(code, texts, T, lane)
             except EmuError as e:

@@ -434,9 +434,10 @@ void cuda_attention(struct wc_stream *s, float *out, const float *q, const void 
                        "cuda attention: f16 keys need the tensor-core kernel (unmasked, sm_80+)");
         return;
     }
-    if (half && ((ld_kv & 1) || ((dptr(k) | dptr(v)) & 3))) { /* attn_tc_kvh loads half pairs */
+    /* attn_tc_kvh copies rows in 16-byte chunks (cp.async) */
+    if (half && ((ld_kv % 8) || ((dptr(k) | dptr(v)) % 16))) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
-                       "cuda attention: f16 keys need 4-byte aligned pairs (ld_kv %d)", ld_kv);
+                       "cuda attention: f16 keys need 16-byte aligned rows (ld_kv %d)", ld_kv);
         return;
     }
     const struct cuda_kernel *kn =

@@ -8,9 +8,11 @@
  * - Q is loaded once as A fragments, pre-scaled by log2(e)/sqrt(d) (scores in the log2 domain).
  * - Per tile of 64 keys the CTA stages K and V as fp16 [key][d + 8]; B fragments come from
  *   ldmatrix (x4: two mma's worth a load), K's as stored, V's transposed (.trans); the pitch of
- *   36 words puts the 8 rows of an 8 x 8 matrix on 32 different banks. The next tile's global
- *   loads are issued before this tile's mma work, into registers, and stored to shared memory
- *   after it: their latency is hidden behind the tensor cores'.
+ *   36 words puts the 8 rows of an 8 x 8 matrix on 32 different banks. The f32 form issues the
+ *   next tile's global loads before this tile's mma work, into registers, and stores them to
+ *   shared memory after it; the fp16 form (K/V already halves) copies them with cp.async into
+ *   a second buffer (double buffering, where both fit the 48 KB of static shared memory: d <=
+ *   64), so that no register holds a tile in flight and no thread waits for the copy.
  * - S = Q·Kᵀ comes out in C layout; two neighbouring 8-key column tiles of S, rounded to fp16,
  *   are exactly the A fragment of P for a 16-key step of P·V (no shuffle through shared).
  * - Row max and sum: a row lives in the 4 lanes of a group (2 shuffles).
@@ -42,20 +44,19 @@ static void pack(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg lo, st
     ptx_ins(k, "cvt.rn.f16x2.f32 %s, %s, %s", dst.s, hi.s, lo.s);
 }
 
-/* A K/V tile in flight, global to shared in two halves (stage_load, stage_store) so that the
- * next tile's loads overlap this tile's mma work: per matrix (K, V) and pair r, two f32 (x) or
- * one f16 pair (h). */
+/* The f32 form's K/V tile in flight, global to shared in two halves (stage_load, stage_store)
+ * so that the next tile's loads overlap this tile's mma work: per matrix (K, V) and pair r,
+ * two f32. */
 #define TC_PAIRS (TC_BK * TC_MAXD / 256)
 struct tile_regs {
-    struct ptx_reg x[2][TC_PAIRS][2], h[2][TC_PAIRS];
+    struct ptx_reg x[2][TC_PAIRS][2];
 };
 
 /* Loads rows [j0, j0 + TC_BK) of k and v into t, zeros for keys >= s_len. Pair e = tid + 128 r
  * of each: key e / (d/2), dims 2 (e % (d/2)) + {0,1}. kp/vp: global address of this thread's
  * r = 0 pair at j0; rem: s_len - j0 - its key; row = ld_kv elements, in bytes. */
 static void stage_load(struct ptx_kernel *k, struct tile_regs *t, struct ptx_reg kp,
-                       struct ptx_reg vp, struct ptx_reg rem, struct ptx_reg row, int d,
-                       int kv_half) {
+                       struct ptx_reg vp, struct ptx_reg rem, struct ptx_reg row, int d) {
     int kstep = 128 / (d / 2); /* keys from pair r to r + 1 */
     struct ptx_reg a = ptx_reg(k, PTX_B64), p = ptx_reg(k, PTX_PRED), off = ptx_reg(k, PTX_B64);
     for (int r = 0; r < TC_BK * d / 256; r++) {
@@ -63,15 +64,10 @@ static void stage_load(struct ptx_kernel *k, struct tile_regs *t, struct ptx_reg
         ptx_ins(k, "mul.lo.u64 %s, %s, %d", off.s, row.s, r * kstep);
         for (int m = 0; m < 2; m++) {
             ptx_ins(k, "add.s64 %s, %s, %s", a.s, (m ? vp : kp).s, off.s);
-            if (kv_half) { /* the pair as stored: two neighbouring halves */
-                ptx_ins(k, "mov.b32 %s, 0", t->h[m][r].s);
-                ptx_ins(k, "@%s ld.global.nc.b32 %s, [%s]", p.s, t->h[m][r].s, a.s);
-            } else
-                for (int e = 0; e < 2; e++) {
-                    ptx_ins(k, "mov.f32 %s, 0f00000000", t->x[m][r][e].s);
-                    ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+%d]", p.s, t->x[m][r][e].s, a.s,
-                            4 * e);
-                }
+            for (int e = 0; e < 2; e++) {
+                ptx_ins(k, "mov.f32 %s, 0f00000000", t->x[m][r][e].s);
+                ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+%d]", p.s, t->x[m][r][e].s, a.s, 4 * e);
+            }
         }
     }
 }
@@ -79,30 +75,47 @@ static void stage_load(struct ptx_kernel *k, struct tile_regs *t, struct ptx_reg
 /* Stores t as k and v (fp16 [key][d + pad]); ksh/vsh: the shared address of this thread's
  * r = 0 pair. */
 static void stage_store(struct ptx_kernel *k, const struct tile_regs *t, struct ptx_reg ksh,
-                        struct ptx_reg vsh, int d, int kv_half) {
+                        struct ptx_reg vsh, int d) {
     int kstep = 128 / (d / 2);
     struct ptx_reg h = ptx_reg(k, PTX_B32);
     for (int m = 0; m < 2; m++)
         for (int r = 0; r < TC_BK * d / 256; r++) {
-            if (kv_half)
-                h = t->h[m][r];
-            else
-                pack(k, h, t->x[m][r][0], t->x[m][r][1]);
+            pack(k, h, t->x[m][r][0], t->x[m][r][1]);
             ptx_ins(k, "st.shared.b32 [%s+%d], %s", (m ? vsh : ksh).s, 2 * r * kstep * (d + TC_PAD),
                     h.s);
         }
 }
 
-/* The registers of a tile in flight */
-static void tile_regs_init(struct ptx_kernel *k, struct tile_regs *t, int d, int kv_half) {
-    for (int m = 0; m < 2; m++)
-        for (int r = 0; r < TC_BK * d / 256; r++) {
-            if (kv_half)
-                t->h[m][r] = ptx_reg(k, PTX_B32);
-            else
-                for (int e = 0; e < 2; e++)
-                    t->x[m][r][e] = ptx_reg(k, PTX_F32);
+/* The fp16 form's staging: rows [j0, j0 + TC_BK) of k and v copied to shared memory by
+ * cp.async, 16 bytes a chunk, zeros for keys >= s_len (a copy of 0 source bytes reads
+ * nothing). Chunk e = tid + 128 r of each: key e / (d/8), dims 8 (e % (d/8)) + [0, 8). kp,
+ * vp: global address of this thread's r = 0 chunk; rem: s_len - j0 - its key; ksh, vsh: its
+ * r = 0 chunk's shared address, in the buffer at byte offset boff. Not committed. */
+static void async_issue(struct ptx_kernel *k, struct ptx_reg kp, struct ptx_reg vp,
+                        struct ptx_reg rem, struct ptx_reg row, struct ptx_reg ksh,
+                        struct ptx_reg vsh, struct ptx_reg boff, int d) {
+    int kstep = 1024 / d; /* keys from chunk r to r + 1 */
+    struct ptx_reg a = ptx_reg(k, PTX_B64), p = ptx_reg(k, PTX_PRED), off = ptx_reg(k, PTX_B64);
+    struct ptx_reg n = ptx_reg(k, PTX_B32), sa = ptx_reg(k, PTX_B32);
+    for (int r = 0; r < TC_BK * d / 1024; r++) {
+        ptx_ins(k, "setp.gt.s32 %s, %s, %d", p.s, rem.s, r * kstep);
+        ptx_ins(k, "selp.u32 %s, 16, 0, %s", n.s, p.s);
+        ptx_ins(k, "mul.lo.u64 %s, %s, %d", off.s, row.s, r * kstep);
+        for (int m = 0; m < 2; m++) {
+            ptx_ins(k, "add.s64 %s, %s, %s", a.s, (m ? vp : kp).s, off.s);
+            ptx_ins(k, "add.u32 %s, %s, %s", sa.s, (m ? vsh : ksh).s, boff.s);
+            ptx_ins(k, "cp.async.cg.shared.global [%s+%d], [%s], 16, %s", sa.s,
+                    2 * r * kstep * (d + TC_PAD), a.s, n.s);
         }
+    }
+}
+
+/* The registers of a tile in flight */
+static void tile_regs_init(struct ptx_kernel *k, struct tile_regs *t, int d) {
+    for (int m = 0; m < 2; m++)
+        for (int r = 0; r < TC_BK * d / 256; r++)
+            for (int e = 0; e < 2; e++)
+                t->x[m][r][e] = ptx_reg(k, PTX_F32);
 }
 
 /* v = max (op "max") or sum ("add") over the 4 lanes of a group: they hold one query row */
@@ -144,8 +157,8 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
     int esz = kv_half ? 2 : 4; /* bytes per key or value element */
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
-    if (kv_half && d <= 64) /* three CTAs an SM: 168 registers, no spill (the f32 form needs
-                             * 179 for its tile of f32 in flight: two) */
+    if (kv_half && d <= 64) /* three CTAs an SM: 156 registers, no spill (four spill; the f32
+                             * form needs 208 for its tile of f32 in flight: two) */
         ptx_occupancy(&k, KERNEL_ATTN_THREADS, 3);
     ptx_param(&k, "u64", "p_out");
     ptx_param(&k, "u64", "p_q");
@@ -155,8 +168,10 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
     ptx_param(&k, "u32", "p_t_len");
     ptx_param(&k, "u32", "p_s_len");
     ptx_param(&k, "s32", "p_pos0"); /* unused: same parameters as attn_h<H>_d<D> */
+    /* the fp16 form's buffers: two where they fit the static 48 KB */
+    int nbuf = kv_half && 2 * 2 * TC_BK * pk * 2 <= 48 * 1024 ? 2 : 1;
     ptx_raw(&k, "    .shared .align 16 .b16 s_k[%d];\n    .shared .align 16 .b16 s_v[%d];\n",
-            TC_BK * pk, TC_BK * pk);
+            nbuf * TC_BK * pk, nbuf * TC_BK * pk);
 
     struct ptx_reg tid = ptx_special(&k, "%tid.x"), blk = ptx_special(&k, "%ctaid.x");
     struct ptx_reg head = ptx_special(&k, "%ctaid.y");
@@ -209,9 +224,11 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
     struct ptx_reg ksh = ptx_reg(&k, PTX_B32), vsh = ptx_reg(&k, PTX_B32);
     struct ptx_reg kb = ptx_reg(&k, PTX_B32), vb = ptx_reg(&k, PTX_B32);
     struct ptx_reg krem = ptx_reg(&k, PTX_B32), xv = ptx_reg(&k, PTX_B32);
-    ptx_ins(&k, "div.u32 %s, %s, %d", kkey.s, tid.s, d / 2); /* key of the K/V pair */
-    ptx_ins(&k, "and.b32 %s, %s, %d", kcol.s, tid.s, d / 2 - 1);
-    ptx_ins(&k, "shl.b32 %s, %s, 1", kcol.s, kcol.s); /* its first dim */
+    /* a thread's first K/V pair (f32 form) or 16-byte chunk of 8 halves (fp16 form) */
+    int per_key = kv_half ? d / 8 : d / 2;
+    ptx_ins(&k, "div.u32 %s, %s, %d", kkey.s, tid.s, per_key); /* its key */
+    ptx_ins(&k, "and.b32 %s, %s, %d", kcol.s, tid.s, per_key - 1);
+    ptx_ins(&k, "shl.b32 %s, %s, %d", kcol.s, kcol.s, kv_half ? 3 : 1); /* its first dim */
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", ksh.s, kkey.s, pk, kcol.s);
     ptx_ins(&k, "mov.u32 %s, s_k", x.s);
     ptx_ins(&k, "mov.u32 %s, s_v", xv.s);
@@ -265,26 +282,55 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
     for (int i = 0; i < 4; i++)
         b[i] = ptx_reg(&k, PTX_B32);
     struct ptx_reg loop = ptx_label(&k), end = ptx_label(&k);
-    /* past d = 64 a tile in flight would not fit the registers: loaded as it is stored */
-    struct tile_regs tile;
-    int ahead = d <= 64;
-    tile_regs_init(&k, &tile, d, kv_half);
-    if (ahead)
-        stage_load(&k, &tile, kp, vp, krem, row, d, kv_half);
+    /* the tile's buffer (byte offset boff) and this lane's ldmatrix rows in it */
+    struct ptx_reg boff = ptx_reg(&k, PTX_B32), kbb = kb, vbb = vb;
+    int tile_bytes = 2 * TC_BK * pk;
+    ptx_ins(&k, "mov.u32 %s, 0", boff.s);
     ptx_ins(&k, "mov.u32 %s, 0", j0.s);
+    struct tile_regs tile;
+    /* f32 form: past d = 64 a tile in flight would not fit the registers, loaded as stored */
+    int ahead = !kv_half && d <= 64;
+    if (kv_half) {
+        kbb = ptx_reg(&k, PTX_B32), vbb = ptx_reg(&k, PTX_B32);
+        async_issue(&k, kp, vp, krem, row, ksh, vsh, boff, d);
+        ptx_ins(&k, "cp.async.commit_group");
+    } else
+        tile_regs_init(&k, &tile, d);
+    if (ahead)
+        stage_load(&k, &tile, kp, vp, krem, row, d);
     ptx_place(&k, loop);
     ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, j0.s, s_len.s);
     ptx_ins(&k, "@%s bra %s", p.s, end.s);
-    if (!ahead)
-        stage_load(&k, &tile, kp, vp, krem, row, d, kv_half);
-    stage_store(&k, &tile, ksh, vsh, d, kv_half);
+    if (kv_half && nbuf == 2) {
+        /* the next tile into the other buffer (read last iteration, released by its closing
+         * barrier; past s_len only zeros), then wait for this one's */
+        ptx_ins(&k, "sub.s32 %s, %s, %d", krem.s, krem.s, TC_BK);
+        ptx_ins(&k, "add.s64 %s, %s, %s", kp.s, kp.s, tstep.s);
+        ptx_ins(&k, "add.s64 %s, %s, %s", vp.s, vp.s, tstep.s);
+        struct ptx_reg other = ptx_reg(&k, PTX_B32);
+        ptx_ins(&k, "xor.b32 %s, %s, %d", other.s, boff.s, tile_bytes);
+        async_issue(&k, kp, vp, krem, row, ksh, vsh, other, d);
+        ptx_ins(&k, "cp.async.commit_group");
+        ptx_ins(&k, "cp.async.wait_group 1");
+    } else if (kv_half)
+        ptx_ins(&k, "cp.async.wait_group 0");
+    if (kv_half) {
+        ptx_ins(&k, "add.u32 %s, %s, %s", kbb.s, kb.s, boff.s);
+        ptx_ins(&k, "add.u32 %s, %s, %s", vbb.s, vb.s, boff.s);
+    }
+    if (!kv_half && !ahead)
+        stage_load(&k, &tile, kp, vp, krem, row, d);
+    if (!kv_half)
+        stage_store(&k, &tile, ksh, vsh, d);
     ptx_ins(&k, "bar.sync 0");
-    /* the next tile's loads, in flight while this one's mma work runs (none past s_len) */
-    ptx_ins(&k, "sub.s32 %s, %s, %d", krem.s, krem.s, TC_BK);
-    ptx_ins(&k, "add.s64 %s, %s, %s", kp.s, kp.s, tstep.s);
-    ptx_ins(&k, "add.s64 %s, %s, %s", vp.s, vp.s, tstep.s);
+    if (!kv_half) {
+        /* the next tile's loads, in flight while this one's mma work runs (none past s_len) */
+        ptx_ins(&k, "sub.s32 %s, %s, %d", krem.s, krem.s, TC_BK);
+        ptx_ins(&k, "add.s64 %s, %s, %s", kp.s, kp.s, tstep.s);
+        ptx_ins(&k, "add.s64 %s, %s, %s", vp.s, vp.s, tstep.s);
+    }
     if (ahead)
-        stage_load(&k, &tile, kp, vp, krem, row, d, kv_half);
+        stage_load(&k, &tile, kp, vp, krem, row, d);
 
     /* S = Q·Kᵀ for 8 column tiles of 8 keys; keys >= s_len to -inf (in the last tile: the
      * branch is uniform) */
@@ -299,10 +345,10 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
             int two = ks + 1 < nks, off = 2 * (nt * 8 * pk + 16 * ks);
             if (two)
                 ptx_ins(&k, "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%s, %s, %s, %s}, [%s+%d]",
-                        b[0].s, b[1].s, b[2].s, b[3].s, kb.s, off);
+                        b[0].s, b[1].s, b[2].s, b[3].s, kbb.s, off);
             else
                 ptx_ins(&k, "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%s, %s}, [%s+%d]", b[0].s,
-                        b[1].s, kb.s, off);
+                        b[1].s, kbb.s, off);
             for (int j = 0; j <= two; j++)
                 ptx_ins(&k, MMA " {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
                         sc[nt][0].s, sc[nt][1].s, sc[nt][2].s, sc[nt][3].s, a[ks + j][0].s,
@@ -351,7 +397,7 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
         for (int nd = 0; nd < nnd; nd += 2) { /* nnd is even: d % 16 == 0 */
             int off = 2 * (16 * ks * pk + nd * 8);
             ptx_ins(&k, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%s, %s, %s, %s}, [%s+%d]",
-                    b[0].s, b[1].s, b[2].s, b[3].s, vb.s, off);
+                    b[0].s, b[1].s, b[2].s, b[3].s, vbb.s, off);
             for (int j = 0; j < 2; j++) {
                 struct ptx_reg *t = o[nd + j];
                 ptx_ins(&k, MMA " {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
@@ -361,6 +407,15 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
         }
     }
     ptx_ins(&k, "bar.sync 0"); /* every warp is done with the tile before it is overwritten */
+    if (kv_half && nbuf == 2)
+        ptx_ins(&k, "xor.b32 %s, %s, %d", boff.s, boff.s, tile_bytes);
+    else if (kv_half) { /* one buffer: the next tile's copy starts now */
+        ptx_ins(&k, "sub.s32 %s, %s, %d", krem.s, krem.s, TC_BK);
+        ptx_ins(&k, "add.s64 %s, %s, %s", kp.s, kp.s, tstep.s);
+        ptx_ins(&k, "add.s64 %s, %s, %s", vp.s, vp.s, tstep.s);
+        async_issue(&k, kp, vp, krem, row, ksh, vsh, boff, d);
+        ptx_ins(&k, "cp.async.commit_group");
+    }
     ptx_ins(&k, "add.u32 %s, %s, %d", j0.s, j0.s, TC_BK);
     ptx_ins(&k, "bra.uni %s", loop.s);
     ptx_place(&k, end);

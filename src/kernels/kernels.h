@@ -82,8 +82,9 @@ char *gen_attention(int sm, int n_head, int d_head, int causal);
  * CTA z's queries and outputs are rows z * t_len + [0, t_len), its keys and values rows
  * z * s_len + [0, s_len) (backend.h attention_windows). For the encoder and cross-attention; fp16
  * accuracy (relative ~1e-3), as openai-whisper's fp16 inference. d_head 16, 32, 64 or 128. Flags:
- * KERNEL_TC_KV_HALF: attn_tc_h<H>_d<D>_kvh reads k and v as fp16 (ld_kv in elements and even;
- * k, v 4-byte aligned), with the bits the f32 kernel gives on their widened values;
+ * KERNEL_TC_KV_HALF: attn_tc_h<H>_d<D>_kvh reads k and v as fp16 (ld_kv in elements, a multiple
+ * of 8; k, v 16-byte aligned: cp.async copies 16-byte chunks), with the bits the f32 kernel
+ * gives on their widened values;
  * KERNEL_TC_OUT_HALF: ..._oh writes out as fp16 (4-byte aligned), the f32 kernel's output
  * rounded. */
 #define KERNEL_TC_KV_HALF  1
