@@ -713,6 +713,8 @@ for size, K, H in {"tiny": (("tiny", 384, 6),), "base": (("base", 512, 8),)}.get
     test_rows_kvh(ptx, H, rng, 2, 300)
     if size == "tiny":  # the tensor-core attention: partial query and key tiles
         test_attn_tc(ptx, H, rng, 70, 130)
+        test_attn_tc(ptx, H, rng, 9, 1)  # one key: the fp16 form's copies all but zeros
+        test_attn_tc(ptx, H, rng, 9, 1500)  # the encoder's keys: 24 tiles, both buffers
         test_attn_tc_windows(ptx, H, rng, 70, 2)
     test_scores_kvh(ptx, H, rng, 2, 200, H - 1)
     if size == "tiny":  # these kernels depend on the vocabulary alone, or on nothing
