@@ -55,7 +55,8 @@ Floating point
     gives), which is one order a GPU may take; membar / fence are no-ops.
     mma.sync m16n8k16 (f16 operands, f32 accumulate) waits for every lane of the warp, as
     a full-mask shfl.sync, and sums exactly before one rounding to f32: close to a tensor core.
-    cp.async (4, 8, 16 bytes, a source size zero-filling the rest) is recorded when issued and
+    cp.async (4, 8, 16 bytes, a source size zero-filling the rest; its source address inside an
+    allocation even when it reads nothing) is recorded when issued and
     copied at the cp.async.wait_group / wait_all that completes its group: shared memory read
     before the wait holds the old bytes (0xFF: NaN), so a missing wait shows; the barrier a GPU
     needs after the wait, for other threads' copies, is not checked.
@@ -1587,6 +1588,9 @@ class _Compiler:
             data[full] = np.stack(self.mem.load(src[full], 1, size, what), axis=1)
         for i in np.nonzero((n > 0) & (n < size))[0]:
             data[i, :n[i]] = self.mem.load(src[i] + np.arange(n[i]), 1, 1, what)[0]
+        zero = np.nonzero(n == 0)[0]
+        if len(zero):  # nothing read, but the address must still lie inside an allocation
+            self.mem.load(src[zero], 1, 1, what)
         for j in range(size):
             self.shared.store(dst + j, 1, [data[:, j]], what)
 

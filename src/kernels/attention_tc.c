@@ -87,13 +87,14 @@ static void stage_store(struct ptx_kernel *k, const struct tile_regs *t, struct 
 }
 
 /* The fp16 form's staging: rows [j0, j0 + TC_BK) of k and v copied to shared memory by
- * cp.async, 16 bytes a chunk, zeros for keys >= s_len (a copy of 0 source bytes reads
- * nothing). Chunk e = tid + 128 r of each: key e / (d/8), dims 8 (e % (d/8)) + [0, 8). kp,
- * vp: global address of this thread's r = 0 chunk; rem: s_len - j0 - its key; ksh, vsh: its
- * r = 0 chunk's shared address, in the buffer at byte offset boff. Not committed. */
+ * cp.async, 16 bytes a chunk, zeros for keys >= s_len (a copy of 0 source bytes, from row0's
+ * address, inside the tensor: nothing past it is ever addressed). Chunk e = tid + 128 r of
+ * each: key e / (d/8), dims 8 (e % (d/8)) + [0, 8). kp, vp: global address of this thread's
+ * r = 0 chunk; rem: s_len - j0 - its key; ksh, vsh: its r = 0 chunk's shared address, in the
+ * buffer at byte offset boff. Not committed. */
 static void async_issue(struct ptx_kernel *k, struct ptx_reg kp, struct ptx_reg vp,
-                        struct ptx_reg rem, struct ptx_reg row, struct ptx_reg ksh,
-                        struct ptx_reg vsh, struct ptx_reg boff, int d) {
+                        const struct ptx_reg row0[2], struct ptx_reg rem, struct ptx_reg row,
+                        struct ptx_reg ksh, struct ptx_reg vsh, struct ptx_reg boff, int d) {
     int kstep = 1024 / d; /* keys from chunk r to r + 1 */
     struct ptx_reg a = ptx_reg(k, PTX_B64), p = ptx_reg(k, PTX_PRED), off = ptx_reg(k, PTX_B64);
     struct ptx_reg n = ptx_reg(k, PTX_B32), sa = ptx_reg(k, PTX_B32);
@@ -103,6 +104,7 @@ static void async_issue(struct ptx_kernel *k, struct ptx_reg kp, struct ptx_reg 
         ptx_ins(k, "mul.lo.u64 %s, %s, %d", off.s, row.s, r * kstep);
         for (int m = 0; m < 2; m++) {
             ptx_ins(k, "add.s64 %s, %s, %s", a.s, (m ? vp : kp).s, off.s);
+            ptx_ins(k, "selp.b64 %s, %s, %s, %s", a.s, a.s, row0[m].s, p.s);
             ptx_ins(k, "add.u32 %s, %s, %s", sa.s, (m ? vsh : ksh).s, boff.s);
             ptx_ins(k, "cp.async.cg.shared.global [%s+%d], [%s], 16, %s", sa.s,
                     2 * r * kstep * (d + TC_PAD), a.s, n.s);
@@ -254,9 +256,14 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
     struct ptx_reg hd = ptx_reg(&k, PTX_B32), gi = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", hd.s, head.s, d);
     ptx_ins(&k, "add.u32 %s, %s, %s", gi.s, hd.s, kcol.s);
+    struct ptx_reg kw = window_ptr(&k, "p_k", zs, &ld, 0, esz);
+    struct ptx_reg vw = window_ptr(&k, "p_v", zs, &ld, 0, esz);
+    /* the fp16 form's stand-in source for a chunk past s_len: the same columns of key 0 */
+    struct ptx_reg row0[2];
+    if (kv_half)
+        row0[0] = ptx_addr(&k, kw, gi, esz), row0[1] = ptx_addr(&k, vw, gi, esz);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", gi.s, kkey.s, ld.s, gi.s);
-    struct ptx_reg kp = ptx_addr(&k, window_ptr(&k, "p_k", zs, &ld, 0, esz), gi, esz);
-    struct ptx_reg vp = ptx_addr(&k, window_ptr(&k, "p_v", zs, &ld, 0, esz), gi, esz);
+    struct ptx_reg kp = ptx_addr(&k, kw, gi, esz), vp = ptx_addr(&k, vw, gi, esz);
     struct ptx_reg row = ptx_reg(&k, PTX_B64), tstep = ptx_reg(&k, PTX_B64);
     ptx_ins(&k, "mul.wide.u32 %s, %s, %d", row.s, ld.s, esz);
     ptx_ins(&k, "mul.wide.u32 %s, %s, %d", tstep.s, ld.s, esz * TC_BK);
@@ -292,7 +299,7 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
     int ahead = !kv_half && d <= 64;
     if (kv_half) {
         kbb = ptx_reg(&k, PTX_B32), vbb = ptx_reg(&k, PTX_B32);
-        async_issue(&k, kp, vp, krem, row, ksh, vsh, boff, d);
+        async_issue(&k, kp, vp, row0, krem, row, ksh, vsh, boff, d);
         ptx_ins(&k, "cp.async.commit_group");
     } else
         tile_regs_init(&k, &tile, d);
@@ -309,7 +316,7 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
         ptx_ins(&k, "add.s64 %s, %s, %s", vp.s, vp.s, tstep.s);
         struct ptx_reg other = ptx_reg(&k, PTX_B32);
         ptx_ins(&k, "xor.b32 %s, %s, %d", other.s, boff.s, tile_bytes);
-        async_issue(&k, kp, vp, krem, row, ksh, vsh, other, d);
+        async_issue(&k, kp, vp, row0, krem, row, ksh, vsh, other, d);
         ptx_ins(&k, "cp.async.commit_group");
         ptx_ins(&k, "cp.async.wait_group 1");
     } else if (kv_half)
@@ -413,12 +420,14 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
         ptx_ins(&k, "sub.s32 %s, %s, %d", krem.s, krem.s, TC_BK);
         ptx_ins(&k, "add.s64 %s, %s, %s", kp.s, kp.s, tstep.s);
         ptx_ins(&k, "add.s64 %s, %s, %s", vp.s, vp.s, tstep.s);
-        async_issue(&k, kp, vp, krem, row, ksh, vsh, boff, d);
+        async_issue(&k, kp, vp, row0, krem, row, ksh, vsh, boff, d);
         ptx_ins(&k, "cp.async.commit_group");
     }
     ptx_ins(&k, "add.u32 %s, %s, %d", j0.s, j0.s, TC_BK);
     ptx_ins(&k, "bra.uni %s", loop.s);
     ptx_place(&k, end);
+    if (kv_half) /* the copies past the last tile (zeros) are done before the CTA exits */
+        ptx_ins(&k, "cp.async.wait_all");
 
     /* out[r][head*d + nd*8 + 2tg + {0,1}] = o / l, rows < t_len */
     int osz = out_half ? 2 : 4;
