@@ -59,6 +59,7 @@ def run(args, timeout=300, **fake):
     env.pop("WHISPERC_CUDA_SYNC", None)
     env.pop("WHISPERC_CUDA_GEMV", None)  # the default is checked
     env.pop("WHISPERC_CUDA_GEMM", None)
+    env.pop("WHISPERC_CUDA_ATTN", None)
     env.update({k: str(v) for k, v in fake.items()})
     r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=timeout, env=env)
     check("Sanitizer" not in r.stderr and "runtime error" not in r.stderr,
@@ -131,6 +132,12 @@ def clean_runs():
               and ("bias_act_n384_f1" in epi) == bool(fake),
               f"WHISPERC_CUDA_GEMM=lt {fake}: {want!r}, bias epilogues {sorted(epi)}, no rule "
               f"broken ({rep}, {graphs})")
+    # the encoder's attention over f32 K/V (WHISPERC_CUDA_ATTN=tc32): no fp16 form launched
+    r = transcribe("--device", "cuda", "-bs", "1", WHISPERC_CUDA_ATTN="tc32", FAKECUDA_REPORT="2")
+    tc = set(re.findall(r"fakecuda: +\d+ (attn_tc_h6_d64\S*)", r.stderr))
+    check(r.returncode == 0 and clean_exit(r) and "attn_tc_h6_d64" in tc
+          and "attn_tc_h6_d64_kvh_oh" not in tc,
+          f"WHISPERC_CUDA_ATTN=tc32 on the fake GPU: the encoder's attn_tc on f32 K/V ({tc})")
     r = transcribe("--device", "cuda")
     rep = report(r)
     check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0 and rep["graphs"] > 0,

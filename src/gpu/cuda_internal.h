@@ -70,6 +70,7 @@ struct cuda_model {
     int sm;           /* PTX target: the device's, capped at the newest the generators know */
     int sync_each_op; /* WHISPERC_CUDA_SYNC=1: sync after every launch to name a faulting kernel */
     int attn_simt;    /* WHISPERC_CUDA_ATTN=simt: no tensor-core attention (to compare) */
+    int attn_kv32;    /* WHISPERC_CUDA_ATTN=tc32: the encoder's attn_tc on f32 K/V (to compare) */
     int no_graphs;    /* WHISPERC_NO_CUDA_GRAPH=1: decoder steps as plain launches */
     /* A step's projections on tensor cores (gemv_tc, for every row count, so a row keeps the
      * bits it has alone): 1 (sm_80+, the default since the H200 run of 2026-11-28: 64-lane

@@ -476,17 +476,21 @@ void cuda_attention_windows(struct wc_stream *s, float *out, const float *q, con
         return;
     }
     /* K and V to fp16 first, into the fp16 scratch (free between the q/k/v GEMMs and the output
-     * projection's input): attn_tc_..._kvh reads half the bytes and holds fewer registers (three
-     * CTAs an SM, against two), and since the f32 kernel rounds K and V to fp16 as it stages
-     * them, the bits are the f32 kernel's */
-    uint64_t kv16 = cuda_scratch(s, CUDA_SCRATCH_HALF, 2 * n_rows * (size_t)c * 2);
-    if (!kv16)
-        return;
-    uint64_t v16 = kv16 + n_rows * (size_t)c * 2;
-    to_half(s, kv16, k, n_rows * (size_t)c);
-    to_half(s, v16, v, n_rows * (size_t)c);
-    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ATTN_TC, n_head, d, KERNEL_TC_KV_HALF);
-    CUdeviceptr po = dptr(out), pq = dptr(q), pk = kv16, pv = v16;
+     * projection's input): attn_tc_..._kvh reads half the bytes and stages tiles by cp.async
+     * (three CTAs an SM, against two), and since the f32 kernel rounds K and V to fp16 as it
+     * stages them, the bits are the f32 kernel's (which WHISPERC_CUDA_ATTN=tc32 runs instead) */
+    CUdeviceptr pk = dptr(k), pv = dptr(v);
+    int flags = 0;
+    if (!m->attn_kv32) {
+        uint64_t kv16 = cuda_scratch(s, CUDA_SCRATCH_HALF, 2 * n_rows * (size_t)c * 2);
+        if (!kv16)
+            return;
+        pk = kv16, pv = kv16 + n_rows * (size_t)c * 2, flags = KERNEL_TC_KV_HALF;
+        to_half(s, pk, k, n_rows * (size_t)c);
+        to_half(s, pv, v, n_rows * (size_t)c);
+    }
+    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ATTN_TC, n_head, d, flags);
+    CUdeviceptr po = dptr(out), pq = dptr(q);
     unsigned uld = (unsigned)c, ut = (unsigned)t_len;
     int pos0 = -1;
     void *args[] = {&po, &pq, &pk, &pv, &uld, &ut, &ut, &pos0};
@@ -515,7 +519,8 @@ void cuda_norm_self_attention(struct wc_stream *s, float *x, const float *g, con
         return;
     }
     int rows = (int)n_rows;
-    if (t_len <= KERNEL_ROWS_MAX_QUERIES || !attn_tc_fits(cuda_stream(s)->m, d) ||
+    const struct cuda_model *m = cuda_stream(s)->m;
+    if (t_len <= KERNEL_ROWS_MAX_QUERIES || !attn_tc_fits(m, d) || m->attn_kv32 ||
         rows <= KERNEL_GEMV_LAUNCH_ROWS) { /* the ops it stands for */
         cuda_norm_qkv(s, work[0], work[1], work[2], NULL, x, g, lb, w, b, rows);
         cuda_attention_windows(s, work[3], work[0], work[1], work[2], n_win, t_len, c, n_head);

@@ -582,8 +582,11 @@ stage_lt() { # what matters most first: a 15-minute session may cut it short
             "$OUT/bench.tmp" | grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
     done
     export PATH=/usr/local/cuda/bin:$PATH
-    for g in cublas lt; do # an encoder window: 15 launches a layer, 11 with lt
-        WHISPERC_CUDA_GEMM=$g timeout 120 ncu --print-summary per-kernel --launch-count 130 \
+    # an encoder window: 15 launches a layer, 11 with lt; tc32: the attention on f32 K/V
+    # (attn_tc_h8_d64, registers) against fp16 K/V (attn_tc_h8_d64_kvh_oh, cp.async)
+    for g in cublas lt lt-tc32; do
+        WHISPERC_CUDA_GEMM=${g%-tc32} WHISPERC_CUDA_ATTN=$([ "$g" = lt-tc32 ] && echo tc32) \
+            timeout 120 ncu --print-summary per-kernel --launch-count 130 \
             "$B/whisper-c" bench --synthetic --device cuda -m /tmp/ggml-base.en-random.bin \
             --tokens 1 -bs 1 --runs 1 >"$OUT/ncu-lt-$g.txt" 2>&1 || rc=1
         say "ncu base.en encoder, GEMMs $g (kernel, grid, launches, mean, total):"
