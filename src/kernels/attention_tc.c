@@ -15,7 +15,9 @@
  *   64), so that no register holds a tile in flight and no thread waits for the copy.
  * - S = Q·Kᵀ comes out in C layout; two neighbouring 8-key column tiles of S, rounded to fp16,
  *   are exactly the A fragment of P for a 16-key step of P·V (no shuffle through shared).
- * - Row max and sum: a row lives in the 4 lanes of a group (2 shuffles).
+ * - Row max and sum: a row lives in the 4 lanes of a group (2 shuffles). The exponentials are
+ *   ex2.approx.ftz: without .ftz ptxas wraps each MUFU.EX2 in a range test and two multiplies
+ *   for a subnormal result (a weight below 2^-126 of the row's largest, which flushes to 0).
  * Keys past s_len are zeros in shared memory and -inf in S; query rows past t_len are computed
  * on a clamped row and not stored. d_head a multiple of 16, at most 128.
  * Grid z: CTA z attends within window z (the encoder's windows of a pass, one launch): its q
@@ -379,7 +381,7 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
                 ptx_ins(&k, "max.f32 %s, %s, %s", mx.s, mx.s, sc[nt][i].s);
         quad_reduce(&k, mx, "max");
         ptx_ins(&k, "sub.f32 %s, %s, %s", corr.s, m[h].s, mx.s);
-        ptx_ins(&k, "ex2.approx.f32 %s, %s", corr.s, corr.s);
+        ptx_ins(&k, "ex2.approx.ftz.f32 %s, %s", corr.s, corr.s);
         ptx_ins(&k, "mov.f32 %s, %s", m[h].s, mx.s);
         ptx_ins(&k, "mul.f32 %s, %s, %s", l[h].s, l[h].s, corr.s);
         for (int nd = 0; nd < nnd; nd++)
@@ -388,7 +390,7 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
         for (int nt = 0; nt < nnt; nt++)
             for (int i = 2 * h; i < 2 * h + 2; i++) {
                 ptx_ins(&k, "sub.f32 %s, %s, %s", sc[nt][i].s, sc[nt][i].s, m[h].s);
-                ptx_ins(&k, "ex2.approx.f32 %s, %s", sc[nt][i].s, sc[nt][i].s);
+                ptx_ins(&k, "ex2.approx.ftz.f32 %s, %s", sc[nt][i].s, sc[nt][i].s);
                 ptx_ins(&k, "add.f32 %s, %s, %s", l[h].s, l[h].s, sc[nt][i].s);
             }
     }
