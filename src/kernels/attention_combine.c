@@ -94,3 +94,82 @@ void attn_combine_emit(struct ptx_kernel *k, const struct attn_combine_at *at, i
     struct ptx_reg oa = ptx_addr(k, at->out, oi, 4);
     ptx_ins(k, "st.global.f32 [%s], %s", oa.s, o.s);
 }
+
+/* The end of a split kernel's CTA (attn_gather, attn_rows, attn_rows_tc), once each of its
+ * COMBINE_WARPS warps has put its (max, sum, acc) in the shared arrays s_m[w], s_l[w] and
+ * s_acc[w d + col] (declared by the kernel): thread col < d joins the warps (their maximum,
+ * then the rescaled sums in warp order); with one split it writes out = acc / sum, else the
+ * CTA's record, counts it in (count: the counters' global address) and the last CTA of
+ * (g, head) joins every record (attn_combine_emit). Every thread of the CTA takes part. */
+void attn_split_finish_emit(struct ptx_kernel *k, const struct attn_combine_at *at,
+                            struct ptx_reg z, struct ptx_reg count, int n_head, int d) {
+    struct ptx_reg g = at->g, head = at->head, tid = at->tid, nz = at->nz, done = at->done;
+    struct ptx_reg p = ptx_reg(k, PTX_PRED), l = ptx_reg(k, PTX_F32), a = ptx_reg(k, PTX_B32);
+    int c = n_head * d;
+    ptx_ins(k, "bar.sync 0");
+    struct ptx_reg counted = ptx_label(k); /* threads >= d write nothing, but count */
+    ptx_ins(k, "setp.ge.u32 %s, %s, %d", p.s, tid.s, d);
+    ptx_ins(k, "@%s bra %s", p.s, counted.s);
+    struct ptx_reg mw[COMBINE_WARPS], mx = ptx_reg(k, PTX_F32), f = ptx_reg(k, PTX_F32);
+    struct ptx_reg o = ptx_reg(k, PTX_F32), t = ptx_reg(k, PTX_F32);
+    ptx_ins(k, "mov.f32 %s, %s", mx.s, NEG_BIG);
+    for (int w = 0; w < COMBINE_WARPS; w++) {
+        mw[w] = ptx_reg(k, PTX_F32);
+        ptx_ins(k, "ld.shared.f32 %s, [s_m+%d]", mw[w].s, 4 * w);
+        ptx_ins(k, "max.f32 %s, %s, %s", mx.s, mx.s, mw[w].s);
+    }
+    ptx_ins(k, "mov.u32 %s, s_acc", a.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", a.s, tid.s, a.s);
+    ptx_ins(k, "mov.f32 %s, 0f00000000", l.s);
+    ptx_ins(k, "mov.f32 %s, 0f00000000", o.s);
+    for (int w = 0; w < COMBINE_WARPS; w++) {
+        ptx_ins(k, "sub.f32 %s, %s, %s", f.s, mw[w].s, mx.s);
+        ptx_ins(k, "ex2.approx.f32 %s, %s", f.s, f.s);
+        ptx_ins(k, "ld.shared.f32 %s, [s_l+%d]", t.s, 4 * w);
+        ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", l.s, f.s, t.s, l.s);
+        ptx_ins(k, "ld.shared.f32 %s, [%s+%d]", t.s, a.s, 4 * d * w);
+        ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", o.s, f.s, t.s, o.s);
+    }
+    struct ptx_reg oi = ptx_reg(k, PTX_B32), part = ptx_label(k);
+    ptx_ins(k, "setp.ne.u32 %s, %s, 1", p.s, nz.s);
+    ptx_ins(k, "@%s bra %s", p.s, part.s);
+    ptx_ins(k, "div.rn.f32 %s, %s, %s", o.s, o.s, l.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", oi.s, head.s, d, tid.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", oi.s, g.s, c, oi.s);
+    struct ptx_reg oa = ptx_addr(k, at->out, oi, 4);
+    ptx_ins(k, "st.global.f32 [%s], %s", oa.s, o.s);
+    ptx_ins(k, "bra.uni %s", done.s);
+    /* split keys: this CTA's (max, sum, unnormalised acc) for attn_combine, kernels.h's layout */
+    ptx_place(k, part);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", oi.s, g.s, n_head, head.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %s, %s", oi.s, oi.s, nz.s, z.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", oi.s, oi.s, d + 2, tid.s);
+    struct ptx_reg pa = ptx_addr(k, at->part, oi, 4); /* thread 0: the record */
+    ptx_ins(k, "st.global.f32 [%s+8], %s", pa.s, o.s);
+    ptx_ins(k, "setp.eq.u32 %s, %s, 0", p.s, tid.s);
+    ptx_ins(k, "@%s st.global.f32 [%s], %s", p.s, pa.s, mx.s);
+    ptx_ins(k, "@%s st.global.f32 [%s+4], %s", p.s, pa.s, l.s);
+
+    /* count the record in; the last CTA of (g, head) joins them all */
+    ptx_place(k, counted);
+    ptx_ins(k, "setp.eq.u32 %s, %s, 1", p.s, nz.s); /* one split: written above */
+    ptx_ins(k, "@%s bra %s", p.s, done.s);
+    ptx_ins(k, "bar.sync 0"); /* the CTA's record stores, ordered before thread 0's release */
+    struct ptx_reg ci = ptx_reg(k, PTX_B32), old = ptx_reg(k, PTX_B32), zl = ptx_reg(k, PTX_B32);
+    struct ptx_reg t0 = ptx_reg(k, PTX_PRED);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", ci.s, g.s, n_head, head.s);
+    struct ptx_reg ca = ptx_addr(k, count, ci, 4);
+    ptx_ins(k, "setp.eq.u32 %s, %s, 0", t0.s, tid.s);
+    ptx_ins(k, "sub.u32 %s, %s, 1", zl.s, nz.s);
+    /* acq_rel at gpu scope: releases this CTA's record (the barrier above brought every
+     * thread's stores under thread 0) and, for the last CTA, acquires the others' (the barrier
+     * below hands that on to every thread) */
+    ptx_ins(k, "@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], 1", t0.s, old.s, ca.s);
+    ptx_ins(k, "@%s st.shared.u32 [s_last], %s", t0.s, old.s);
+    ptx_ins(k, "bar.sync 0");
+    ptx_ins(k, "ld.shared.u32 %s, [s_last]", old.s);
+    ptx_ins(k, "setp.ne.u32 %s, %s, %s", p.s, old.s, zl.s);
+    ptx_ins(k, "@%s bra %s", p.s, done.s); /* uniform: not the last */
+    ptx_ins(k, "@%s st.global.u32 [%s], 0", t0.s, ca.s);
+    attn_combine_emit(k, at, n_head, d);
+}

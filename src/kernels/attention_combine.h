@@ -15,4 +15,10 @@ struct attn_combine_at {
  * all KERNEL_GATHER_THREADS threads take part). Declares the shared array s_max. */
 void attn_combine_emit(struct ptx_kernel *k, const struct attn_combine_at *at, int n_head, int d);
 
+/* The end of a split kernel's CTA: its warps' partial results, in the shared arrays s_m, s_l
+ * and s_acc ([warp][d]) the kernel declares, joined into out or into the CTA's record; the
+ * last CTA of (g, head) then joins the records (attention_combine.c). */
+void attn_split_finish_emit(struct ptx_kernel *k, const struct attn_combine_at *at,
+                            struct ptx_reg z, struct ptx_reg count, int n_head, int d);
+
 #endif
