@@ -60,6 +60,7 @@ def run(args, timeout=300, **fake):
     env.pop("WHISPERC_CUDA_GEMV", None)  # the default is checked
     env.pop("WHISPERC_CUDA_GEMM", None)
     env.pop("WHISPERC_CUDA_ATTN", None)
+    env.pop("WHISPERC_CUDA_ROWS", None)
     env.update({k: str(v) for k, v in fake.items()})
     r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=timeout, env=env)
     check("Sanitizer" not in r.stderr and "runtime error" not in r.stderr,
@@ -132,6 +133,16 @@ def clean_runs():
               and ("bias_act_n384_f1" in epi) == bool(fake),
               f"WHISPERC_CUDA_GEMM=lt {fake}: {want!r}, bias epilogues {sorted(epi)}, no rule "
               f"broken ({rep}, {graphs})")
+    # a batch step's cross-attention on tensor cores (WHISPERC_CUDA_ROWS=tc): attn_rows_tc in
+    # the step graphs instead of attn_rows_kvh, every argument inside its allocation
+    r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
+             "--tokens", "3", "--runs", "1", "--batch-size", "4", "--throughput", "6"],
+            WHISPERC_CUDA_ROWS="tc", FAKECUDA_REPORT="2")
+    rep = report(r)
+    rows = set(re.findall(r"fakecuda: +\d+ (attn_rows\S*)", r.stderr))
+    check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0
+          and "attn_rows_tc_h6_d64" in rows and "attn_rows_h6_d64_kvh" not in rows,
+          f"WHISPERC_CUDA_ROWS=tc on the fake GPU: {sorted(rows)}, graphs, no rule broken ({rep})")
     # the encoder's attention over f32 K/V (WHISPERC_CUDA_ATTN=tc32): no fp16 form launched
     r = transcribe("--device", "cuda", "-bs", "1", WHISPERC_CUDA_ATTN="tc32", FAKECUDA_REPORT="2")
     tc = set(re.findall(r"fakecuda: +\d+ (attn_tc_h6_d64\S*)", r.stderr))

@@ -83,8 +83,8 @@ static void launch(CUfunction f, unsigned grid, unsigned block, void **args) {
  * read every other's records). args: f's own; args[0] points at the output's address
  * ([n_rows][n_head d]); the last two (records, counters) are filled here. */
 static void launch_split(CUfunction f, int n_head, int n_rows, int n_keys, int d, void **args,
-                         int n_args) {
-    unsigned nz = (unsigned)((n_keys + KERNEL_ATTN_SPLIT - 1) / KERNEL_ATTN_SPLIT);
+                         int n_args, int split) {
+    unsigned nz = (unsigned)((n_keys + split - 1) / split);
     size_t n_count = (size_t)n_rows * n_head;
     size_t n_part = (size_t)n_rows * n_head * nz * (d + 2);
     CUdeviceptr part = nz > 1 ? dev_poisoned(n_part) : 0;
@@ -424,7 +424,7 @@ static void test_attention_gather(int sm, struct wc_stream *s, int n_head, int d
     CUdeviceptr pcounts = per_seq ? dcounts : 0;
     unsigned uld = (unsigned)ld_slots, useq = (unsigned)n_seq, ukv = (unsigned)n_kv;
     void *args[] = {&dout, &dq, &dk, &dv, &dslots, &uld, &pcounts, &useq, &ukv, NULL, NULL};
-    launch_split(f, n_head, n_seq, n_kv, d, args, 11);
+    launch_split(f, n_head, n_seq, n_kv, d, args, 11, KERNEL_ATTN_SPLIT);
     CU(api.memcpy_dtoh(got, dout, nq * 4));
     char what[128];
     snprintf(what, sizeof what, "%s n_seq=%d n_kv=%d%s", name, n_seq, n_kv,
@@ -438,7 +438,7 @@ static void test_attention_gather(int sm, struct wc_stream *s, int n_head, int d
         CUdeviceptr gslots = dslots + (size_t)g * ld_slots * sizeof(int32_t), none = 0;
         unsigned one = 1, gkv = (unsigned)counts[g];
         void *gargs[] = {&gout, &gq, &dk, &dv, &gslots, &uld, &none, &one, &gkv, NULL, NULL};
-        launch_split(f, n_head, 1, counts[g], d, gargs, 11);
+        launch_split(f, n_head, 1, counts[g], d, gargs, 11, KERNEL_ATTN_SPLIT);
         float *row = malloc((size_t)c * 4);
         CU(api.memcpy_dtoh(row, gout, (size_t)c * 4));
         same &= memcmp(row, got + (size_t)g * c, (size_t)c * 4) == 0;
@@ -457,13 +457,18 @@ static void test_attention_gather(int sm, struct wc_stream *s, int n_head, int d
 
 /* n_rows queries, each over its lane's s_len keys (rows ld_kv apart, lanes lane_stride apart). */
 static void test_attention_rows(int sm, struct wc_stream *s, int n_head, int d, int n_rows,
-                                int n_lanes, int s_len, int ld_kv, int kv_half) {
+                                int n_lanes, int s_len, int ld_kv, int kv_half, int tc) {
     int c = n_head * d;
     size_t lane_stride = (size_t)s_len * ld_kv + 32;
     char name[64];
-    snprintf(name, sizeof name, "attn_rows_h%d_d%d%s", n_head, d, kv_half ? "_kvh" : "");
+    if (tc)
+        snprintf(name, sizeof name, "attn_rows_tc_h%d_d%d", n_head, d);
+    else
+        snprintf(name, sizeof name, "attn_rows_h%d_d%d%s", n_head, d, kv_half ? "_kvh" : "");
     CUmodule mod;
-    CUfunction f = load(gen_attention_rows(sm, n_head, d, kv_half), name, &mod);
+    CUfunction f =
+        load(tc ? gen_attention_rows_tc(sm, n_head, d) : gen_attention_rows(sm, n_head, d, kv_half),
+             name, &mod);
     size_t nq = (size_t)n_rows * c, nkv = lane_stride * n_lanes;
     uint16_t *kh, *vh;
     float *q = rand_vec(nq, 1.0f), *kk = rand_kv(nkv, kv_half, &kh),
@@ -481,7 +486,8 @@ static void test_attention_rows(int sm, struct wc_stream *s, int n_head, int d, 
     unsigned uld = (unsigned)ld_kv, urows = (unsigned)n_rows, us = (unsigned)s_len;
     uint64_t stride = lane_stride;
     void *args[] = {&dout, &dq, &dk, &dv, &uld, &stride, &dl, &urows, &us, NULL, NULL};
-    launch_split(f, n_head, n_rows, s_len, d, args, 11);
+    launch_split(f, n_head, n_rows, s_len, d, args, 11,
+                 tc ? KERNEL_ROWS_TC_SPLIT : KERNEL_ATTN_SPLIT);
     CU(api.memcpy_dtoh(got, dout, nq * 4));
     char what[128];
     snprintf(what, sizeof what, "%s rows=%d lanes=%d s=%d ld=%d", name, n_rows, n_lanes, s_len,
@@ -970,15 +976,20 @@ int main(void) {
         test_attention_gather(sm, s, 6, 64, 8, 200, per_seq);
     }
     /* decoder steps' cross-attention: 1..8 lanes over 1500 frames, ragged key counts */
-    test_attention_rows(sm, s, 8, 64, 1, 1, 1500, 512, 0);
-    test_attention_rows(sm, s, 6, 64, 8, 8, 1500, 384, 0);
-    test_attention_rows(sm, s, 20, 64, 5, 3, 1500, 1280, 0);
-    test_attention_rows(sm, s, 8, 64, 3, 2, 37, 512 + 64, 0);
-    test_attention_rows(sm, s, 8, 64, 2, 2, 1, 512, 0);
+    test_attention_rows(sm, s, 8, 64, 1, 1, 1500, 512, 0, 0);
+    test_attention_rows(sm, s, 6, 64, 8, 8, 1500, 384, 0, 0);
+    test_attention_rows(sm, s, 20, 64, 5, 3, 1500, 1280, 0, 0);
+    test_attention_rows(sm, s, 8, 64, 3, 2, 37, 512 + 64, 0, 0);
+    test_attention_rows(sm, s, 8, 64, 2, 2, 1, 512, 0, 0);
     /* f16 K/V (the batch decoder's cross-attention): attn_rows_kvh, attn_tc_kvh */
-    test_attention_rows(sm, s, 8, 64, 1, 1, 1500, 512, 1);
-    test_attention_rows(sm, s, 20, 64, 5, 3, 1500, 1280, 1);
-    test_attention_rows(sm, s, 8, 64, 3, 2, 37, 512 + 64, 1);
+    test_attention_rows(sm, s, 8, 64, 1, 1, 1500, 512, 1, 0);
+    test_attention_rows(sm, s, 20, 64, 5, 3, 1500, 1280, 1, 0);
+    test_attention_rows(sm, s, 8, 64, 3, 2, 37, 512 + 64, 1, 0);
+    /* on tensor cores (WHISPERC_CUDA_ROWS=tc): 8 lanes of 64 rows, ragged and single keys */
+    test_attention_rows(sm, s, 8, 64, 1, 1, 1500, 512, 1, 1);
+    test_attention_rows(sm, s, 20, 64, 64, 64, 1500, 1280, 1, 1);
+    test_attention_rows(sm, s, 8, 64, 3, 2, 37, 512 + 64, 1, 1);
+    test_attention_rows(sm, s, 6, 64, 2, 2, 1, 384, 1, 1);
     test_attention(sm, s, 6, 64, 30, 1500, 384, -1, 1, 1);
     test_attention(sm, s, 20, 64, 65, 1500, 1280, -1, 1, 1);
     test_attention(sm, s, 8, 64, 37, 100, 512 + 64, -1, 1, 1);

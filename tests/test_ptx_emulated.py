@@ -356,6 +356,53 @@ def test_split(ptx, H, rng, mode, n_rows, n_keys):
           len(outs) == 2 and err < 1e-5 and same_bits(outs[0], outs[1]), "%.1e" % err)
 
 
+def test_rows_tc(ptx, H, rng, n_rows, n_keys):
+    """attn_rows_tc (the cross-attention of a batch step on tensor cores, fp16 K/V): against
+    float64 within fp32-sized error (the query and weights as two fp16 terms each); the same
+    bits whichever CTA ends last, counters back to 0; each row alone (its own launch) the bits
+    it has in the batch"""
+    D, S = 64, 128
+    C, nz = H * D, (n_keys + S - 1) // S
+    mem = Memory(1 << 27)
+    q = rng.standard_normal((n_rows, C)).astype(np.float32)
+    stride = n_keys * C + 64  # elements between lanes: a multiple of 8
+    k, v = rng.standard_normal((2, 2 * stride)).astype(np.float16)
+    lane = np.array([(g + 1) % 2 for g in range(n_rows)], np.int32)
+    pq, pk, pv, pl = mem.put(q), mem.put(k), mem.put(v), mem.put(lane)
+    pout = mem.alloc(n_rows * C * 4)
+    part = mem.alloc(n_rows * H * nz * (D + 2) * 4)
+    count = mem.put(np.zeros(n_rows * H, np.uint32))
+    ref = np.zeros((n_rows, C))
+    for g in range(n_rows):
+        o = lane[g] * stride
+        kg, vg = (a[o:o + n_keys * C].reshape(n_keys, C).astype(np.float64) for a in (k, v))
+        for h in range(H):
+            cs = slice(h * D, (h + 1) * D)
+            ref[g, cs] = attn64(q[g, cs], kg[:, cs], vg[:, cs])
+    name = "attn_rows_tc_h%d_d%d" % (H, D)
+    ctas = [(x, y, z) for z in range(nz) for y in range(H) for x in range(n_rows)]
+    outs = []
+    for order in (ctas, [ctas[i] for i in rng.permutation(len(ctas))]):
+        mem.write(pout, np.full(n_rows * C, np.nan, np.float32))
+        run(ptx(name), name, grid=(n_rows, H, nz), block=(128, 1, 1),
+            params=[pout, pq, pk, pv, C, stride, pl, n_rows, n_keys, part, count], mem=mem,
+            ctas=order)
+        outs.append(mem.get(pout, np.float32, n_rows * C))
+        if (mem.get(count, np.uint32, n_rows * H) != 0).any():
+            outs.append(None)
+    err = np.abs(outs[0].reshape(n_rows, C) - ref).max() / np.abs(ref).max()
+    g = n_rows - 1  # the last row alone, in a launch of one row
+    mem.write(pout, np.full(n_rows * C, np.nan, np.float32))
+    run(ptx(name), name, grid=(1, H, nz), block=(128, 1, 1),
+        params=[pout, pq + 4 * g * C, pk, pv, C, stride, pl + 4 * g, 1, n_keys, part, count],
+        mem=mem)
+    alone = mem.get(pout, np.float32, C)
+    check("%s, %d rows, %d keys (%d splits): float64, any CTA last, counters back to 0, a row "
+          "alone = batched" % (name, n_rows, n_keys, nz),
+          len(outs) == 2 and err < 2e-6 and same_bits(outs[0], outs[1])
+          and same_bits(alone, outs[0][g * C:(g + 1) * C]), "%.1e" % err)
+
+
 def test_rows_kvh(ptx, H, rng, n_rows, n_keys):
     D, S = 64, 64
     C, nz = H * D, (n_keys + S - 1) // S
@@ -711,6 +758,8 @@ for size, K, H in {"tiny": (("tiny", 384, 6),), "base": (("base", 512, 8),)}.get
     for mode, n_rows, n_keys in (("gather", 3, 448), ("gather", 2, 40), ("rows", 2, 1500)):
         test_split(ptx, H, rng, mode, n_rows, n_keys)
     test_rows_kvh(ptx, H, rng, 2, 300)
+    for n_rows, n_keys in ((2, 1500), (3, 37), (1, 1)):
+        test_rows_tc(ptx, H, rng, n_rows, n_keys)
     if size == "tiny":  # the tensor-core attention: partial query and key tiles
         test_attn_tc(ptx, H, rng, 70, 130)
         test_attn_tc(ptx, H, rng, 9, 1)  # one key: the fp16 form's copies all but zeros

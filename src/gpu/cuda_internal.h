@@ -43,6 +43,7 @@ enum cuda_kernel_kind {
     CK_SAMPLE_PICK, /* a = n_vocab */
     CK_GEMV_TC,     /* a = k_in, b = flags, c = row tiles | columns << 8 */
     CK_TRANSPOSE,   /* no arguments */
+    CK_ROWS_TC,     /* a = n_head, b = d_head (K/V in f16) */
 };
 
 struct cuda_kernel {
@@ -71,6 +72,7 @@ struct cuda_model {
     int sync_each_op; /* WHISPERC_CUDA_SYNC=1: sync after every launch to name a faulting kernel */
     int attn_simt;    /* WHISPERC_CUDA_ATTN=simt: no tensor-core attention (to compare) */
     int attn_kv32;    /* WHISPERC_CUDA_ATTN=tc32: the encoder's attn_tc on f32 K/V (to compare) */
+    int rows_tc;      /* WHISPERC_CUDA_ROWS=tc: attention_rows over f16 K/V on attn_rows_tc */
     int no_graphs;    /* WHISPERC_NO_CUDA_GRAPH=1: decoder steps as plain launches */
     /* A step's projections on tensor cores (gemv_tc, for every row count, so a row keeps the
      * bits it has alone): 1 (sm_80+, the default since the H200 run of 2026-11-28: 64-lane

@@ -34,6 +34,7 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     case CK_ATTN_TC: return gen_attention_tc(sm, a, b, c);
     case CK_GEMV_TC: return gen_gemv_tc(sm, a, b, c & 0xff, c >> 8);
     case CK_TRANSPOSE: return gen_transpose(sm);
+    case CK_ROWS_TC: return gen_attention_rows_tc(sm, a, b);
     }
     return NULL;
 }
@@ -58,7 +59,8 @@ static const char *kind_name(enum cuda_kernel_kind kind) {
                                         "logits_sample_part",
                                         "logits_sample_pick",
                                         "gemv_tc",
-                                        "transpose"};
+                                        "transpose",
+                                        "attn_rows_tc"};
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 

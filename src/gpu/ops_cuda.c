@@ -549,10 +549,11 @@ void cuda_norm_self_attention(struct wc_stream *s, float *x, const float *g, con
 }
 
 static void attention_split(struct wc_stream *s, const struct cuda_kernel *kn, void **args,
-                            int n_args, int n_rows, int n_keys, int max_keys, int n_head, int d) {
+                            int n_args, int n_rows, int n_keys, int max_keys, int n_head, int d,
+                            int split) {
     struct cuda_stream *cs = cuda_stream(s);
-    unsigned nz = (unsigned)ceil_div((size_t)n_keys, KERNEL_ATTN_SPLIT);
-    size_t zmax = ceil_div((size_t)(max_keys > n_keys ? max_keys : n_keys), KERNEL_ATTN_SPLIT);
+    unsigned nz = (unsigned)ceil_div((size_t)n_keys, (size_t)split);
+    size_t zmax = ceil_div((size_t)(max_keys > n_keys ? max_keys : n_keys), (size_t)split);
     CUdeviceptr part = 0, count = 0;
     if (nz > 1) {
         part = cuda_scratch(s, CUDA_SCRATCH_ATTN,
@@ -587,7 +588,7 @@ void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, cons
     CUdeviceptr pn = dptr(n_kv_seq);
     unsigned uld = (unsigned)ld_slots, useq = (unsigned)n_seq, ukv = (unsigned)n_kv;
     void *args[] = {&po, &pq, &pk, &pv, &ps, &uld, &pn, &useq, &ukv, NULL, NULL};
-    attention_split(s, kn, args, 11, n_seq, n_kv, ld_slots, n_head, d);
+    attention_split(s, kn, args, 11, n_seq, n_kv, ld_slots, n_head, d, KERNEL_ATTN_SPLIT);
 }
 
 void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const void *k,
@@ -604,13 +605,23 @@ void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const 
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda attention_rows: %d keys", s_len);
         return;
     }
-    const struct cuda_kernel *kn = cuda_kernel_get(s, CK_ROWS, n_head, d, half);
+    /* WHISPERC_CUDA_ROWS=tc: f16 K/V on tensor cores, 16-byte rows (cp.async) */
+    const struct cuda_model *m = cuda_stream(s)->m;
+    int tc = half && m->rows_tc && m->sm >= 80 && d % 16 == 0 && d <= 64 && 256 % d == 0;
+    if (tc && ((ld_kv % 8) || (lane_stride % 8) || ((dptr(k) | dptr(v)) % 16))) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "cuda attention_rows: f16 keys need 16-byte aligned rows (ld_kv %d)", ld_kv);
+        return;
+    }
+    const struct cuda_kernel *kn = tc ? cuda_kernel_get(s, CK_ROWS_TC, n_head, d, 0)
+                                      : cuda_kernel_get(s, CK_ROWS, n_head, d, half);
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v);
     CUdeviceptr pl = dptr(lane_of_row);
     unsigned uld = (unsigned)ld_kv, urows = (unsigned)n_rows, us = (unsigned)s_len;
     uint64_t stride = lane_stride;
     void *args[] = {&po, &pq, &pk, &pv, &uld, &stride, &pl, &urows, &us, NULL, NULL};
-    attention_split(s, kn, args, 11, n_rows, s_len, s_len, n_head, d);
+    attention_split(s, kn, args, 11, n_rows, s_len, s_len, n_head, d,
+                    tc ? KERNEL_ROWS_TC_SPLIT : KERNEL_ATTN_SPLIT);
 }
 
 void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const void *k,

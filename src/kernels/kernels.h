@@ -115,6 +115,16 @@ char *gen_attention_gather(int sm, int n_head, int d_head);
 #define KERNEL_ROWS_MAX_QUERIES 8
 char *gen_attention_rows(int sm, int n_head, int d_head, int kv_half);
 
+/* attention_rows over fp16 K/V on tensor cores (sm >= 80; d_head 16, 32 or 64):
+ * attn_rows_tc_h<H>_d<D>, attn_rows_kvh's parameters, records and join, except that a split is
+ * KERNEL_ROWS_TC_SPLIT keys: grid (n_rows, H, ceil(s_len / KERNEL_ROWS_TC_SPLIT)) x
+ * KERNEL_GATHER_THREADS; ld_kv and lane_stride multiples of 8, k and v 16-byte aligned
+ * (cp.async). The query and the weights enter the tensor cores as two fp16 terms each, so the
+ * result is about as exact as attn_rows' (not its bits); a row's bits do not depend on the
+ * other rows. */
+#define KERNEL_ROWS_TC_SPLIT 128
+char *gen_attention_rows_tc(int sm, int n_head, int d_head);
+
 /* The splits' join (attention_combine.h), in the last split CTA:
  * out[g][h D + i] = sum_z 2^(max_z - M) acc_z[i] / sum_z 2^(max_z - M) sum_z, M = max_z max_z,
  * z in order. */

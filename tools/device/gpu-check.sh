@@ -43,6 +43,9 @@
 #   lt        the encoder's GEMMs through cuBLASLt (WHISPERC_CUDA_GEMM=lt, bias in the GEMM's
 #             epilogue): ncu of base.en's random encoder window with and without it, encoder
 #             and batched figures, gpu_backend, jfk, batch identity and the tiny.en dev set
+#   rows      a batch step's cross-attention on tensor cores (WHISPERC_CUDA_ROWS=tc,
+#             attn_rows_tc) against attn_rows_kvh: base.en and large-v3 random weights batched
+#             (128 windows at 64 lanes), then batch identity and the tiny.en dev set with it
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -601,6 +604,26 @@ stage_lt() { # what matters most first: a 15-minute session may cut it short
     batch_identity 150 || rc=1
     golden_on_cuda devset_tiny.en || rc=1
     unset WHISPERC_CUDA_GEMM
+    return "$rc"
+}
+
+stage_rows() { # what matters most first: a 15-minute session may cut it short
+    local rc=0 size g
+    for size in base.en large-v3; do
+        random_model "$size" || return 1
+        for g in tc kvh; do
+            WHISPERC_CUDA_ROWS=$([ "$g" = tc ] && echo tc) timeout 240 "$B/whisper-c" bench \
+                --synthetic --device cuda -m "/tmp/ggml-$size-random.bin" --tokens 100 -bs 1 \
+                --runs 1 --batch-size 64 --throughput 128 >"$OUT/bench.tmp" 2>&1 || rc=1
+            say "synthetic $size (random) batched, rows $g: $(sed -n '/^batched throughput/,$p' \
+                "$OUT/bench.tmp" | grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
+        done
+        rm -f "/tmp/ggml-$size-random.bin" "$OUT/bench.tmp"
+    done
+    export WHISPERC_CUDA_ROWS=tc
+    batch_identity 150 || rc=1
+    golden_on_cuda devset_tiny.en || rc=1
+    unset WHISPERC_CUDA_ROWS
     return "$rc"
 }
 
