@@ -32,6 +32,7 @@
 #include <stdio.h>
 
 #include "kernels/attention_combine.h"
+#include "kernels/attention_rows.h"
 #include "kernels/kernels.h"
 #include "kernels/ptx.h"
 
@@ -41,15 +42,6 @@
 _Static_assert(KERNEL_ATTN_SPLIT % (GATHER_WARPS * GATHER_U) == 0, "a split is whole steps");
 #define GATHER_MAXD 128
 #define NEG_BIG     "0fF149F2CA" /* -1e30, see attention.c */
-
-/* Where this row's keys are: gather mode reads key j's row index from slot_row (global
- * address of the row's slot-table row), rows mode takes row j itself, row_bytes apart (a
- * register: esz ld_kv). kbase, vbase: column `col` of row 0 (of the row's own lane in rows mode).
- */
-struct key_rows {
-    int gather, esz; /* esz: bytes per key/value element, 4 (f32) or 2 (rows mode's kv_half) */
-    struct ptx_reg slot_row, row_bytes, kbase, vbase;
-};
 
 /* dst = the half at [addr + off] when ok, else 0 (a key past the end weighs nothing) */
 static void load_half(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg ok,
@@ -179,10 +171,22 @@ static struct key_rows gather_setup(struct ptx_kernel *k, struct ptx_reg g, stru
     return kr;
 }
 
-/* Rows mode: s_len keys, row j at (k or v) + esz (lane_of_row[g] * lane_stride + j * ld_kv + col).
- */
-static struct key_rows rows_setup(struct ptx_kernel *k, struct ptx_reg g, struct ptx_reg col,
-                                  struct ptx_reg n_kv, int esz) {
+void attn_rows_params(struct ptx_kernel *k) {
+    ptx_param(k, "u64", "p_out");
+    ptx_param(k, "u64", "p_q");
+    ptx_param(k, "u64", "p_k");
+    ptx_param(k, "u64", "p_v");
+    ptx_param(k, "u32", "p_ld_kv");
+    ptx_param(k, "u64", "p_lane_stride");
+    ptx_param(k, "u64", "p_lane_of_row");
+    ptx_param(k, "u32", "p_n_seq");
+    ptx_param(k, "u32", "p_s_len");
+    ptx_param(k, "u64", "p_part");
+    ptx_param(k, "u64", "p_count");
+}
+
+struct key_rows attn_rows_setup(struct ptx_kernel *k, struct ptx_reg g, struct ptx_reg col,
+                                struct ptx_reg n_kv, int esz) {
     struct key_rows kr = {.gather = 0, .esz = esz, .row_bytes = ptx_reg(k, PTX_B32)};
     struct ptx_reg lane = ptx_reg(k, PTX_B32), stride = ptx_reg(k, PTX_B64);
     struct ptx_reg off = ptx_reg(k, PTX_B64), kb = ptx_reg(k, PTX_B64), vb = ptx_reg(k, PTX_B64);
@@ -217,25 +221,21 @@ static char *gen_one_row(int sm, int n_head, int d, int gather, int kv_half) {
              kv_half ? "_kvh" : "");
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
-    ptx_param(&k, "u64", "p_out");
-    ptx_param(&k, "u64", "p_q");
-    ptx_param(&k, "u64", "p_k");
-    ptx_param(&k, "u64", "p_v");
-    if (gather) {
+    if (!gather)
+        attn_rows_params(&k);
+    else {
+        ptx_param(&k, "u64", "p_out");
+        ptx_param(&k, "u64", "p_q");
+        ptx_param(&k, "u64", "p_k");
+        ptx_param(&k, "u64", "p_v");
         ptx_param(&k, "u64", "p_slots");
         ptx_param(&k, "u32", "p_ld_slots");
         ptx_param(&k, "u64", "p_n_kv_seq");
         ptx_param(&k, "u32", "p_n_seq");
         ptx_param(&k, "u32", "p_n_kv");
-    } else {
-        ptx_param(&k, "u32", "p_ld_kv");
-        ptx_param(&k, "u64", "p_lane_stride");
-        ptx_param(&k, "u64", "p_lane_of_row");
-        ptx_param(&k, "u32", "p_n_seq");
-        ptx_param(&k, "u32", "p_s_len");
+        ptx_param(&k, "u64", "p_part");
+        ptx_param(&k, "u64", "p_count");
     }
-    ptx_param(&k, "u64", "p_part");
-    ptx_param(&k, "u64", "p_count");
     ptx_raw(&k, "    .shared .align 4 .u32 s_last;\n");
     ptx_raw(&k, "    .shared .align 4 .f32 s_m[%d];\n    .shared .align 4 .f32 s_l[%d];\n",
             GATHER_WARPS, GATHER_WARPS);
@@ -257,8 +257,8 @@ static char *gen_one_row(int sm, int n_head, int d, int gather, int kv_half) {
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", col.s, head.s, d, lane.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", qi.s, g.s, c, col.s);
     struct ptx_reg qa = ptx_addr(&k, ptx_ld_ptr(&k, "p_q"), qi, 4);
-    struct key_rows kr =
-        gather ? gather_setup(&k, g, col, n_kv) : rows_setup(&k, g, col, n_kv, kv_half ? 2 : 4);
+    struct key_rows kr = gather ? gather_setup(&k, g, col, n_kv)
+                                : attn_rows_setup(&k, g, col, n_kv, kv_half ? 2 : 4);
     struct ptx_reg q[GATHER_MAXD / 32], acc[GATHER_MAXD / 32];
     struct ptx_reg scale = ptx_f32((float)(1.4426950408889634 / sqrt((double)d)));
     for (int i = 0; i < nd; i++) {

@@ -24,7 +24,9 @@
 #include <stdio.h>
 
 #include "kernels/attention_combine.h"
+#include "kernels/attention_rows.h"
 #include "kernels/kernels.h"
+#include "kernels/mma_tiles.h"
 #include "kernels/ptx.h"
 
 #define RT_WARPS 4  /* KERNEL_GATHER_THREADS / 32, as attn_split_finish_emit expects */
@@ -32,7 +34,6 @@
 #define RT_PAD   8  /* halves of padding per shared row (attn_tc's) */
 #define RT_MAXD  64
 #define NEG_BIG  "0fF149F2CA" /* -1e30, see attention.c */
-#define MMA      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 _Static_assert(RT_WARPS *RT_KEYS == KERNEL_ROWS_TC_SPLIT, "a split is the warps' keys");
 _Static_assert(RT_WARPS * 32 == KERNEL_GATHER_THREADS, "the split finish's thread count");
 
@@ -96,17 +97,7 @@ char *gen_attention_rows_tc(int sm, int n_head, int d) {
     snprintf(name, sizeof name, "attn_rows_tc_h%d_d%d", n_head, d);
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
-    ptx_param(&k, "u64", "p_out");
-    ptx_param(&k, "u64", "p_q");
-    ptx_param(&k, "u64", "p_k");
-    ptx_param(&k, "u64", "p_v");
-    ptx_param(&k, "u32", "p_ld_kv");
-    ptx_param(&k, "u64", "p_lane_stride");
-    ptx_param(&k, "u64", "p_lane_of_row");
-    ptx_param(&k, "u32", "p_n_seq");
-    ptx_param(&k, "u32", "p_s_len");
-    ptx_param(&k, "u64", "p_part");
-    ptx_param(&k, "u64", "p_count");
+    attn_rows_params(&k);
     ptx_raw(&k, "    .shared .align 4 .u32 s_last;\n");
     ptx_raw(&k, "    .shared .align 4 .f32 s_m[%d];\n    .shared .align 4 .f32 s_l[%d];\n",
             RT_WARPS, RT_WARPS);
@@ -131,30 +122,10 @@ char *gen_attention_rows_tc(int sm, int n_head, int d) {
     ptx_ins(&k, "setp.eq.u32 %s, %s, 0", row0.s, gq.s); /* lanes 0-3: the query's row */
 
     /* the row's K/V: k + 2 (lane_of_row[g] lane_stride + head d), rows 2 ld_kv bytes apart */
-    struct ptx_reg s_len = ptx_reg(&k, PTX_B32), row_bytes = ptx_reg(&k, PTX_B32);
-    struct ptx_reg lp = ptx_reg(&k, PTX_B64), has = ptx_reg(&k, PTX_PRED);
-    struct ptx_reg lr = ptx_reg(&k, PTX_B32), off = ptx_reg(&k, PTX_B64);
-    struct ptx_reg stride = ptx_reg(&k, PTX_B64), hd = ptx_reg(&k, PTX_B32);
-    ptx_ins(&k, "ld.param.u32 %s, [p_s_len]", s_len.s);
-    ptx_ins(&k, "ld.param.u32 %s, [p_ld_kv]", row_bytes.s);
-    ptx_ins(&k, "shl.b32 %s, %s, 1", row_bytes.s, row_bytes.s);
-    ptx_ins(&k, "ld.param.u64 %s, [p_lane_of_row]", lp.s); /* null: every row is lane 0's */
-    ptx_ins(&k, "setp.ne.u64 %s, %s, 0", has.s, lp.s);
-    ptx_ins(&k, "cvta.to.global.u64 %s, %s", lp.s, lp.s);
-    struct ptx_reg la = ptx_addr(&k, lp, g, 4);
-    ptx_ins(&k, "mov.u32 %s, 0", lr.s);
-    ptx_ins(&k, "@%s ld.global.nc.u32 %s, [%s]", has.s, lr.s, la.s);
-    ptx_ins(&k, "ld.param.u64 %s, [p_lane_stride]", stride.s);
-    ptx_ins(&k, "cvt.u64.u32 %s, %s", off.s, lr.s);
-    ptx_ins(&k, "mul.lo.u64 %s, %s, %s", off.s, off.s, stride.s);
+    struct ptx_reg s_len = ptx_reg(&k, PTX_B32), hd = ptx_reg(&k, PTX_B32);
     ptx_ins(&k, "mul.lo.u32 %s, %s, %d", hd.s, head.s, d);
-    struct ptx_reg hd64 = ptx_reg(&k, PTX_B64);
-    ptx_ins(&k, "cvt.u64.u32 %s, %s", hd64.s, hd.s);
-    ptx_ins(&k, "add.s64 %s, %s, %s", off.s, off.s, hd64.s);
-    ptx_ins(&k, "shl.b64 %s, %s, 1", off.s, off.s);
-    struct ptx_reg kbase = ptx_reg(&k, PTX_B64), vbase = ptx_reg(&k, PTX_B64);
-    ptx_ins(&k, "add.s64 %s, %s, %s", kbase.s, ptx_ld_ptr(&k, "p_k").s, off.s);
-    ptx_ins(&k, "add.s64 %s, %s, %s", vbase.s, ptx_ld_ptr(&k, "p_v").s, off.s);
+    struct key_rows kr = attn_rows_setup(&k, g, hd, s_len, 2);
+    struct ptx_reg kbase = kr.kbase, vbase = kr.vbase, row_bytes = kr.row_bytes;
 
     /* this warp's keys [j0, j0 + RT_KEYS) and its shared tiles */
     struct ptx_reg j0 = ptx_reg(&k, PTX_B32), ksh = ptx_reg(&k, PTX_B32);
@@ -215,24 +186,9 @@ char *gen_attention_rows_tc(int sm, int n_head, int d) {
     ptx_ins(&k, "sub.s32 %s, %s, %s", rem.s, s_len.s, j0.s);
     ptx_ins(&k, "mad.lo.s32 %s, %s, -2, %s", rem.s, tg.s, rem.s); /* keys left from 2tg on */
     for (int nt = 0; nt < nnt; nt++) {
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 4; i++)
             sc[nt][i] = ptx_reg(&k, PTX_F32);
-            ptx_ins(&k, "mov.f32 %s, 0f00000000", sc[nt][i].s);
-        }
-        for (int ks = 0; ks < nks; ks += 2) {
-            int two = ks + 1 < nks, o = 2 * (nt * 8 * pk + 16 * ks);
-            if (two)
-                ptx_ins(&k, "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%s, %s, %s, %s}, [%s+%d]",
-                        b[0].s, b[1].s, b[2].s, b[3].s, kb.s, o);
-            else
-                ptx_ins(&k, "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%s, %s}, [%s+%d]", b[0].s,
-                        b[1].s, kb.s, o);
-            for (int j = 0; j <= two; j++)
-                ptx_ins(&k, MMA " {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
-                        sc[nt][0].s, sc[nt][1].s, sc[nt][2].s, sc[nt][3].s, a[ks + j][0].s,
-                        a[ks + j][1].s, a[ks + j][2].s, a[ks + j][3].s, b[2 * j].s, b[2 * j + 1].s,
-                        sc[nt][0].s, sc[nt][1].s, sc[nt][2].s, sc[nt][3].s);
-        }
+        mma_qk_tile(&k, sc[nt], a, b, kb, pk, nt, nks);
         for (int e = 0; e < 2; e++) {
             s[nt][e] = ptx_reg(&k, PTX_F32);
             ptx_ins(&k, "add.f32 %s, %s, %s", s[nt][e].s, sc[nt][e].s, sc[nt][e + 2].s);
@@ -279,17 +235,7 @@ char *gen_attention_rows_tc(int sm, int n_head, int d) {
             pack_row0(&k, pa[2 * h], hi[0], hi[1], row0);
             pack_row0(&k, pa[2 * h + 1], lo[0], lo[1], row0);
         }
-        for (int nd = 0; nd < nnd; nd += 2) {
-            int off16 = 2 * (16 * ks * pk + nd * 8);
-            ptx_ins(&k, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%s, %s, %s, %s}, [%s+%d]",
-                    b[0].s, b[1].s, b[2].s, b[3].s, vb.s, off16);
-            for (int j = 0; j < 2; j++) {
-                struct ptx_reg *r = o[nd + j];
-                ptx_ins(&k, MMA " {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
-                        r[0].s, r[1].s, r[2].s, r[3].s, pa[0].s, pa[1].s, pa[2].s, pa[3].s,
-                        b[2 * j].s, b[2 * j + 1].s, r[0].s, r[1].s, r[2].s, r[3].s);
-            }
-        }
+        mma_pv_step(&k, o, pa, b, vb, pk, ks, nnd);
     }
     /* the warp's (max, sum, acc) to shared memory: lanes 0-3 hold dims nd 8 + 2tg + {0, 1} */
     struct ptx_reg sa = ptx_reg(&k, PTX_B32), w0 = ptx_reg(&k, PTX_PRED);

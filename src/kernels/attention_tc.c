@@ -33,13 +33,13 @@
 #include <stdio.h>
 
 #include "kernels/kernels.h"
+#include "kernels/mma_tiles.h"
 #include "kernels/ptx.h"
 
 #define TC_BK   64 /* keys per tile */
 #define TC_MAXD 128
 #define TC_PAD  8            /* halves of padding per shared row */
 #define NEG_BIG "0fF149F2CA" /* -1e30, see attention.c */
-#define MMA     "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 
 /* dst = {lo, hi} as f16x2 (cvt's first source goes to the upper half) */
 static void pack(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg lo, struct ptx_reg hi) {
@@ -347,24 +347,8 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
     struct ptx_reg full = ptx_reg(&k, PTX_PRED), masked = ptx_label(&k);
     ptx_ins(&k, "setp.ge.s32 %s, %s, %d", full.s, rem.s, TC_BK);
     ptx_ins(&k, "mad.lo.s32 %s, %s, -2, %s", rem.s, tg.s, rem.s);
-    for (int nt = 0; nt < nnt; nt++) {
-        for (int i = 0; i < 4; i++)
-            ptx_ins(&k, "mov.f32 %s, 0f00000000", sc[nt][i].s);
-        for (int ks = 0; ks < nks; ks += 2) {
-            int two = ks + 1 < nks, off = 2 * (nt * 8 * pk + 16 * ks);
-            if (two)
-                ptx_ins(&k, "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%s, %s, %s, %s}, [%s+%d]",
-                        b[0].s, b[1].s, b[2].s, b[3].s, kbb.s, off);
-            else
-                ptx_ins(&k, "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%s, %s}, [%s+%d]", b[0].s,
-                        b[1].s, kbb.s, off);
-            for (int j = 0; j <= two; j++)
-                ptx_ins(&k, MMA " {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
-                        sc[nt][0].s, sc[nt][1].s, sc[nt][2].s, sc[nt][3].s, a[ks + j][0].s,
-                        a[ks + j][1].s, a[ks + j][2].s, a[ks + j][3].s, b[2 * j].s, b[2 * j + 1].s,
-                        sc[nt][0].s, sc[nt][1].s, sc[nt][2].s, sc[nt][3].s);
-        }
-    }
+    for (int nt = 0; nt < nnt; nt++)
+        mma_qk_tile(&k, sc[nt], a, b, kbb, pk, nt, nks);
     ptx_ins(&k, "@%s bra.uni %s", full.s, masked.s);
     for (int nt = 0; nt < nnt; nt++)
         for (int i = 0; i < 4; i++) {
@@ -403,17 +387,7 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
             struct ptx_reg *t = sc[2 * ks + i / 2];
             pack(&k, pa[i], t[2 * (i % 2)], t[2 * (i % 2) + 1]);
         }
-        for (int nd = 0; nd < nnd; nd += 2) { /* nnd is even: d % 16 == 0 */
-            int off = 2 * (16 * ks * pk + nd * 8);
-            ptx_ins(&k, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%s, %s, %s, %s}, [%s+%d]",
-                    b[0].s, b[1].s, b[2].s, b[3].s, vbb.s, off);
-            for (int j = 0; j < 2; j++) {
-                struct ptx_reg *t = o[nd + j];
-                ptx_ins(&k, MMA " {%s, %s, %s, %s}, {%s, %s, %s, %s}, {%s, %s}, {%s, %s, %s, %s}",
-                        t[0].s, t[1].s, t[2].s, t[3].s, pa[0].s, pa[1].s, pa[2].s, pa[3].s,
-                        b[2 * j].s, b[2 * j + 1].s, t[0].s, t[1].s, t[2].s, t[3].s);
-            }
-        }
+        mma_pv_step(&k, o, pa, b, vbb, pk, ks, nnd);
     }
     ptx_ins(&k, "bar.sync 0"); /* every warp is done with the tile before it is overwritten */
     if (kv_half && nbuf == 2)
