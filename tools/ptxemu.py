@@ -1396,6 +1396,12 @@ class _Compiler:
         return SHFL, f, (mm, full, g)
 
     def op_bar(self, ins, mods, a):
+        if mods == ["warp", "sync"]:
+            # bar.warp.sync -1: the warp's lanes run in lock step here and shared stores are
+            # seen at once, so a full-mask warp barrier has nothing left to order
+            if len(a) != 1 or a[0].strip() not in ("-1", "0xffffffff", "0xFFFFFFFF") or ins.guard:
+                raise EmuError("unsupported bar.warp.sync form '%s'" % ins.text)
+            return lambda m: None
         for x in mods:
             if x not in ("sync", "aligned"):
                 raise EmuError("unsupported barrier form '%s'" % ins.text)

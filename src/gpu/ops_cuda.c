@@ -605,14 +605,11 @@ void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const 
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda attention_rows: %d keys", s_len);
         return;
     }
-    /* WHISPERC_CUDA_ROWS=tc: f16 K/V on tensor cores, 16-byte rows (cp.async) */
+    /* WHISPERC_CUDA_ROWS=tc: f16 K/V on tensor cores where rows are 16-byte aligned (cp.async;
+     * the batch decoder's are), else attn_rows_kvh */
     const struct cuda_model *m = cuda_stream(s)->m;
-    int tc = half && m->rows_tc && m->sm >= 80 && d % 16 == 0 && d <= 64 && 256 % d == 0;
-    if (tc && ((ld_kv % 8) || (lane_stride % 8) || ((dptr(k) | dptr(v)) % 16))) {
-        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
-                       "cuda attention_rows: f16 keys need 16-byte aligned rows (ld_kv %d)", ld_kv);
-        return;
-    }
+    int tc = half && m->rows_tc && kernel_rows_tc_fits(m->sm, d) && ld_kv % 8 == 0 &&
+             lane_stride % 8 == 0 && (dptr(k) | dptr(v)) % 16 == 0;
     const struct cuda_kernel *kn = tc ? cuda_kernel_get(s, CK_ROWS_TC, n_head, d, 0)
                                       : cuda_kernel_get(s, CK_ROWS, n_head, d, half);
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v);

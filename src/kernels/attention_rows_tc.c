@@ -10,8 +10,9 @@
  *   s_len from key 0's address) and reads B fragments with ldmatrix, as attn_tc does;
  * - the query is the A operand's row 0 in fp16 and row 8 its remainder (q - hi, in fp16), the
  *   other rows zero: S = row 0 + row 8 in fp32, q about as exact as fp32 (gemv_tc's hi/lo); the
- *   weights P likewise (row 0 their fp16, row 8 the rest) for P·V. Rows 0 and 8 sit in the
- *   same lanes of an mma's C fragment (lanes 0-3), so each sum is one add;
+ *   weights P likewise (row 0 their fp16, row 8 the rest, both of 2^15 P so that the rest of a
+ *   small weight is no subnormal; the sums scaled back by 2^-15) for P·V. Rows 0 and 8 sit in
+ *   the same lanes of an mma's C fragment (lanes 0-3), so each sum is one add;
  * - a warp's softmax is over its 32 keys (max, ex2.approx.ftz, sum across the 4 lanes of the
  *   row); the warps' (max, sum, acc) then meet as in attn_rows (attn_split_finish_emit): the
  *   CTA's output or record, and the last CTA of (g, head) joins the splits.
@@ -55,7 +56,8 @@ static void pack_row0(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg a
 }
 
 /* The warp's keys [j0, j0 + RT_KEYS) of k and v to its shared tiles: chunk e = lane + 32 r,
- * key e / (d/8), dims 8 (e % (d/8)) + [0, 8); keys >= s_len zero-filled (source: key 0's). */
+ * key e / (d/8), dims 8 (e % (d/8)) + [0, 8); keys >= s_len zero-filled (source: key 0's).
+ * Committed, not waited for. */
 static void copy_tiles(struct ptx_kernel *k, struct ptx_reg kbase, struct ptx_reg vbase,
                        struct ptx_reg row_bytes, struct ptx_reg j0, struct ptx_reg s_len,
                        struct ptx_reg lane, struct ptx_reg ksh, struct ptx_reg vsh, int d) {
@@ -85,11 +87,10 @@ static void copy_tiles(struct ptx_kernel *k, struct ptx_reg kbase, struct ptx_re
         }
     }
     ptx_ins(k, "cp.async.commit_group");
-    ptx_ins(k, "cp.async.wait_group 0");
 }
 
 char *gen_attention_rows_tc(int sm, int n_head, int d) {
-    if (sm < 80 || n_head <= 0 || d <= 0 || d % 16 || d > RT_MAXD || 256 % d)
+    if (n_head <= 0 || !kernel_rows_tc_fits(sm, d))
         return NULL;
     int c = n_head * d, nks = d / 16, nnd = d / 8, nnt = RT_KEYS / 8, pk = d + RT_PAD;
     int tile = 2 * RT_KEYS * pk; /* bytes of a warp's K (or V) tile */
@@ -160,7 +161,9 @@ char *gen_attention_rows_tc(int sm, int n_head, int d) {
             pack_row0(&k, a[ks][2 * half], hi[0], hi[1], row0);
             pack_row0(&k, a[ks][2 * half + 1], lo[0], lo[1], row0);
         }
-    ptx_ins(&k, "bar.sync 0"); /* every lane's copies landed (the warps copy alike) */
+    /* the copies, in flight while the query loaded, land; the warp's lanes see each other's */
+    ptx_ins(&k, "cp.async.wait_group 0");
+    ptx_ins(&k, "bar.warp.sync -1");
 
     /* ldmatrix rows, as attn_tc: K's lane L gives row L % 8 of matrix L / 8 (8 keys by dims
      * +0, +8, +16, +24), V's (transposed) keys 8((L/8)%2) + L%8 by dims 8(L/16) */
@@ -230,8 +233,11 @@ char *gen_attention_rows_tc(int sm, int n_head, int d) {
         pa[i] = ptx_reg(&k, PTX_B32);
     for (int ks = 0; ks < RT_KEYS / 16; ks++) {
         for (int h = 0; h < 2; h++) {
-            for (int e = 0; e < 2; e++)
-                split_half(&k, hi[e], lo[e], s[2 * ks + h][e]);
+            /* 2^15 p: its remainder stays a normal fp16 down to p = 2^-18 (exact scaling) */
+            for (int e = 0; e < 2; e++) {
+                ptx_ins(&k, "mul.f32 %s, %s, 0f47000000", u.s, s[2 * ks + h][e].s);
+                split_half(&k, hi[e], lo[e], u);
+            }
             pack_row0(&k, pa[2 * h], hi[0], hi[1], row0);
             pack_row0(&k, pa[2 * h + 1], lo[0], lo[1], row0);
         }
@@ -254,6 +260,7 @@ char *gen_attention_rows_tc(int sm, int n_head, int d) {
     for (int nd = 0; nd < nnd; nd++)
         for (int e = 0; e < 2; e++) {
             ptx_ins(&k, "add.f32 %s, %s, %s", u.s, o[nd][e].s, o[nd][e + 2].s);
+            ptx_ins(&k, "mul.f32 %s, %s, 0f38000000", u.s, u.s); /* 2^-15: the weights' scale */
             ptx_ins(&k, "st.shared.f32 [%s+%d], %s", sa.s, 4 * (nd * 8 + e), u.s);
         }
     ptx_place(&k, skip);

@@ -101,7 +101,9 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                add(list, &n, gen_gemv_f16(sm, 4 * ct, GB | GA)) |
                add(list, &n, gen_attention_rows(sm, ht, ct / ht, 0)) |
                add(list, &n, gen_attention_rows(sm, ht, ct / ht, 1)) |
-               add(list, &n, gen_attention_rows_tc(sm, ht, ct / ht));
+               (kernel_rows_tc_fits(sm, ct / ht)
+                    ? add(list, &n, gen_attention_rows_tc(sm, ht, ct / ht))
+                    : 0);
     /* the same projections on tensor cores (WHISPERC_CUDA_GEMV=tc), 1 and 4 row tiles a CTA;
      * the hot ones (q/k/v, out, fc1, fc2) with 2 too */
     const int tc_flags[][3] = {{1, 0, 0},       {1, GB, 0},      {1, GB | GG, 0},

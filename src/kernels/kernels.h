@@ -124,6 +124,9 @@ char *gen_attention_rows(int sm, int n_head, int d_head, int kv_half);
  * other rows. */
 #define KERNEL_ROWS_TC_SPLIT 128
 char *gen_attention_rows_tc(int sm, int n_head, int d_head);
+static inline int kernel_rows_tc_fits(int sm, int d_head) {
+    return sm >= 80 && d_head > 0 && d_head <= 64 && d_head % 16 == 0 && 256 % d_head == 0;
+}
 
 /* The splits' join (attention_combine.h), in the last split CTA:
  * out[g][h D + i] = sum_z 2^(max_z - M) acc_z[i] / sum_z 2^(max_z - M) sum_z, M = max_z max_z,
