@@ -135,6 +135,7 @@ struct pool {
     pthread_mutex_t mu; /* guards run->progress, run->fatal, next, n_running, stderr */
     pthread_cond_t cv;  /* an item finished or a worker ended */
     int next, n_running;
+    int n_started; /* threads created (the main thread's alone) */
     bool tty, quiet;
     struct worker *w;
 };
@@ -679,14 +680,20 @@ static int start_workers(struct pool *p) {
             return -1;
         }
     }
+    /* counted running before it starts: a worker with nothing to do may end (and count itself
+     * out) before pthread_create returns */
     for (int i = 0; i < r->cfg->jobs; i++) {
-        if (pthread_create(&p->w[i].thread, NULL, worker_main, &p->w[i]) != 0) {
-            snprintf(r->fatal, sizeof r->fatal, "cannot start worker %d", i + 1);
-            return -1;
-        }
         pthread_mutex_lock(&p->mu);
         p->n_running++;
         pthread_mutex_unlock(&p->mu);
+        if (pthread_create(&p->w[i].thread, NULL, worker_main, &p->w[i]) != 0) {
+            pthread_mutex_lock(&p->mu);
+            p->n_running--;
+            pthread_mutex_unlock(&p->mu);
+            snprintf(r->fatal, sizeof r->fatal, "cannot start worker %d", i + 1);
+            return -1;
+        }
+        p->n_started++;
     }
     return 0;
 }
@@ -712,12 +719,10 @@ int batch_run_items(struct batch_run *r) {
     sigaction(SIGTERM, &sa, &old_term);
     r->progress.t_start = batch_now();
 
-    int n_started = 0;
     if (start_workers(&p) != 0)
         atomic_store(&stop_level, 2); /* let the started ones end at once */
-    n_started = p.n_running;
     supervise(&p);
-    for (int i = 0; i < n_started; i++)
+    for (int i = 0; i < p.n_started; i++) /* every thread created, ended early or not */
         pthread_join(p.w[i].thread, NULL);
     for (int i = 0; i < r->cfg->jobs; i++)
         whisperc_state_free(p.w[i].st);
