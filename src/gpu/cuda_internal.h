@@ -208,6 +208,11 @@ static inline struct cuda_stream *cuda_stream(struct wc_stream *s) { return s->i
 static inline CUdeviceptr dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
 /* Sizes in messages: MiB rounded up, so that a small tensor is not "0 MiB". */
 static inline size_t mib_up(size_t bytes) { return (bytes + ((size_t)1 << 20) - 1) >> 20; }
+/* Grid sizes: ceil(n / d). */
+static inline unsigned ceil_div(size_t n, size_t d) { return (unsigned)((n + d - 1) / d); }
+/* Fails the stream unless n fits the kernels' 32-bit indices (those of the elementwise
+ * kernels, which take 4 elements a thread, with a CTA to spare): 1 if it fits, else 0. */
+int cuda_fits_u32(struct wc_stream *s, const char *op, size_t n);
 
 /* Makes the context current; 0 when the op may go ahead, else the sticky (or new) error. */
 int cuda_op_begin(struct wc_stream *s);

@@ -19,8 +19,6 @@
 /* cuBLASLt's workspace (what cuBLAS itself takes on Hopper): room for its split-K algorithms */
 #define LT_WORKSPACE ((size_t)32 << 20)
 
-static unsigned ceil_div(size_t n, size_t d) { return (unsigned)((n + d - 1) / d); }
-
 void cuda_gemm(struct wc_stream *s, float *c, int ldc, const struct wc_mat *w, uint64_t x16,
                int n_rows, float beta) {
     struct cuda_stream *cs = cuda_stream(s);
@@ -42,13 +40,8 @@ void cuda_epilogue(struct wc_stream *s, float *x, int ld, const float *b, const 
                    int n_rows, int gelu, uint64_t out16) {
     int flags = (b ? KERNEL_EPI_BIAS : 0) | (gelu ? KERNEL_EPI_GELU : 0) |
                 (add ? KERNEL_EPI_ADD : 0) | (out16 ? KERNEL_EPI_HALF : 0);
-    if (!flags || s->err)
+    if (!flags || s->err || !cuda_fits_u32(s, "epilogue", (size_t)n_rows * (size_t)n))
         return;
-    if ((size_t)n_rows * (size_t)n > KERNEL_EW_MAX_ELEMS) {
-        wc_stream_fail(s, WHISPERC_ERR_UNSUPPORTED,
-                       "cuda epilogue: %d x %d elements exceed 32-bit indexing", n_rows, n);
-        return;
-    }
     const struct cuda_kernel *k = cuda_kernel_get(s, CK_BIAS_ACT, n, flags, 0);
     CUdeviceptr px = dptr(x), pb = dptr(b), padd = dptr(add), pout = out16;
     unsigned uld = (unsigned)ld, urows = (unsigned)n_rows;
@@ -177,7 +170,7 @@ static int gemm_lt(struct wc_stream *s, void *out, int ldc, int half, const stru
     if (!ws)
         return -1;
     uint64_t pw = dptr(w->data), po = dptr(out), pb = dptr(b);
-    int align = align_of(pw | x16 | po | (b ? pb : 0));
+    int align = align_of(pw | x16 | po | pb); /* pb: 0 without a bias */
     struct cuda_lt_key key = {w->rows, n_rows, w->cols, ldc, half, b != NULL, beta != 0.0f, align};
     const struct cuda_lt_plan *p = lt_plan(s, &key);
     if (!p->ok)

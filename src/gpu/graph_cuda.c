@@ -246,11 +246,8 @@ int cuda_step_graph_state(const struct wc_stream *s, char *why, size_t why_size)
                                       : "gemv_f16");
     n = strlen(why); /* and the encoder's GEMMs */
     if (n < why_size)
-        snprintf(why + n, why_size - n, "; GEMMs %s%s%s", cs->m->gemm_lt ? "cuBLASLt" : "cuBLAS",
-                 cs->m->lt_why[0] ? " (WHISPERC_CUDA_GEMM=lt: " : "",
-                 cs->m->lt_why[0] ? cs->m->lt_why : "");
-    n = strlen(why);
-    if (cs->m->lt_why[0] && n + 1 < why_size)
-        snprintf(why + n, why_size - n, ")");
+        snprintf(why + n, why_size - n, "; GEMMs %s%s%s%s", cs->m->gemm_lt ? "cuBLASLt" : "cuBLAS",
+                 cs->m->lt_why[0] ? " (WHISPERC_CUDA_GEMM=lt: " : "", cs->m->lt_why,
+                 cs->m->lt_why[0] ? ")" : "");
     return state;
 }

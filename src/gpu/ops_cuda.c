@@ -13,11 +13,7 @@
 #include "kernels/kernels.h"
 #include "libwhisperc.h"
 
-static unsigned ceil_div(size_t n, size_t d) { return (unsigned)((n + d - 1) / d); }
-
-/* Fails the stream unless n fits the kernels' 32-bit indices (those of the elementwise
- * kernels, which take 4 elements a thread, with a CTA to spare). */
-static int fits_u32(struct wc_stream *s, const char *op, size_t n) {
+int cuda_fits_u32(struct wc_stream *s, const char *op, size_t n) {
     if (n <= KERNEL_EW_MAX_ELEMS)
         return 1;
     wc_stream_fail(s, WHISPERC_ERR_UNSUPPORTED, "cuda %s: %zu elements exceed 32-bit indexing", op,
@@ -35,7 +31,7 @@ static void to_half(struct wc_stream *s, uint64_t dst, const float *src, size_t 
 }
 
 void cuda_to_f16(struct wc_stream *s, void *dst, const float *src, size_t n) {
-    if (cuda_op_begin(s) || !n || !fits_u32(s, "to_f16", n))
+    if (cuda_op_begin(s) || !n || !cuda_fits_u32(s, "to_f16", n))
         return;
     to_half(s, dptr(dst), src, n);
 }
@@ -110,9 +106,9 @@ static int gemv_args_ok(struct wc_stream *s, const char *op, int ld_out, const s
                        op, w->rows, w->cols, (int)w->dtype, ld_out, accumulate, (int)act);
         return 0;
     }
-    return fits_u32(s, op, (size_t)n_rows * (size_t)w->cols) &&
-           fits_u32(s, op, (size_t)n_rows * (size_t)ld_out) &&
-           fits_u32(s, op, (size_t)w->rows * (size_t)w->cols);
+    return cuda_fits_u32(s, op, (size_t)n_rows * (size_t)w->cols) &&
+           cuda_fits_u32(s, op, (size_t)n_rows * (size_t)ld_out) &&
+           cuda_fits_u32(s, op, (size_t)w->rows * (size_t)w->cols);
 }
 
 void cuda_norm_linear(struct wc_stream *s, float *out, int ld_out, const float *in, const float *g,
@@ -227,7 +223,7 @@ void cuda_norm_mlp(struct wc_stream *s, float *x, const float *g, const float *l
         return;
     }
     size_t n_hidden = (size_t)n_rows * (size_t)hidden;
-    if (!fits_u32(s, "norm_mlp", n_hidden))
+    if (!cuda_fits_u32(s, "norm_mlp", n_hidden))
         return;
     /* one fp16 buffer for both GEMMs' operands: the normed rows, then (once fc1 has read them,
      * in stream order) the hidden layer after its bias and GELU */
@@ -263,8 +259,9 @@ void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
         return;
     }
     size_t n_in = (size_t)n_rows * (size_t)w->cols;
-    if (!fits_u32(s, "linear", n_in) || !fits_u32(s, "linear", (size_t)n_rows * (size_t)ld_out) ||
-        !fits_u32(s, "linear", (size_t)w->rows * (size_t)w->cols))
+    if (!cuda_fits_u32(s, "linear", n_in) ||
+        !cuda_fits_u32(s, "linear", (size_t)n_rows * (size_t)ld_out) ||
+        !cuda_fits_u32(s, "linear", (size_t)w->rows * (size_t)w->cols))
         return;
     uint64_t x16 = cuda_scratch(s, CUDA_SCRATCH_HALF, n_in * 2);
     if (!x16)
@@ -291,8 +288,9 @@ void cuda_conv1d(struct wc_stream *s, float *out, const float *in, const struct 
     }
     int t_out = (t_in - 1) / stride + 1;
     size_t n_col = (size_t)t_out * (size_t)c_in * 3;
-    if (!fits_u32(s, "conv1d", n_col) || !fits_u32(s, "conv1d", (size_t)t_out * (size_t)c_out) ||
-        !fits_u32(s, "conv1d", ((size_t)t_in + 2) * (size_t)c_in))
+    if (!cuda_fits_u32(s, "conv1d", n_col) ||
+        !cuda_fits_u32(s, "conv1d", (size_t)t_out * (size_t)c_out) ||
+        !cuda_fits_u32(s, "conv1d", ((size_t)t_in + 2) * (size_t)c_in))
         return;
     uint64_t col = cuda_scratch(s, CUDA_SCRATCH_HALF, n_col * 2);
     if (!col)
@@ -308,7 +306,8 @@ void cuda_conv1d(struct wc_stream *s, float *out, const float *in, const struct 
 
 void cuda_layernorm(struct wc_stream *s, float *out, const float *in, const float *g,
                     const float *b, int n_rows, int c) {
-    if (cuda_op_begin(s) || n_rows <= 0 || !fits_u32(s, "layernorm", (size_t)n_rows * (size_t)c))
+    if (cuda_op_begin(s) || n_rows <= 0 ||
+        !cuda_fits_u32(s, "layernorm", (size_t)n_rows * (size_t)c))
         return;
     const struct cuda_kernel *k = cuda_kernel_get(s, CK_LAYERNORM, c, 0, 0);
     CUdeviceptr po = dptr(out), pi = dptr(in), pg = dptr(g), pb = dptr(b);
@@ -322,7 +321,7 @@ void cuda_embed(struct wc_stream *s, float *out, const int32_t *tokens, const in
     if (cuda_op_begin(s) || t_len <= 0)
         return;
     if (tok_emb->dtype != WC_F16 || tok_emb->cols != c || pos0 < 0 ||
-        !fits_u32(s, "embed", (size_t)tok_emb->rows * (size_t)c)) {
+        !cuda_fits_u32(s, "embed", (size_t)tok_emb->rows * (size_t)c)) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda embed: bad table or position");
         return;
     }
@@ -335,7 +334,7 @@ void cuda_embed(struct wc_stream *s, float *out, const int32_t *tokens, const in
     for (int t = 0; t < t_len; t++) { /* an id or position past the table would read outside it */
         int pos = positions ? positions[t] : pos0 + t;
         if (tokens[t] < 0 || tokens[t] >= tok_emb->rows || pos < 0 ||
-            !fits_u32(s, "embed", ((size_t)pos + 1) * (size_t)c)) {
+            !cuda_fits_u32(s, "embed", ((size_t)pos + 1) * (size_t)c)) {
             wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
                            "cuda embed: token %d outside [0, %d) or position %d", tokens[t],
                            tok_emb->rows, pos);
@@ -362,7 +361,8 @@ void cuda_embed(struct wc_stream *s, float *out, const int32_t *tokens, const in
 void cuda_rows_scatter(struct wc_stream *s, float *dst, const float *src, const int32_t *dst_row,
                        int n_rows, int c) {
     /* the kernel indexes dst in u32 elements: the caller's rows must stay below 2^32 / c */
-    if (cuda_op_begin(s) || n_rows <= 0 || !fits_u32(s, "rows_scatter", (size_t)n_rows * (size_t)c))
+    if (cuda_op_begin(s) || n_rows <= 0 ||
+        !cuda_fits_u32(s, "rows_scatter", (size_t)n_rows * (size_t)c))
         return;
     const struct cuda_kernel *k = cuda_kernel_get(s, CK_SCATTER, c, 0, 0);
     CUdeviceptr pd = dptr(dst), ps = dptr(src), pr = dptr(dst_row);
@@ -372,7 +372,7 @@ void cuda_rows_scatter(struct wc_stream *s, float *dst, const float *src, const 
 
 void cuda_transpose(struct wc_stream *s, float *out, const float *in, int rows, int cols) {
     if (cuda_op_begin(s) || rows <= 0 || cols <= 0 ||
-        !fits_u32(s, "transpose", (size_t)rows * (size_t)cols))
+        !cuda_fits_u32(s, "transpose", (size_t)rows * (size_t)cols))
         return;
     const struct cuda_kernel *k = cuda_kernel_get(s, CK_TRANSPOSE, 0, 0, 0);
     CUdeviceptr po = dptr(out), pi = dptr(in);
@@ -401,8 +401,8 @@ void cuda_attention(struct wc_stream *s, float *out, const float *q, const void 
     if (cuda_op_begin(s) || t_len <= 0)
         return;
     int d = head_dim(s, "attention", c, n_head);
-    if (!d || !fits_u32(s, "attention", (size_t)t_len * (size_t)c) ||
-        !fits_u32(s, "attention", (size_t)s_len * (size_t)ld_kv))
+    if (!d || !cuda_fits_u32(s, "attention", (size_t)t_len * (size_t)c) ||
+        !cuda_fits_u32(s, "attention", (size_t)s_len * (size_t)ld_kv))
         return;
     int causal = causal_pos0 >= 0;
     if (causal && kv_dtype == WC_F32 && t_len <= KERNEL_ROWS_MAX_QUERIES && d % 32 == 0 &&
@@ -464,7 +464,7 @@ void cuda_attention_windows(struct wc_stream *s, float *out, const float *q, con
     int d = head_dim(s, "attention_windows", c, n_head);
     const struct cuda_model *m = cuda_stream(s)->m;
     size_t n_rows = (size_t)n_win * (size_t)t_len;
-    if (!d || !fits_u32(s, "attention_windows", n_rows * (size_t)c))
+    if (!d || !cuda_fits_u32(s, "attention_windows", n_rows * (size_t)c))
         return;
     /* where a window takes attn_tc: one launch, grid z the window (its bits those of its own
      * launch); elsewhere (a short window, the SIMT kernel) one attention a window */
@@ -505,7 +505,7 @@ void cuda_norm_self_attention(struct wc_stream *s, float *x, const float *g, con
         return;
     int c = w[0]->cols, d = head_dim(s, "norm_self_attention", c, n_head);
     size_t n_rows = (size_t)n_win * (size_t)t_len, n = n_rows * (size_t)c;
-    if (!d || !fits_u32(s, "norm_self_attention", n))
+    if (!d || !cuda_fits_u32(s, "norm_self_attention", n))
         return;
     for (int i = 0; i < 4; i++)
         if (w[i]->dtype != WC_F16 || w[i]->rows != c || w[i]->cols != c) {
@@ -576,7 +576,7 @@ void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, cons
     if (cuda_op_begin(s) || n_seq <= 0)
         return;
     int d = head_dim(s, "attention_gather", c, n_head);
-    if (!d || !fits_u32(s, "attention_gather", (size_t)n_seq * (size_t)ld_slots))
+    if (!d || !cuda_fits_u32(s, "attention_gather", (size_t)n_seq * (size_t)ld_slots))
         return;
     if (n_kv < 1 || n_kv > ld_slots) { /* the kernel clamps per-sequence counts to [1, n_kv] */
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda attention_gather: %d keys, %d slots",
@@ -598,8 +598,8 @@ void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const 
         return;
     int d = head_dim(s, "attention_rows", c, n_head), half = kv_dtype == WC_F16;
     size_t esz = half ? 2 : 4;
-    if (!d || !fits_u32(s, "attention_rows", (size_t)n_rows * (size_t)c) ||
-        !fits_u32(s, "attention_rows", (size_t)s_len * (size_t)ld_kv * esz))
+    if (!d || !cuda_fits_u32(s, "attention_rows", (size_t)n_rows * (size_t)c) ||
+        !cuda_fits_u32(s, "attention_rows", (size_t)s_len * (size_t)ld_kv * esz))
         return;
     if (s_len < 1) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda attention_rows: %d keys", s_len);
@@ -629,8 +629,9 @@ void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, cons
     int d = head_dim(s, "attention_scores", c, n_head);
     if (!d)
         return;
-    if (head < 0 || head >= n_head || !fits_u32(s, "attention_scores", (size_t)t_len * s_len) ||
-        !fits_u32(s, "attention_scores", (size_t)s_len * (size_t)ld_k)) {
+    if (head < 0 || head >= n_head ||
+        !cuda_fits_u32(s, "attention_scores", (size_t)t_len * s_len) ||
+        !cuda_fits_u32(s, "attention_scores", (size_t)s_len * (size_t)ld_k)) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda attention_scores: head %d of %d", head,
                        n_head);
         return;
