@@ -64,11 +64,15 @@ static void copy_tiles(struct ptx_kernel *k, struct ptx_reg kbase, struct ptx_re
     int per_key = d / 8, pk = d + RT_PAD;
     struct ptx_reg key = ptx_reg(k, PTX_B32), col = ptx_reg(k, PTX_B32);
     struct ptx_reg j = ptx_reg(k, PTX_B32), p = ptx_reg(k, PTX_PRED), n = ptx_reg(k, PTX_B32);
-    struct ptx_reg off = ptx_reg(k, PTX_B64), a = ptx_reg(k, PTX_B64), sa = ptx_reg(k, PTX_B32);
-    struct ptx_reg c0 = ptx_reg(k, PTX_B64);
+    struct ptx_reg off = ptx_reg(k, PTX_B64), a = ptx_reg(k, PTX_B64), c0 = ptx_reg(k, PTX_B64);
+    struct ptx_reg sa[2] = {ptx_reg(k, PTX_B32), ptx_reg(k, PTX_B32)};
     ptx_ins(k, "div.u32 %s, %s, %d", key.s, lane.s, per_key);
     ptx_ins(k, "rem.u32 %s, %s, %d", col.s, lane.s, per_key);
     ptx_ins(k, "mul.wide.u32 %s, %s, 16", c0.s, col.s);
+    for (int m = 0; m < 2; m++) { /* the lane's first chunk in the K and V tiles */
+        ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", sa[m].s, key.s, 2 * pk, (m ? vsh : ksh).s);
+        ptx_ins(k, "mad.lo.u32 %s, %s, 16, %s", sa[m].s, col.s, sa[m].s);
+    }
     for (int r = 0; r < RT_KEYS * per_key / 32; r++) {
         int kr = 32 / per_key * r; /* this chunk's key, past the lane's first */
         ptx_ins(k, "add.u32 %s, %s, %d", j.s, key.s, kr);
@@ -80,9 +84,7 @@ static void copy_tiles(struct ptx_kernel *k, struct ptx_reg kbase, struct ptx_re
         ptx_ins(k, "add.s64 %s, %s, %s", off.s, off.s, c0.s);
         for (int m = 0; m < 2; m++) {
             ptx_ins(k, "add.s64 %s, %s, %s", a.s, (m ? vbase : kbase).s, off.s);
-            ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", sa.s, key.s, 2 * pk, (m ? vsh : ksh).s);
-            ptx_ins(k, "mad.lo.u32 %s, %s, 16, %s", sa.s, col.s, sa.s);
-            ptx_ins(k, "cp.async.cg.shared.global [%s+%d], [%s], 16, %s", sa.s, 2 * kr * pk, a.s,
+            ptx_ins(k, "cp.async.cg.shared.global [%s+%d], [%s], 16, %s", sa[m].s, 2 * kr * pk, a.s,
                     n.s);
         }
     }

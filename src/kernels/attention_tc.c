@@ -161,8 +161,8 @@ char *gen_attention_tc(int sm, int n_head, int d, int flags) {
     int esz = kv_half ? 2 : 4; /* bytes per key or value element */
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
-    if (kv_half && d <= 64) /* three CTAs an SM: 156 registers, no spill (four spill; the f32
-                             * form needs 208 for its tile of f32 in flight: two) */
+    if (kv_half && d <= 64) /* three CTAs an SM: 160 registers, no spill (four spill; the f32
+                             * form needs 202 for its tile of f32 in flight: two) */
         ptx_occupancy(&k, KERNEL_ATTN_THREADS, 3);
     ptx_param(&k, "u64", "p_out");
     ptx_param(&k, "u64", "p_q");
