@@ -741,8 +741,106 @@ def test_sample(ptx, V, rng):
           ok, "%.1e, %d at a boundary" % (worst, near))
 
 
+# A cooperative grid in the emulator: every CTA writes its slots, a grid barrier (a counter
+# raised with red.release, polled with ld.acquire), every CTA sums all slots, a second barrier
+# before the slots are written again. The emulator runs the CTAs as coroutines that yield at
+# each strong load; without the barriers a CTA reads slots nobody has written yet.
+COOP_PTX = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry grid_sum(.param .u64 p_ctr, .param .u64 p_slots, .param .u64 p_out,
+                         .param .u32 p_n_barriers)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<12>;
+    .reg .b64 %rd<8>;
+    .reg .f32 %f<4>;
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %nctaid.x;
+    ld.param.u64 %rd1, [p_ctr];
+    ld.param.u64 %rd2, [p_slots];
+    ld.param.u64 %rd3, [p_out];
+    ld.param.u32 %r10, [p_n_barriers];
+    setp.ne.u32 %p2, %r2, 0;
+    mad.lo.u32 %r4, %r1, 32, %r2;
+    mul.wide.u32 %rd4, %r4, 4;
+    add.u64 %rd5, %rd2, %rd4;
+    cvt.rn.f32.u32 %f1, %r4;
+    st.global.f32 [%rd5], %f1;
+    mov.u32 %r9, 0;
+BARRIER:
+    setp.ge.u32 %p1, %r9, %r10;
+    @%p1 bra AFTER;
+    bar.sync 0;
+    @%p2 bra ARRIVED;
+    red.release.gpu.global.add.u32 [%rd1], 1;
+SPIN:
+    ld.acquire.gpu.global.u32 %r5, [%rd1];
+    setp.lt.u32 %p1, %r5, %r3;
+    @%p1 bra SPIN;
+ARRIVED:
+    bar.sync 0;
+AFTER:
+    add.u32 %r9, %r9, 1;
+    setp.eq.u32 %p1, %r9, 2;
+    @%p1 bra WRITE_AGAIN;
+    mov.f32 %f2, 0f00000000;
+    mov.u32 %r6, 0;
+SUM:
+    mad.lo.u32 %r7, %r6, 32, %r2;
+    mul.wide.u32 %rd6, %r7, 4;
+    add.u64 %rd6, %rd2, %rd6;
+    ld.global.f32 %f3, [%rd6];
+    add.f32 %f2, %f2, %f3;
+    add.u32 %r6, %r6, 1;
+    setp.lt.u32 %p1, %r6, %r3;
+    @%p1 bra SUM;
+    add.u64 %rd7, %rd3, %rd4;
+    st.global.f32 [%rd7], %f2;
+    mul.lo.u32 %r3, %r3, 2;
+    bra BARRIER;
+WRITE_AGAIN:
+    mov.f32 %f1, 0fBF800000;
+    st.global.f32 [%rd5], %f1;
+    ret;
+}
+"""
+
+
+def test_cooperative(n_ctas):
+    def launch(n_barriers, cooperative=True, ctas=None):
+        mem = Memory()
+        ctr, slots, out = mem.put(np.zeros(1, np.uint32)), mem.alloc(n_ctas * 128), \
+            mem.alloc(n_ctas * 128)
+        run(COOP_PTX, "grid_sum", grid=(n_ctas, 1, 1), block=(32, 1, 1),
+            params=[ctr, slots, out, n_barriers], mem=mem, cooperative=cooperative, ctas=ctas)
+        return mem.get(out, np.float32, n_ctas * 32)
+
+    want = np.tile(np.arange(32) * n_ctas + 32 * n_ctas * (n_ctas - 1) / 2, n_ctas)
+    got = launch(2)
+    check("cooperative grid of %d CTAs: every CTA sees every CTA's slots" % n_ctas,
+          (got == want).all())
+    got = launch(2, ctas=[(i, 0, 0) for i in reversed(range(n_ctas))])
+    check("the same, CTAs started in reverse order", (got == want).all())
+    bad = launch(0)  # CTA 0 sums before the others have written: 0xFF bytes, NaN
+    check("without the barriers a CTA reads unwritten slots", np.isnan(bad[:32]).all())
+    one_short = [(i, 0, 0) for i in range(n_ctas - 1)]
+    for coop, ctas, what in ((False, None, "still polling"), (True, one_short, "deadlock")):
+        try:
+            launch(2, cooperative=coop, ctas=ctas)
+            msg = ""
+        except Exception as e:  # noqa: BLE001 (EmuError)
+            msg = str(e)
+        check("a barrier no CTA can pass is reported (%s)" % ("CTAs one at a time" if not coop
+              else "a CTA of the grid never runs"), what in msg, msg[:90])
+
+
 GROUP = sys.argv[4]
 rng = np.random.default_rng(2026 + GROUPS.index(GROUP))
+if GROUP == "tiny":
+    test_cooperative(4)
 for size, K, H in {"tiny": (("tiny", 384, 6),), "base": (("base", 512, 8),)}.get(GROUP, ()):
     ptx = kernels(size)
     test_before_wait(ptx, ptx.names, rng)

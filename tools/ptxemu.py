@@ -21,12 +21,14 @@ Memory
     Every global access is bounds-checked against the allocations (a 256-byte gap separates
     them) and alignment-checked; a bad access raises EmuError naming the instruction and thread.
 
-run(ptx_text, kernel_name, grid, block, params, mem, ctas=None, poison=True) -> stats dict
+run(ptx_text, kernel_name, grid, block, params, mem, ctas=None, poison=True,
+    cooperative=False) -> stats dict
     grid, block: 1-3 tuples.  params: one value per .param of the entry, in .param order:
     ints for integer params (pointers = addresses from mem), floats for .f32/.f64 params
     (a dict {name: value} is accepted too).  ctas: optional list of (x, y, z) CTA ids to run
     (default: every CTA of the grid, in x-fastest order).  poison: fill registers with 0xFF
-    bytes at CTA start (shared memory is always filled with 0xFF).
+    bytes at CTA start (shared memory is always filled with 0xFF).  cooperative: every CTA of
+    `ctas` resident at once, as a cooperative launch guarantees (grid barriers; see below).
     Returns {'ctas': n, 'steps': SIMT steps executed, 'seconds': wall time,
              'sec_per_cta': ...}.
 
@@ -51,8 +53,8 @@ Floating point
     give the canonical 0x7fffffff).  Not modelled: ptxas contracting mul.f32 + add.f32 (no
     .rn) into an fma -- the emulator rounds each as written; contraction_candidates(ptx_text,
     kernel_name) lists such pairs (none in layernorm / gemv f0, f1, f8, f9).
-    atom.global.add.u32 runs thread by thread, CTAs one after another (the order `ctas`
-    gives), which is one order a GPU may take; membar / fence are no-ops.
+    atom.global.add.u32 and red.global.add.u32 run thread by thread, CTAs one after another
+    (the order `ctas` gives), which is one order a GPU may take; membar / fence are no-ops.
     mma.sync m16n8k16 (f16 operands, f32 accumulate) waits for every lane of the warp, as
     a full-mask shfl.sync, and sums exactly before one rounding to f32: close to a tensor core.
     cp.async (4, 8, 16 bytes, a source size zero-filling the rest; its source address inside an
@@ -64,8 +66,18 @@ Floating point
     8j .. 8j + 7 give the row addresses of matrix j (16-byte aligned rows of 8 halves); lane l
     gets elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of each matrix, or with .trans
     (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4), the first in the lower half.
-    Not supported (raise EmuError): other mma shapes, other atomics, red, tex, local memory, dynamic shared
-    memory, non-.rn rounding modes.
+    Not supported (raise EmuError): other mma shapes, other atomics and reductions, tex, local
+    memory, dynamic shared memory, non-.rn rounding modes.
+
+Cooperative grids
+    A CTA runs as a coroutine that yields after each strong load of global memory
+    (ld.acquire / ld.relaxed / ld.volatile: polling a flag that another CTA sets).  Without
+    `cooperative` the CTAs still run one after another, and a CTA that yields SPIN_LIMIT times
+    is reported as waiting for another CTA.  With it, the CTAs take turns in `ctas` order, each
+    until its next yield or its end, their registers, specials and shared memory saved and
+    restored around each turn; three rounds in a row in which no CTA starts, ends or stores to
+    global memory are reported as a deadlock.  So a grid barrier (arrive with red.release,
+    poll with ld.acquire) works, and one that cannot be passed is an error, not a hang.
 
 Used by tests/test_ptx_emulated.py; for a kernel of your own, `whisper-c ptx --size NAME --out
 DIR` writes every kernel of a model size.
@@ -120,6 +132,7 @@ class _Space:
 
 
 _LOG2 = {1: 0, 2: 1, 4: 2, 8: 3}
+_STRONG = {"acquire", "relaxed", "volatile"}
 
 
 class Memory(_Space):
@@ -128,9 +141,14 @@ class Memory(_Space):
     BASE = 1 << 20
     GAP = 256
 
+    def store(self, addr, width, vals, what):
+        self.n_stores += 1  # a cooperative grid whose CTAs all poll without storing is stuck
+        super().store(addr, width, vals, what)
+
     def __init__(self, capacity=1 << 22):
         super().__init__(self.BASE, capacity)
         self.top = 0            # next free offset
+        self.n_stores = 0
         self.starts = np.zeros(0, np.int64)
         self.ends = np.zeros(0, np.int64)
 
@@ -390,7 +408,7 @@ def parse(ptx_text, kernel_name):
 # --------------------------------------------------------------------------------------------
 # compilation of instructions into closures over the register file
 
-PLAIN, BRA, EXIT, BAR, SHFL = range(5)
+PLAIN, BRA, EXIT, BAR, SHFL, YIELD = range(6)
 
 _SPECIALS = ["%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x", "%ctaid.y",
              "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid", "%warpid", "%nwarpid"]
@@ -665,7 +683,9 @@ class _Compiler:
             raise EmuError("unsupported instruction '%s' (%s)" % (ins.text.split()[0] if not ins.guard else ins.text.split()[1], ins.text))
         res = h(ins, mods, ins.args)
         kind, fn, extra = res if isinstance(res, tuple) else (PLAIN, res, None)
-        if kind == PLAIN and ins.guard is not None:
+        if kind == PLAIN and op == "ld" and _STRONG.intersection(mods) and "shared" not in mods:
+            kind = YIELD  # a flag another CTA may be about to set: let it run (cooperative grids)
+        if kind in (PLAIN, YIELD) and ins.guard is not None:
             g = self.R.view(ins.guard, "pred")
             inner = fn
             if ins.neg:
@@ -759,6 +779,7 @@ class _Compiler:
         for x in mods:
             if x not in _TSIZE and x not in ("global", "shared", "param", "nc", "v2", "v4", "ca", "cg",
                                               "cs", "lu", "cv", "wb", "wt", "relaxed", "weak", "cta",
+                                              "acquire", "release", "volatile",
                                               "gpu", "sys", "L1::no_allocate", "L2::64B", "L2::128B"):
                 raise EmuError("unsupported modifier .%s in '%s'" % (x, ins.text))
         n = 4 if "v4" in mods else 2 if "v2" in mods else 1
@@ -1625,20 +1646,22 @@ class _Compiler:
             me.space("global").load(x.astype(np.int64) + off, 1, 1, what)
         return f
 
-    def op_atom(self, ins, mods, a):
-        # atom.global.add.u32 d, [a], b: the active threads in thread order (CTAs run one after
-        # another, so that is one valid order of a real run)
+    def op_atom(self, ins, mods, a, red=False):
+        # atom.global.add.u32 d, [a], b (red: without d): the active threads in thread order
+        # (CTAs run one after another, or as coroutines, so that is one valid order of a real run)
         for x in mods:
             if x not in ("global", "add", "u32", "relaxed", "acquire", "release", "acq_rel",
                          "gpu"):
                 raise EmuError("unsupported modifier .%s in '%s'" % (x, ins.text))
         if "add" not in mods or "u32" not in mods:
-            raise EmuError("only atom.add.u32 is supported: '%s'" % ins.text)
-        dd = self.dst(a[0], "u32")
-        kind, base, off = self.addr(a[1])
+            raise EmuError("only atom.add.u32 / red.add.u32 are supported: '%s'" % ins.text)
+        if len(a) != (2 if red else 3):
+            raise EmuError("operands not understood: '%s'" % ins.text)
+        dd = None if red else self.dst(a[0], "u32")
+        kind, base, off = self.addr(a[-2])
         if kind != "reg":
             raise EmuError("atom address must be a register: '%s'" % ins.text)
-        src = self.src(a[2], "u32")
+        src = self.src(a[-1], "u32")
         T, what, me = self.T, ins.text, self
 
         def f(m):
@@ -1649,8 +1672,12 @@ class _Compiler:
                 cur = int(spc.load(ad, 4, 1, what)[0])
                 sv = int(src if np.ndim(src) == 0 else src[t])
                 spc.store(ad, 4, [np.uint32((cur + sv) & 0xFFFFFFFF)], what)
-                dd[t] = np.uint32(cur)
+                if dd is not None:
+                    dd[t] = np.uint32(cur)
         return f
+
+    def op_red(self, ins, mods, a):
+        return self.op_atom(ins, mods, a, red=True)
 
     op_fence = op_membar
 
@@ -1695,7 +1722,7 @@ def _param_values(kern, params):
 
 
 def run(ptx_text, kernel_name, grid=(1, 1, 1), block=(1, 1, 1), params=(), mem=None, ctas=None,
-        poison=True):
+        poison=True, cooperative=False):
     """Run kernel_name over grid x block (see module docstring). Returns a stats dict."""
     kern = _get_kernel(ptx_text, kernel_name)
     grid, block = _triple(grid), _triple(block)
@@ -1727,28 +1754,98 @@ def run(ptx_text, kernel_name, grid=(1, 1, 1), block=(1, 1, 1), params=(), mem=N
     sp[ix("%nwarpid")] = (T + 31) // 32
     if ctas is None:
         ctas = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+    ctas = [_triple(c) for c in ctas]
+    for cta in ctas:
+        if not all(0 <= cta[i] < grid[i] for i in range(3)):
+            raise EmuError("CTA %r outside grid %r" % (cta, grid))
+
+    def start(cta):
+        for i, c in enumerate("xyz"):
+            sp[ix("%ctaid." + c)] = cta[i]
+        R.reset(poison)
+        comp.shared.reset()
+        comp.async_reset()
+        return _run_cta(code, texts, T, lane)
+
     t0 = time.perf_counter()
-    steps = 0
     with np.errstate(all="ignore"):
-        for cta in ctas:
-            cta = _triple(cta)
-            for i, c in enumerate("xyz"):
-                if not 0 <= cta[i] < grid[i]:
-                    raise EmuError("CTA %r outside grid %r" % (cta, grid))
-                sp[ix("%ctaid." + c)] = cta[i]
-            R.reset(poison)
-            comp.shared.reset()
-            comp.async_reset()
-            try:
-                steps += _run_cta(code, texts, T, lane)
-            except EmuError as e:
-                raise EmuError("CTA %r: %s" % (cta, e)) from None
+        if cooperative:
+            steps = _run_together(ctas, start, R, comp, mem)
+        else:
+            steps = 0
+            for cta in ctas:
+                steps += _finish(cta, start(cta))
     dt = time.perf_counter() - t0
     return {"ctas": len(ctas), "steps": steps, "seconds": dt,
             "sec_per_cta": dt / max(1, len(ctas))}
 
 
 RUN, WBAR, WSHFL, DONE = 0, 1, 2, 3
+SPIN_LIMIT = 10000  # yields of a CTA run alone before it is taken to wait for another CTA
+
+
+def _finish(cta, gen):
+    """Runs one CTA's coroutine to its end, alone; returns its SIMT steps."""
+    try:
+        for i in range(SPIN_LIMIT):
+            next(gen)
+    except StopIteration as e:
+        return e.value
+    except EmuError as e:
+        raise EmuError("CTA %r: %s" % (cta, e)) from None
+    raise EmuError("CTA %r: still polling a flag after %d strong loads: it waits for another "
+                   "CTA (run the kernel with cooperative=True)" % (cta, SPIN_LIMIT))
+
+
+def _run_together(ctas, start, R, comp, mem):
+    """A cooperative grid: every CTA resident at once, as coroutines taken in turn, each running
+    until its next strong load (ld.acquire / .relaxed / .volatile of global memory: a flag another
+    CTA sets) or its end. A CTA's registers, specials and shared memory are saved and restored
+    around its turn. Rounds in which no CTA starts, ends or stores to global memory, three in a
+    row, are a deadlock (every CTA polls a flag nobody will set)."""
+    saved = {}
+    gens = {}
+    live = list(range(len(ctas)))
+    cur, steps, idle = None, 0, 0
+
+    def save(i):
+        saved[i] = ({c: a.copy() for c, a in R.u.items()}, R.p.copy(), R.sp.copy(),
+                    comp.shared.buf.copy(), comp.async_open, comp.async_groups)
+
+    def restore(i):
+        u, p, spv, sh, ao, ag = saved.pop(i)
+        for c, a in R.u.items():
+            np.copyto(a, u[c])
+        np.copyto(R.p, p)
+        np.copyto(R.sp, spv)
+        np.copyto(comp.shared.buf, sh)
+        comp.async_open, comp.async_groups = ao, ag
+
+    while live:
+        stores, moved = mem.n_stores, False
+        for i in list(live):
+            if cur != i:
+                if cur is not None:
+                    save(cur)
+                if i in gens:
+                    restore(i)
+                else:
+                    gens[i] = start(ctas[i])
+                    moved = True
+                cur = i
+            try:
+                next(gens[i])
+            except StopIteration as e:
+                steps += e.value
+                live.remove(i)
+                cur, moved = None, True
+            except EmuError as e:
+                raise EmuError("CTA %r: %s" % (ctas[i], e)) from None
+        idle = 0 if moved or mem.n_stores != stores else idle + 1
+        if idle == 3:
+            raise EmuError("deadlock: CTAs %s poll flags that no CTA sets"
+                           % ", ".join(repr(ctas[i]) for i in live))
+    return steps
 
 
 def _gval(g, _unused=None):
@@ -1791,12 +1888,14 @@ def _run_cta(code, texts, T, lane):
                 raise EmuError("fell off the end of the kernel")
             kind, fn, ex = code[upc]
             steps += 1
-            if kind == PLAIN:
+            if kind == PLAIN or kind == YIELD:
                 try:
                     fn(fm)
                 except EmuError as e:
                     raise EmuError("%s: %s" % (where_err(upc), e)) from None
                 upc += 1
+                if kind == YIELD:
+                    yield
                 continue
             if kind == BRA:
                 tgt, g = ex
@@ -1894,12 +1993,14 @@ def _run_cta(code, texts, T, lane):
             raise EmuError("fell off the end of the kernel")
         kind, fn, ex = code[pc]
         steps += 1
-        if kind == PLAIN:
+        if kind == PLAIN or kind == YIELD:
             try:
                 fn(m)
             except EmuError as e:
                 raise EmuError("%s: %s" % (where_err(pc), e)) from None
             pcs[m] += 1
+            if kind == YIELD:
+                yield
         elif kind == BRA:
             tgt, g = ex
             tk = m if g is None else (m & _gval(g, m))
