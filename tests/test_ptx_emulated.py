@@ -225,7 +225,8 @@ def test_before_wait(ptx, names, rng):
     Each gemv kernel cut off at its wait, run with every activation pointer (out, in, the
     q/k/v caches and row table; gemv_f16's norm gain and bias too, which it reads later)
     pointing at no allocation: any access to them raises"""
-    for name in sorted(n for n in names if n.startswith("gemv_")):
+    for name in sorted(n for n in names  # a chain waits first of all (gemv_chain.c)
+                       if n.startswith("gemv_") and not n.startswith("gemv_chain")):
         tc = name.startswith("gemv_tc_")
         if tc:  # gemv_tc_k<K>_c<C>_n<T>_f<flags>: gemv_f16's parameters
             K, C, T, flags = (int(v) for v in re.findall(r"\d+", name))
@@ -810,12 +811,13 @@ WRITE_AGAIN:
 
 
 def test_cooperative(n_ctas):
-    def launch(n_barriers, cooperative=True, ctas=None):
+    def launch(n_barriers, cooperative=True, ctas=None, seed=None):
         mem = Memory()
         ctr, slots, out = mem.put(np.zeros(1, np.uint32)), mem.alloc(n_ctas * 128), \
             mem.alloc(n_ctas * 128)
         run(COOP_PTX, "grid_sum", grid=(n_ctas, 1, 1), block=(32, 1, 1),
-            params=[ctr, slots, out, n_barriers], mem=mem, cooperative=cooperative, ctas=ctas)
+            params=[ctr, slots, out, n_barriers], mem=mem, cooperative=cooperative, ctas=ctas,
+            seed=seed)
         return mem.get(out, np.float32, n_ctas * 32)
 
     want = np.tile(np.arange(32) * n_ctas + 32 * n_ctas * (n_ctas - 1) / 2, n_ctas)
@@ -824,6 +826,8 @@ def test_cooperative(n_ctas):
           (got == want).all())
     got = launch(2, ctas=[(i, 0, 0) for i in reversed(range(n_ctas))])
     check("the same, CTAs started in reverse order", (got == want).all())
+    got = launch(2, seed=5)
+    check("the same, turns drawn at random", (got == want).all())
     bad = launch(0)  # CTA 0 sums before the others have written: 0xFF bytes, NaN
     check("without the barriers a CTA reads unwritten slots", np.isnan(bad[:32]).all())
     one_short = [(i, 0, 0) for i in range(n_ctas - 1)]
@@ -837,10 +841,73 @@ def test_cooperative(n_ctas):
               else "a CTA of the grid never runs"), what in msg, msg[:90])
 
 
+def test_chain(ptx, K, rng, rows, n_ctas, flags):
+    """gemv_chain (kernels.h: gemv_tc's links in one cooperative launch) against the links
+    launched one by one, bit for bit. flags (5, 9): the self-attention's output projection into
+    x, then the norm and the cross query; (5, 11, 5[, 24]): the cross-attention's output
+    projection into x, the norm and fc1, fc2 into x[, the next layer's norm and q/k/v]"""
+    n_dst, f32 = rows + 5, np.float32
+
+    def normal(*shape, scale=1.0):
+        return (scale * rng.standard_normal(shape)).astype(f32)
+    x, a = normal(rows, K, scale=3), normal(rows, K)
+    W = [(rng.standard_normal(s) / np.sqrt(s[1])).astype(np.float16)
+         for s in ((K, K), (4 * K, K), (K, 4 * K), (K, K), (K, K), (K, K))]
+    bias = [normal(n) for n in (K, 4 * K, K, K, K)]
+    gains = [normal(K) for _ in range(4)]
+    cache = [normal(n_dst, K) for _ in range(2)]
+    dst = rng.permutation(n_dst)[:rows].astype(np.int32)
+    fc1 = 11 in flags
+    links = [(4 * K if fc1 and i == 2 else K, f, tc_cols(f)) for i, f in enumerate(flags)]
+    name = "gemv_chain_n1" + "".join("_k%df%d" % (k, f) for k, f, _ in links)
+    outs = None
+    for chained, seed in ((False, None), (True, None), (True, 11), (True, 12)):
+        mem = Memory(1 << 26)
+        px, pa, ph = mem.put(x), mem.put(a), mem.alloc(rows * 4 * K * 4)
+        pw, pb, pg = [mem.put(w) for w in W], [mem.put(b) for b in bias], \
+            [mem.put(g) for g in gains]
+        pq, pkc, pvc, pdst = mem.alloc(rows * K * 4), mem.put(cache[0]), mem.put(cache[1]), \
+            mem.put(dst)
+        by_flags = {5: [px, K, pa, pw[0], pb[0], K, rows],
+                    9: [pq, K, px, pw[3], pb[3], K, rows, pg[2], pg[3]],
+                    11: [ph, 4 * K, px, pw[1], pb[1], 4 * K, rows, pg[0], pg[1]],
+                    24: [pq, K, px, pw[3], pb[3], K, rows, pg[2], pg[3], pw[4], pw[5], 0, pb[4],
+                         pkc, pvc, pdst]}
+        params = [by_flags[f] for f in flags]
+        if fc1:
+            params[2] = [px, K, ph, pw[2], pb[2], K, rows]
+        grids = [((3 if f & 16 else 1) * p[5] // c, 1) for (_, f, c), p in zip(links, params)]
+        if not chained:
+            for (k_in, f, c), p, g in zip(links, params, grids):
+                kn = "gemv_tc_k%d_c%d_n1_f%d" % (k_in, c, f)
+                run(ptx(kn), kn, grid=(g[0], g[1], 1), block=(256, 1, 1), params=p, mem=mem)
+        else:
+            counter = mem.put(np.zeros(1, np.uint32))
+            run(ptx(name), name, grid=(n_ctas, 1, 1), block=(256, 1, 1),
+                params=[counter] + [v for g, p in zip(grids, params) for v in list(g) + p],
+                mem=mem, cooperative=True, seed=seed)
+        got = [mem.get(p, f32, n) for p, n in ((px, rows * K), (ph, rows * 4 * K),
+                                               (pq, rows * K), (pkc, n_dst * K),
+                                               (pvc, n_dst * K))]
+        if chained:
+            check("%s on %d CTAs (turns %s) == its %d gemv_tc launches, %d rows; its counter "
+                  "back to 0" % (name, n_ctas, "in order" if seed is None else "drawn, seed %d"
+                                 % seed, len(flags), rows),
+                  all(same_bits(u, v) for u, v in zip(outs, got)) and
+                  mem.get(counter, np.uint32, 1)[0] == 0)
+        else:
+            outs = got
+
+
 GROUP = sys.argv[4]
 rng = np.random.default_rng(2026 + GROUPS.index(GROUP))
 if GROUP == "tiny":
     test_cooperative(4)
+for size, K in {"tiny": (("tiny", 384),), "base": (("base", 512),)}.get(GROUP, ()):
+    ptx = kernels(size)
+    for rows, n_ctas, flags in (((3, 3, (5, 9)), (8, 4, (5, 11, 5, 24))) if size == "tiny"
+                                else ((1, 5, (5, 11, 5)),)):
+        test_chain(ptx, K, rng, rows, n_ctas, flags)
 for size, K, H in {"tiny": (("tiny", 384, 6),), "base": (("base", 512, 8),)}.get(GROUP, ()):
     ptx = kernels(size)
     test_before_wait(ptx, ptx.names, rng)

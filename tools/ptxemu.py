@@ -73,10 +73,11 @@ Cooperative grids
     A CTA runs as a coroutine that yields after each strong load of global memory
     (ld.acquire / ld.relaxed / ld.volatile: polling a flag that another CTA sets).  Without
     `cooperative` the CTAs still run one after another, and a CTA that yields SPIN_LIMIT times
-    is reported as waiting for another CTA.  With it, the CTAs take turns in `ctas` order, each
-    until its next yield or its end, their registers, specials and shared memory saved and
-    restored around each turn; three rounds in a row in which no CTA starts, ends or stores to
-    global memory are reported as a deadlock.  So a grid barrier (arrive with red.release,
+    is reported as waiting for another CTA.  With it, the CTAs take turns, each until its next
+    yield or its end, their registers, specials and shared memory saved and restored around
+    each turn: in `ctas` order, or with `seed` a CTA drawn at random each turn (so one that
+    passes a barrier too early runs ahead); 100 turns a live CTA in which no CTA starts, ends
+    or stores to global memory are reported as a deadlock.  So a grid barrier (arrive with red.release,
     poll with ld.acquire) works, and one that cannot be passed is an error, not a hang.
 
 Used by tests/test_ptx_emulated.py; for a kernel of your own, `whisper-c ptx --size NAME --out
@@ -1722,7 +1723,7 @@ def _param_values(kern, params):
 
 
 def run(ptx_text, kernel_name, grid=(1, 1, 1), block=(1, 1, 1), params=(), mem=None, ctas=None,
-        poison=True, cooperative=False):
+        poison=True, cooperative=False, seed=None):
     """Run kernel_name over grid x block (see module docstring). Returns a stats dict."""
     kern = _get_kernel(ptx_text, kernel_name)
     grid, block = _triple(grid), _triple(block)
@@ -1770,7 +1771,7 @@ def run(ptx_text, kernel_name, grid=(1, 1, 1), block=(1, 1, 1), params=(), mem=N
     t0 = time.perf_counter()
     with np.errstate(all="ignore"):
         if cooperative:
-            steps = _run_together(ctas, start, R, comp, mem)
+            steps = _run_together(ctas, start, R, comp, mem, seed)
         else:
             steps = 0
             for cta in ctas:
@@ -1797,16 +1798,19 @@ def _finish(cta, gen):
                    "CTA (run the kernel with cooperative=True)" % (cta, SPIN_LIMIT))
 
 
-def _run_together(ctas, start, R, comp, mem):
-    """A cooperative grid: every CTA resident at once, as coroutines taken in turn, each running
+def _run_together(ctas, start, R, comp, mem, seed):
+    """A cooperative grid: every CTA resident at once, as coroutines, each turn running one CTA
     until its next strong load (ld.acquire / .relaxed / .volatile of global memory: a flag another
     CTA sets) or its end. A CTA's registers, specials and shared memory are saved and restored
-    around its turn. Rounds in which no CTA starts, ends or stores to global memory, three in a
-    row, are a deadlock (every CTA polls a flag nobody will set)."""
+    around its turn. Turns go round the CTAs in order, or with a seed to a CTA drawn at random
+    (the same one again, often: a CTA past a barrier that does not hold runs ahead of the
+    others). 100 turns a live CTA in which none starts, ends or stores to global memory are a
+    deadlock (every CTA polls a flag nobody will set)."""
     saved = {}
     gens = {}
     live = list(range(len(ctas)))
     cur, steps, idle = None, 0, 0
+    draw = np.random.default_rng(seed) if seed is not None else None
 
     def save(i):
         saved[i] = ({c: a.copy() for c, a in R.u.items()}, R.p.copy(), R.sp.copy(),
@@ -1821,28 +1825,34 @@ def _run_together(ctas, start, R, comp, mem):
         np.copyto(comp.shared.buf, sh)
         comp.async_open, comp.async_groups = ao, ag
 
+    turn = 0
     while live:
+        if draw is not None:
+            i = live[int(draw.integers(len(live)))]
+        else:
+            i = live[turn % len(live)]
+            turn += 1
         stores, moved = mem.n_stores, False
-        for i in list(live):
-            if cur != i:
-                if cur is not None:
-                    save(cur)
-                if i in gens:
-                    restore(i)
-                else:
-                    gens[i] = start(ctas[i])
-                    moved = True
-                cur = i
-            try:
-                next(gens[i])
-            except StopIteration as e:
-                steps += e.value
-                live.remove(i)
-                cur, moved = None, True
-            except EmuError as e:
-                raise EmuError("CTA %r: %s" % (ctas[i], e)) from None
+        if cur != i:
+            if cur is not None:
+                save(cur)
+            if i in gens:
+                restore(i)
+            else:
+                gens[i] = start(ctas[i])
+                moved = True
+            cur = i
+        try:
+            next(gens[i])
+        except StopIteration as e:
+            steps += e.value
+            live.remove(i)
+            cur, moved = None, True
+            turn -= 1  # the next CTA in order has taken i's place
+        except EmuError as e:
+            raise EmuError("CTA %r: %s" % (ctas[i], e)) from None
         idle = 0 if moved or mem.n_stores != stores else idle + 1
-        if idle == 3:
+        if live and idle >= 100 * len(live):
             raise EmuError("deadlock: CTAs %s poll flags that no CTA sets"
                            % ", ".join(repr(ctas[i]) for i in live))
     return steps

@@ -1,7 +1,7 @@
 /* gemv_parts.c — the pieces gemv_f16 and gemv_tc share (gemv_parts.h). */
 #include "kernels/gemv_parts.h"
 
-int gemv_begin(struct ptx_kernel *k, const char *name, int sm, int k_in, int flags, int cols) {
+int gemv_check(int k_in, int flags, int cols) {
     int all = KERNEL_GEMV_BIAS | KERNEL_GEMV_GELU | KERNEL_GEMV_ACCUMULATE | KERNEL_GEMV_NORM |
               KERNEL_GEMV_QKV;
     int norm = flags & KERNEL_GEMV_NORM, qkv = flags & KERNEL_GEMV_QKV;
@@ -10,20 +10,30 @@ int gemv_begin(struct ptx_kernel *k, const char *name, int sm, int k_in, int fla
         (norm && !kernel_gemv_norm_fits(k_in)) ||
         (qkv && (flags != (KERNEL_GEMV_QKV | KERNEL_GEMV_NORM) || k_in % cols)))
         return -1;
-    ptx_begin(k, name, sm);
+    return 0;
+}
+
+void gemv_params(struct ptx_kernel *k, int flags) {
     static const char *const base[] = {"p_out", "p_ld_out", "p_in", "p_w", "p_b", "p_n", "p_rows"};
     for (int i = 0; i < 7; i++)
         ptx_param(k, i == 1 || i >= 5 ? "u32" : "u64", base[i]);
-    if (norm) {
+    if (flags & KERNEL_GEMV_NORM) {
         ptx_param(k, "u64", "p_g");
         ptx_param(k, "u64", "p_lb");
     }
-    if (qkv) {
+    if (flags & KERNEL_GEMV_QKV) {
         static const char *const more[] = {"p_wk", "p_wv", "p_bk", "p_bv", "p_kd", "p_vd"};
         for (int i = 0; i < 6; i++)
             ptx_param(k, "u64", more[i]);
         ptx_param(k, "u64", "p_dst");
     }
+}
+
+int gemv_begin(struct ptx_kernel *k, const char *name, int sm, int k_in, int flags, int cols) {
+    if (gemv_check(k_in, flags, cols))
+        return -1;
+    ptx_begin(k, name, sm);
+    gemv_params(k, flags);
     return 0;
 }
 
@@ -34,7 +44,7 @@ void gemv_norm_load(struct ptx_kernel *k, struct gemv_norm_row *nr, struct ptx_r
         for (int i = 0; i < nr->per; i++) {
             nr->x[j][i] = ptx_reg(k, PTX_F32);
             ptx_ins(k, "mov.f32 %s, 0f00000000", nr->x[j][i].s);
-            ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s+%d]", ok.s, nr->x[j][i].s, src.s,
+            ptx_ins(k, "@%s %s.f32 %s, [%s+%d]", ok.s, ptx_ld_act(k, 1), nr->x[j][i].s, src.s,
                     4 * (32 * j + KERNEL_LN_THREADS * i));
         }
 }
@@ -96,8 +106,8 @@ void gemv_qkv_select(struct ptx_kernel *k, const struct gemv_qkv *q, struct ptx_
                      const char *p_k, const char *p_v, int raw) {
     struct ptx_reg pk = ptx_reg(k, PTX_B64), pv = ptx_reg(k, PTX_B64);
     if (raw) {
-        ptx_ins(k, "ld.param.u64 %s, [%s]", pk.s, p_k);
-        ptx_ins(k, "ld.param.u64 %s, [%s]", pv.s, p_v);
+        ptx_ld_param(k, "u64", pk, p_k);
+        ptx_ld_param(k, "u64", pv, p_v);
     } else {
         pk = ptx_ld_ptr(k, p_k), pv = ptx_ld_ptr(k, p_v);
     }
@@ -108,7 +118,7 @@ void gemv_qkv_select(struct ptx_kernel *k, const struct gemv_qkv *q, struct ptx_
 void gemv_qkv_outputs(struct ptx_kernel *k, const struct gemv_qkv *q, struct ptx_reg out,
                       struct ptx_reg b, struct ptx_reg b_ok, struct ptx_reg ok) {
     struct ptx_reg b_raw = ptx_reg(k, PTX_B64);
-    ptx_ins(k, "ld.param.u64 %s, [p_b]", b_raw.s);
+    ptx_ld_param(k, "u64", b_raw, "p_b");
     gemv_qkv_select(k, q, b_raw, "p_bk", "p_bv", 1);
     gemv_qkv_select(k, q, out, "p_kd", "p_vd", 0);
     gemv_qkv_select(k, q, b, "p_bk", "p_bv", 0);

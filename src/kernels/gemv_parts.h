@@ -15,6 +15,10 @@
  * the parameters every gemv form takes, in gen_gemv_f16's order; -1 (nothing begun) for flags
  * not made. */
 int gemv_begin(struct ptx_kernel *k, const char *name, int sm, int k_in, int flags, int cols);
+/* gemv_begin's two halves, for a body that may be a phase (ptx.h): 0 if the flags are made for
+ * K; the parameters. */
+int gemv_check(int k_in, int flags, int cols);
+void gemv_params(struct ptx_kernel *k, int flags);
 
 /* A row as one warp holds it for its layer norm: lane l stands for gen_layernorm's threads
  * l + 32 j (j < 4), x[j][i] its value 32 j + KERNEL_LN_THREADS i + l (i < per = K / 128). */
@@ -50,5 +54,9 @@ void gemv_qkv_select(struct ptx_kernel *k, const struct gemv_qkv *q, struct ptx_
  * b_ok = its bias is given (a NULL tested as passed) and ok. */
 void gemv_qkv_outputs(struct ptx_kernel *k, const struct gemv_qkv *q, struct ptx_reg out,
                       struct ptx_reg b, struct ptx_reg b_ok, struct ptx_reg ok);
+
+/* gen_gemv_tc's body (its kernels.h contract) into k, begun by the caller: a kernel of its own,
+ * or a phase of a chain (ptx.h; gemv_chain.c). -1, nothing written, for shapes not made. */
+int gemv_tc_emit(struct ptx_kernel *k, int sm, int k_in, int flags, int nt, int cols);
 
 #endif /* WC_GEMV_PARTS_H */

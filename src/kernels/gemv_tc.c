@@ -121,8 +121,9 @@ static void load_inputs(struct ptx_kernel *k, struct tc_regs *r, struct tc_chunk
         }
         struct ptx_reg ok = chunk_pred(k, r, r->row_ok[j], i);
         for (int h = 0; h < 2; h++)
-            ptx_ins(k, "@%s ld.global.nc.v4.f32 {%s, %s, %s, %s}, [%s+%d]", ok.s, x[4 * h].s,
-                    x[4 * h + 1].s, x[4 * h + 2].s, x[4 * h + 3].s, r->x[j].s, 128 * i + 16 * h);
+            ptx_ins(k, "@%s %s.v4.f32 {%s, %s, %s, %s}, [%s+%d]", ok.s, ptx_ld_act(k, 1),
+                    x[4 * h].s, x[4 * h + 1].s, x[4 * h + 2].s, x[4 * h + 3].s, r->x[j].s,
+                    128 * i + 16 * h);
     }
 }
 
@@ -180,236 +181,249 @@ static void products(struct ptx_kernel *k, struct tc_regs *r, const struct tc_ch
         ptx_place(k, skip);
 }
 
-char *gen_gemv_tc(int sm, int k_in, int flags, int nt, int cols) {
+int gemv_tc_emit(struct ptx_kernel *k, int sm, int k_in, int flags, int nt, int cols) {
     int norm = flags & KERNEL_GEMV_NORM, qkv = flags & KERNEL_GEMV_QKV;
     int nc = k_in / 32, per = (nc + TC_WARPS - 1) / TC_WARPS;
     /* chunks of loads in flight: about 40 registers of them; half with the norm, whose gain and
      * bias come with each chunk and whose statistics hold a row (K / 32 registers) */
     int mt = cols / 16, pitch = cols + 4; /* 4 more floats keep the stores conflict-free */
     int ahead = (norm || mt > 1) && nt < TC_T ? TC_T / nt / 2 : TC_T / nt;
-    char name[64];
-    snprintf(name, sizeof name, "gemv_tc_k%d_c%d_n%d_f%d", k_in, cols, nt, flags);
-    struct ptx_kernel k;
+    char s_ln[24], s_red[24];
     if (!kernel_gemv_tc_fits(sm, k_in) || (nt != 1 && nt != 2 && nt != TC_T) ||
-        (cols != 16 && cols != 16 * TC_MT) || gemv_begin(&k, name, sm, k_in, flags, cols))
-        return NULL;
+        (cols != 16 && cols != 16 * TC_MT) || gemv_check(k_in, flags, cols))
+        return -1;
+    gemv_params(k, flags);
+    ptx_sym(k, s_ln, sizeof s_ln, "s_ln");
+    ptx_sym(k, s_red, sizeof s_red, "s_red");
     if (norm)
-        ptx_raw(&k, "    .shared .align 8 .f32 s_ln[%d];\n", 2 * 8 * nt);
-    ptx_raw(&k, "    .shared .align 16 .f32 s_red[%d];\n", TC_WARPS * 8 * nt * pitch);
+        ptx_raw(k, "    .shared .align 8 .f32 %s[%d];\n", s_ln, 2 * 8 * nt);
+    ptx_raw(k, "    .shared .align 16 .f32 %s[%d];\n", s_red, TC_WARPS * 8 * nt * pitch);
 
     struct tc_regs r = {
         .nt = nt, .per = per, .partial = nc % TC_WARPS != 0, .norm = norm, .mt = mt, .k_in = k_in};
-    struct ptx_reg tid = ptx_special(&k, "%tid.x"), warp = ptx_reg(&k, PTX_B32);
-    struct ptx_reg lane = ptx_reg(&k, PTX_B32), g = ptx_reg(&k, PTX_B32), t = ptx_reg(&k, PTX_B32);
-    struct ptx_reg n0 = ptx_special(&k, "%ctaid.x"), row0 = ptx_special(&k, "%ctaid.y");
-    struct ptx_reg rows = ptx_reg(&k, PTX_B32), n = ptx_reg(&k, PTX_B32);
-    struct ptx_reg c0 = ptx_reg(&k, PTX_B32), c1 = ptx_reg(&k, PTX_B32), v = ptx_reg(&k, PTX_B32);
-    r.p = ptx_reg(&k, PTX_PRED), r.t_zero = ptx_reg(&k, PTX_PRED);
-    ptx_ins(&k, "shr.u32 %s, %s, 5", warp.s, tid.s);
-    ptx_ins(&k, "and.b32 %s, %s, 31", lane.s, tid.s);
-    ptx_ins(&k, "shr.u32 %s, %s, 2", g.s, lane.s);
-    ptx_ins(&k, "and.b32 %s, %s, 3", t.s, lane.s);
-    ptx_ins(&k, "setp.eq.u32 %s, %s, 0", r.t_zero.s, t.s);
+    struct ptx_reg tid = ptx_special(k, "%tid.x"), warp = ptx_reg(k, PTX_B32);
+    struct ptx_reg lane = ptx_reg(k, PTX_B32), g = ptx_reg(k, PTX_B32), t = ptx_reg(k, PTX_B32);
+    struct ptx_reg n0 = ptx_special(k, "%ctaid.x"), row0 = ptx_special(k, "%ctaid.y");
+    struct ptx_reg rows = ptx_reg(k, PTX_B32), n = ptx_reg(k, PTX_B32);
+    struct ptx_reg c0 = ptx_reg(k, PTX_B32), c1 = ptx_reg(k, PTX_B32), v = ptx_reg(k, PTX_B32);
+    r.p = ptx_reg(k, PTX_PRED), r.t_zero = ptx_reg(k, PTX_PRED);
+    ptx_ins(k, "shr.u32 %s, %s, 5", warp.s, tid.s);
+    ptx_ins(k, "and.b32 %s, %s, 31", lane.s, tid.s);
+    ptx_ins(k, "shr.u32 %s, %s, 2", g.s, lane.s);
+    ptx_ins(k, "and.b32 %s, %s, 3", t.s, lane.s);
+    ptx_ins(k, "setp.eq.u32 %s, %s, 0", r.t_zero.s, t.s);
     struct gemv_qkv qs;
     if (qkv) /* segment x / (K / cols): q, k or v; n0 within it */
-        gemv_qkv_segment(&k, &qs, n0, k_in / cols);
-    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", n0.s, n0.s, cols);
-    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", row0.s, row0.s, 8 * nt);
-    ptx_ins(&k, "ld.param.u32 %s, [p_rows]", rows.s);
-    ptx_ins(&k, "sub.u32 %s, %s, %s", rows.s, rows.s, row0.s); /* >= 1 here */
-    ptx_ins(&k, "ld.param.u32 %s, [p_n]", n.s);
+        gemv_qkv_segment(k, &qs, n0, k_in / cols);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %d", n0.s, n0.s, cols);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %d", row0.s, row0.s, 8 * nt);
+    ptx_ld_param(k, "u32", rows, "p_rows");
+    ptx_ins(k, "sub.u32 %s, %s, %s", rows.s, rows.s, row0.s); /* >= 1 here */
+    ptx_ld_param(k, "u32", n, "p_n");
     /* the warp's chunks [c0, c1) */
-    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", c0.s, warp.s, nc);
-    ptx_ins(&k, "add.u32 %s, %s, %d", c1.s, c0.s, nc);
-    ptx_ins(&k, "shr.u32 %s, %s, 3", c0.s, c0.s);
-    ptx_ins(&k, "shr.u32 %s, %s, 3", c1.s, c1.s);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %d", c0.s, warp.s, nc);
+    ptx_ins(k, "add.u32 %s, %s, %d", c1.s, c0.s, nc);
+    ptx_ins(k, "shr.u32 %s, %s, 3", c0.s, c0.s);
+    ptx_ins(k, "shr.u32 %s, %s, 3", c1.s, c1.s);
     if (r.partial) {
-        r.last_ok = ptx_reg(&k, PTX_PRED);
-        ptx_ins(&k, "sub.u32 %s, %s, %s", v.s, c1.s, c0.s);
-        ptx_ins(&k, "setp.eq.u32 %s, %s, %d", r.last_ok.s, v.s, per);
+        r.last_ok = ptx_reg(k, PTX_PRED);
+        ptx_ins(k, "sub.u32 %s, %s, %s", v.s, c1.s, c0.s);
+        ptx_ins(k, "setp.eq.u32 %s, %s, %d", r.last_ok.s, v.s, per);
     }
     /* weight rows n0 + g and n0 + g + 8, from chunk c0, the lane's 16 bytes: in 16-byte units
      * (n0 + g) K / 8 + 4 c0 + t */
-    struct ptx_reg col = ptx_reg(&k, PTX_B32);
-    ptx_ins(&k, "add.u32 %s, %s, %s", col.s, n0.s, g.s);
+    struct ptx_reg col = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "add.u32 %s, %s, %s", col.s, n0.s, g.s);
     for (int m = 0; m < mt; m++)
         for (int h = 0; h < 2; h++) {
-            r.ok[m][h] = ptx_reg(&k, PTX_PRED);
-            ptx_ins(&k, "add.u32 %s, %s, %d", v.s, col.s, 16 * m + 8 * h);
-            ptx_ins(&k, "setp.lt.u32 %s, %s, %s", r.ok[m][h].s, v.s, n.s);
+            r.ok[m][h] = ptx_reg(k, PTX_PRED);
+            ptx_ins(k, "add.u32 %s, %s, %d", v.s, col.s, 16 * m + 8 * h);
+            ptx_ins(k, "setp.lt.u32 %s, %s, %s", r.ok[m][h].s, v.s, n.s);
         }
-    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", v.s, col.s, k_in / 8);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", v.s, c0.s, v.s);
-    ptx_ins(&k, "add.u32 %s, %s, %s", v.s, v.s, t.s);
-    struct ptx_reg w = ptx_ld_ptr(&k, "p_w");
+    ptx_ins(k, "mul.lo.u32 %s, %s, %d", v.s, col.s, k_in / 8);
+    ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", v.s, c0.s, v.s);
+    ptx_ins(k, "add.u32 %s, %s, %s", v.s, v.s, t.s);
+    struct ptx_reg w = ptx_ld_ptr(k, "p_w");
     if (qkv)
-        gemv_qkv_select(&k, &qs, w, "p_wk", "p_wv", 0);
-    r.w0 = ptx_addr(&k, w, v, 16);
-    r.w1 = ptx_reg(&k, PTX_B64);
-    ptx_ins(&k, "add.s64 %s, %s, %d", r.w1.s, r.w0.s, 16 * k_in);
+        gemv_qkv_select(k, &qs, w, "p_wk", "p_wv", 0);
+    r.w0 = ptx_addr(k, w, v, 16);
+    r.w1 = ptx_reg(k, PTX_B64);
+    ptx_ins(k, "add.s64 %s, %s, %d", r.w1.s, r.w0.s, 16 * k_in);
     /* input row row0 + 8 j + g of tile j, from chunk c0, the lane's 8 floats */
-    struct ptx_reg in = ptx_ld_ptr(&k, "p_in"), xr = ptx_reg(&k, PTX_B32);
+    struct ptx_reg in = ptx_ld_ptr(k, "p_in"), xr = ptx_reg(k, PTX_B32);
     if (norm) { /* the gain and bias from chunk c0, the lane's 8 */
-        ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", v.s, c0.s, t.s);
-        r.ga = ptx_addr(&k, ptx_ld_ptr(&k, "p_g"), v, 32);
-        r.ba = ptx_addr(&k, ptx_ld_ptr(&k, "p_lb"), v, 32);
+        ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", v.s, c0.s, t.s);
+        r.ga = ptx_addr(k, ptx_ld_ptr(k, "p_g"), v, 32);
+        r.ba = ptx_addr(k, ptx_ld_ptr(k, "p_lb"), v, 32);
     }
     for (int j = 0; j < nt; j++) {
-        r.row_ok[j] = ptx_reg(&k, PTX_PRED);
-        ptx_ins(&k, "add.u32 %s, %s, %d", xr.s, g.s, 8 * j);
-        ptx_ins(&k, "setp.lt.u32 %s, %s, %s", r.row_ok[j].s, xr.s, rows.s);
-        ptx_ins(&k, "add.u32 %s, %s, %s", xr.s, xr.s, row0.s);
-        ptx_ins(&k, "mul.lo.u32 %s, %s, %d", v.s, xr.s, k_in);
-        ptx_ins(&k, "mad.lo.u32 %s, %s, 32, %s", v.s, c0.s, v.s);
-        ptx_ins(&k, "mad.lo.u32 %s, %s, 8, %s", v.s, t.s, v.s);
-        r.x[j] = ptx_addr(&k, in, v, 4);
+        r.row_ok[j] = ptx_reg(k, PTX_PRED);
+        ptx_ins(k, "add.u32 %s, %s, %d", xr.s, g.s, 8 * j);
+        ptx_ins(k, "setp.lt.u32 %s, %s, %s", r.row_ok[j].s, xr.s, rows.s);
+        ptx_ins(k, "add.u32 %s, %s, %s", xr.s, xr.s, row0.s);
+        ptx_ins(k, "mul.lo.u32 %s, %s, %d", v.s, xr.s, k_in);
+        ptx_ins(k, "mad.lo.u32 %s, %s, 32, %s", v.s, c0.s, v.s);
+        ptx_ins(k, "mad.lo.u32 %s, %s, 8, %s", v.s, t.s, v.s);
+        r.x[j] = ptx_addr(k, in, v, 4);
         for (int m = 0; m < mt; m++)
             for (int e = 0; e < 4; e++) {
-                r.acc[m][j][e] = ptx_reg(&k, PTX_F32);
-                ptx_ins(&k, "mov.f32 %s, 0f00000000", r.acc[m][j][e].s);
+                r.acc[m][j][e] = ptx_reg(k, PTX_F32);
+                ptx_ins(k, "mov.f32 %s, 0f00000000", r.acc[m][j][e].s);
             }
     }
 
     /* the outputs this thread writes: column n0 + tid % cols, rows tid / cols + pass o */
     int pass = KERNEL_GEMV_THREADS / cols;
     int n_out = (8 * nt * cols + KERNEL_GEMV_THREADS - 1) / KERNEL_GEMV_THREADS; /* <= 4 */
-    struct ptx_reg oc = ptx_reg(&k, PTX_B32), orow = ptx_reg(&k, PTX_B32);
-    struct ptx_reg c_ok = ptx_reg(&k, PTX_PRED), st_ok[4], oa[4], x_old[4];
-    struct ptx_reg x_b = ptx_reg(&k, PTX_F32), b_ok = ptx_reg(&k, PTX_PRED);
-    ptx_ins(&k, "and.b32 %s, %s, %d", oc.s, tid.s, cols - 1);
-    ptx_ins(&k, "add.u32 %s, %s, %s", col.s, n0.s, oc.s);
-    ptx_ins(&k, "setp.lt.u32 %s, %s, %s", c_ok.s, col.s, n.s);
-    struct ptx_reg out = ptx_ld_ptr(&k, "p_out"), b = ptx_ld_ptr(&k, "p_b");
+    struct ptx_reg oc = ptx_reg(k, PTX_B32), orow = ptx_reg(k, PTX_B32);
+    struct ptx_reg c_ok = ptx_reg(k, PTX_PRED), st_ok[4], oa[4], x_old[4];
+    struct ptx_reg x_b = ptx_reg(k, PTX_F32), b_ok = ptx_reg(k, PTX_PRED);
+    ptx_ins(k, "and.b32 %s, %s, %d", oc.s, tid.s, cols - 1);
+    ptx_ins(k, "add.u32 %s, %s, %s", col.s, n0.s, oc.s);
+    ptx_ins(k, "setp.lt.u32 %s, %s, %s", c_ok.s, col.s, n.s);
+    struct ptx_reg out = ptx_ld_ptr(k, "p_out"), b = ptx_ld_ptr(k, "p_b");
     if (qkv) { /* the segment's bias if given (tested as passed), its output: q's, or k's and
                 * v's cache rows (below) */
-        gemv_qkv_outputs(&k, &qs, out, b, b_ok, c_ok);
+        gemv_qkv_outputs(k, &qs, out, b, b_ok, c_ok);
     }
     if (qkv || (flags & KERNEL_GEMV_BIAS)) {
-        struct ptx_reg ba = ptx_addr(&k, b, col, 4);
-        ptx_ins(&k, "@%s ld.global.nc.f32 %s, [%s]", qkv ? b_ok.s : c_ok.s, x_b.s, ba.s);
+        struct ptx_reg ba = ptx_addr(k, b, col, 4);
+        ptx_ins(k, "@%s ld.global.nc.f32 %s, [%s]", qkv ? b_ok.s : c_ok.s, x_b.s, ba.s);
     }
 
     /* weights before the wait: the first chunks into registers, the rest into L2 (lanes
      * t = 0: a 128-byte line holds two chunks of a row) */
     struct tc_chunk ch[TC_MAX_CHUNKS];
     for (int i = 0; i < per && i < ahead; i++)
-        load_weights(&k, &r, &ch[i], i);
+        load_weights(k, &r, &ch[i], i);
     for (int i = ahead; i < per; i++)
         for (int m = 0; m < mt; m++)
             for (int h = 0; h < 2; h++) {
                 struct ptx_reg ok = r.p;
-                ptx_ins(&k, "and.pred %s, %s, %s", ok.s, r.ok[m][h].s, r.t_zero.s);
+                ptx_ins(k, "and.pred %s, %s, %s", ok.s, r.ok[m][h].s, r.t_zero.s);
                 if (r.partial && i == per - 1)
-                    ptx_ins(&k, "and.pred %s, %s, %s", ok.s, ok.s, r.last_ok.s);
-                ptx_ins(&k, "@%s prefetch.global.L2 [%s+%d]", ok.s, (h ? r.w1 : r.w0).s,
+                    ptx_ins(k, "and.pred %s, %s, %s", ok.s, ok.s, r.last_ok.s);
+                ptx_ins(k, "@%s prefetch.global.L2 [%s+%d]", ok.s, (h ? r.w1 : r.w0).s,
                         32 * k_in * m + 64 * i);
             }
-    ptx_grid_dep_wait(&k);
+    ptx_grid_dep_wait(k);
     for (int i = 0; i < per && i < ahead; i++)
-        load_inputs(&k, &r, &ch[i], i);
-    r.ld = ptx_reg(&k, PTX_B32);
-    ptx_ins(&k, "ld.param.u32 %s, [p_ld_out]", r.ld.s);
-    struct ptx_reg kv = ptx_reg(&k, PTX_PRED), dst = ptx_reg(&k, PTX_B32);
-    struct ptx_reg ldo = ptx_reg(&k, PTX_B32), dst_row = {{0}};
+        load_inputs(k, &r, &ch[i], i);
+    r.ld = ptx_reg(k, PTX_B32);
+    ptx_ld_param(k, "u32", r.ld, "p_ld_out");
+    struct ptx_reg kv = ptx_reg(k, PTX_PRED), dst = ptx_reg(k, PTX_B32);
+    struct ptx_reg ldo = ptx_reg(k, PTX_B32), dst_row = {{0}};
     if (qkv)
-        dst_row = ptx_ld_ptr(&k, "p_dst");
+        dst_row = ptx_ld_ptr(k, "p_dst");
     for (int o = 0; o < n_out; o++) {
-        struct ptx_reg q = ptx_reg(&k, PTX_PRED);
-        st_ok[o] = ptx_reg(&k, PTX_PRED), x_old[o] = ptx_reg(&k, PTX_F32);
-        ptx_ins(&k, "div.u32 %s, %s, %d", orow.s, tid.s, cols);
-        ptx_ins(&k, "add.u32 %s, %s, %d", orow.s, orow.s, pass * o);
-        ptx_ins(&k, "setp.lt.u32 %s, %s, %s", q.s, orow.s, rows.s);
-        ptx_ins(&k, "and.pred %s, %s, %s", st_ok[o].s, q.s, c_ok.s);
-        ptx_ins(&k, "setp.lt.u32 %s, %s, %d", q.s, orow.s, 8 * nt); /* T = 1: half the CTA */
-        ptx_ins(&k, "and.pred %s, %s, %s", st_ok[o].s, st_ok[o].s, q.s);
-        ptx_ins(&k, "add.u32 %s, %s, %s", orow.s, orow.s, row0.s);
-        ptx_ins(&k, "mov.u32 %s, %s", ldo.s, r.ld.s);
+        struct ptx_reg q = ptx_reg(k, PTX_PRED);
+        st_ok[o] = ptx_reg(k, PTX_PRED), x_old[o] = ptx_reg(k, PTX_F32);
+        ptx_ins(k, "div.u32 %s, %s, %d", orow.s, tid.s, cols);
+        ptx_ins(k, "add.u32 %s, %s, %d", orow.s, orow.s, pass * o);
+        ptx_ins(k, "setp.lt.u32 %s, %s, %s", q.s, orow.s, rows.s);
+        ptx_ins(k, "and.pred %s, %s, %s", st_ok[o].s, q.s, c_ok.s);
+        ptx_ins(k, "setp.lt.u32 %s, %s, %d", q.s, orow.s, 8 * nt); /* T = 1: half the CTA */
+        ptx_ins(k, "and.pred %s, %s, %s", st_ok[o].s, st_ok[o].s, q.s);
+        ptx_ins(k, "add.u32 %s, %s, %s", orow.s, orow.s, row0.s);
+        ptx_ins(k, "mov.u32 %s, %s", ldo.s, r.ld.s);
         if (qkv) { /* k and v: row dst_row[row] of their cache, K floats apart */
-            ptx_ins(&k, "setp.ne.u32 %s, %s, 0", kv.s, qs.seg.s);
-            ptx_ins(&k, "and.pred %s, %s, %s", kv.s, kv.s, st_ok[o].s);
-            struct ptx_reg da = ptx_addr(&k, dst_row, orow, 4);
-            ptx_ins(&k, "@%s ld.global.nc.u32 %s, [%s]", kv.s, dst.s, da.s);
-            ptx_ins(&k, "selp.b32 %s, %d, %s, %s", ldo.s, k_in, ldo.s, kv.s);
-            ptx_ins(&k, "selp.b32 %s, %s, %s, %s", orow.s, dst.s, orow.s, kv.s);
+            ptx_ins(k, "setp.ne.u32 %s, %s, 0", kv.s, qs.seg.s);
+            ptx_ins(k, "and.pred %s, %s, %s", kv.s, kv.s, st_ok[o].s);
+            struct ptx_reg da = ptx_addr(k, dst_row, orow, 4);
+            ptx_ins(k, "@%s ld.global.nc.u32 %s, [%s]", kv.s, dst.s, da.s);
+            ptx_ins(k, "selp.b32 %s, %d, %s, %s", ldo.s, k_in, ldo.s, kv.s);
+            ptx_ins(k, "selp.b32 %s, %s, %s, %s", orow.s, dst.s, orow.s, kv.s);
         }
-        ptx_ins(&k, "mad.lo.u32 %s, %s, %s, %s", v.s, orow.s, ldo.s, col.s);
-        oa[o] = ptx_addr(&k, out, v, 4);
+        ptx_ins(k, "mad.lo.u32 %s, %s, %s, %s", v.s, orow.s, ldo.s, col.s);
+        oa[o] = ptx_addr(k, out, v, 4);
         if (flags & KERNEL_GEMV_ACCUMULATE)
-            ptx_ins(&k, "@%s ld.global.f32 %s, [%s]", st_ok[o].s, x_old[o].s, oa[o].s);
+            ptx_ins(k, "@%s %s.f32 %s, [%s]", st_ok[o].s, ptx_ld_act(k, 0), x_old[o].s, oa[o].s);
     }
 
     if (norm) { /* rows 8 j + warp's statistics (gemv_parts.h) into s_ln, then the lane's rows' */
         struct gemv_norm_row nr;
-        struct ptx_reg ok = ptx_reg(&k, PTX_PRED), a = ptx_reg(&k, PTX_B32);
+        struct ptx_reg ok = ptx_reg(k, PTX_PRED), a = ptx_reg(k, PTX_B32);
         for (int j = 0; j < nt; j++) {
-            ptx_ins(&k, "add.u32 %s, %s, %d", xr.s, warp.s, 8 * j);
-            ptx_ins(&k, "setp.lt.u32 %s, %s, %s", ok.s, xr.s, rows.s);
-            ptx_ins(&k, "add.u32 %s, %s, %s", v.s, xr.s, row0.s);
-            ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", v.s, v.s, k_in, lane.s);
-            gemv_norm_load(&k, &nr, ptx_addr(&k, in, v, 4), ok, k_in);
-            gemv_norm_stats(&k, &nr, k_in);
-            ptx_ins(&k, "setp.eq.u32 %s, %s, 0", r.p.s, lane.s);
-            ptx_ins(&k, "mov.u32 %s, s_ln", a.s);
-            ptx_ins(&k, "mad.lo.u32 %s, %s, 8, %s", a.s, xr.s, a.s);
-            ptx_ins(&k, "@%s st.shared.v2.f32 [%s], {%s, %s}", r.p.s, a.s, nr.mean.s, nr.inv.s);
+            ptx_ins(k, "add.u32 %s, %s, %d", xr.s, warp.s, 8 * j);
+            ptx_ins(k, "setp.lt.u32 %s, %s, %s", ok.s, xr.s, rows.s);
+            ptx_ins(k, "add.u32 %s, %s, %s", v.s, xr.s, row0.s);
+            ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", v.s, v.s, k_in, lane.s);
+            gemv_norm_load(k, &nr, ptx_addr(k, in, v, 4), ok, k_in);
+            gemv_norm_stats(k, &nr, k_in);
+            ptx_ins(k, "setp.eq.u32 %s, %s, 0", r.p.s, lane.s);
+            ptx_ins(k, "mov.u32 %s, %s", a.s, s_ln);
+            ptx_ins(k, "mad.lo.u32 %s, %s, 8, %s", a.s, xr.s, a.s);
+            ptx_ins(k, "@%s st.shared.v2.f32 [%s], {%s, %s}", r.p.s, a.s, nr.mean.s, nr.inv.s);
         }
-        ptx_ins(&k, "bar.sync 0");
-        ptx_ins(&k, "mov.u32 %s, s_ln", a.s);
-        ptx_ins(&k, "mad.lo.u32 %s, %s, 8, %s", a.s, g.s, a.s);
+        ptx_ins(k, "bar.sync 0");
+        ptx_ins(k, "mov.u32 %s, %s", a.s, s_ln);
+        ptx_ins(k, "mad.lo.u32 %s, %s, 8, %s", a.s, g.s, a.s);
         for (int j = 0; j < nt; j++) { /* rows past n_rows: values never stored */
-            r.mean[j] = ptx_reg(&k, PTX_F32), r.inv[j] = ptx_reg(&k, PTX_F32);
-            ptx_ins(&k, "ld.shared.v2.f32 {%s, %s}, [%s+%d]", r.mean[j].s, r.inv[j].s, a.s, 64 * j);
+            r.mean[j] = ptx_reg(k, PTX_F32), r.inv[j] = ptx_reg(k, PTX_F32);
+            ptx_ins(k, "ld.shared.v2.f32 {%s, %s}, [%s+%d]", r.mean[j].s, r.inv[j].s, a.s, 64 * j);
         }
     }
     for (int i = 0; i < per; i++) {
         if (i + ahead < per) {
-            load_weights(&k, &r, &ch[i + ahead], i + ahead);
-            load_inputs(&k, &r, &ch[i + ahead], i + ahead);
+            load_weights(k, &r, &ch[i + ahead], i + ahead);
+            load_inputs(k, &r, &ch[i + ahead], i + ahead);
         }
-        products(&k, &r, &ch[i], i);
+        products(k, &r, &ch[i], i);
     }
 
     /* s_red[warp][row][col]: D element e of tile (m, j) is (col 16 m + g + 8 (e / 2), row
      * 8 j + 2 t + e % 2) */
-    struct ptx_reg sa = ptx_reg(&k, PTX_B32);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", v.s, warp.s, 8 * nt, t.s); /* + t: half of 2 t */
-    ptx_ins(&k, "add.u32 %s, %s, %s", v.s, v.s, t.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", v.s, v.s, pitch, g.s);
-    ptx_ins(&k, "mov.u32 %s, s_red", sa.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", sa.s, v.s, sa.s);
+    struct ptx_reg sa = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", v.s, warp.s, 8 * nt, t.s); /* + t: half of 2 t */
+    ptx_ins(k, "add.u32 %s, %s, %s", v.s, v.s, t.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", v.s, v.s, pitch, g.s);
+    ptx_ins(k, "mov.u32 %s, %s", sa.s, s_red);
+    ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", sa.s, v.s, sa.s);
     for (int m = 0; m < mt; m++)
         for (int j = 0; j < nt; j++)
             for (int e = 0; e < 4; e++)
-                ptx_ins(&k, "st.shared.f32 [%s+%d], %s", sa.s,
+                ptx_ins(k, "st.shared.f32 [%s+%d], %s", sa.s,
                         4 * ((8 * j + e % 2) * pitch + 16 * m + 8 * (e / 2)), r.acc[m][j][e].s);
-    ptx_ins(&k, "bar.sync 0");
+    ptx_ins(k, "bar.sync 0");
 
     /* each output: the warps' sums in warp order, then gemv_f16's epilogue */
-    struct ptx_reg ra = ptx_reg(&k, PTX_B32), sum = ptx_reg(&k, PTX_F32);
-    struct ptx_reg part = ptx_reg(&k, PTX_F32);
-    ptx_ins(&k, "div.u32 %s, %s, %d", v.s, tid.s, cols);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", v.s, v.s, pitch, oc.s);
-    ptx_ins(&k, "mov.u32 %s, s_red", ra.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", ra.s, v.s, ra.s);
+    struct ptx_reg ra = ptx_reg(k, PTX_B32), sum = ptx_reg(k, PTX_F32);
+    struct ptx_reg part = ptx_reg(k, PTX_F32);
+    ptx_ins(k, "div.u32 %s, %s, %d", v.s, tid.s, cols);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", v.s, v.s, pitch, oc.s);
+    ptx_ins(k, "mov.u32 %s, %s", ra.s, s_red);
+    ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", ra.s, v.s, ra.s);
     for (int o = 0; o < n_out; o++) {
-        struct ptx_reg next = ptx_label(&k);
-        ptx_ins(&k, "@!%s bra %s", st_ok[o].s, next.s);
+        struct ptx_reg next = ptx_label(k);
+        ptx_ins(k, "@!%s bra %s", st_ok[o].s, next.s);
         for (int w = 0; w < TC_WARPS; w++) {
             int off = 4 * ((w * 8 * nt + pass * o) * pitch);
-            ptx_ins(&k, "ld.shared.f32 %s, [%s+%d]", w ? part.s : sum.s, ra.s, off);
+            ptx_ins(k, "ld.shared.f32 %s, [%s+%d]", w ? part.s : sum.s, ra.s, off);
             if (w)
-                ptx_ins(&k, "add.f32 %s, %s, %s", sum.s, sum.s, part.s);
+                ptx_ins(k, "add.f32 %s, %s, %s", sum.s, sum.s, part.s);
         }
         if (flags & KERNEL_GEMV_ACCUMULATE) /* the CPU's order: (out + sum) + b */
-            ptx_ins(&k, "add.f32 %s, %s, %s", sum.s, x_old[o].s, sum.s);
+            ptx_ins(k, "add.f32 %s, %s, %s", sum.s, x_old[o].s, sum.s);
         if (flags & KERNEL_GEMV_BIAS)
-            ptx_ins(&k, "add.f32 %s, %s, %s", sum.s, sum.s, x_b.s);
+            ptx_ins(k, "add.f32 %s, %s, %s", sum.s, sum.s, x_b.s);
         if (qkv) /* no add at all without a bias: -0 stays -0, as in gemv_f16 */
-            ptx_ins(&k, "@%s add.f32 %s, %s, %s", b_ok.s, sum.s, sum.s, x_b.s);
+            ptx_ins(k, "@%s add.f32 %s, %s, %s", b_ok.s, sum.s, sum.s, x_b.s);
         if (flags & KERNEL_GEMV_GELU)
-            ptx_gelu(&k, sum);
-        ptx_ins(&k, "st.global.f32 [%s], %s", oa[o].s, sum.s);
-        ptx_place(&k, next);
+            ptx_gelu(k, sum);
+        ptx_ins(k, "st.global.f32 [%s], %s", oa[o].s, sum.s);
+        ptx_place(k, next);
+    }
+    return 0;
+}
+
+char *gen_gemv_tc(int sm, int k_in, int flags, int nt, int cols) {
+    char name[64];
+    snprintf(name, sizeof name, "gemv_tc_k%d_c%d_n%d_f%d", k_in, cols, nt, flags);
+    struct ptx_kernel k;
+    ptx_begin(&k, name, sm);
+    if (gemv_tc_emit(&k, sm, k_in, flags, nt, cols)) {
+        ptx_discard(&k);
+        return NULL;
     }
     return ptx_end(&k);
 }

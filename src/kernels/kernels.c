@@ -115,6 +115,16 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                 bad |= add(list, &n,
                            gen_gemv_tc(sm, tc_flags[i][0] * ct, tc_flags[i][1], t,
                                        kernel_gemv_tc_cols(tc_flags[i][1])));
+    /* chains of them in one cooperative launch (gemv_chain.c), one row tile: the self-attention's
+     * output projection, then the norm and the cross query; the cross-attention's output
+     * projection, the MLP (and the next layer's norm and q/k/v) */
+    const struct kernel_gemv_link attn_q[] = {{ct, GB | GA}, {ct, GN | GB}};
+    const struct kernel_gemv_link mlp[] = {
+        {ct, GB | GA}, {ct, GN | GB | GG}, {4 * ct, GB | GA}, {ct, GN | GQ}};
+    if (!bad && kernel_gemv_tc_fits(sm, ct))
+        bad |= add(list, &n, gen_gemv_chain(sm, 1, 2, attn_q)) |
+               add(list, &n, gen_gemv_chain(sm, 1, 3, mlp)) |
+               add(list, &n, gen_gemv_chain(sm, 1, 4, mlp));
     if (bad) {
         kernels_free(list, n);
         *out = NULL;

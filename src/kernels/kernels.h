@@ -182,6 +182,20 @@ int kernel_gemv_tc_fits(int sm, int k_in);
 int kernel_gemv_tc_tiles(int n_rows);
 int kernel_gemv_tc_cols(int flags);
 
+/* A chain of gemv_tc projections in one cooperative launch, a grid barrier between links
+ * (gemv_chain.c): gemv_chain_n<T>_k<K0>f<F0>_k<K1>f<F1>...(counter, gx0, gy0, <link 0's>, gx1,
+ * gy1, <link 1's>, ...). Link i does gen_gemv_tc(K_i, F_i, T, kernel_gemv_tc_cols(F_i))'s work
+ * with the parameters that kernel takes (<link i's>, in its order) over the grid (gx_i, gy_i)
+ * its launch would have had; each output has that kernel's bits, and a link reads what the
+ * links before it wrote. counter: a u32 that is 0 at launch, and 0 again when the kernel ends
+ * (the next launch's). Grid: CTAs that are all resident at once (a cooperative launch; any
+ * number) x KERNEL_GEMV_THREADS. */
+#define KERNEL_CHAIN_MAX_LINKS 4
+struct kernel_gemv_link {
+    int k_in, flags;
+};
+char *gen_gemv_chain(int sm, int tiles, int n_links, const struct kernel_gemv_link *links);
+
 /* backend.h's `logits_greedy` in two kernels, over P = ceil(V / KERNEL_LOGITS_CHUNK) <= 32
  * chunks of each row (V <= 65,536):
  *   logits_part_v<V>(part, logits, rules, mask), grid (n_rows, P) x KERNEL_LOGITS_THREADS: CTA

@@ -52,9 +52,42 @@ void ptx_occupancy(struct ptx_kernel *k, int threads, int min_ctas) {
 }
 
 const char *ptx_param(struct ptx_kernel *k, const char *type, const char *name) {
-    buf_append(&k->params, "%s    .param .%s %s", k->n_params ? ",\n" : "", type, name);
+    char full[64];
+    ptx_sym(k, full, sizeof full, name);
+    buf_append(&k->params, "%s    .param .%s %s", k->n_params ? ",\n" : "", type, full);
     k->n_params++;
     return name;
+}
+
+void ptx_ld_param(struct ptx_kernel *k, const char *type, struct ptx_reg dst, const char *name) {
+    char full[64];
+    ptx_sym(k, full, sizeof full, name);
+    ptx_ins(k, "ld.param.%s %s, [%s]", type, dst.s, full);
+}
+
+void ptx_sym(const struct ptx_kernel *k, char *dst, size_t n, const char *base) {
+    snprintf(dst, n, "%s%s", k->phase ? k->phase->prefix : "", base);
+}
+
+const char *ptx_ld_act(const struct ptx_kernel *k, int nc) {
+    return k->phase ? "ld.global.cg" : nc ? "ld.global.nc" : "ld.global";
+}
+
+void ptx_grid_sync(struct ptx_kernel *k, struct ptx_reg counter, int index) {
+    struct ptx_reg tid = ptx_special(k, "%tid.x"), want = ptx_special(k, "%nctaid.x");
+    struct ptx_reg seen = ptx_reg(k, PTX_B32), wait = ptx_reg(k, PTX_PRED);
+    struct ptx_reg spin = ptx_label(k), done = ptx_label(k);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %d", want.s, want.s, index + 1);
+    ptx_ins(k, "bar.sync 0"); /* the CTA's writes before thread 0's release */
+    ptx_ins(k, "setp.ne.u32 %s, %s, 0", wait.s, tid.s);
+    ptx_ins(k, "@%s bra %s", wait.s, done.s);
+    ptx_ins(k, "red.release.gpu.global.add.u32 [%s], 1", counter.s);
+    ptx_place(k, spin);
+    ptx_ins(k, "ld.acquire.gpu.global.u32 %s, [%s]", seen.s, counter.s);
+    ptx_ins(k, "setp.lt.u32 %s, %s, %s", wait.s, seen.s, want.s);
+    ptx_ins(k, "@%s bra %s", wait.s, spin.s);
+    ptx_place(k, done);
+    ptx_ins(k, "bar.sync 0"); /* the others after thread 0's acquire */
 }
 
 static const char *const reg_prefix[PTX_N_TYPES] = {"%p", "%h", "%r", "%rd", "%f", "%fd"};
@@ -96,6 +129,8 @@ static const char grid_dep_text[] = "    griddepcontrol.wait;\n"
                                     "    griddepcontrol.launch_dependents;\n";
 
 void ptx_grid_dep_wait(struct ptx_kernel *k) {
+    if (k->phase)
+        return;
     if (k->sm >= 90 && !k->grid_dep_placed)
         ptx_raw(k, "%s", grid_dep_text);
     k->grid_dep_placed = 1;
@@ -122,7 +157,7 @@ char *ptx_end(struct ptx_kernel *k) {
     if (k->sm >= 90 && !k->grid_dep_placed)
         buf_append(&out, "%s", grid_dep_text);
     buf_append(&out, "%s    ret;\n}\n", k->body.p ? k->body.p : "");
-    int oom = out.oom || k->params.oom || k->body.oom;
+    int oom = out.oom || k->params.oom || k->body.oom || k->bad;
     ptx_discard(k);
     if (oom) {
         free(out.p);
@@ -141,13 +176,20 @@ struct ptx_reg ptx_f32(float v) {
 
 struct ptx_reg ptx_special(struct ptx_kernel *k, const char *sreg) {
     struct ptx_reg r = ptx_reg(k, PTX_B32);
+    const struct ptx_phase *ph = k->phase;
+    if (ph && strstr(sreg, "ctaid")) { /* a phase's grid is virtual: x and y only */
+        if (!strcmp(sreg, "%ctaid.x") || !strcmp(sreg, "%ctaid.y"))
+            sreg = ph->ctaid[sreg[7] - 'x'].s;
+        else
+            k->bad = 1;
+    }
     ptx_ins(k, "mov.u32 %s, %s", r.s, sreg);
     return r;
 }
 
 struct ptx_reg ptx_ld_ptr(struct ptx_kernel *k, const char *param) {
     struct ptx_reg r = ptx_reg(k, PTX_B64);
-    ptx_ins(k, "ld.param.u64 %s, [%s]", r.s, param);
+    ptx_ld_param(k, "u64", r, param);
     ptx_ins(k, "cvta.to.global.u64 %s, %s", r.s, r.s);
     return r;
 }

@@ -28,6 +28,8 @@ struct ptx_buf {
     int oom;
 };
 
+struct ptx_phase;
+
 struct ptx_kernel {
     char name[64];
     int sm; /* target, e.g. 80 or 90 */
@@ -37,6 +39,8 @@ struct ptx_kernel {
     int n_labels;
     int grid_dep_placed;       /* ptx_grid_dep_wait was called (else ptx_end puts it first) */
     int max_threads, min_ctas; /* ptx_occupancy's, 0 if not called */
+    int bad;                   /* a call this kernel cannot honour: ptx_end gives NULL */
+    struct ptx_phase *phase;   /* non-NULL: a generator is writing a phase (below) */
 };
 
 /* .maxntid threads and .minnctapersm min_ctas: ptxas keeps the registers to what min_ctas CTAs
@@ -45,8 +49,11 @@ struct ptx_kernel {
 void ptx_occupancy(struct ptx_kernel *k, int threads, int min_ctas);
 /* Starts kernel `name` for sm_<sm>. */
 void ptx_begin(struct ptx_kernel *k, const char *name, int sm);
-/* Declares a .u64 pointer or .u32 / .f32 scalar parameter; returns its name for ld.param. */
+/* Declares a .u64 pointer or .u32 / .f32 scalar parameter (in a phase, prefixed: ptx_sym);
+ * returns its name for ptx_ld_param. */
 const char *ptx_param(struct ptx_kernel *k, const char *type, const char *name);
+/* dst = parameter `name` (type "u32", "u64", ...). */
+void ptx_ld_param(struct ptx_kernel *k, const char *type, struct ptx_reg dst, const char *name);
 struct ptx_reg ptx_reg(struct ptx_kernel *k, enum ptx_type t);
 struct ptx_reg ptx_label(struct ptx_kernel *k); /* "L3"; place it with ptx_place() */
 void ptx_place(struct ptx_kernel *k, struct ptx_reg label);
@@ -71,6 +78,34 @@ void ptx_discard(struct ptx_kernel *k);
  * stream either to wait so or to be launched without the attribute, as cuBLAS's are: those
  * start only once the kernel before has completed, as always. */
 void ptx_grid_dep_wait(struct ptx_kernel *k);
+
+/* ---- phases: a kernel's body as one step of a persistent kernel ----
+ * A cooperative kernel (every CTA resident at once) can run several kernels' work one after
+ * another, separated by grid barriers, instead of launching them: what a decoder step's chain
+ * of projections pays in kernel boundaries. A generator written with the calls of this header
+ * emits its body either as a kernel of its own or, while k->phase is set, as a phase: its
+ * parameters and shared arrays are the outer kernel's, named with the phase's prefix
+ * (ptx_param, ptx_ld_param, ptx_sym), %ctaid.x / .y are the virtual CTA the caller's loop
+ * gives, ptx_grid_dep_wait emits nothing (the outer kernel waits once),
+ * and what an earlier phase of the same launch may have written is read with ld.global.cg
+ * (ptx_ld_act): an .nc load may return data older than the launch's own writes. The body
+ * must not return, and %nctaid is not available in it. */
+struct ptx_phase {
+    char prefix[8];          /* of its parameters' and shared arrays' names */
+    struct ptx_reg ctaid[2]; /* .b32: the virtual CTA's x and y */
+};
+/* dst (n bytes) = the name of a parameter or shared array: base, with the phase's prefix in a
+ * phase. */
+void ptx_sym(const struct ptx_kernel *k, char *dst, size_t n, const char *base);
+/* The load of an activation: ld.global.nc (nc) or ld.global in a kernel of its own, which
+ * reads only what earlier kernels wrote; ld.global.cg (L2, coherent) in a phase. */
+const char *ptx_ld_act(const struct ptx_kernel *k, int nc);
+/* A barrier across the grid of a cooperative launch: every thread waits until every CTA has
+ * arrived, and writes before it (by any CTA) are seen by ptx_ld_act loads after it. counter:
+ * .b64 global address of a u32 that is 0 at launch; index: the barrier's number in the
+ * launch, from 0 (barrier i waits for the count (i + 1) x %nctaid.x). By every thread, outside
+ * any branch that is not uniform across the CTA. */
+void ptx_grid_sync(struct ptx_kernel *k, struct ptx_reg counter, int index);
 
 /* ---- common sequences ---- */
 

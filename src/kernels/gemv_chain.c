@@ -1,0 +1,82 @@
+/* gemv_chain.c — gen_gemv_chain: a decoder step's projections that follow one another with no
+ * attention between them (a layer's output projection, then the next norm and projection; the
+ * MLP's two) as the phases of one cooperative kernel. Launched one by one, each is a kernel
+ * boundary the next waits at, several microseconds of a step whose arithmetic takes less; here
+ * a grid barrier (ptx_grid_sync) stands between them.
+ *
+ * Each link is gemv_tc's body emitted as a phase (ptx.h): the same instructions, with its
+ * parameters read from the link's part of a table, and %ctaid.x / .y taken from a loop over the
+ * virtual CTAs of the grid gemv_tc's launch would have had (virtual CTA v = y gx + x: CTA c
+ * takes v = c, c + nctaid, ...). So every output has gemv_tc's bits, whatever the number of
+ * CTAs. Between two virtual CTAs a CTA passes bar.sync, as the shared arrays are reused. */
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/gemv_parts.h"
+#include "kernels/kernels.h"
+#include "kernels/ptx.h"
+
+/* Link i over its virtual grid (c<i>_p_gx, c<i>_p_gy), with its parameters (c<i>_...). */
+static int chain_link(struct ptx_kernel *k, int i, int tiles, const struct kernel_gemv_link *l) {
+    struct ptx_phase ph;
+    memset(&ph, 0, sizeof ph);
+    snprintf(ph.prefix, sizeof ph.prefix, "c%d_", i);
+    k->phase = &ph;
+    ptx_param(k, "u32", "p_gx");
+    ptx_param(k, "u32", "p_gy");
+    struct ptx_reg gx = ptx_reg(k, PTX_B32), total = ptx_reg(k, PTX_B32);
+    ptx_ld_param(k, "u32", gx, "p_gx");
+    ptx_ld_param(k, "u32", total, "p_gy");
+    k->phase = NULL;
+    struct ptx_reg v = ptx_special(k, "%ctaid.x"), step = ptx_special(k, "%nctaid.x");
+    struct ptx_reg done = ptx_reg(k, PTX_PRED), top = ptx_label(k), end = ptx_label(k);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %s", total.s, total.s, gx.s);
+    ph.ctaid[0] = ptx_reg(k, PTX_B32), ph.ctaid[1] = ptx_reg(k, PTX_B32);
+    ptx_place(k, top);
+    ptx_ins(k, "setp.ge.u32 %s, %s, %s", done.s, v.s, total.s);
+    ptx_ins(k, "@%s bra %s", done.s, end.s);
+    ptx_ins(k, "rem.u32 %s, %s, %s", ph.ctaid[0].s, v.s, gx.s);
+    ptx_ins(k, "div.u32 %s, %s, %s", ph.ctaid[1].s, v.s, gx.s);
+    k->phase = &ph;
+    int rc = gemv_tc_emit(k, k->sm, l->k_in, l->flags, tiles, kernel_gemv_tc_cols(l->flags));
+    k->phase = NULL;
+    ptx_ins(k, "bar.sync 0");
+    ptx_ins(k, "add.u32 %s, %s, %s", v.s, v.s, step.s);
+    ptx_ins(k, "bra %s", top.s);
+    ptx_place(k, end);
+    return rc;
+}
+
+char *gen_gemv_chain(int sm, int tiles, int n_links, const struct kernel_gemv_link *links) {
+    char name[64];
+    int at = snprintf(name, sizeof name, "gemv_chain_n%d", tiles);
+    for (int i = 0; i < n_links && at < (int)sizeof name; i++)
+        at +=
+            snprintf(name + at, sizeof name - (size_t)at, "_k%df%d", links[i].k_in, links[i].flags);
+    if (n_links < 1 || n_links > KERNEL_CHAIN_MAX_LINKS || at >= (int)sizeof name)
+        return NULL;
+    struct ptx_kernel k;
+    ptx_begin(&k, name, sm);
+    ptx_param(&k, "u64", "p_counter");
+    ptx_grid_dep_wait(&k); /* once, before the first link reads anything */
+    struct ptx_reg counter = ptx_ld_ptr(&k, "p_counter");
+    for (int i = 0; i < n_links; i++) {
+        if (i)
+            ptx_grid_sync(&k, counter, i - 1);
+        if (chain_link(&k, i, tiles, &links[i])) {
+            ptx_discard(&k);
+            return NULL;
+        }
+    }
+    /* The counter back to 0 for the next launch: each CTA arrives once more, and the last to
+     * arrive (every CTA past its last barrier's poll) stores the 0. */
+    struct ptx_reg tid = ptx_special(&k, "%tid.x"), last = ptx_special(&k, "%nctaid.x");
+    struct ptx_reg old = ptx_reg(&k, PTX_B32), p = ptx_reg(&k, PTX_PRED);
+    ptx_ins(&k, "mul.lo.u32 %s, %s, %d", last.s, last.s, n_links);
+    ptx_ins(&k, "sub.u32 %s, %s, 1", last.s, last.s);
+    ptx_ins(&k, "setp.eq.u32 %s, %s, 0", p.s, tid.s);
+    ptx_ins(&k, "@%s atom.relaxed.gpu.global.add.u32 %s, [%s], 1", p.s, old.s, counter.s);
+    ptx_ins(&k, "setp.eq.and.u32 %s, %s, %s, %s", p.s, old.s, last.s, p.s);
+    ptx_ins(&k, "@%s st.relaxed.gpu.global.u32 [%s], 0", p.s, counter.s);
+    return ptx_end(&k);
+}
