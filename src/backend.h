@@ -77,6 +77,22 @@ struct wc_sample_draw {
 struct wc_backend;
 struct wc_stream;
 
+/* One projection of linear_chain: norm_linear (g and lb given) or linear over the chain's
+ * rows, out (+)= act(in' . w[0] + b[0]) with rows ld_out apart (0: w[0]->rows); or, with
+ * dst_row, norm_qkv's three projections: q into out (ld_out 0), k and v into rows dst_row of
+ * k_dst and v_dst, with w[0..2] and b[0..2]. */
+struct wc_chain_link {
+    float *out;
+    int ld_out;
+    const float *in, *g, *lb;
+    const struct wc_mat *w[3];
+    const float *b[3];
+    enum wc_act act;
+    int accumulate;
+    float *k_dst, *v_dst;
+    const int32_t *dst_row;
+};
+
 struct wc_backend_ops {
     const char *name; /* "cpu", "cuda" */
     /* linear over up to this many rows gives each output row the same bits as a call with that
@@ -190,6 +206,15 @@ struct wc_backend_ops {
     void (*norm_mlp)(struct wc_stream *s, float *x, const float *g, const float *lb,
                      const struct wc_mat *w0, const float *b0, const struct wc_mat *w2,
                      const float *b2, int n_rows, float *work);
+
+    /* A decoder step's projections in order, each link reading what the links before it wrote
+     * (struct wc_chain_link; n_rows <= linear_exact_rows): the bits of the ops the links stand
+     * for, issued one after another, in fewer launches where the backend can (CUDA: one
+     * cooperative kernel, a grid barrier between links). Returns 0 when issued (or the stream
+     * has failed), 1 when the backend has no fused form for these links: the caller issues the
+     * ops. NULL where a backend has none. */
+    int (*linear_chain)(struct wc_stream *s, const struct wc_chain_link *links, int n_links,
+                        int n_rows);
 
     /* Multi-head scaled dot-product attention, per head h (d = c / n_head columns each):
      *   out[t][h] = softmax_j(q[t][h] . k[j][h] / sqrt(d) + mask) . v[j][h],  j < s_len

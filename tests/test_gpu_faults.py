@@ -61,6 +61,7 @@ def run(args, timeout=300, **fake):
     env.pop("WHISPERC_CUDA_GEMM", None)
     env.pop("WHISPERC_CUDA_ATTN", None)
     env.pop("WHISPERC_CUDA_ROWS", None)
+    env.pop("WHISPERC_CUDA_CHAIN", None)
     env.update({k: str(v) for k, v in fake.items()})
     r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=timeout, env=env)
     check("Sanitizer" not in r.stderr and "runtime error" not in r.stderr,
@@ -143,6 +144,28 @@ def clean_runs():
     check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0
           and "attn_rows_tc_h6_d64" in rows and "attn_rows_h6_d64_kvh" not in rows,
           f"WHISPERC_CUDA_ROWS=tc on the fake GPU: {sorted(rows)}, graphs, no rule broken ({rep})")
+    # a step's chains of projections as cooperative kernels (WHISPERC_CUDA_CHAIN=1): gemv_chain
+    # in the step graphs (the output projection and the cross query; the MLP and the next
+    # block's q/k/v; the last block's MLP), no more CTAs than the device holds; when the driver
+    # refuses cooperative launches, the graphs line says so and the links run one by one; when
+    # it refuses them only in a step graph, the steps are recorded again without chains
+    for fake, on in (({}, True), ({"FAKECUDA_NO_COOP": "1"}, False),
+                     ({"FAKECUDA_NO_COOP": "capture"}, None)):
+        r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
+                 "--tokens", "3", "--runs", "1", "--batch-size", "4", "--throughput", "6"],
+                WHISPERC_CUDA_CHAIN="1", FAKECUDA_REPORT="2", **fake)
+        rep = report(r)
+        chains = set(re.findall(r"fakecuda: +\d+ (gemv_chain\S*)", r.stderr))
+        graphs = [l for l in r.stdout.splitlines() if l.startswith("  graphs")]
+        want = {"gemv_chain_n1_k384f5_k384f9", "gemv_chain_n1_k384f5_k384f11_k1536f5_k384f24",
+                "gemv_chain_n1_k384f5_k384f11_k1536f5"}
+        said = ("chains on" if on else "chains off: the driver refused a cooperative launch"
+                if on is False else "chains off: a cooperative launch failed in a step graph")
+        check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0
+              and (chains == want if on else chains <= want) and len(graphs) == 1
+              and said in graphs[0] and "dependent launch on" in graphs[0],
+              f"WHISPERC_CUDA_CHAIN=1 {fake} on the fake GPU: {sorted(chains)}, {said!r}, "
+              f"graphs, no rule broken ({rep}, {graphs})")
     # the encoder's attention over f32 K/V (WHISPERC_CUDA_ATTN=tc32): no fp16 form launched
     r = transcribe("--device", "cuda", "-bs", "1", WHISPERC_CUDA_ATTN="tc32", FAKECUDA_REPORT="2")
     tc = set(re.findall(r"fakecuda: +\d+ (attn_tc_h6_d64\S*)", r.stderr))

@@ -242,8 +242,34 @@ static void proj(struct wc_stream *s, const struct decoder_batch *db, const stru
     }
 }
 
-static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
-                          const struct block_rows *br) {
+/* A step's projections that follow one another (links), through the backend's linear_chain:
+ * 1 where it took them, 0 where the caller issues them as ops (the same bits either way). */
+static int chained(struct wc_stream *s, const struct block_rows *br,
+                   const struct wc_chain_link *links, int n_links) {
+    const struct wc_backend_ops *op = s->be->ops;
+    return br->lanes && op->linear_chain && op->norm_linear && op->norm_qkv &&
+           br->n <= op->linear_exact_rows && op->linear_chain(s, links, n_links, br->n) == 0;
+}
+
+/* A step's q, k and v of block b as one norm_qkv link (k and v into the lanes' cache rows) */
+static struct wc_chain_link qkv_link(const struct decoder_batch *db, const struct wc_block_w *b,
+                                     int l) {
+    size_t layer = (size_t)l * db->n_slots * db->hp->n_text_state;
+    return (struct wc_chain_link){.out = db->q,
+                                  .in = db->x,
+                                  .g = b->attn_ln_g,
+                                  .lb = b->attn_ln_b,
+                                  .w = {&b->attn.q, &b->attn.k, &b->attn.v},
+                                  .b = {b->attn.q_b, NULL, b->attn.v_b},
+                                  .k_dst = db->k_cache + layer,
+                                  .v_dst = db->v_cache + layer,
+                                  .dst_row = db->step_idx + 2 * db->max_rows};
+}
+
+/* Block l over br's rows. qkv_done: the chain that ended block l - 1 made this block's q, k and
+ * v. Returns 1 when this block's last chain made block l + 1's (so must the next call be told). */
+static int decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
+                         const struct block_rows *br, int qkv_done) {
     const struct wc_backend_ops *op = s->be->ops;
     const struct wc_block_w *b = &db->w->dec[l];
     const struct wc_hparams *hp = db->hp;
@@ -256,7 +282,7 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
      * to each row's own lane (db->step_idx: n_kv, lane_of, dst_row, table), or written there
      * by the backend's norm_qkv */
     const int32_t *dst_row = db->step_idx + 2 * db->max_rows;
-    if (br->lanes && op->norm_qkv) { /* all of that in one op (the same bits) */
+    if (!qkv_done && br->lanes && op->norm_qkv) { /* all of that in one op (the same bits) */
         const struct wc_mat *const w3[3] = {&b->attn.q, &b->attn.k, &b->attn.v};
         const float *const b3[3] = {b->attn.q_b, NULL, b->attn.v_b};
         for (int r = 0; r < n; r += op->linear_exact_rows) {
@@ -264,7 +290,7 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
             op->norm_qkv(s, db->q + (size_t)r * c, kc, vc, dst_row + r, db->x + (size_t)r * c,
                          b->attn_ln_g, b->attn_ln_b, w3, b3, m);
         }
-    } else {
+    } else if (!qkv_done) {
         float *k_new = br->lanes ? db->mlp : kc + (size_t)br->base * c;
         float *v_new = br->lanes ? db->mlp + (size_t)n * c : vc + (size_t)br->base * c;
         struct pre_norm pn = pre_norm(db, s, br, b->attn_ln_g, b->attn_ln_b);
@@ -286,11 +312,23 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
          * can replay them) */
         op->attention_gather(s, db->att, db->q, kc, vc, table, n_ctx, n_kv, n, n_ctx, c, n_head);
     }
-    linear_rows(s, br, db->x, db->att, &b->attn.o, b->attn.o_b, WC_ACT_NONE, 1);
+    /* the output projection, then the cross-attention's norm and query: one chain on a step */
+    const struct wc_chain_link out_q[] = {
+        {.out = db->x, .in = db->att, .w = {&b->attn.o}, .b = {b->attn.o_b}, .accumulate = 1},
+        {.out = db->q,
+         .in = db->x,
+         .g = b->cross_ln_g,
+         .lb = b->cross_ln_b,
+         .w = {&b->cross.q},
+         .b = {b->cross.q_b}}};
+    struct pre_norm pn;
+    if (!chained(s, br, out_q, 2)) {
+        linear_rows(s, br, db->x, db->att, &b->attn.o, b->attn.o_b, WC_ACT_NONE, 1);
+        pn = pre_norm(db, s, br, b->cross_ln_g, b->cross_ln_b);
+        proj(s, db, br, &pn, db->q, &b->cross.q, b->cross.q_b, WC_ACT_NONE);
+    }
 
     /* cross-attention, each row over its own lane's audio */
-    struct pre_norm pn = pre_norm(db, s, br, b->cross_ln_g, b->cross_ln_b);
-    proj(s, db, br, &pn, db->q, &b->cross.q, b->cross.q_b, WC_ACT_NONE);
     if (!br->lanes) {
         int audio = db->region_of[br->lane];
         op->attention(s, db->att, db->q, audio_kv(db, db->xk, audio, l),
@@ -302,6 +340,23 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
                            audio_kv(db, db->xv, 0, l), db->xkv, c, audio_stride,
                            db->step_idx + db->max_rows, n, hp->n_audio_ctx, c, n_head);
     }
+    /* on a step, one chain: the output projection, the MLP, and the next block's q, k, v */
+    struct wc_chain_link out_mlp[] = {
+        {.out = db->x, .in = db->att, .w = {&b->cross.o}, .b = {b->cross.o_b}, .accumulate = 1},
+        {.out = db->mlp,
+         .in = db->x,
+         .g = b->mlp_ln_g,
+         .lb = b->mlp_ln_b,
+         .w = {&b->mlp0},
+         .b = {b->mlp0_b},
+         .act = WC_ACT_GELU},
+        {.out = db->x, .in = db->mlp, .w = {&b->mlp2}, .b = {b->mlp2_b}, .accumulate = 1},
+        {0}};
+    int next = l + 1 < hp->n_text_layer;
+    if (next)
+        out_mlp[3] = qkv_link(db, &db->w->dec[l + 1], l + 1);
+    if (chained(s, br, out_mlp, 3 + next))
+        return next;
     linear_rows(s, br, db->x, db->att, &b->cross.o, b->cross.o_b, WC_ACT_NONE, 1);
 
     /* a prompt's rows in one op where the backend has it: the bits of the three ops below (all
@@ -309,11 +364,12 @@ static void decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
     if (!br->lanes && op->norm_mlp) {
         op->norm_mlp(s, db->x, b->mlp_ln_g, b->mlp_ln_b, &b->mlp0, b->mlp0_b, &b->mlp2, b->mlp2_b,
                      n, db->mlp);
-        return;
+        return 0;
     }
     pn = pre_norm(db, s, br, b->mlp_ln_g, b->mlp_ln_b);
     proj(s, db, br, &pn, db->mlp, &b->mlp0, b->mlp0_b, WC_ACT_GELU);
     linear_rows(s, br, db->x, db->mlp, &b->mlp2, b->mlp2_b, WC_ACT_NONE, 1);
+    return 0;
 }
 
 /* Final norm and the output projection of n rows of db->x (at rows[], or 0..n). */
@@ -356,7 +412,7 @@ int decoder_batch_prefill(struct decoder_batch *db, struct wc_stream *s, int lan
         db->slots_host[(size_t)lane * n_ctx + p] = lane * n_ctx + p;
     s->be->ops->embed(s, db->x, tokens, NULL, n, &db->w->tok_emb, db->w->dec_pos, 0, c);
     for (int l = 0; l < db->hp->n_text_layer; l++)
-        decoder_block(db, s, l, &br);
+        decoder_block(db, s, l, &br, 0);
     db->n_past[lane] = n;
     return logits_out(db, s, &br, rows, n_rows, logits_host);
 }
@@ -371,8 +427,8 @@ static void step_ops(struct decoder_batch *db, struct wc_stream *s, const int *l
     op->upload(s, db->step_idx, db->step_host,
                ((size_t)3 * db->max_rows + (size_t)n * n_ctx) * sizeof(int32_t));
     struct block_rows br = {.n = n, .lanes = lanes};
-    for (int l = 0; l < db->hp->n_text_layer; l++)
-        decoder_block(db, s, l, &br);
+    for (int l = 0, qkv_done = 0; l < db->hp->n_text_layer; l++)
+        qkv_done = decoder_block(db, s, l, &br, qkv_done);
     logits_out(db, s, &br, NULL, n, NULL);
 }
 

@@ -117,6 +117,8 @@ int cuda_api_load(struct cuda_api *api, char *err, size_t err_size) {
     load_graph_api(api);
     void *ex = dlsym(api->lib, "cuLaunchKernelEx");
     memcpy(&api->launch_kernel_ex, &ex, sizeof ex);
+    void *occ = dlsym(api->lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    memcpy(&api->occupancy_max_blocks, &occ, sizeof occ);
     if (cuda_check(api, api->init(0), "cuInit", err, err_size)) {
         cuda_api_unload(api);
         return -1;

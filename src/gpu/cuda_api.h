@@ -48,6 +48,8 @@ struct cuda_api {
                               unsigned, unsigned, CUstream, void **, void **);
     /* launches with attributes (dependent launch); NULL before CUDA 12.0: plain launches */
     CUresult (*launch_kernel_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
+    /* CTAs of a kernel an SM holds at once, for cooperative grids; NULL if missing */
+    CUresult (*occupancy_max_blocks)(int *, CUfunction, int, size_t);
     /* events, for bench's stage times */
     CUresult (*event_create)(CUevent *, unsigned int);
     CUresult (*event_record)(CUevent, CUstream);

@@ -44,6 +44,7 @@ enum cuda_kernel_kind {
     CK_GEMV_TC,     /* a = k_in, b = flags, c = row tiles | columns << 8 */
     CK_TRANSPOSE,   /* no arguments */
     CK_ROWS_TC,     /* a = n_head, b = d_head (K/V in f16) */
+    CK_CHAIN,       /* a = K, b = links | (bit i: link i's K is 4 K) << 4, c = flags, 5 bits each */
 };
 
 struct cuda_kernel {
@@ -51,6 +52,7 @@ struct cuda_kernel {
     int a, b, c;
     char name[64]; /* the .entry name, for error messages */
     bool grid_dep; /* its text waits for the kernel before (ptx.h ptx_grid_dep_wait) */
+    int coop_ctas; /* CK_CHAIN: the CTAs the device holds at once (a cooperative grid's most) */
     CUmodule mod;
     CUfunction fn;
 };
@@ -88,7 +90,11 @@ struct cuda_model {
     /* The GEMMs over many rows through cuBLASLt, bias in its epilogue, fp16 out where the next
      * kernel reads fp16 (WHISPERC_CUDA_GEMM=lt; gemm_cuda.c) */
     int gemm_lt;
-    char lt_why[160];     /* why not, when asked for */
+    char lt_why[160]; /* why not, when asked for */
+    /* A step's chains of projections (backend.h linear_chain) as one cooperative gemv_chain
+     * kernel each (WHISPERC_CUDA_CHAIN=1, opt-in until it has run on a GPU; needs gemv_tc,
+     * cuLaunchKernelEx and the occupancy query); n_sm: the device's SMs */
+    int chain, n_sm;
     struct arena weights; /* uploaded weights, freed with the backend */
     struct cuda_kernel_cache kernels;
     char device_desc[192];
@@ -103,7 +109,8 @@ enum {
     CUDA_SCRATCH_ATTN = 3,   /* the key splits of attn_gather / attn_rows (kernels.h) */
     CUDA_SCRATCH_COUNT = 4,  /* their counters: zeroed when made, left zero by each launch */
     CUDA_SCRATCH_LT = 5,     /* cuBLASLt's workspace */
-    CUDA_N_SCRATCH = 6
+    CUDA_SCRATCH_CHAIN = 6,  /* gemv_chain's barrier counter: zeroed when made, left zero */
+    CUDA_N_SCRATCH = 7
 };
 struct cuda_scratch {
     uint64_t addr;
@@ -158,6 +165,7 @@ struct cuda_graphs {
     struct cuda_step_graph g[CUDA_GRAPH_KEYS + 1]; /* indexed by key 1..CUDA_GRAPH_KEYS */
     long n_captured, n_replayed;
     char dep_why[320]; /* why the stream's dependent launches were turned off; "": they were not */
+    bool chain_failed; /* a cooperative launch failed in the capture pass: record it again */
 };
 
 /* A cuBLASLt product's shape and what it does (gemm_cuda.c), and its descriptors and the
@@ -202,6 +210,10 @@ struct cuda_stream {
      * launches fails to record (a driver before 12.3 does not capture them), so that steps
      * keep their graphs (graph_cuda.c) */
     bool dep_launch;
+    /* the model's chain, for this stream: turned off when the driver refuses a cooperative
+     * launch (chain_why says how), and the steps' chains then run as single launches */
+    bool chain;
+    char chain_why[160];
 };
 
 static inline struct cuda_stream *cuda_stream(struct wc_stream *s) { return s->impl; }
@@ -239,6 +251,21 @@ void cuda_launch(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid
 /* The same over a 3-D grid. */
 void cuda_launch_3d(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid_x,
                     unsigned grid_y, unsigned grid_z, unsigned block, void **args);
+
+/* A cooperative launch (every CTA resident at once; no dependent launch): 0 when queued or the
+ * stream failed, 1 when the driver refuses it (the stream stops asking, cuda_stream.chain, and
+ * the caller does the work another way; in a capture pass, whatever the error, and the pass is
+ * recorded again, without chains, at the next step). */
+int cuda_launch_coop(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid_x,
+                     unsigned block, void **args);
+
+/* gemv's checks (ops_cuda.c): whether a gemv over w runs as gemv_tc (1), gemv_f16 (0) or the
+ * stream failed on an unaligned pointer (-1); whether the arguments hold (else the stream
+ * fails, 0). */
+int cuda_use_gemv_tc(struct wc_stream *s, const struct wc_mat *w, const float *in, const float *g,
+                     const float *lb);
+int cuda_gemv_args_ok(struct wc_stream *s, const char *op, int ld_out, const struct wc_mat *w,
+                      int n_rows, enum wc_act act, int accumulate);
 
 /* Ops (backend.h has their contracts). */
 void cuda_norm_linear(struct wc_stream *s, float *out, int ld_out, const float *in, const float *g,
@@ -303,6 +330,8 @@ void cuda_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *lo
 void cuda_logits_sample(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                         const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                         int n_rows, int n_vocab, const struct wc_sample_draw *draws, int n_draws);
+int cuda_linear_chain(struct wc_stream *s, const struct wc_chain_link *links, int n_links,
+                      int n_rows);
 void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                         const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                         int n_rows, int n_vocab);

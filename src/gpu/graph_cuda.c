@@ -158,6 +158,8 @@ static int capture_end(struct wc_stream *s, struct cuda_step_graph *sg) {
         cuda_check(cu, r, "cuGraphInstantiateWithFlags", msg, sizeof msg);
     if (graph)
         cu->graph_destroy(graph);
+    if (g->chain_failed && !msg[0]) /* the recording holds a launch that failed */
+        snprintf(msg, sizeof msg, "%s", cs->chain_why);
     if (msg[0]) {
         if (exec)
             cu->graph_exec_destroy(exec);
@@ -169,7 +171,10 @@ static int capture_end(struct wc_stream *s, struct cuda_step_graph *sg) {
         bool capture_refused = r_end == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
                                r_end == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ||
                                r == CUDA_ERROR_NOT_SUPPORTED;
-        if (cs->dep_launch && !g->refused && capture_refused) {
+        if (g->chain_failed) {
+            /* chains are off now (cuda_launch_coop): once more without them, at the next step */
+            g->chain_failed = false;
+        } else if (cs->dep_launch && !g->refused && capture_refused) {
             /* the driver would not record the pass, perhaps for its dependent launches:
              * once more without them, at the next step */
             cs->dep_launch = false;
@@ -244,6 +249,9 @@ int cuda_step_graph_state(const struct wc_stream *s, char *why, size_t why_size)
                  : cs->m->gemv_tc > 1 ? (cs->m->gemv_tc == 16 ? "gemv_tc, 16 columns a CTA"
                                                               : "gemv_tc, 32 columns a CTA")
                                       : "gemv_f16");
+    n = strlen(why); /* and whether chains of them are cooperative kernels */
+    if (n < why_size && (cs->m->chain || cs->chain_why[0]))
+        snprintf(why + n, why_size - n, "; chains %s", cs->chain ? "on" : cs->chain_why);
     n = strlen(why); /* and the encoder's GEMMs */
     if (n < why_size)
         snprintf(why + n, why_size - n, "; GEMMs %s%s%s%s", cs->m->gemm_lt ? "cuBLASLt" : "cuBLAS",

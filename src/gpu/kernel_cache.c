@@ -35,6 +35,13 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     case CK_GEMV_TC: return gen_gemv_tc(sm, a, b, c & 0xff, c >> 8);
     case CK_TRANSPOSE: return gen_transpose(sm);
     case CK_ROWS_TC: return gen_attention_rows_tc(sm, a, b);
+    case CK_CHAIN: {
+        struct kernel_gemv_link links[KERNEL_CHAIN_MAX_LINKS];
+        int n = b & 15;
+        for (int i = 0; i < n && i < KERNEL_CHAIN_MAX_LINKS; i++)
+            links[i] = (struct kernel_gemv_link){b >> (4 + i) & 1 ? 4 * a : a, c >> (5 * i) & 31};
+        return gen_gemv_chain(sm, 1, n, links);
+    }
     }
     return NULL;
 }
@@ -60,7 +67,8 @@ static const char *kind_name(enum cuda_kernel_kind kind) {
                                         "logits_sample_pick",
                                         "gemv_tc",
                                         "transpose",
-                                        "attn_rows_tc"};
+                                        "attn_rows_tc",
+                                        "gemv_chain"};
     return (unsigned)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
@@ -97,6 +105,21 @@ static int load(struct cuda_model *m, struct cuda_kernel *k, char *err, size_t e
         wc_errf(err, err_size, "cuda: kernel %s: %s", k->name, why);
         m->cu.module_unload(k->mod);
         rc = WHISPERC_ERR_BACKEND;
+    } else if (k->kind == CK_CHAIN) { /* a cooperative grid's size: what the SMs hold at once */
+        int per_sm = 0;
+        if (!m->cu.occupancy_max_blocks || m->n_sm < 1)
+            snprintf(why, sizeof why, "no occupancy query");
+        else if (!cuda_check(&m->cu,
+                             m->cu.occupancy_max_blocks(&per_sm, k->fn, KERNEL_GEMV_THREADS, 0),
+                             "cuOccupancyMaxActiveBlocksPerMultiprocessor", why, sizeof why) &&
+                 per_sm < 1)
+            snprintf(why, sizeof why, "no CTA fits an SM");
+        if (per_sm < 1) {
+            wc_errf(err, err_size, "cuda: kernel %s: %s", k->name, why);
+            m->cu.module_unload(k->mod);
+            rc = WHISPERC_ERR_BACKEND;
+        }
+        k->coop_ctas = per_sm * m->n_sm;
     }
     free(ptx);
     return rc;
@@ -166,15 +189,10 @@ const struct cuda_kernel *cuda_kernel_get(struct wc_stream *s, enum cuda_kernel_
     return k;
 }
 
-/* k launched with programmatic stream serialization: it may start while the kernel before it
- * on the stream runs, and waits for it inside (cuda_internal.h dep_launch). A launch the
- * driver refuses with the attribute is made plainly, and outside a recording the stream stops
- * asking (inside one, the refusal may have spoiled the recording: graph_cuda.c decides). */
-static CUresult dep_launch(struct cuda_stream *cs, const struct cuda_kernel *k,
-                           const unsigned grid[3], unsigned block, void **args) {
-    const struct cuda_model *m = cs->m;
-    CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
-    attr.value.programmaticStreamSerializationAllowed = 1;
+/* cuLaunchKernelEx of k on the stream with one launch attribute */
+static CUresult launch_ex(const struct cuda_stream *cs, const struct cuda_kernel *k,
+                          const unsigned grid[3], unsigned block, void **args,
+                          CUlaunchAttribute attr) {
     CUlaunchConfig cfg = {.gridDimX = grid[0],
                           .gridDimY = grid[1],
                           .gridDimZ = grid[2],
@@ -184,7 +202,19 @@ static CUresult dep_launch(struct cuda_stream *cs, const struct cuda_kernel *k,
                           .hStream = cs->stream,
                           .attrs = &attr,
                           .numAttrs = 1};
-    CUresult r = m->cu.launch_kernel_ex(&cfg, k->fn, args, NULL);
+    return cs->m->cu.launch_kernel_ex(&cfg, k->fn, args, NULL);
+}
+
+/* k launched with programmatic stream serialization: it may start while the kernel before it
+ * on the stream runs, and waits for it inside (cuda_internal.h dep_launch). A launch the
+ * driver refuses with the attribute is made plainly, and outside a recording the stream stops
+ * asking (inside one, the refusal may have spoiled the recording: graph_cuda.c decides). */
+static CUresult dep_launch(struct cuda_stream *cs, const struct cuda_kernel *k,
+                           const unsigned grid[3], unsigned block, void **args) {
+    const struct cuda_model *m = cs->m;
+    CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUresult r = launch_ex(cs, k, grid, block, args, attr);
     if (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE) {
         if (cs->graphs.mode != CUDA_GRAPH_CAPTURE) {
             cs->dep_launch = false;
@@ -195,6 +225,42 @@ static CUresult dep_launch(struct cuda_stream *cs, const struct cuda_kernel *k,
                                 NULL);
     }
     return r;
+}
+
+int cuda_launch_coop(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid_x,
+                     unsigned block, void **args) {
+    struct cuda_stream *cs = cuda_stream(s);
+    const struct cuda_api *cu = &cs->m->cu;
+    if (s->err || !k)
+        return 0;
+    cs->last_kernel = k->name;
+    if (cuda_graph_note(cs, (uint64_t)(uintptr_t)k->fn, grid_x | (uint64_t)1 << 32, block))
+        return 0; /* a replay pass: the recording launches it */
+    cs->last_in_graph = false;
+    CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE};
+    attr.value.cooperative = 1;
+    CUresult r = launch_ex(cs, k, (unsigned[3]){grid_x, 1, 1}, block, args, attr);
+    bool capture = cs->graphs.mode == CUDA_GRAPH_CAPTURE;
+    if (r != CUDA_SUCCESS &&
+        (capture || r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE ||
+         r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)) {
+        cs->chain = false; /* the same launch would be refused again */
+        cs->graphs.chain_failed |= capture;
+        cuda_check(cu, r,
+                   capture ? "off: a cooperative launch failed in a step graph"
+                           : "off: the driver refused a cooperative launch",
+                   cs->chain_why, sizeof cs->chain_why);
+        return 1;
+    }
+    char what[96];
+    if (r != CUDA_SUCCESS) {
+        snprintf(what, sizeof what, "cuLaunchKernelEx(%s, cooperative)", k->name);
+        cuda_stream_check(s, r, what);
+    } else if (cs->m->sync_each_op) {
+        snprintf(what, sizeof what, "kernel %s", k->name);
+        cuda_stream_check(s, cu->stream_synchronize(cs->stream), what);
+    }
+    return 0;
 }
 
 void cuda_launch(struct wc_stream *s, const struct cuda_kernel *k, unsigned grid_x, unsigned grid_y,

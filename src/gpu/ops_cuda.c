@@ -40,8 +40,8 @@ void cuda_to_f16(struct wc_stream *s, void *dst, const float *src, size_t n) {
  * weight alone). It loads input rows, gain and bias 16 bytes at a time: a pointer that is not
  * 16-byte aligned fails the stream (-1) rather than fall back, which would make the bits depend
  * on an address. */
-static int use_gemv_tc(struct wc_stream *s, const struct wc_mat *w, const float *in, const float *g,
-                       const float *lb) {
+int cuda_use_gemv_tc(struct wc_stream *s, const struct wc_mat *w, const float *in, const float *g,
+                     const float *lb) {
     const struct cuda_model *m = cuda_stream(s)->m;
     if (!m->gemv_tc || !kernel_gemv_tc_fits(m->sm, w->cols))
         return 0;
@@ -84,7 +84,7 @@ static void gemv(struct wc_stream *s, float *out, int ld_out, const float *in, c
     CUdeviceptr pg = dptr(g), plb = dptr(lb);
     unsigned uld = (unsigned)ld_out, un = (unsigned)w->rows, urows = (unsigned)n_rows;
     void *args[] = {&po, &uld, &pi, &pw, &pb, &un, &urows, &pg, &plb};
-    int tc = use_gemv_tc(s, w, in, g, lb);
+    int tc = cuda_use_gemv_tc(s, w, in, g, lb);
     if (tc < 0)
         return;
     size_t cols, cta_rows;
@@ -96,8 +96,8 @@ static void gemv(struct wc_stream *s, float *out, int ld_out, const float *in, c
 /* The checks gemv's launch needs; fails the stream and returns 0 when one does not hold.
  * gemv's 16-byte weight loads need K % 8 == 0 and aligned rows (every Whisper width is a
  * multiple of 64, the arena aligns to 256). */
-static int gemv_args_ok(struct wc_stream *s, const char *op, int ld_out, const struct wc_mat *w,
-                        int n_rows, enum wc_act act, int accumulate) {
+int cuda_gemv_args_ok(struct wc_stream *s, const char *op, int ld_out, const struct wc_mat *w,
+                      int n_rows, enum wc_act act, int accumulate) {
     if (w->dtype != WC_F16 || ld_out < w->rows || (accumulate && act != WC_ACT_NONE) ||
         w->cols % 8 || (uintptr_t)w->data % 16) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
@@ -118,7 +118,7 @@ void cuda_norm_linear(struct wc_stream *s, float *out, int ld_out, const float *
         return;
     if (ld_out == 0)
         ld_out = w->rows;
-    if (!gemv_args_ok(s, "norm_linear", ld_out, w, n_rows, act, accumulate))
+    if (!cuda_gemv_args_ok(s, "norm_linear", ld_out, w, n_rows, act, accumulate))
         return;
     if (n_rows > KERNEL_GEMV_LAUNCH_ROWS || !kernel_gemv_norm_fits(w->cols) || !g || !lb) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
@@ -162,7 +162,7 @@ void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst
         return;
     int c = w[0]->cols;
     for (int i = 0; i < 3; i++)
-        if (!gemv_args_ok(s, "norm_qkv", c, w[i], n_rows, WC_ACT_NONE, 0))
+        if (!cuda_gemv_args_ok(s, "norm_qkv", c, w[i], n_rows, WC_ACT_NONE, 0))
             return;
     int gemv_rows = n_rows <= KERNEL_GEMV_LAUNCH_ROWS;
     if ((gemv_rows && !kernel_gemv_norm_fits(c)) || (dst_row && !gemv_rows) || !g || !lb ||
@@ -184,7 +184,7 @@ void cuda_norm_qkv(struct wc_stream *s, float *q_out, float *k_dst, float *v_dst
             gemv(s, out[i], c, in, g, lb, w[i], b[i], n_rows, WC_ACT_NONE, 0);
         return;
     }
-    int flags = KERNEL_GEMV_NORM | KERNEL_GEMV_QKV, tc = use_gemv_tc(s, w[0], in, g, lb);
+    int flags = KERNEL_GEMV_NORM | KERNEL_GEMV_QKV, tc = cuda_use_gemv_tc(s, w[0], in, g, lb);
     if (tc < 0)
         return;
     size_t cols, cta_rows;
@@ -206,8 +206,8 @@ void cuda_norm_mlp(struct wc_stream *s, float *x, const float *g, const float *l
     if (cuda_op_begin(s) || n_rows <= 0)
         return;
     int c = w0->cols, hidden = w0->rows, gemv_rows = n_rows <= KERNEL_GEMV_LAUNCH_ROWS;
-    if (!gemv_args_ok(s, "norm_mlp", hidden, w0, n_rows, WC_ACT_GELU, 0) ||
-        !gemv_args_ok(s, "norm_mlp", c, w2, n_rows, WC_ACT_NONE, 1))
+    if (!cuda_gemv_args_ok(s, "norm_mlp", hidden, w0, n_rows, WC_ACT_GELU, 0) ||
+        !cuda_gemv_args_ok(s, "norm_mlp", c, w2, n_rows, WC_ACT_NONE, 1))
         return;
     if (w2->cols != hidden || w2->rows != c || !g || !lb ||
         (gemv_rows && !kernel_gemv_norm_fits(c))) {
@@ -247,7 +247,7 @@ void cuda_linear(struct wc_stream *s, float *out, int ld_out, const float *in,
     if (n_rows <= KERNEL_GEMV_LAUNCH_ROWS) {
         /* no cuBLAS fallback for a weight gemv cannot take: its bits depend on the row count,
          * which would break linear_exact_rows without a word */
-        if (gemv_args_ok(s, "linear", ld_out, w, n_rows, act, accumulate))
+        if (cuda_gemv_args_ok(s, "linear", ld_out, w, n_rows, act, accumulate))
             gemv(s, out, ld_out, in, NULL, NULL, w, b, n_rows, act, accumulate);
         return;
     }

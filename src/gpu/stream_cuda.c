@@ -205,6 +205,7 @@ int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out
     s->impl = cs;
     cs->m = m;
     cs->dep_launch = m->dep_launch;
+    cs->chain = m->chain;
     arena_init(
         &cs->arena,
         &(struct arena_chunk_ops){.alloc = cuda_chunk_alloc, .free = cuda_chunk_free, .ctx = m},
@@ -407,9 +408,9 @@ double cuda_timer_elapsed_ms(struct wc_stream *s, int a, int b) {
 }
 
 uint64_t cuda_scratch(struct wc_stream *s, int which, size_t bytes) {
-    static const char *const what[CUDA_N_SCRATCH] = {"fp16 scratch",   "token ids",
-                                                     "logit rules",    "attention splits",
-                                                     "split counters", "cuBLASLt workspace"};
+    static const char *const what[CUDA_N_SCRATCH] = {
+        "fp16 scratch",   "token ids",          "logit rules",  "attention splits",
+        "split counters", "cuBLASLt workspace", "chain counter"};
     struct cuda_stream *cs = cuda_stream(s);
     struct cuda_scratch *sc = &cs->scratch[which];
     if (s->err)

@@ -14,7 +14,8 @@
  *   - a launch with attributes (cuLaunchKernelEx) has a shape within the same limits and no
  *     attribute but programmatic stream serialization, and that only for a kernel
  *     whose text waits for the kernel before (griddepcontrol.wait: else it could read what that
- *     kernel has not written yet);
+ *     kernel has not written yet), or cooperative, alone, over a 1-D grid of no more CTAs
+ *     than cuOccupancyMaxActiveBlocksPerMultiprocessor (FAKE_CTAS_PER_SM) times the 132 SMs;
  *   - nothing synchronises a stream while it is being captured;
  *   - PTX loads only if it has a .version and the named .entry exists.
  *
@@ -33,6 +34,8 @@
  *                             serialization) while capturing fails as before CUDA 12.3, with
  *                             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and spoils the capture
  *   FAKECUDA_NO_PDL=1         every dependent launch fails with CUDA_ERROR_NOT_SUPPORTED
+ *   FAKECUDA_NO_COOP=1        every cooperative launch fails with CUDA_ERROR_NOT_SUPPORTED;
+ *                             =capture: only while capturing, and it spoils the capture
  *   FAKECUDA_REPORT=1         at exit, one line of counts (launches, copies, graphs, peak memory,
  *                             rule violations, allocations still live); =2 also the launches
  *                             of each kernel, most first
@@ -51,7 +54,9 @@
 
 #include "fakecuda.h"
 
-#define MAX_PARAMS 32
+#define MAX_PARAMS       64
+#define FAKE_SMS         132 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, an H100's */
+#define FAKE_CTAS_PER_SM 2   /* what the occupancy query says of any kernel */
 
 struct fake_alloc {
     uintptr_t base;
@@ -113,6 +118,7 @@ static char fail_prefix[128];
 static int fail_async, fail_at = 1, fail_seen;
 static int no_pdl_capture; /* FAKECUDA_NO_PDL_CAPTURE=1 */
 static int no_pdl;         /* FAKECUDA_NO_PDL=1 */
+static int no_coop;        /* FAKECUDA_NO_COOP=1 (1), =capture (2) */
 static long n_launch, n_copy, n_graph_launch, n_violation;
 static struct CUctx_st primary;
 
@@ -177,6 +183,8 @@ static void configure(void) {
     no_pdl_capture = e && *e == '1';
     e = getenv("FAKECUDA_NO_PDL");
     no_pdl = e && *e == '1';
+    e = getenv("FAKECUDA_NO_COOP");
+    no_coop = !e ? 0 : *e == '1' ? 1 : strcmp(e, "capture") == 0 ? 2 : 0;
     e = getenv("FAKECUDA_REPORT");
     if (e && (*e == '1' || *e == '2'))
         atexit(report);
@@ -296,7 +304,7 @@ CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
     switch (a) { /* an H100's */
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = FAKE_SMS; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 232448; break;
     default: *v = 0; break;
     }
@@ -688,18 +696,32 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params
     const struct fake_entry *e = (const struct fake_entry *)(void *)f;
     if (fakecuda_sticky())
         return fakecuda_sticky();
-    int ok = cfg && e && (cfg->numAttrs == 0 || cfg->attrs);
-    for (unsigned i = 0; ok && i < cfg->numAttrs; i++)
+    int ok = cfg && e && (cfg->numAttrs == 0 || cfg->attrs), coop = 0;
+    for (unsigned i = 0; ok && i < cfg->numAttrs; i++) {
+        if (cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+            coop = cfg->attrs[i].value.cooperative != 0;
+            ok = cfg->numAttrs == 1 && cfg->gridDimY == 1 && cfg->gridDimZ == 1 &&
+                 cfg->gridDimX <= FAKE_CTAS_PER_SM * FAKE_SMS;
+            continue;
+        }
         ok = cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
              (cfg->attrs[i].value.programmaticStreamSerializationAllowed == 0 || e->grid_dep);
+    }
     if (!ok) {
         pthread_mutex_lock(&mu);
         CUresult r = violation(CUDA_ERROR_INVALID_VALUE,
                                "cuLaunchKernelEx of %s: an attribute other than programmatic "
-                               "stream serialization, or that for a kernel that does not wait",
+                               "stream serialization, or that for a kernel that does not wait, "
+                               "or a cooperative grid of more CTAs than the device holds",
                                e ? e->name : "(null)");
         pthread_mutex_unlock(&mu);
         return r;
+    }
+    if (coop && no_coop == 1)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (coop && no_coop == 2 && cfg->hStream && cfg->hStream->capture) {
+        cfg->hStream->capture->invalid = 1;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     int pdl = 0;
     for (unsigned i = 0; i < cfg->numAttrs; i++)
@@ -713,6 +735,14 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params
     return cuLaunchKernel(f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX,
                           cfg->blockDimY, cfg->blockDimZ, cfg->sharedMemBytes, cfg->hStream, params,
                           extra);
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int block, size_t smem) {
+    (void)smem;
+    if (!n || !f || block < 1 || block > 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    *n = FAKE_CTAS_PER_SM;
+    return fakecuda_sticky();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -46,6 +46,10 @@
 #   rows      a batch step's cross-attention on tensor cores (WHISPERC_CUDA_ROWS=tc,
 #             attn_rows_tc) against attn_rows_kvh: base.en and large-v3 random weights batched
 #             (128 windows at 64 lanes), then batch identity and the tiny.en dev set with it
+#   chain     a step's chains of projections as cooperative kernels (WHISPERC_CUDA_CHAIN=1,
+#             gemv_chain): the one-lane step of base.en and large-v3 random weights with and
+#             without, gpu_backend (chains = plain launches, bit for bit), jfk, batch identity
+#             and the tiny.en dev set with it, then ncu of base.en's one-lane steps with it
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -624,6 +628,38 @@ stage_rows() { # what matters most first: a 15-minute session may cut it short
     batch_identity 150 || rc=1
     golden_on_cuda devset_tiny.en || rc=1
     unset WHISPERC_CUDA_ROWS
+    return "$rc"
+}
+
+stage_chain() { # what matters most first: a 15-minute session may cut it short
+    local rc=0 size c
+    meson test -C "$B" --no-rebuild --print-errorlogs gpu_backend >"$OUT/chain-suite.log" 2>&1 || rc=1
+    say "gpu_backend (its graph steps compare chains with plain launches): $(grep -E \
+        '^(Ok|Fail):' "$B/meson-logs/testlog.txt" | tr -s ' ' | tr '\n' ' ')"
+    grep -E 'chains' "$OUT/chain-suite.log" | head -6 | while read -r l; do say "  $l"; done
+    for size in base.en large-v3; do
+        random_model "$size" || { rc=1; continue; }
+        for c in 1 0; do
+            WHISPERC_CUDA_CHAIN=$c timeout 60 "$B/whisper-c" bench --synthetic --device cuda \
+                -m "/tmp/ggml-$size-random.bin" --tokens 100 -bs 1 --runs 3 --batch-size 1 \
+                >"$OUT/bench.tmp" 2>&1 || rc=1
+            say "synthetic $size (random), chains $c: $(synthetic_lines "$OUT/bench.tmp")"
+        done
+        [ "$size" = base.en ] || rm -f "/tmp/ggml-$size-random.bin"
+    done
+    export WHISPERC_CUDA_CHAIN=1
+    compare_jfk tiny.en || rc=1
+    batch_identity 150 || rc=1
+    golden_on_cuda devset_tiny.en || rc=1
+    export PATH=/usr/local/cuda/bin:$PATH
+    timeout 150 ncu --print-summary per-kernel --launch-count 300 \
+        -k 'regex:^(gemv|attn_rows|attn_gather|logits|embed)' "$B/whisper-c" bench --synthetic \
+        --device cuda -m /tmp/ggml-base.en-random.bin --tokens 30 -bs 1 --runs 1 \
+        --batch-size 1 >"$OUT/ncu-chain.txt" 2>&1 || rc=1
+    say "ncu base.en steps with chains (kernel, grid, launches, mean, total):"
+    ncu_table "$OUT/ncu-chain.txt" >/dev/null
+    unset WHISPERC_CUDA_CHAIN
+    rm -f /tmp/ggml-base.en-random.bin "$OUT/bench.tmp"
     return "$rc"
 }
 
