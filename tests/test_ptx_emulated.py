@@ -883,9 +883,15 @@ def test_chain(ptx, K, rng, rows, n_ctas, flags):
                 run(ptx(kn), kn, grid=(g[0], g[1], 1), block=(256, 1, 1), params=p, mem=mem)
         else:
             counter = mem.put(np.zeros(1, np.uint32))
+            mem.prefetched = set()
             run(ptx(name), name, grid=(n_ctas, 1, 1), block=(256, 1, 1),
                 params=[counter] + [v for g, p in zip(grids, params) for v in list(g) + p],
                 mem=mem, cooperative=True, seed=seed)
+            # every line of the later links' weights went to L2 before the barrier ahead
+            later = [(pw[j], W[j].nbytes) for j, f in ((i, f) for i, f in enumerate(flags[1:], 1))
+                     for j in ([3, 4, 5] if f == 24 else [{9: 3, 11: 1, 5: 2}[f]])]
+            missed = sum(1 for a, n in later for line in range(a >> 7, (a + n - 1 >> 7) + 1)
+                         if line not in mem.prefetched)
         got = [mem.get(p, f32, n) for p, n in ((px, rows * K), (ph, rows * 4 * K),
                                                (pq, rows * K), (pkc, n_dst * K),
                                                (pvc, n_dst * K))]
@@ -894,7 +900,8 @@ def test_chain(ptx, K, rng, rows, n_ctas, flags):
                   "back to 0" % (name, n_ctas, "in order" if seed is None else "drawn, seed %d"
                                  % seed, len(flags), rows),
                   all(same_bits(u, v) for u, v in zip(outs, got)) and
-                  mem.get(counter, np.uint32, 1)[0] == 0)
+                  mem.get(counter, np.uint32, 1)[0] == 0 and not missed,
+                  "%d lines of the later links' weights not prefetched" % missed if missed else "")
         else:
             outs = got
 

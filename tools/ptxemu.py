@@ -17,6 +17,7 @@ Memory
     mem.alloc(nbytes) -> ptr  new buffer, bytes set to 0xFF (reads of unwritten data give NaN).
     mem.put(array)    -> ptr  new buffer holding array's bytes (any numpy dtype, e.g. float16).
     mem.get(ptr, dtype, count) -> numpy array copy.
+    mem.prefetched = set()    records the 128-byte lines (address >> 7) prefetch.global.L2 names.
     mem.write(ptr, array)     overwrite bytes at ptr (no allocation).
     Every global access is bounds-checked against the allocations (a 256-byte gap separates
     them) and alignment-checked; a bad access raises EmuError naming the instruction and thread.
@@ -150,6 +151,7 @@ class Memory(_Space):
         super().__init__(self.BASE, capacity)
         self.top = 0            # next free offset
         self.n_stores = 0
+        self.prefetched = None  # a set: the 128-byte lines prefetch.global.L2 names go in it
         self.starts = np.zeros(0, np.int64)
         self.ends = np.zeros(0, np.int64)
 
@@ -1643,8 +1645,10 @@ class _Compiler:
         def f(m):
             if m is not None and not m.any():
                 return
-            x = base if m is None else base[m]
-            me.space("global").load(x.astype(np.int64) + off, 1, 1, what)
+            x = (base if m is None else base[m]).astype(np.int64) + off
+            me.space("global").load(x, 1, 1, what)
+            if me.mem.prefetched is not None:
+                me.mem.prefetched.update((x >> 7).tolist())
         return f
 
     def op_atom(self, ins, mods, a, red=False):

@@ -8,7 +8,12 @@
  * parameters read from the link's part of a table, and %ctaid.x / .y taken from a loop over the
  * virtual CTAs of the grid gemv_tc's launch would have had (virtual CTA v = y gx + x: CTA c
  * takes v = c, c + nctaid, ...). So every output has gemv_tc's bits, whatever the number of
- * CTAs. Between two virtual CTAs a CTA passes bar.sync, as the shared arrays are reused. */
+ * CTAs. Between two virtual CTAs a CTA passes bar.sync, as the shared arrays are reused.
+ *
+ * Before each barrier a CTA prefetches into L2 the weight rows of its virtual CTAs of the next
+ * link (a virtual CTA's rows n0 .. n0 + C - 1 of W[N][K] are C K halves in a row, one 128-byte
+ * line a thread at a time), so that the loads after the barrier, which every CTA waits for,
+ * find them there: what gemv_tc does before its grid wait. */
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +52,68 @@ static int chain_link(struct ptx_kernel *k, int i, int tiles, const struct kerne
     return rc;
 }
 
+/* Link i's weight rows for this CTA's virtual CTAs into L2 (file comment); its parameters are
+ * declared by then. */
+static void chain_prefetch(struct ptx_kernel *k, int i, const struct kernel_gemv_link *l) {
+    int cols = kernel_gemv_tc_cols(l->flags), qkv = l->flags & KERNEL_GEMV_QKV;
+    int lines = cols * l->k_in * 2 / 128; /* a virtual CTA's, when its rows all exist */
+    struct ptx_phase ph;
+    memset(&ph, 0, sizeof ph);
+    snprintf(ph.prefix, sizeof ph.prefix, "c%d_", i);
+    struct ptx_reg gx = ptx_reg(k, PTX_B32), total = ptx_reg(k, PTX_B32), n = ptx_reg(k, PTX_B32);
+    struct ptx_reg w = ptx_reg(k, PTX_B64), wk = ptx_reg(k, PTX_B64), wv = ptx_reg(k, PTX_B64);
+    k->phase = &ph;
+    ptx_ld_param(k, "u32", gx, "p_gx");
+    ptx_ld_param(k, "u32", total, "p_gy");
+    ptx_ld_param(k, "u32", n, "p_n");
+    ptx_ld_param(k, "u64", w, "p_w");
+    if (qkv) {
+        ptx_ld_param(k, "u64", wk, "p_wk");
+        ptx_ld_param(k, "u64", wv, "p_wv");
+    }
+    k->phase = NULL;
+    struct ptx_reg v = ptx_special(k, "%ctaid.x"), step = ptx_special(k, "%nctaid.x");
+    struct ptx_reg tid = ptx_special(k, "%tid.x"), x = ptx_reg(k, PTX_B32);
+    struct ptx_reg end_line = ptx_reg(k, PTX_B32), line = ptx_reg(k, PTX_B32);
+    struct ptx_reg p = ptx_reg(k, PTX_PRED), a = ptx_reg(k, PTX_B64);
+    struct ptx_reg top = ptx_label(k), next = ptx_label(k), done = ptx_label(k);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %s", total.s, total.s, gx.s);
+    ptx_ins(k, "cvta.to.global.u64 %s, %s", w.s, w.s);
+    if (qkv) {
+        ptx_ins(k, "cvta.to.global.u64 %s, %s", wk.s, wk.s);
+        ptx_ins(k, "cvta.to.global.u64 %s, %s", wv.s, wv.s);
+    }
+    ptx_place(k, top);
+    ptx_ins(k, "setp.ge.u32 %s, %s, %s", p.s, v.s, total.s);
+    ptx_ins(k, "@%s bra %s", p.s, done.s);
+    ptx_ins(k, "rem.u32 %s, %s, %s", x.s, v.s, gx.s);
+    struct ptx_reg base = ptx_reg(k, PTX_B64);
+    ptx_ins(k, "mov.b64 %s, %s", base.s, w.s);
+    if (qkv) { /* segment x / (K / C): q's, k's or v's weights */
+        struct gemv_qkv q;
+        gemv_qkv_segment(k, &q, x, l->k_in / cols);
+        ptx_ins(k, "selp.b64 %s, %s, %s, %s", base.s, wk.s, base.s, q.is_k.s);
+        ptx_ins(k, "selp.b64 %s, %s, %s, %s", base.s, wv.s, base.s, q.is_v.s);
+    }
+    /* lines [x C K / 64, min(x C + C, N) K / 64) of the matrix */
+    ptx_ins(k, "mul.lo.u32 %s, %s, %d", x.s, x.s, cols);
+    ptx_ins(k, "add.u32 %s, %s, %d", end_line.s, x.s, cols);
+    ptx_ins(k, "min.u32 %s, %s, %s", end_line.s, end_line.s, n.s);
+    ptx_ins(k, "mul.lo.u32 %s, %s, %d", end_line.s, end_line.s, l->k_in / 64);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", line.s, x.s, l->k_in / 64, tid.s);
+    for (int j = 0; j < lines; j += KERNEL_GEMV_THREADS) {
+        ptx_ins(k, "setp.lt.u32 %s, %s, %s", p.s, line.s, end_line.s);
+        ptx_ins(k, "@!%s bra %s", p.s, next.s);
+        ptx_ins(k, "mad.wide.u32 %s, %s, 128, %s", a.s, line.s, base.s);
+        ptx_ins(k, "prefetch.global.L2 [%s]", a.s);
+        ptx_ins(k, "add.u32 %s, %s, %d", line.s, line.s, KERNEL_GEMV_THREADS);
+    }
+    ptx_place(k, next);
+    ptx_ins(k, "add.u32 %s, %s, %s", v.s, v.s, step.s);
+    ptx_ins(k, "bra %s", top.s);
+    ptx_place(k, done);
+}
+
 char *gen_gemv_chain(int sm, int tiles, int n_links, const struct kernel_gemv_link *links) {
     char name[64];
     int at = snprintf(name, sizeof name, "gemv_chain_n%d", tiles);
@@ -61,8 +128,10 @@ char *gen_gemv_chain(int sm, int tiles, int n_links, const struct kernel_gemv_li
     ptx_grid_dep_wait(&k); /* once, before the first link reads anything */
     struct ptx_reg counter = ptx_ld_ptr(&k, "p_counter");
     for (int i = 0; i < n_links; i++) {
-        if (i)
+        if (i) {
+            chain_prefetch(&k, i, &links[i]);
             ptx_grid_sync(&k, counter, i - 1);
+        }
         if (chain_link(&k, i, tiles, &links[i])) {
             ptx_discard(&k);
             return NULL;
