@@ -91,7 +91,7 @@ void ptx_grid_dep_wait(struct ptx_kernel *k);
  * (ptx_ld_act): an .nc load may return data older than the launch's own writes. The body
  * must not return, and %nctaid is not available in it. */
 struct ptx_phase {
-    char prefix[8];          /* of its parameters' and shared arrays' names */
+    char prefix[16];         /* of its parameters' and shared arrays' names */
     struct ptx_reg ctaid[2]; /* .b32: the virtual CTA's x and y */
 };
 /* dst (n bytes) = the name of a parameter or shared array: base, with the phase's prefix in a
