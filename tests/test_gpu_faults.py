@@ -146,25 +146,30 @@ def clean_runs():
           f"WHISPERC_CUDA_ROWS=tc on the fake GPU: {sorted(rows)}, graphs, no rule broken ({rep})")
     # a step's chains of projections as cooperative kernels (WHISPERC_CUDA_CHAIN=1): gemv_chain
     # in the step graphs (the output projection and the cross query; the MLP and the next
-    # block's q/k/v; the last block's MLP), no more CTAs than the device holds; when the driver
-    # refuses cooperative launches, the graphs line says so and the links run one by one; when
-    # it refuses them only in a step graph, the steps are recorded again without chains
-    for fake, on in (({}, True), ({"FAKECUDA_NO_COOP": "1"}, False),
-                     ({"FAKECUDA_NO_COOP": "capture"}, None)):
+    # block's q/k/v; the last block's MLP), no more CTAs than the device holds, launched early
+    # (dependent launch) as well; a driver that refuses that pair gets them cooperative alone;
+    # one that refuses cooperative launches gets the links one by one, and the graphs line says
+    # why; one that refuses them only in a step graph gets the steps recorded again without
+    chains = {"gemv_chain_n1_k384f5_k384f9", "gemv_chain_n1_k384f5_k384f11_k1536f5_k384f24",
+              "gemv_chain_n1_k384f5_k384f11_k1536f5"}
+    for fake, want, said in (
+            ({}, chains, "chains on, launched early"),
+            ({"FAKECUDA_NO_COOP": "early"}, chains,
+             "chains on, not launched early (the driver refused cooperative with dependent"),
+            ({"FAKECUDA_NO_COOP": "1"}, set(),
+             "chains off: the driver refused a cooperative launch"),
+            ({"FAKECUDA_NO_COOP": "capture"}, None,
+             "chains off: a cooperative launch failed in a step graph")):
         r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
                  "--tokens", "3", "--runs", "1", "--batch-size", "4", "--throughput", "6"],
                 WHISPERC_CUDA_CHAIN="1", FAKECUDA_REPORT="2", **fake)
         rep = report(r)
-        chains = set(re.findall(r"fakecuda: +\d+ (gemv_chain\S*)", r.stderr))
+        got = set(re.findall(r"fakecuda: +\d+ (gemv_chain\S*)", r.stderr))
         graphs = [l for l in r.stdout.splitlines() if l.startswith("  graphs")]
-        want = {"gemv_chain_n1_k384f5_k384f9", "gemv_chain_n1_k384f5_k384f11_k1536f5_k384f24",
-                "gemv_chain_n1_k384f5_k384f11_k1536f5"}
-        said = ("chains on" if on else "chains off: the driver refused a cooperative launch"
-                if on is False else "chains off: a cooperative launch failed in a step graph")
         check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0
-              and (chains == want if on else chains <= want) and len(graphs) == 1
+              and (got == want if want is not None else got <= chains) and len(graphs) == 1
               and said in graphs[0] and "dependent launch on" in graphs[0],
-              f"WHISPERC_CUDA_CHAIN=1 {fake} on the fake GPU: {sorted(chains)}, {said!r}, "
+              f"WHISPERC_CUDA_CHAIN=1 {fake} on the fake GPU: {sorted(got)}, {said!r}, "
               f"graphs, no rule broken ({rep}, {graphs})")
     # the encoder's attention over f32 K/V (WHISPERC_CUDA_ATTN=tc32): no fp16 form launched
     r = transcribe("--device", "cuda", "-bs", "1", WHISPERC_CUDA_ATTN="tc32", FAKECUDA_REPORT="2")

@@ -256,6 +256,29 @@ def test_before_wait(ptx, names, rng):
         except Exception as e:  # noqa: BLE001 -- the emulator's error names the access
             ok, why = False, str(e)[:200]
         check("%s: before its grid wait it reads only weights and biases" % name, ok, why)
+    for name in sorted(n for n in names if n.startswith("gemv_chain_")):
+        # its first link's weights go to L2 before the wait (gemv_chain.c): only they are real
+        links = [(int(k), int(f)) for k, f in re.findall(r"_k(\d+)f(\d+)", name)]
+        text = ptx(name)
+        head = text[:text.index("    griddepcontrol.wait;")] + "    ret;\n}\n"
+        mem, nowhere, params = Memory(1 << 24), 1 << 40, [1 << 40]
+        for i, (K, flags) in enumerate(links):
+            cols = tc_cols(flags)
+            n = 4 * K if flags & 2 else K // 4 if K > links[0][0] else K  # fc1, fc2, K x K
+            w = [mem.put(np.zeros((n, K), np.float16)) if i == 0 else nowhere
+                 for _ in range(3 if flags & 16 else 1)]
+            params += [(3 if flags & 16 else 1) * n // cols, 1,
+                        nowhere, n, nowhere, w[0], nowhere, n, 3]
+            params += [nowhere] * 2 if flags & 8 else []
+            params += [w[1], w[2]] + [nowhere] * 5 if flags & 16 else []
+        ok, why = True, ""
+        mem.prefetched = set()
+        try:
+            run(head, name, grid=(5, 1, 1), block=(256, 1, 1), params=params, mem=mem)
+        except Exception as e:  # noqa: BLE001 -- the emulator's error names the access
+            ok, why = False, str(e)[:200]
+        check("%s: before its grid wait it reads only its first link's weights (%d lines of "
+              "them to L2)" % (name, len(mem.prefetched)), ok and len(mem.prefetched) > 0, why)
 
 
 def test_norm_fused(ptx, K, rng, tc=False):

@@ -214,6 +214,9 @@ struct cuda_stream {
      * launch (chain_why says how), and the steps' chains then run as single launches */
     bool chain;
     char chain_why[160];
+    /* chains launched with dependent launch too (cooperative and early); off when the driver
+     * refuses the pair */
+    bool chain_early;
 };
 
 static inline struct cuda_stream *cuda_stream(struct wc_stream *s) { return s->impl; }

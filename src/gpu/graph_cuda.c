@@ -251,7 +251,12 @@ int cuda_step_graph_state(const struct wc_stream *s, char *why, size_t why_size)
                                       : "gemv_f16");
     n = strlen(why); /* and whether chains of them are cooperative kernels */
     if (n < why_size && (cs->m->chain || cs->chain_why[0]))
-        snprintf(why + n, why_size - n, "; chains %s", cs->chain ? "on" : cs->chain_why);
+        snprintf(why + n, why_size - n, "; chains %s",
+                 !cs->chain        ? cs->chain_why
+                 : !cs->dep_launch ? "on"
+                 : cs->chain_early ? "on, launched early"
+                                   : "on, not launched early (the driver refused cooperative "
+                                     "with dependent launch)");
     n = strlen(why); /* and the encoder's GEMMs */
     if (n < why_size)
         snprintf(why + n, why_size - n, "; GEMMs %s%s%s%s", cs->m->gemm_lt ? "cuBLASLt" : "cuBLAS",

@@ -189,10 +189,10 @@ const struct cuda_kernel *cuda_kernel_get(struct wc_stream *s, enum cuda_kernel_
     return k;
 }
 
-/* cuLaunchKernelEx of k on the stream with one launch attribute */
+/* cuLaunchKernelEx of k on the stream with n launch attributes */
 static CUresult launch_ex(const struct cuda_stream *cs, const struct cuda_kernel *k,
                           const unsigned grid[3], unsigned block, void **args,
-                          CUlaunchAttribute attr) {
+                          CUlaunchAttribute *attrs, unsigned n) {
     CUlaunchConfig cfg = {.gridDimX = grid[0],
                           .gridDimY = grid[1],
                           .gridDimZ = grid[2],
@@ -200,8 +200,8 @@ static CUresult launch_ex(const struct cuda_stream *cs, const struct cuda_kernel
                           .blockDimY = 1,
                           .blockDimZ = 1,
                           .hStream = cs->stream,
-                          .attrs = &attr,
-                          .numAttrs = 1};
+                          .attrs = attrs,
+                          .numAttrs = n};
     return cs->m->cu.launch_kernel_ex(&cfg, k->fn, args, NULL);
 }
 
@@ -214,7 +214,7 @@ static CUresult dep_launch(struct cuda_stream *cs, const struct cuda_kernel *k,
     const struct cuda_model *m = cs->m;
     CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
     attr.value.programmaticStreamSerializationAllowed = 1;
-    CUresult r = launch_ex(cs, k, grid, block, args, attr);
+    CUresult r = launch_ex(cs, k, grid, block, args, &attr, 1);
     if (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE) {
         if (cs->graphs.mode != CUDA_GRAPH_CAPTURE) {
             cs->dep_launch = false;
@@ -237,10 +237,20 @@ int cuda_launch_coop(struct wc_stream *s, const struct cuda_kernel *k, unsigned 
     if (cuda_graph_note(cs, (uint64_t)(uintptr_t)k->fn, grid_x | (uint64_t)1 << 32, block))
         return 0; /* a replay pass: the recording launches it */
     cs->last_in_graph = false;
-    CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE};
-    attr.value.cooperative = 1;
-    CUresult r = launch_ex(cs, k, (unsigned[3]){grid_x, 1, 1}, block, args, attr);
+    /* cooperative, and where the stream launches dependents early, that too (the kernel's text
+     * waits for the one before); a driver that refuses the pair gets the first alone */
+    CUlaunchAttribute attrs[2] = {{.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE},
+                                  {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION}};
+    attrs[0].value.cooperative = 1;
+    attrs[1].value.programmaticStreamSerializationAllowed = 1;
+    unsigned grid[3] = {grid_x, 1, 1};
     bool capture = cs->graphs.mode == CUDA_GRAPH_CAPTURE;
+    bool early = cs->dep_launch && cs->chain_early && k->grid_dep;
+    CUresult r = launch_ex(cs, k, grid, block, args, attrs, early ? 2 : 1);
+    if (early && !capture && (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE)) {
+        cs->chain_early = false;
+        r = launch_ex(cs, k, grid, block, args, attrs, 1);
+    }
     if (r != CUDA_SUCCESS &&
         (capture || r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE ||
          r == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)) {

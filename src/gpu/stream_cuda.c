@@ -206,6 +206,7 @@ int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out
     cs->m = m;
     cs->dep_launch = m->dep_launch;
     cs->chain = m->chain;
+    cs->chain_early = true;
     arena_init(
         &cs->arena,
         &(struct arena_chunk_ops){.alloc = cuda_chunk_alloc, .free = cuda_chunk_free, .ctx = m},

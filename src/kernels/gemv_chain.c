@@ -13,7 +13,8 @@
  * Before each barrier a CTA prefetches into L2 the weight rows of its virtual CTAs of the next
  * link (a virtual CTA's rows n0 .. n0 + C - 1 of W[N][K] are C K halves in a row, one 128-byte
  * line a thread at a time), so that the loads after the barrier, which every CTA waits for,
- * find them there: what gemv_tc does before its grid wait. */
+ * find them there: what gemv_tc does before its grid wait. The first link's go there before
+ * the chain's own grid wait. */
 #include <stdio.h>
 #include <string.h>
 
@@ -125,7 +126,8 @@ char *gen_gemv_chain(int sm, int tiles, int n_links, const struct kernel_gemv_li
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
     ptx_param(&k, "u64", "p_counter");
-    ptx_grid_dep_wait(&k); /* once, before the first link reads anything */
+    chain_prefetch(&k, 0, &links[0]); /* weights only, while the kernel before may still run */
+    ptx_grid_dep_wait(&k);            /* once, before the first link reads anything */
     struct ptx_reg counter = ptx_ld_ptr(&k, "p_counter");
     for (int i = 0; i < n_links; i++) {
         if (i) {

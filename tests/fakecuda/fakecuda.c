@@ -14,8 +14,8 @@
  *   - a launch with attributes (cuLaunchKernelEx) has a shape within the same limits and no
  *     attribute but programmatic stream serialization, and that only for a kernel
  *     whose text waits for the kernel before (griddepcontrol.wait: else it could read what that
- *     kernel has not written yet), or cooperative, alone, over a 1-D grid of no more CTAs
- *     than cuOccupancyMaxActiveBlocksPerMultiprocessor (FAKE_CTAS_PER_SM) times the 132 SMs;
+ *     kernel has not written yet), and cooperative (alone or with that) over a 1-D grid of no
+ *     more CTAs than cuOccupancyMaxActiveBlocksPerMultiprocessor (FAKE_CTAS_PER_SM) x 132 SMs;
  *   - nothing synchronises a stream while it is being captured;
  *   - PTX loads only if it has a .version and the named .entry exists.
  *
@@ -35,7 +35,8 @@
  *                             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and spoils the capture
  *   FAKECUDA_NO_PDL=1         every dependent launch fails with CUDA_ERROR_NOT_SUPPORTED
  *   FAKECUDA_NO_COOP=1        every cooperative launch fails with CUDA_ERROR_NOT_SUPPORTED;
- *                             =capture: only while capturing, and it spoils the capture
+ *                             =capture: only while capturing, and it spoils the capture;
+ *                             =early: only one with programmatic stream serialization too
  *   FAKECUDA_REPORT=1         at exit, one line of counts (launches, copies, graphs, peak memory,
  *                             rule violations, allocations still live); =2 also the launches
  *                             of each kernel, most first
@@ -118,7 +119,7 @@ static char fail_prefix[128];
 static int fail_async, fail_at = 1, fail_seen;
 static int no_pdl_capture; /* FAKECUDA_NO_PDL_CAPTURE=1 */
 static int no_pdl;         /* FAKECUDA_NO_PDL=1 */
-static int no_coop;        /* FAKECUDA_NO_COOP=1 (1), =capture (2) */
+static int no_coop;        /* FAKECUDA_NO_COOP=1 (1), =capture (2), =early (3) */
 static long n_launch, n_copy, n_graph_launch, n_violation;
 static struct CUctx_st primary;
 
@@ -184,7 +185,11 @@ static void configure(void) {
     e = getenv("FAKECUDA_NO_PDL");
     no_pdl = e && *e == '1';
     e = getenv("FAKECUDA_NO_COOP");
-    no_coop = !e ? 0 : *e == '1' ? 1 : strcmp(e, "capture") == 0 ? 2 : 0;
+    no_coop = !e                          ? 0
+              : *e == '1'                 ? 1
+              : strcmp(e, "capture") == 0 ? 2
+              : strcmp(e, "early") == 0   ? 3
+                                          : 0;
     e = getenv("FAKECUDA_REPORT");
     if (e && (*e == '1' || *e == '2'))
         atexit(report);
@@ -700,7 +705,7 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params
     for (unsigned i = 0; ok && i < cfg->numAttrs; i++) {
         if (cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
             coop = cfg->attrs[i].value.cooperative != 0;
-            ok = cfg->numAttrs == 1 && cfg->gridDimY == 1 && cfg->gridDimZ == 1 &&
+            ok = cfg->gridDimY == 1 && cfg->gridDimZ == 1 &&
                  cfg->gridDimX <= FAKE_CTAS_PER_SM * FAKE_SMS;
             continue;
         }
@@ -717,15 +722,16 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params
         pthread_mutex_unlock(&mu);
         return r;
     }
-    if (coop && no_coop == 1)
+    int pdl = 0; /* (the attributes' values are a union: only this id's says so) */
+    for (unsigned i = 0; i < cfg->numAttrs; i++)
+        pdl |= cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+               cfg->attrs[i].value.programmaticStreamSerializationAllowed != 0;
+    if (coop && (no_coop == 1 || (no_coop == 3 && pdl)))
         return CUDA_ERROR_NOT_SUPPORTED;
     if (coop && no_coop == 2 && cfg->hStream && cfg->hStream->capture) {
         cfg->hStream->capture->invalid = 1;
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
-    int pdl = 0;
-    for (unsigned i = 0; i < cfg->numAttrs; i++)
-        pdl |= cfg->attrs[i].value.programmaticStreamSerializationAllowed != 0;
     if (pdl && no_pdl)
         return CUDA_ERROR_NOT_SUPPORTED;
     if (pdl && no_pdl_capture && cfg->hStream && cfg->hStream->capture) {
