@@ -911,7 +911,7 @@ def test_chain(ptx, K, rng, rows, n_ctas, flags):
                 params=[counter] + [v for g, p in zip(grids, params) for v in list(g) + p],
                 mem=mem, cooperative=True, seed=seed)
             # every line of the later links' weights went to L2 before the barrier ahead
-            later = [(pw[j], W[j].nbytes) for j, f in ((i, f) for i, f in enumerate(flags[1:], 1))
+            later = [(pw[j], W[j].nbytes) for f in flags[1:]
                      for j in ([3, 4, 5] if f == 24 else [{9: 3, 11: 1, 5: 2}[f]])]
             missed = sum(1 for a, n in later for line in range(a >> 7, (a + n - 1 >> 7) + 1)
                          if line not in mem.prefetched)

@@ -73,12 +73,9 @@ int cuda_linear_chain(struct wc_stream *s, const struct wc_chain_link *links, in
         snprintf(cs->chain_why, sizeof cs->chain_why, "off: %s", err);
         return 1;
     }
-    size_t had = cs->scratch[CUDA_SCRATCH_CHAIN].bytes;
-    uint64_t counter = cuda_scratch(s, CUDA_SCRATCH_CHAIN, 4);
+    uint64_t counter = cuda_scratch_zeroed(s, CUDA_SCRATCH_CHAIN, 4); /* each launch leaves 0 */
     if (!counter)
         return 0;
-    if (cs->scratch[CUDA_SCRATCH_CHAIN].bytes != had) /* new memory; each launch leaves it 0 */
-        cuda_memset0(s, (void *)(uintptr_t)counter, 4);
 
     /* the kernel's parameters: the counter, then each link's grid and gemv_tc's parameters */
     CUdeviceptr ptrs[KERNEL_CHAIN_MAX_LINKS][13];

@@ -238,6 +238,9 @@ int cublas_stream_check(struct wc_stream *s, cublasStatus_t st, const char *what
 /* Scratch buffer `which` (CUDA_SCRATCH_*) of at least `bytes`: its previous contents are gone
  * when it grows. 0 with the stream failed when out of device memory. */
 uint64_t cuda_scratch(struct wc_stream *s, int which, size_t bytes);
+/* The same for counters that every kernel using them leaves at zero: zeroed (in stream order)
+ * when the buffer is new. */
+uint64_t cuda_scratch_zeroed(struct wc_stream *s, int which, size_t bytes);
 
 /* The kernel for (kind, a, b, c), generated and loaded on first use. Returns 0 and *out, or a
  * WHISPERC_ERR_* code with err when the generator or the JIT fails. Thread-safe. */

@@ -551,19 +551,15 @@ void cuda_norm_self_attention(struct wc_stream *s, float *x, const float *g, con
 static void attention_split(struct wc_stream *s, const struct cuda_kernel *kn, void **args,
                             int n_args, int n_rows, int n_keys, int max_keys, int n_head, int d,
                             int split) {
-    struct cuda_stream *cs = cuda_stream(s);
     unsigned nz = (unsigned)ceil_div((size_t)n_keys, (size_t)split);
     size_t zmax = ceil_div((size_t)(max_keys > n_keys ? max_keys : n_keys), (size_t)split);
     CUdeviceptr part = 0, count = 0;
     if (nz > 1) {
         part = cuda_scratch(s, CUDA_SCRATCH_ATTN,
                             (size_t)n_rows * (size_t)n_head * zmax * (size_t)(d + 2) * 4);
-        size_t had = cs->scratch[CUDA_SCRATCH_COUNT].bytes;
-        count = cuda_scratch(s, CUDA_SCRATCH_COUNT, (size_t)n_rows * (size_t)n_head * 4);
+        count = cuda_scratch_zeroed(s, CUDA_SCRATCH_COUNT, (size_t)n_rows * (size_t)n_head * 4);
         if (!part || !count)
             return;
-        if (cs->scratch[CUDA_SCRATCH_COUNT].bytes != had) /* new memory */
-            cuda_memset0(s, (void *)(uintptr_t)count, cs->scratch[CUDA_SCRATCH_COUNT].bytes);
     }
     args[n_args - 2] = &part;
     args[n_args - 1] = &count;

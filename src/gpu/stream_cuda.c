@@ -358,6 +358,15 @@ void cuda_download(struct wc_stream *s, void *host_dst, const void *src, size_t 
                       "cuMemcpyDtoHAsync");
 }
 
+uint64_t cuda_scratch_zeroed(struct wc_stream *s, int which, size_t bytes) {
+    struct cuda_scratch *sc = &cuda_stream(s)->scratch[which];
+    size_t had = sc->bytes;
+    uint64_t addr = cuda_scratch(s, which, bytes);
+    if (addr && sc->bytes != had) /* new memory */
+        cuda_memset0(s, (void *)(uintptr_t)addr, sc->bytes);
+    return addr;
+}
+
 void cuda_memset0(struct wc_stream *s, void *dst, size_t bytes) {
     if (!bytes || cuda_op_begin(s))
         return;

@@ -5,7 +5,7 @@
  * a grid barrier (ptx_grid_sync) stands between them.
  *
  * Each link is gemv_tc's body emitted as a phase (ptx.h): the same instructions, with its
- * parameters read from the link's part of a table, and %ctaid.x / .y taken from a loop over the
+ * parameters the kernel's (prefixed c<i>_), and %ctaid.x / .y taken from a loop over the
  * virtual CTAs of the grid gemv_tc's launch would have had (virtual CTA v = y gx + x: CTA c
  * takes v = c, c + nctaid, ...). So every output has gemv_tc's bits, whatever the number of
  * CTAs. Between two virtual CTAs a CTA passes bar.sync, as the shared arrays are reused.
@@ -22,80 +22,73 @@
 #include "kernels/kernels.h"
 #include "kernels/ptx.h"
 
-/* Link i over its virtual grid (c<i>_p_gx, c<i>_p_gy), with its parameters (c<i>_...). */
-static int chain_link(struct ptx_kernel *k, int i, int tiles, const struct kernel_gemv_link *l) {
+/* A loop over link i's virtual CTAs, c<i>_p_gx by c<i>_p_gy (this CTA takes v = %ctaid.x,
+ * + %nctaid.x, ...): vloop_begin opens it with ph.ctaid = the virtual CTA's x and y, vloop_end
+ * closes it. */
+struct vloop {
     struct ptx_phase ph;
-    memset(&ph, 0, sizeof ph);
-    snprintf(ph.prefix, sizeof ph.prefix, "c%d_", i);
-    k->phase = &ph;
-    ptx_param(k, "u32", "p_gx");
-    ptx_param(k, "u32", "p_gy");
+    struct ptx_reg v, step, top, end;
+};
+
+static void vloop_begin(struct ptx_kernel *k, struct vloop *L, int i) {
+    memset(L, 0, sizeof *L);
+    snprintf(L->ph.prefix, sizeof L->ph.prefix, "c%d_", i);
     struct ptx_reg gx = ptx_reg(k, PTX_B32), total = ptx_reg(k, PTX_B32);
+    struct ptx_reg done = ptx_reg(k, PTX_PRED);
+    k->phase = &L->ph;
     ptx_ld_param(k, "u32", gx, "p_gx");
     ptx_ld_param(k, "u32", total, "p_gy");
     k->phase = NULL;
-    struct ptx_reg v = ptx_special(k, "%ctaid.x"), step = ptx_special(k, "%nctaid.x");
-    struct ptx_reg done = ptx_reg(k, PTX_PRED), top = ptx_label(k), end = ptx_label(k);
+    L->v = ptx_special(k, "%ctaid.x"), L->step = ptx_special(k, "%nctaid.x");
+    L->top = ptx_label(k), L->end = ptx_label(k);
     ptx_ins(k, "mul.lo.u32 %s, %s, %s", total.s, total.s, gx.s);
-    ph.ctaid[0] = ptx_reg(k, PTX_B32), ph.ctaid[1] = ptx_reg(k, PTX_B32);
-    ptx_place(k, top);
-    ptx_ins(k, "setp.ge.u32 %s, %s, %s", done.s, v.s, total.s);
-    ptx_ins(k, "@%s bra %s", done.s, end.s);
-    ptx_ins(k, "rem.u32 %s, %s, %s", ph.ctaid[0].s, v.s, gx.s);
-    ptx_ins(k, "div.u32 %s, %s, %s", ph.ctaid[1].s, v.s, gx.s);
-    k->phase = &ph;
+    L->ph.ctaid[0] = ptx_reg(k, PTX_B32), L->ph.ctaid[1] = ptx_reg(k, PTX_B32);
+    ptx_place(k, L->top);
+    ptx_ins(k, "setp.ge.u32 %s, %s, %s", done.s, L->v.s, total.s);
+    ptx_ins(k, "@%s bra %s", done.s, L->end.s);
+    ptx_ins(k, "rem.u32 %s, %s, %s", L->ph.ctaid[0].s, L->v.s, gx.s);
+    ptx_ins(k, "div.u32 %s, %s, %s", L->ph.ctaid[1].s, L->v.s, gx.s);
+}
+
+static void vloop_end(struct ptx_kernel *k, const struct vloop *L) {
+    ptx_ins(k, "add.u32 %s, %s, %s", L->v.s, L->v.s, L->step.s);
+    ptx_ins(k, "bra %s", L->top.s);
+    ptx_place(k, L->end);
+}
+
+/* Link i, with its parameters (c<i>_...), over its virtual grid. */
+static int chain_link(struct ptx_kernel *k, int i, int tiles, const struct kernel_gemv_link *l) {
+    struct vloop L;
+    vloop_begin(k, &L, i);
+    k->phase = &L.ph; /* the grid's parameters, then gemv_tc's (gemv_params) */
+    ptx_param(k, "u32", "p_gx");
+    ptx_param(k, "u32", "p_gy");
     int rc = gemv_tc_emit(k, k->sm, l->k_in, l->flags, tiles, kernel_gemv_tc_cols(l->flags));
     k->phase = NULL;
-    ptx_ins(k, "bar.sync 0");
-    ptx_ins(k, "add.u32 %s, %s, %s", v.s, v.s, step.s);
-    ptx_ins(k, "bra %s", top.s);
-    ptx_place(k, end);
+    ptx_ins(k, "bar.sync 0"); /* the shared arrays, again for the next virtual CTA */
+    vloop_end(k, &L);
     return rc;
 }
 
-/* Link i's weight rows for this CTA's virtual CTAs into L2 (file comment); its parameters are
- * declared by then. */
+/* Link i's weight rows for this CTA's virtual CTAs into L2 (file comment). */
 static void chain_prefetch(struct ptx_kernel *k, int i, const struct kernel_gemv_link *l) {
     int cols = kernel_gemv_tc_cols(l->flags), qkv = l->flags & KERNEL_GEMV_QKV;
     int lines = cols * l->k_in * 2 / 128; /* a virtual CTA's, when its rows all exist */
-    struct ptx_phase ph;
-    memset(&ph, 0, sizeof ph);
-    snprintf(ph.prefix, sizeof ph.prefix, "c%d_", i);
-    struct ptx_reg gx = ptx_reg(k, PTX_B32), total = ptx_reg(k, PTX_B32), n = ptx_reg(k, PTX_B32);
-    struct ptx_reg w = ptx_reg(k, PTX_B64), wk = ptx_reg(k, PTX_B64), wv = ptx_reg(k, PTX_B64);
-    k->phase = &ph;
-    ptx_ld_param(k, "u32", gx, "p_gx");
-    ptx_ld_param(k, "u32", total, "p_gy");
-    ptx_ld_param(k, "u32", n, "p_n");
-    ptx_ld_param(k, "u64", w, "p_w");
-    if (qkv) {
-        ptx_ld_param(k, "u64", wk, "p_wk");
-        ptx_ld_param(k, "u64", wv, "p_wv");
-    }
-    k->phase = NULL;
-    struct ptx_reg v = ptx_special(k, "%ctaid.x"), step = ptx_special(k, "%nctaid.x");
-    struct ptx_reg tid = ptx_special(k, "%tid.x"), x = ptx_reg(k, PTX_B32);
+    struct vloop L;
+    vloop_begin(k, &L, i);
+    struct ptx_reg n = ptx_reg(k, PTX_B32), tid = ptx_special(k, "%tid.x"), x = ptx_reg(k, PTX_B32);
     struct ptx_reg end_line = ptx_reg(k, PTX_B32), line = ptx_reg(k, PTX_B32);
-    struct ptx_reg p = ptx_reg(k, PTX_PRED), a = ptx_reg(k, PTX_B64);
-    struct ptx_reg top = ptx_label(k), next = ptx_label(k), done = ptx_label(k);
-    ptx_ins(k, "mul.lo.u32 %s, %s, %s", total.s, total.s, gx.s);
-    ptx_ins(k, "cvta.to.global.u64 %s, %s", w.s, w.s);
-    if (qkv) {
-        ptx_ins(k, "cvta.to.global.u64 %s, %s", wk.s, wk.s);
-        ptx_ins(k, "cvta.to.global.u64 %s, %s", wv.s, wv.s);
-    }
-    ptx_place(k, top);
-    ptx_ins(k, "setp.ge.u32 %s, %s, %s", p.s, v.s, total.s);
-    ptx_ins(k, "@%s bra %s", p.s, done.s);
-    ptx_ins(k, "rem.u32 %s, %s, %s", x.s, v.s, gx.s);
-    struct ptx_reg base = ptx_reg(k, PTX_B64);
-    ptx_ins(k, "mov.b64 %s, %s", base.s, w.s);
+    struct ptx_reg p = ptx_reg(k, PTX_PRED), a = ptx_reg(k, PTX_B64), next = ptx_label(k);
+    ptx_ins(k, "mov.u32 %s, %s", x.s, L.ph.ctaid[0].s);
+    k->phase = &L.ph;
+    ptx_ld_param(k, "u32", n, "p_n");
+    struct ptx_reg base = ptx_ld_ptr(k, "p_w");
     if (qkv) { /* segment x / (K / C): q's, k's or v's weights */
         struct gemv_qkv q;
         gemv_qkv_segment(k, &q, x, l->k_in / cols);
-        ptx_ins(k, "selp.b64 %s, %s, %s, %s", base.s, wk.s, base.s, q.is_k.s);
-        ptx_ins(k, "selp.b64 %s, %s, %s, %s", base.s, wv.s, base.s, q.is_v.s);
+        gemv_qkv_select(k, &q, base, "p_wk", "p_wv", 0);
     }
+    k->phase = NULL;
     /* lines [x C K / 64, min(x C + C, N) K / 64) of the matrix */
     ptx_ins(k, "mul.lo.u32 %s, %s, %d", x.s, x.s, cols);
     ptx_ins(k, "add.u32 %s, %s, %d", end_line.s, x.s, cols);
@@ -110,9 +103,7 @@ static void chain_prefetch(struct ptx_kernel *k, int i, const struct kernel_gemv
         ptx_ins(k, "add.u32 %s, %s, %d", line.s, line.s, KERNEL_GEMV_THREADS);
     }
     ptx_place(k, next);
-    ptx_ins(k, "add.u32 %s, %s, %s", v.s, v.s, step.s);
-    ptx_ins(k, "bra %s", top.s);
-    ptx_place(k, done);
+    vloop_end(k, &L);
 }
 
 char *gen_gemv_chain(int sm, int tiles, int n_links, const struct kernel_gemv_link *links) {
