@@ -19,6 +19,8 @@ Memory
     mem.get(ptr, dtype, count) -> numpy array copy.
     mem.prefetched = set()    records the 128-byte lines (address >> 7) prefetch.global.L2 names.
     mem.write(ptr, array)     overwrite bytes at ptr (no allocation).
+    An ld.global.nc of a word the same launch stored to is an error (the non-coherent path
+    may return what was there before).
     Every global access is bounds-checked against the allocations (a 256-byte gap separates
     them) and alignment-checked; a bad access raises EmuError naming the instruction and thread.
 
@@ -39,7 +41,8 @@ Execution model
     divergent branch the scheduler runs, each step, the threads at the smallest PC (so
     structured code reconverges).  shfl.sync waits until every lane named by its membermask
     has arrived at the same shfl (reading a lane that does not take part is an error, as is a
-    deadlock); bar.sync waits for all non-exited threads of the CTA.  Shared memory is
+    deadlock); bar.sync waits for all non-exited threads of the CTA, and a named barrier
+    with a thread count (bar.sync 1, 128) for that many threads at barrier 1.  Shared memory is
     per CTA.  Unknown instructions / modifiers raise EmuError naming the instruction.
 
 Floating point
@@ -146,12 +149,28 @@ class Memory(_Space):
     def store(self, addr, width, vals, what):
         self.n_stores += 1  # a cooperative grid whose CTAs all poll without storing is stuck
         super().store(addr, width, vals, what)
+        if self.written is not None:  # the 4-byte words this launch wrote
+            off = np.asarray(addr, np.int64).reshape(-1) - self.base
+            for k in range(len(vals)):
+                for b in range(0, width, 4):  # every word an 8-byte element covers
+                    self.written[(off + k * width + b) >> 2] = 1
+
+    def check_nc(self, addr, width, count, what):
+        """ld.global.nc reads data that stays unchanged during the kernel: one of a word this
+        launch wrote is an error (the non-coherent path may return the value from before)."""
+        if self.written is None:
+            return
+        off = np.asarray(addr, np.int64).reshape(-1) - self.base
+        for k in range(count):
+            if any(self.written[(off + k * width + b) >> 2].any() for b in range(0, width, 4)):
+                raise EmuError("%s: ld.global.nc of data this launch wrote" % what)
 
     def __init__(self, capacity=1 << 22):
         super().__init__(self.BASE, capacity)
         self.top = 0            # next free offset
         self.n_stores = 0
         self.prefetched = None  # a set: the 128-byte lines prefetch.global.L2 names go in it
+        self.written = None     # during run(): a flag per 4-byte word stored to
         self.starts = np.zeros(0, np.int64)
         self.ends = np.zeros(0, np.int64)
 
@@ -817,6 +836,7 @@ class _Compiler:
             raise EmuError("shared symbol in global access: '%s'" % ins.text)
         space_ref = self  # resolved at run time
         spname = sp
+        nc = "nc" in mods and sp == "global"
         # register side
         rv = []
         for r in regs:
@@ -849,6 +869,8 @@ class _Compiler:
                     return
                 spc = space_ref.space(spname)
                 ad = addr_of(m)
+                if nc:
+                    spc.check_nc(ad, w, n, what)
                 vals = spc.load(ad, w, n, what)
                 for k, r in enumerate(rv):
                     if r is None:
@@ -1429,14 +1451,21 @@ class _Compiler:
         for x in mods:
             if x not in ("sync", "aligned"):
                 raise EmuError("unsupported barrier form '%s'" % ins.text)
+        bid = self.src(a[0], "u32") if a else 0
+        need = 0  # every thread that has not exited
         if len(a) > 1:
             n = self.src(a[1], "u32")
-            if np.ndim(n) != 0 or int(n) != self.T:
-                raise EmuError("bar.sync with a thread count other than the block size: '%s'" % ins.text)
+            if np.ndim(n) != 0 or np.ndim(bid) != 0 or int(n) % 32 or not 0 < int(n) <= self.T:
+                raise EmuError("unsupported bar.sync thread count: '%s'" % ins.text)
+            need = 0 if int(n) == self.T else int(n)
+        if np.ndim(bid) != 0 or not 0 <= int(bid) < 16:
+            raise EmuError("unsupported barrier id: '%s'" % ins.text)
         g = None
         if ins.guard is not None:
             g = (self.R.view(ins.guard, "pred"), ins.neg)
-        return BAR, None, g
+        if int(bid) == 0 and need == 0:
+            return BAR, None, g
+        return BAR, (int(bid), need), g
 
     def op_barrier(self, ins, mods, a):
         return self.op_bar(ins, mods, a)
@@ -1773,13 +1802,17 @@ def run(ptx_text, kernel_name, grid=(1, 1, 1), block=(1, 1, 1), params=(), mem=N
         return _run_cta(code, texts, T, lane)
 
     t0 = time.perf_counter()
-    with np.errstate(all="ignore"):
-        if cooperative:
-            steps = _run_together(ctas, start, R, comp, mem, seed)
-        else:
-            steps = 0
-            for cta in ctas:
-                steps += _finish(cta, start(cta))
+    mem.written = np.zeros((mem.buf.size >> 2) + 1, np.uint8)
+    try:
+        with np.errstate(all="ignore"):
+            if cooperative:
+                steps = _run_together(ctas, start, R, comp, mem, seed)
+            else:
+                steps = 0
+                for cta in ctas:
+                    steps += _finish(cta, start(cta))
+    finally:
+        mem.written = None
     dt = time.perf_counter() - t0
     return {"ctas": len(ctas), "steps": steps, "seconds": dt,
             "sec_per_cta": dt / max(1, len(ctas))}
@@ -1872,7 +1905,10 @@ def _run_cta(code, texts, T, lane):
     pcs = np.zeros(T, np.int64)
     status = np.zeros(T, np.int8)
     alive = np.ones(T, bool)
+    bar_id = np.zeros(T, np.int64)  # the barrier a WBAR thread waits at, and its count (0: all)
+    bar_need = np.zeros(T, np.int64)
     fast = True
+    bail = -1  # a pc the fast path handed to the slow path, which must run it once
     fm = None      # fast-mode mask: None = all threads
     upc = 0
     steps = 0
@@ -1945,11 +1981,12 @@ def _run_cta(code, texts, T, lane):
                 upc += 1
                 continue
             if kind == BAR:
-                if ex is None:
+                if ex is None and fn is None:
                     upc += 1
                     continue
                 fast = False
                 pcs[:] = upc
+                bail = upc
                 continue   # handled by the slow path
             if kind == SHFL:
                 mm, full, g = ex
@@ -1959,6 +1996,7 @@ def _run_cta(code, texts, T, lane):
                     continue
                 fast = False
                 pcs[:] = upc
+                bail = upc
                 continue
             raise EmuError("internal: kind %r" % kind)
 
@@ -1992,13 +2030,28 @@ def _run_cta(code, texts, T, lane):
                 continue
             b = status == WBAR
             if b.any():
-                status[b] = RUN
-                pcs[b] += 1
+                released = False
+                for bid in np.unique(bar_id[b]):
+                    w = b & (bar_id == bid)
+                    need = int(bar_need[w].max())
+                    if need and (bar_need[w] != need).any():
+                        raise EmuError("barrier %d waited on with different thread counts" % bid)
+                    if need and int(w.sum()) > need:
+                        raise EmuError("%d threads wait at barrier %d of %d"
+                                       % (int(w.sum()), bid, need))
+                    if int(w.sum()) >= (need or int(alive.sum())):
+                        status[w] = RUN
+                        pcs[w] += 1
+                        released = True
+                if not released:
+                    raise EmuError("deadlock: threads wait at barriers %s that cannot complete "
+                                   "(%d threads alive)" % (sorted(set(bar_id[b].tolist())),
+                                                           int(alive.sum())))
                 continue
             return steps
         pc = int(pcs[run_].min())
         m = run_ & (pcs == pc)
-        if (m == alive).all():
+        if (m == alive).all() and pc != bail:  # (the fast path left this pc to the slow one)
             fast = True
             upc = pc
             fm = None if alive.all() else alive.copy()
@@ -2007,6 +2060,7 @@ def _run_cta(code, texts, T, lane):
             raise EmuError("fell off the end of the kernel")
         kind, fn, ex = code[pc]
         steps += 1
+        bail = -1
         if kind == PLAIN or kind == YIELD:
             try:
                 fn(m)
@@ -2028,6 +2082,7 @@ def _run_cta(code, texts, T, lane):
         elif kind == BAR:
             bk = m if ex is None else (m & _gval(ex, m))
             status[bk] = WBAR
+            bar_id[bk], bar_need[bk] = fn if fn is not None else (0, 0)
             pcs[m & ~bk] += 1
         elif kind == SHFL:
             mm, full, g = ex

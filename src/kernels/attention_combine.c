@@ -17,7 +17,9 @@
 void attn_combine_emit(struct ptx_kernel *k, const struct attn_combine_at *at, int n_head, int d) {
     struct ptx_reg g = at->g, head = at->head, tid = at->tid, nz = at->nz, done = at->done;
     struct ptx_reg p = ptx_reg(k, PTX_PRED);
-    ptx_raw(k, "    .shared .align 4 .f32 s_max[%d];\n", COMBINE_WARPS);
+    char s_max[32];
+    ptx_sym(k, s_max, sizeof s_max, "s_max");
+    ptx_raw(k, "    .shared .align 4 .f32 %s[%d];\n", s_max, COMBINE_WARPS);
 
     /* rec = this (row, head)'s first record; this thread's acc at rec + 4 (2 + tid) */
     struct ptx_reg ri = ptx_reg(k, PTX_B32);
@@ -47,14 +49,14 @@ void attn_combine_emit(struct ptx_kernel *k, const struct attn_combine_at *at, i
     ptx_place(k, end1);
     ptx_warp_reduce(k, mx, "max");
     ptx_ins(k, "shr.u32 %s, %s, 5", warp.s, tid.s);
-    ptx_ins(k, "mov.u32 %s, s_max", sa.s);
+    ptx_ins(k, "mov.u32 %s, %s", sa.s, s_max);
     ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", sa.s, warp.s, sa.s);
     ptx_ins(k, "st.shared.f32 [%s], %s", sa.s, mx.s); /* every lane: the same value */
-    ptx_ins(k, "bar.sync 0");
+    ptx_bar_sync(k);
     ptx_ins(k, "setp.ge.u32 %s, %s, %d", p.s, tid.s, d);
     ptx_ins(k, "@%s bra %s", p.s, done.s);
     for (int w = 0; w < COMBINE_WARPS; w++) {
-        ptx_ins(k, "ld.shared.f32 %s, [s_max+%d]", mz.s, 4 * w);
+        ptx_ins(k, "ld.shared.f32 %s, [%s+%d]", mz.s, s_max, 4 * w);
         ptx_ins(k, "max.f32 %s, %s, %s", mx.s, mx.s, mz.s);
     }
 
@@ -106,7 +108,12 @@ void attn_split_finish_emit(struct ptx_kernel *k, const struct attn_combine_at *
     struct ptx_reg g = at->g, head = at->head, tid = at->tid, nz = at->nz, done = at->done;
     struct ptx_reg p = ptx_reg(k, PTX_PRED), l = ptx_reg(k, PTX_F32), a = ptx_reg(k, PTX_B32);
     int c = n_head * d;
-    ptx_ins(k, "bar.sync 0");
+    char s_m[32], s_l[32], s_acc[32], s_last[32];
+    ptx_sym(k, s_m, sizeof s_m, "s_m");
+    ptx_sym(k, s_l, sizeof s_l, "s_l");
+    ptx_sym(k, s_acc, sizeof s_acc, "s_acc");
+    ptx_sym(k, s_last, sizeof s_last, "s_last");
+    ptx_bar_sync(k);
     struct ptx_reg counted = ptx_label(k); /* threads >= d write nothing, but count */
     ptx_ins(k, "setp.ge.u32 %s, %s, %d", p.s, tid.s, d);
     ptx_ins(k, "@%s bra %s", p.s, counted.s);
@@ -115,17 +122,17 @@ void attn_split_finish_emit(struct ptx_kernel *k, const struct attn_combine_at *
     ptx_ins(k, "mov.f32 %s, %s", mx.s, NEG_BIG);
     for (int w = 0; w < COMBINE_WARPS; w++) {
         mw[w] = ptx_reg(k, PTX_F32);
-        ptx_ins(k, "ld.shared.f32 %s, [s_m+%d]", mw[w].s, 4 * w);
+        ptx_ins(k, "ld.shared.f32 %s, [%s+%d]", mw[w].s, s_m, 4 * w);
         ptx_ins(k, "max.f32 %s, %s, %s", mx.s, mx.s, mw[w].s);
     }
-    ptx_ins(k, "mov.u32 %s, s_acc", a.s);
+    ptx_ins(k, "mov.u32 %s, %s", a.s, s_acc);
     ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", a.s, tid.s, a.s);
     ptx_ins(k, "mov.f32 %s, 0f00000000", l.s);
     ptx_ins(k, "mov.f32 %s, 0f00000000", o.s);
     for (int w = 0; w < COMBINE_WARPS; w++) {
         ptx_ins(k, "sub.f32 %s, %s, %s", f.s, mw[w].s, mx.s);
         ptx_ins(k, "ex2.approx.f32 %s, %s", f.s, f.s);
-        ptx_ins(k, "ld.shared.f32 %s, [s_l+%d]", t.s, 4 * w);
+        ptx_ins(k, "ld.shared.f32 %s, [%s+%d]", t.s, s_l, 4 * w);
         ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", l.s, f.s, t.s, l.s);
         ptx_ins(k, "ld.shared.f32 %s, [%s+%d]", t.s, a.s, 4 * d * w);
         ptx_ins(k, "fma.rn.f32 %s, %s, %s, %s", o.s, f.s, t.s, o.s);
@@ -154,7 +161,7 @@ void attn_split_finish_emit(struct ptx_kernel *k, const struct attn_combine_at *
     ptx_place(k, counted);
     ptx_ins(k, "setp.eq.u32 %s, %s, 1", p.s, nz.s); /* one split: written above */
     ptx_ins(k, "@%s bra %s", p.s, done.s);
-    ptx_ins(k, "bar.sync 0"); /* the CTA's record stores, ordered before thread 0's release */
+    ptx_bar_sync(k); /* the CTA's record stores, ordered before thread 0's release */
     struct ptx_reg ci = ptx_reg(k, PTX_B32), old = ptx_reg(k, PTX_B32), zl = ptx_reg(k, PTX_B32);
     struct ptx_reg t0 = ptx_reg(k, PTX_PRED);
     ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", ci.s, g.s, n_head, head.s);
@@ -165,9 +172,9 @@ void attn_split_finish_emit(struct ptx_kernel *k, const struct attn_combine_at *
      * thread's stores under thread 0) and, for the last CTA, acquires the others' (the barrier
      * below hands that on to every thread) */
     ptx_ins(k, "@%s atom.acq_rel.gpu.global.add.u32 %s, [%s], 1", t0.s, old.s, ca.s);
-    ptx_ins(k, "@%s st.shared.u32 [s_last], %s", t0.s, old.s);
-    ptx_ins(k, "bar.sync 0");
-    ptx_ins(k, "ld.shared.u32 %s, [s_last]", old.s);
+    ptx_ins(k, "@%s st.shared.u32 [%s], %s", t0.s, s_last, old.s);
+    ptx_bar_sync(k);
+    ptx_ins(k, "ld.shared.u32 %s, [%s]", old.s, s_last);
     ptx_ins(k, "setp.ne.u32 %s, %s, %s", p.s, old.s, zl.s);
     ptx_ins(k, "@%s bra %s", p.s, done.s); /* uniform: not the last */
     ptx_ins(k, "@%s st.global.u32 [%s], 0", t0.s, ca.s);

@@ -47,7 +47,7 @@ _Static_assert(KERNEL_ATTN_SPLIT % (GATHER_WARPS * GATHER_U) == 0, "a split is w
 static void load_half(struct ptx_kernel *k, struct ptx_reg dst, struct ptx_reg ok,
                       struct ptx_reg addr, int off) {
     ptx_ins(k, "mov.b16 %s, 0", dst.s);
-    ptx_ins(k, "@%s ld.global.b16 %s, [%s+%d]", ok.s, dst.s, addr.s, off);
+    ptx_ins(k, "@%s %s.b16 %s, [%s+%d]", ok.s, ptx_ld_act(k, 0), dst.s, addr.s, off);
 }
 
 /* One step of a warp: keys j + GATHER_WARPS u, u < GATHER_U (j = the warp's first key of the
@@ -100,9 +100,11 @@ static void step_loads(struct ptx_kernel *k, struct gather_step_regs *st, const 
                 continue;
             }
             ptx_ins(k, "mov.f32 %s, 0f00000000", st->kv[u][i].s);
-            ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", st->ok[u].s, st->kv[u][i].s, ka.s, 128 * i);
+            ptx_ins(k, "@%s %s.f32 %s, [%s+%d]", st->ok[u].s, ptx_ld_act(k, 0), st->kv[u][i].s,
+                    ka.s, 128 * i);
             ptx_ins(k, "mov.f32 %s, 0f00000000", st->vv[u][i].s);
-            ptx_ins(k, "@%s ld.global.f32 %s, [%s+%d]", st->ok[u].s, st->vv[u][i].s, va.s, 128 * i);
+            ptx_ins(k, "@%s %s.f32 %s, [%s+%d]", st->ok[u].s, ptx_ld_act(k, 0), st->vv[u][i].s,
+                    va.s, 128 * i);
         }
     }
 }
@@ -152,9 +154,9 @@ static struct key_rows gather_setup(struct ptx_kernel *k, struct ptx_reg g, stru
     struct ptx_reg ld_slots = ptx_reg(k, PTX_B32), si = ptx_reg(k, PTX_B32);
     struct ptx_reg seq = ptx_reg(k, PTX_B64), has = ptx_reg(k, PTX_PRED);
     struct ptx_reg n_max = ptx_reg(k, PTX_B32);
-    ptx_ins(k, "ld.param.u32 %s, [p_n_kv]", n_max.s);
+    ptx_ld_param(k, "u32", n_max, "p_n_kv");
     ptx_ins(k, "mov.u32 %s, %s", n_kv.s, n_max.s);
-    ptx_ins(k, "ld.param.u64 %s, [p_n_kv_seq]", seq.s);
+    ptx_ld_param(k, "u64", seq, "p_n_kv_seq");
     ptx_ins(k, "setp.ne.u64 %s, %s, 0", has.s, seq.s);
     ptx_ins(k, "cvta.to.global.u64 %s, %s", seq.s, seq.s);
     struct ptx_reg sa = ptx_addr(k, seq, g, 4);
@@ -163,7 +165,7 @@ static struct key_rows gather_setup(struct ptx_kernel *k, struct ptx_reg g, stru
      * twin refuses it; here the host never sees the device-side counts) */
     ptx_ins(k, "min.u32 %s, %s, %s", n_kv.s, n_kv.s, n_max.s);
     ptx_ins(k, "max.u32 %s, %s, 1", n_kv.s, n_kv.s);
-    ptx_ins(k, "ld.param.u32 %s, [p_ld_slots]", ld_slots.s);
+    ptx_ld_param(k, "u32", ld_slots, "p_ld_slots");
     ptx_ins(k, "mul.lo.u32 %s, %s, %s", si.s, g.s, ld_slots.s);
     kr.slot_row = ptx_addr(k, ptx_ld_ptr(k, "p_slots"), si, 4);
     kr.kbase = ptx_addr(k, ptx_ld_ptr(k, "p_k"), col, 4);
@@ -190,17 +192,17 @@ struct key_rows attn_rows_setup(struct ptx_kernel *k, struct ptx_reg g, struct p
     struct key_rows kr = {.gather = 0, .esz = esz, .row_bytes = ptx_reg(k, PTX_B32)};
     struct ptx_reg lane = ptx_reg(k, PTX_B32), stride = ptx_reg(k, PTX_B64);
     struct ptx_reg off = ptx_reg(k, PTX_B64), kb = ptx_reg(k, PTX_B64), vb = ptx_reg(k, PTX_B64);
-    ptx_ins(k, "ld.param.u32 %s, [p_s_len]", n_kv.s);
-    ptx_ins(k, "ld.param.u32 %s, [p_ld_kv]", kr.row_bytes.s);
+    ptx_ld_param(k, "u32", n_kv, "p_s_len");
+    ptx_ld_param(k, "u32", kr.row_bytes, "p_ld_kv");
     ptx_ins(k, "mul.lo.u32 %s, %s, %d", kr.row_bytes.s, kr.row_bytes.s, esz);
     struct ptx_reg lp = ptx_reg(k, PTX_B64), has = ptx_reg(k, PTX_PRED);
-    ptx_ins(k, "ld.param.u64 %s, [p_lane_of_row]", lp.s); /* null: every row is lane 0's */
+    ptx_ld_param(k, "u64", lp, "p_lane_of_row"); /* null: every row is lane 0's */
     ptx_ins(k, "setp.ne.u64 %s, %s, 0", has.s, lp.s);
     ptx_ins(k, "cvta.to.global.u64 %s, %s", lp.s, lp.s);
     struct ptx_reg la = ptx_addr(k, lp, g, 4);
     ptx_ins(k, "mov.u32 %s, 0", lane.s);
     ptx_ins(k, "@%s ld.global.nc.u32 %s, [%s]", has.s, lane.s, la.s);
-    ptx_ins(k, "ld.param.u64 %s, [p_lane_stride]", stride.s);
+    ptx_ld_param(k, "u64", stride, "p_lane_stride");
     ptx_ins(k, "cvt.u64.u32 %s, %s", off.s, lane.s);
     ptx_ins(k, "mul.lo.u64 %s, %s, %s", off.s, off.s, stride.s);
     ptx_ins(k, "mul.lo.u64 %s, %s, %d", off.s, off.s, esz);
@@ -211,107 +213,127 @@ struct key_rows attn_rows_setup(struct ptx_kernel *k, struct ptx_reg g, struct p
     return kr;
 }
 
-/* One kernel of either mode (the file's top comment). */
-static char *gen_one_row(int sm, int n_head, int d, int gather, int kv_half) {
+void attn_row_params(struct ptx_kernel *k, int gather) {
+    if (!gather) {
+        attn_rows_params(k);
+        return;
+    }
+    ptx_param(k, "u64", "p_out");
+    ptx_param(k, "u64", "p_q");
+    ptx_param(k, "u64", "p_k");
+    ptx_param(k, "u64", "p_v");
+    ptx_param(k, "u64", "p_slots");
+    ptx_param(k, "u32", "p_ld_slots");
+    ptx_param(k, "u64", "p_n_kv_seq");
+    ptx_param(k, "u32", "p_n_seq");
+    ptx_param(k, "u32", "p_n_kv");
+    ptx_param(k, "u64", "p_part");
+    ptx_param(k, "u64", "p_count");
+}
+
+/* The body of either mode (the file's top comment), as a kernel's or a phase's (ptx.h): what
+ * an earlier phase wrote (q, and the self-attention's fresh keys and values) is read through
+ * L2 there. */
+int attn_row_emit(struct ptx_kernel *k, int n_head, int d, int gather, int kv_half) {
     if (n_head <= 0 || d <= 0 || d % 32 || d > GATHER_MAXD)
-        return NULL;
+        return -1;
     int c = n_head * d, nd = d / 32;
+    char s_m[32], s_l[32], s_acc[32], s_last[32];
+    ptx_sym(k, s_m, sizeof s_m, "s_m");
+    ptx_sym(k, s_l, sizeof s_l, "s_l");
+    ptx_sym(k, s_acc, sizeof s_acc, "s_acc");
+    ptx_sym(k, s_last, sizeof s_last, "s_last");
+    ptx_raw(k, "    .shared .align 4 .u32 %s;\n", s_last);
+    ptx_raw(k, "    .shared .align 4 .f32 %s[%d];\n    .shared .align 4 .f32 %s[%d];\n", s_m,
+            GATHER_WARPS, s_l, GATHER_WARPS);
+    ptx_raw(k, "    .shared .align 4 .f32 %s[%d];\n", s_acc, GATHER_WARPS * d);
+
+    struct ptx_reg g = ptx_special(k, "%ctaid.x"), head = ptx_special(k, "%ctaid.y");
+    struct ptx_reg tid = ptx_special(k, "%tid.x"), n_seq = ptx_reg(k, PTX_B32);
+    struct ptx_reg p = ptx_reg(k, PTX_PRED), done = ptx_label(k);
+    ptx_ld_param(k, "u32", n_seq, "p_n_seq");
+    ptx_ins(k, "setp.ge.u32 %s, %s, %s", p.s, g.s, n_seq.s); /* whole CTA: no barrier skipped */
+    ptx_ins(k, "@%s bra %s", p.s, done.s);
+    struct ptx_reg warp = ptx_reg(k, PTX_B32), lane = ptx_reg(k, PTX_B32);
+    struct ptx_reg n_kv = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "shr.u32 %s, %s, 5", warp.s, tid.s);
+    ptx_ins(k, "and.b32 %s, %s, 31", lane.s, tid.s);
+
+    /* col = head*d + lane; q row g (pre-scaled), this row's keys */
+    struct ptx_reg col = ptx_reg(k, PTX_B32), qi = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", col.s, head.s, d, lane.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", qi.s, g.s, c, col.s);
+    struct ptx_reg qa = ptx_addr(k, ptx_ld_ptr(k, "p_q"), qi, 4);
+    struct key_rows kr =
+        gather ? gather_setup(k, g, col, n_kv) : attn_rows_setup(k, g, col, n_kv, kv_half ? 2 : 4);
+    struct ptx_reg q[GATHER_MAXD / 32], acc[GATHER_MAXD / 32];
+    struct ptx_reg scale = ptx_f32((float)(1.4426950408889634 / sqrt((double)d)));
+    for (int i = 0; i < nd; i++) {
+        q[i] = ptx_reg(k, PTX_F32), acc[i] = ptx_reg(k, PTX_F32);
+        ptx_ins(k, "%s.f32 %s, [%s+%d]", ptx_ld_act(k, 1), q[i].s, qa.s, 128 * i);
+        ptx_ins(k, "mul.f32 %s, %s, %s", q[i].s, q[i].s, scale.s);
+        ptx_ins(k, "mov.f32 %s, 0f00000000", acc[i].s);
+    }
+    /* this CTA's keys: [z S, min(n_kv, (z + 1) S)), S = KERNEL_ATTN_SPLIT */
+    struct ptx_reg z = ptx_special(k, "%ctaid.z"), nz = ptx_special(k, "%nctaid.z");
+    struct ptx_reg j_end = ptx_reg(k, PTX_B32);
+    struct ptx_reg m = ptx_reg(k, PTX_F32), l = ptx_reg(k, PTX_F32), j = ptx_reg(k, PTX_B32);
+    ptx_ins(k, "mov.f32 %s, %s", m.s, NEG_BIG);
+    ptx_ins(k, "mov.f32 %s, 0f00000000", l.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", j.s, z.s, KERNEL_ATTN_SPLIT, warp.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %d", j_end.s, z.s, KERNEL_ATTN_SPLIT, KERNEL_ATTN_SPLIT);
+    ptx_ins(k, "min.u32 %s, %s, %s", j_end.s, j_end.s, n_kv.s);
+    /* the split's steps unrolled: every step's loads, then the folds of the steps that have
+     * keys (a branch uniform per warp: j depends on the warp only) */
+    struct gather_step_regs st[GATHER_STEPS];
+    struct ptx_reg end = ptx_label(k);
+    for (int i = 0; i < GATHER_STEPS; i++) {
+        st[i].j = ptx_reg(k, PTX_B32);
+        ptx_ins(k, "add.u32 %s, %s, %d", st[i].j.s, j.s, GATHER_WARPS * GATHER_U * i);
+        step_rows(k, &st[i], j_end, &kr);
+    }
+    for (int i = 0; i < GATHER_STEPS; i++)
+        step_loads(k, &st[i], &kr, c, nd);
+    for (int i = 0; i < GATHER_STEPS; i++) {
+        ptx_ins(k, "setp.ge.u32 %s, %s, %s", p.s, st[i].j.s, j_end.s);
+        ptx_ins(k, "@%s bra %s", p.s, end.s);
+        step_fold(k, &st[i], &kr, q, acc, m, l, nd);
+    }
+    ptx_place(k, end);
+
+    /* the warps' partial results to shared memory, then thread col < d combines them */
+    struct ptx_reg a = ptx_reg(k, PTX_B32), lane0 = ptx_reg(k, PTX_PRED);
+    ptx_ins(k, "setp.eq.u32 %s, %s, 0", lane0.s, lane.s);
+    ptx_ins(k, "mov.u32 %s, %s", a.s, s_m);
+    ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", a.s, warp.s, a.s);
+    ptx_ins(k, "@%s st.shared.f32 [%s], %s", lane0.s, a.s, m.s);
+    ptx_ins(k, "mov.u32 %s, %s", a.s, s_l);
+    ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", a.s, warp.s, a.s);
+    ptx_ins(k, "@%s st.shared.f32 [%s], %s", lane0.s, a.s, l.s);
+    ptx_ins(k, "mov.u32 %s, %s", a.s, s_acc);
+    ptx_ins(k, "mad.lo.u32 %s, %s, %d, %s", a.s, warp.s, 4 * d, a.s);
+    ptx_ins(k, "mad.lo.u32 %s, %s, 4, %s", a.s, lane.s, a.s);
+    for (int i = 0; i < nd; i++)
+        ptx_ins(k, "st.shared.f32 [%s+%d], %s", a.s, 128 * i, acc[i].s);
+    struct attn_combine_at at = {
+        g, head, tid, nz, ptx_ld_ptr(k, "p_part"), ptx_ld_ptr(k, "p_out"), done};
+    attn_split_finish_emit(k, &at, z, ptx_ld_ptr(k, "p_count"), n_head, d);
+    ptx_place(k, done);
+    return 0;
+}
+
+/* One kernel of either mode. */
+static char *gen_one_row(int sm, int n_head, int d, int gather, int kv_half) {
     char name[64];
     snprintf(name, sizeof name, "attn_%s_h%d_d%d%s", gather ? "gather" : "rows", n_head, d,
              kv_half ? "_kvh" : "");
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
-    if (!gather)
-        attn_rows_params(&k);
-    else {
-        ptx_param(&k, "u64", "p_out");
-        ptx_param(&k, "u64", "p_q");
-        ptx_param(&k, "u64", "p_k");
-        ptx_param(&k, "u64", "p_v");
-        ptx_param(&k, "u64", "p_slots");
-        ptx_param(&k, "u32", "p_ld_slots");
-        ptx_param(&k, "u64", "p_n_kv_seq");
-        ptx_param(&k, "u32", "p_n_seq");
-        ptx_param(&k, "u32", "p_n_kv");
-        ptx_param(&k, "u64", "p_part");
-        ptx_param(&k, "u64", "p_count");
+    attn_row_params(&k, gather);
+    if (attn_row_emit(&k, n_head, d, gather, kv_half)) {
+        ptx_discard(&k);
+        return NULL;
     }
-    ptx_raw(&k, "    .shared .align 4 .u32 s_last;\n");
-    ptx_raw(&k, "    .shared .align 4 .f32 s_m[%d];\n    .shared .align 4 .f32 s_l[%d];\n",
-            GATHER_WARPS, GATHER_WARPS);
-    ptx_raw(&k, "    .shared .align 4 .f32 s_acc[%d];\n", GATHER_WARPS * d);
-
-    struct ptx_reg g = ptx_special(&k, "%ctaid.x"), head = ptx_special(&k, "%ctaid.y");
-    struct ptx_reg tid = ptx_special(&k, "%tid.x"), n_seq = ptx_reg(&k, PTX_B32);
-    struct ptx_reg p = ptx_reg(&k, PTX_PRED), done = ptx_label(&k);
-    ptx_ins(&k, "ld.param.u32 %s, [p_n_seq]", n_seq.s);
-    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, g.s, n_seq.s); /* whole CTA: no barrier skipped */
-    ptx_ins(&k, "@%s bra %s", p.s, done.s);
-    struct ptx_reg warp = ptx_reg(&k, PTX_B32), lane = ptx_reg(&k, PTX_B32);
-    struct ptx_reg n_kv = ptx_reg(&k, PTX_B32);
-    ptx_ins(&k, "shr.u32 %s, %s, 5", warp.s, tid.s);
-    ptx_ins(&k, "and.b32 %s, %s, 31", lane.s, tid.s);
-
-    /* col = head*d + lane; q row g (pre-scaled), this row's keys */
-    struct ptx_reg col = ptx_reg(&k, PTX_B32), qi = ptx_reg(&k, PTX_B32);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", col.s, head.s, d, lane.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", qi.s, g.s, c, col.s);
-    struct ptx_reg qa = ptx_addr(&k, ptx_ld_ptr(&k, "p_q"), qi, 4);
-    struct key_rows kr = gather ? gather_setup(&k, g, col, n_kv)
-                                : attn_rows_setup(&k, g, col, n_kv, kv_half ? 2 : 4);
-    struct ptx_reg q[GATHER_MAXD / 32], acc[GATHER_MAXD / 32];
-    struct ptx_reg scale = ptx_f32((float)(1.4426950408889634 / sqrt((double)d)));
-    for (int i = 0; i < nd; i++) {
-        q[i] = ptx_reg(&k, PTX_F32), acc[i] = ptx_reg(&k, PTX_F32);
-        ptx_ins(&k, "ld.global.nc.f32 %s, [%s+%d]", q[i].s, qa.s, 128 * i);
-        ptx_ins(&k, "mul.f32 %s, %s, %s", q[i].s, q[i].s, scale.s);
-        ptx_ins(&k, "mov.f32 %s, 0f00000000", acc[i].s);
-    }
-    /* this CTA's keys: [z S, min(n_kv, (z + 1) S)), S = KERNEL_ATTN_SPLIT */
-    struct ptx_reg z = ptx_special(&k, "%ctaid.z"), nz = ptx_special(&k, "%nctaid.z");
-    struct ptx_reg j_end = ptx_reg(&k, PTX_B32);
-    struct ptx_reg m = ptx_reg(&k, PTX_F32), l = ptx_reg(&k, PTX_F32), j = ptx_reg(&k, PTX_B32);
-    ptx_ins(&k, "mov.f32 %s, %s", m.s, NEG_BIG);
-    ptx_ins(&k, "mov.f32 %s, 0f00000000", l.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", j.s, z.s, KERNEL_ATTN_SPLIT, warp.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %d", j_end.s, z.s, KERNEL_ATTN_SPLIT, KERNEL_ATTN_SPLIT);
-    ptx_ins(&k, "min.u32 %s, %s, %s", j_end.s, j_end.s, n_kv.s);
-    /* the split's steps unrolled: every step's loads, then the folds of the steps that have
-     * keys (a branch uniform per warp: j depends on the warp only) */
-    struct gather_step_regs st[GATHER_STEPS];
-    struct ptx_reg end = ptx_label(&k);
-    for (int i = 0; i < GATHER_STEPS; i++) {
-        st[i].j = ptx_reg(&k, PTX_B32);
-        ptx_ins(&k, "add.u32 %s, %s, %d", st[i].j.s, j.s, GATHER_WARPS * GATHER_U * i);
-        step_rows(&k, &st[i], j_end, &kr);
-    }
-    for (int i = 0; i < GATHER_STEPS; i++)
-        step_loads(&k, &st[i], &kr, c, nd);
-    for (int i = 0; i < GATHER_STEPS; i++) {
-        ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, st[i].j.s, j_end.s);
-        ptx_ins(&k, "@%s bra %s", p.s, end.s);
-        step_fold(&k, &st[i], &kr, q, acc, m, l, nd);
-    }
-    ptx_place(&k, end);
-
-    /* the warps' partial results to shared memory, then thread col < d combines them */
-    struct ptx_reg a = ptx_reg(&k, PTX_B32), lane0 = ptx_reg(&k, PTX_PRED);
-    ptx_ins(&k, "setp.eq.u32 %s, %s, 0", lane0.s, lane.s);
-    ptx_ins(&k, "mov.u32 %s, s_m", a.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", a.s, warp.s, a.s);
-    ptx_ins(&k, "@%s st.shared.f32 [%s], %s", lane0.s, a.s, m.s);
-    ptx_ins(&k, "mov.u32 %s, s_l", a.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", a.s, warp.s, a.s);
-    ptx_ins(&k, "@%s st.shared.f32 [%s], %s", lane0.s, a.s, l.s);
-    ptx_ins(&k, "mov.u32 %s, s_acc", a.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", a.s, warp.s, 4 * d, a.s);
-    ptx_ins(&k, "mad.lo.u32 %s, %s, 4, %s", a.s, lane.s, a.s);
-    for (int i = 0; i < nd; i++)
-        ptx_ins(&k, "st.shared.f32 [%s+%d], %s", a.s, 128 * i, acc[i].s);
-    struct attn_combine_at at = {
-        g, head, tid, nz, ptx_ld_ptr(&k, "p_part"), ptx_ld_ptr(&k, "p_out"), done};
-    attn_split_finish_emit(&k, &at, z, ptx_ld_ptr(&k, "p_count"), n_head, d);
-    ptx_place(&k, done);
     return ptx_end(&k);
 }
 

@@ -13,6 +13,14 @@ struct key_rows {
     struct ptx_reg slot_row, row_bytes, kbase, vbase;
 };
 
+/* Declares gather mode's parameters (kernels.h attn_gather_h<H>_d<D>'s, in order), or rows
+ * mode's. */
+void attn_row_params(struct ptx_kernel *k, int gather);
+/* attn_gather's or attn_rows' body (attention_gather.c), in a kernel of its own or as a phase
+ * of KERNEL_GATHER_THREADS threads (ptx.h; %ctaid.z and %nctaid.z virtual too). -1, nothing
+ * written, for shapes not made. */
+int attn_row_emit(struct ptx_kernel *k, int n_head, int d, int gather, int kv_half);
+
 /* Declares rows mode's parameters (kernels.h attn_rows_h<H>_d<D>'s, in order). */
 void attn_rows_params(struct ptx_kernel *k);
 

@@ -73,6 +73,13 @@ const char *ptx_ld_act(const struct ptx_kernel *k, int nc) {
     return k->phase ? "ld.global.cg" : nc ? "ld.global.nc" : "ld.global";
 }
 
+void ptx_bar_sync(struct ptx_kernel *k) {
+    if (k->phase && k->phase->threads)
+        ptx_ins(k, "bar.sync 1, %d", k->phase->threads);
+    else
+        ptx_ins(k, "bar.sync 0");
+}
+
 void ptx_grid_sync(struct ptx_kernel *k, struct ptx_reg counter, int index) {
     struct ptx_reg tid = ptx_special(k, "%tid.x"), want = ptx_special(k, "%nctaid.x");
     struct ptx_reg seen = ptx_reg(k, PTX_B32), wait = ptx_reg(k, PTX_PRED);
@@ -177,11 +184,13 @@ struct ptx_reg ptx_f32(float v) {
 struct ptx_reg ptx_special(struct ptx_kernel *k, const char *sreg) {
     struct ptx_reg r = ptx_reg(k, PTX_B32);
     const struct ptx_phase *ph = k->phase;
-    if (ph && strstr(sreg, "ctaid")) { /* a phase's grid is virtual: x and y only */
-        if (!strcmp(sreg, "%ctaid.x") || !strcmp(sreg, "%ctaid.y"))
-            sreg = ph->ctaid[sreg[7] - 'x'].s;
+    if (ph && strstr(sreg, "ctaid")) { /* a phase's grid is virtual */
+        int axis = sreg[strlen(sreg) - 1] - 'x';
+        const char *v = sreg[1] == 'n' ? (axis == 2 ? ph->nctaid_z.s : "") : ph->ctaid[axis].s;
+        if (axis < 0 || axis > 2 || !v[0])
+            k->bad = 1; /* %nctaid.x / .y, or a virtual register the caller did not set */
         else
-            k->bad = 1;
+            sreg = v;
     }
     ptx_ins(k, "mov.u32 %s, %s", r.s, sreg);
     return r;

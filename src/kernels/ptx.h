@@ -31,7 +31,7 @@ struct ptx_buf {
 struct ptx_phase;
 
 struct ptx_kernel {
-    char name[64];
+    char name[128];
     int sm; /* target, e.g. 80 or 90 */
     struct ptx_buf params, body;
     int n_params;
@@ -85,14 +85,18 @@ void ptx_grid_dep_wait(struct ptx_kernel *k);
  * of projections pays in kernel boundaries. A generator written with the calls of this header
  * emits its body either as a kernel of its own or, while k->phase is set, as a phase: its
  * parameters and shared arrays are the outer kernel's, named with the phase's prefix
- * (ptx_param, ptx_ld_param, ptx_sym), %ctaid.x / .y are the virtual CTA the caller's loop
- * gives, ptx_grid_dep_wait emits nothing (the outer kernel waits once),
+ * (ptx_param, ptx_ld_param, ptx_sym), %ctaid.x / .y / .z are the virtual CTA the caller's loop
+ * gives (and %nctaid.z its grid's z, where set), ptx_grid_dep_wait emits nothing (the outer
+ * kernel waits once), its CTA-wide barriers are ptx_bar_sync's,
  * and what an earlier phase of the same launch may have written is read with ld.global.cg
  * (ptx_ld_act): an .nc load may return data older than the launch's own writes. The body
  * must not return, and %nctaid is not available in it. */
 struct ptx_phase {
     char prefix[16];         /* of its parameters' and shared arrays' names */
-    struct ptx_reg ctaid[2]; /* .b32: the virtual CTA's x and y */
+    struct ptx_reg ctaid[3]; /* .b32: the virtual CTA's x, y (and z: a 3-D virtual grid) */
+    struct ptx_reg nctaid_z; /* .b32: the virtual grid's z size, where the body reads it */
+    int threads;             /* 0: the body runs on the whole CTA; else on its first `threads`
+                              * threads (ptx_bar_sync), the others wait past it */
 };
 /* dst (n bytes) = the name of a parameter or shared array: base, with the phase's prefix in a
  * phase. */
@@ -100,6 +104,9 @@ void ptx_sym(const struct ptx_kernel *k, char *dst, size_t n, const char *base);
 /* The load of an activation: ld.global.nc (nc) or ld.global in a kernel of its own, which
  * reads only what earlier kernels wrote; ld.global.cg (L2, coherent) in a phase. */
 const char *ptx_ld_act(const struct ptx_kernel *k, int nc);
+/* bar.sync across the threads that run the body: the CTA's (bar.sync 0), or in a phase of
+ * fewer threads (ptx_phase.threads) theirs alone (named barrier 1). */
+void ptx_bar_sync(struct ptx_kernel *k);
 /* A barrier across the grid of a cooperative launch: every thread waits until every CTA has
  * arrived, and writes before it (by any CTA) are seen by ptx_ld_act loads after it. counter:
  * .b64 global address of a u32 that is 0 at launch; index: the barrier's number in the
