@@ -77,11 +77,29 @@ struct wc_sample_draw {
 struct wc_backend;
 struct wc_stream;
 
-/* One projection of linear_chain: norm_linear (g and lb given) or linear over the chain's
- * rows, out (+)= act(in' . w[0] + b[0]) with rows ld_out apart (0: w[0]->rows); or, with
- * dst_row, norm_qkv's three projections: q into out (ld_out 0), k and v into rows dst_row of
- * k_dst and v_dst, with w[0..2] and b[0..2]. */
+/* An attention link's arguments (struct wc_chain_link): attention_gather's (k, v f32, slots,
+ * ld_slots, n_kv_seq, n_kv) or attention_rows' (k, v of kv_dtype, ld_kv, lane_stride,
+ * lane_of_row, s_len); c and n_head for both. */
+struct wc_chain_attn {
+    const void *k, *v;
+    const int32_t *slots, *n_kv_seq;
+    int ld_slots, n_kv;
+    enum wc_dtype kv_dtype;
+    int ld_kv, s_len;
+    size_t lane_stride;
+    const int32_t *lane_of_row;
+    int c, n_head;
+};
+
+enum wc_link_kind { WC_LINK_LINEAR, WC_LINK_GATHER, WC_LINK_ROWS };
+
+/* One op of step_chain. WC_LINK_LINEAR (0): norm_linear (g and lb given) or linear over the
+ * chain's rows, out (+)= act(in' . w[0] + b[0]) with rows ld_out apart (0: w[0]->rows); or,
+ * with dst_row, norm_qkv's three projections: q into out (ld_out 0), k and v into rows dst_row
+ * of k_dst and v_dst, with w[0..2] and b[0..2]. WC_LINK_GATHER / _ROWS: attention_gather /
+ * attention_rows of the chain's rows into out, the queries `in`, the rest in attn. */
 struct wc_chain_link {
+    enum wc_link_kind kind;
     float *out;
     int ld_out;
     const float *in, *g, *lb;
@@ -91,6 +109,7 @@ struct wc_chain_link {
     int accumulate;
     float *k_dst, *v_dst;
     const int32_t *dst_row;
+    struct wc_chain_attn attn;
 };
 
 struct wc_backend_ops {
@@ -207,14 +226,14 @@ struct wc_backend_ops {
                      const struct wc_mat *w0, const float *b0, const struct wc_mat *w2,
                      const float *b2, int n_rows, float *work);
 
-    /* A decoder step's projections in order, each link reading what the links before it wrote
-     * (struct wc_chain_link; n_rows <= linear_exact_rows): the bits of the ops the links stand
-     * for, issued one after another, in fewer launches where the backend can (CUDA: one
-     * cooperative kernel, a grid barrier between links). Returns 0 when issued (or the stream
-     * has failed), 1 when the backend has no fused form for these links: the caller issues the
-     * ops. NULL where a backend has none. */
-    int (*linear_chain)(struct wc_stream *s, const struct wc_chain_link *links, int n_links,
-                        int n_rows);
+    /* A decoder step's ops in order (projections, and its attentions), each link reading what
+     * the links before it wrote (struct wc_chain_link; n_rows <= linear_exact_rows): the bits
+     * of the ops the links stand for, issued one after another, in fewer launches where the
+     * backend can (CUDA: one cooperative kernel, a grid barrier between links). Returns 0 when
+     * issued (or the stream has failed), 1 when the backend has no fused form for these links:
+     * the caller issues the ops. NULL where a backend has none. */
+    int (*step_chain)(struct wc_stream *s, const struct wc_chain_link *links, int n_links,
+                      int n_rows);
 
     /* Multi-head scaled dot-product attention, per head h (d = c / n_head columns each):
      *   out[t][h] = softmax_j(q[t][h] . k[j][h] / sqrt(d) + mask) . v[j][h],  j < s_len

@@ -1039,23 +1039,51 @@ static whisperc_state *open_state_env(const char *path, whisperc_model **m, cons
     return st;
 }
 
+/* Steps with chains (WHISPERC_CUDA_CHAIN=mode) in graphs, then three times without graphs (a
+ * grid barrier that does not hold shows only now and then), against the plain run q. */
+static void chain_runs(const char *path, const char *mode, const float *feat,
+                       const struct graph_run *q, int n_vocab) {
+    whisperc_model *mc = NULL, *mcp = NULL;
+    whisperc_state *sc = open_state_env(path, &mc, "WHISPERC_CUDA_CHAIN", mode);
+    setenv("WHISPERC_NO_CUDA_GRAPH", "1", 1);
+    whisperc_state *scp = open_state_env(path, &mcp, "WHISPERC_CUDA_CHAIN", mode);
+    unsetenv("WHISPERC_NO_CUDA_GRAPH");
+    if (sc && scp) {
+        char why[384], what[64];
+        struct graph_run cg = {0};
+        graph_run(sc, feat, &cg);
+        sc->s->be->ops->step_graph_state(sc->s, why, sizeof why);
+        printf("chains %s, graph steps: %s\n", mode, why);
+        snprintf(what, sizeof what, "chains %s in graphs vs plain", mode);
+        CHECK(graph_runs_same(&cg, q, n_vocab, what));
+        graph_run_free(&cg);
+        snprintf(what, sizeof what, "chains %s, no graphs, vs plain", mode);
+        for (int pass = 0; pass < 3; pass++) {
+            struct graph_run d = {0};
+            graph_run(scp, feat, &d);
+            CHECK(graph_runs_same(&d, q, n_vocab, what));
+            graph_run_free(&d);
+        }
+    }
+    whisperc_state_free(sc), whisperc_state_free(scp);
+    whisperc_model_free(mc), whisperc_model_free(mcp);
+}
+
 /* The same steps give the same bits (picks, logits, KV cache; rows 1, 3, 7, 8, lanes leaving
  * and coming back between replays) with graphs and dependent launches (on sm_90; ptx.h), with
  * dependent launches alone (three times: a race shows only now and then), with plain
- * launches, each kernel after the one before has finished, and with the projections' chains
- * as cooperative kernels (WHISPERC_CUDA_CHAIN=1; up to 8 rows), with graphs and without (three
- * times: a grid barrier that does not hold shows only now and then). A kernel that read what
- * the kernel before writes ahead of its grid wait would race it. */
+ * launches, each kernel after the one before has finished, and with chains as cooperative
+ * kernels (up to 8 rows): the projections' (WHISPERC_CUDA_CHAIN=1) and whole blocks'
+ * (=block), with graphs and without. A kernel that read what the kernel before writes ahead
+ * of its grid wait would race it. */
 static void test_graph_steps(const char *path) {
-    whisperc_model *mg = NULL, *md = NULL, *mp = NULL, *mc = NULL, *mcp = NULL;
+    whisperc_model *mg = NULL, *md = NULL, *mp = NULL;
     whisperc_state *sg = open_state_env(path, &mg, NULL, NULL);
     whisperc_state *sd = open_state_env(path, &md, "WHISPERC_NO_CUDA_GRAPH", "1");
-    whisperc_state *sc = open_state_env(path, &mc, "WHISPERC_CUDA_CHAIN", "1");
     setenv("WHISPERC_NO_CUDA_GRAPH", "1", 1);
     whisperc_state *sp = open_state_env(path, &mp, "WHISPERC_CUDA_PDL", "0");
-    whisperc_state *scp = open_state_env(path, &mcp, "WHISPERC_CUDA_CHAIN", "1");
     unsetenv("WHISPERC_NO_CUDA_GRAPH");
-    if (sg && sd && sp && sc && scp) {
+    if (sg && sd && sp) {
         const struct wc_hparams *hp = &sg->m->file->hp;
         size_t nf = (size_t)hp->n_audio_ctx * hp->n_audio_state;
         float *feat = rand_vec(nf, 1.0f);
@@ -1077,25 +1105,13 @@ static void test_graph_steps(const char *path) {
             CHECK(graph_runs_same(&d, &q, hp->n_vocab, "dependent launches vs plain"));
             graph_run_free(&d);
         }
-        struct graph_run cg = {0};
-        graph_run(sc, feat, &cg);
-        sc->s->be->ops->step_graph_state(sc->s, why, sizeof why);
-        printf("chains, graph steps: %s\n", why);
-        CHECK(graph_runs_same(&cg, &q, hp->n_vocab, "chains in graphs vs plain"));
-        graph_run_free(&cg);
-        for (int pass = 0; pass < 3; pass++) {
-            struct graph_run d = {0};
-            graph_run(scp, feat, &d);
-            CHECK(graph_runs_same(&d, &q, hp->n_vocab, "chains, no graphs, vs plain"));
-            graph_run_free(&d);
-        }
+        chain_runs(path, "1", feat, &q, hp->n_vocab);
+        chain_runs(path, "block", feat, &q, hp->n_vocab);
         free(feat);
         graph_run_free(&g), graph_run_free(&q);
     }
     whisperc_state_free(sg), whisperc_state_free(sd), whisperc_state_free(sp);
-    whisperc_state_free(sc), whisperc_state_free(scp);
     whisperc_model_free(mg), whisperc_model_free(md), whisperc_model_free(mp);
-    whisperc_model_free(mc), whisperc_model_free(mcp);
 }
 
 static void test_model(int n_state, int n_head) {

@@ -171,6 +171,23 @@ def clean_runs():
               and said in graphs[0] and "dependent launch on" in graphs[0],
               f"WHISPERC_CUDA_CHAIN=1 {fake} on the fake GPU: {sorted(got)}, {said!r}, "
               f"graphs, no rule broken ({rep}, {graphs})")
+    # a step's blocks as cooperative kernels (WHISPERC_CUDA_CHAIN=block): one gemv_chain a
+    # block, its attentions among its links, and nothing else of the projections' chains;
+    # with WHISPERC_CUDA_ROWS=tc (no phase form of attn_rows_tc) the projections' chains
+    block = "gemv_chain_n1_k384f24_k384a1h6_k384f5_k384f9_k384a3h6_k384f5_k384f11_k1536f5"
+    for rows, want, said in (({}, {block}, "; block chains on, launched early"),
+                             ({"WHISPERC_CUDA_ROWS": "tc"}, chains,
+                              "; chains on, launched early (block chains off: WHISPERC_CUDA_ROWS=tc)")):
+        r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
+                 "--tokens", "3", "--runs", "1", "--batch-size", "4", "--throughput", "6"],
+                WHISPERC_CUDA_CHAIN="block", FAKECUDA_REPORT="2", **rows)
+        rep = report(r)
+        got = set(re.findall(r"fakecuda: +\d+ (gemv_chain\S*)", r.stderr))
+        graphs = [l for l in r.stdout.splitlines() if l.startswith("  graphs")]
+        check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0 and got == want
+              and len(graphs) == 1 and said in graphs[0],
+              f"WHISPERC_CUDA_CHAIN=block {rows} on the fake GPU: {sorted(got)}, {said!r}, "
+              f"graphs, no rule broken ({rep}, {graphs})")
     # the encoder's attention over f32 K/V (WHISPERC_CUDA_ATTN=tc32): no fp16 form launched
     r = transcribe("--device", "cuda", "-bs", "1", WHISPERC_CUDA_ATTN="tc32", FAKECUDA_REPORT="2")
     tc = set(re.findall(r"fakecuda: +\d+ (attn_tc_h6_d64\S*)", r.stderr))

@@ -258,11 +258,17 @@ def test_before_wait(ptx, names, rng):
         check("%s: before its grid wait it reads only weights and biases" % name, ok, why)
     for name in sorted(n for n in names if n.startswith("gemv_chain_")):
         # its first link's weights go to L2 before the wait (gemv_chain.c): only they are real
-        links = [(int(k), int(f)) for k, f in re.findall(r"_k(\d+)f(\d+)", name)]
+        links = [(int(k), int(f or -1)) for k, f, _ in
+                 re.findall(r"_k(\d+)(?:f(\d+)|a(\d)h\d+)", name)]  # attention: f -1
         text = ptx(name)
         head = text[:text.index("    griddepcontrol.wait;")] + "    ret;\n}\n"
         mem, nowhere, params = Memory(1 << 24), 1 << 40, [1 << 40]
         for i, (K, flags) in enumerate(links):
+            if flags < 0:  # an attention link's grid, then its 11 parameters (gather's, rows')
+                params += [1, 1, 1] + [nowhere] * 4 + (
+                    [nowhere, K, nowhere, 1, 1] if "_k%da1h" % K in name else
+                    [K, nowhere, nowhere, 1, 1]) + [nowhere, nowhere]
+                continue
             cols = tc_cols(flags)
             n = 4 * K if flags & 2 else K // 4 if K > links[0][0] else K  # fc1, fc2, K x K
             w = [mem.put(np.zeros((n, K), np.float16)) if i == 0 else nowhere
@@ -833,6 +839,36 @@ WRITE_AGAIN:
 """
 
 
+def test_emulator_rules():
+    """The emulator's own rules that phases lean on: a named barrier of a thread count (all
+    threads there, or half of them while the rest wait at barrier 0) passes, one that cannot
+    fill is a deadlock, and an ld.global.nc of a word the launch wrote (either half of an
+    8-byte store) is an error"""
+    def kernel(body):
+        return (".version 8.0\n.target sm_90\n.address_size 64\n"
+                ".visible .entry t(.param .u64 p) {\n"
+                "  .reg .b32 %r<4>; .reg .b64 %rd<4>; .reg .pred %p<2>;\n"
+                "  ld.param.u64 %rd0, [p];\n  mov.u32 %r0, %tid.x;\n" + body + "\n  ret;\n}\n")
+
+    def outcome(body):
+        mem = Memory()
+        try:
+            run(kernel(body), "t", block=(64, 1, 1), params=[mem.alloc(1024)], mem=mem)
+            return "ran"
+        except Exception as e:  # noqa: BLE001 (EmuError)
+            return str(e)
+    half = "  setp.ge.u32 %p0, %r0, 32;\n  @%p0 bra L1;\n  bar.sync 1, 32;\nL1:\n  bar.sync 0;"
+    short = "  setp.ge.u32 %p0, %r0, 32;\n  @%p0 bra L1;\n  bar.sync 1, 64;\nL1:\n  bar.sync 0;"
+    store = "  mov.b64 %rd1, 5;\n  st.global.u64 [%rd0], %rd1;\n"
+    check("emulator: bar.sync 1, 64 with every thread there; 32 threads at bar.sync 1, 32 while "
+          "32 wait at bar.sync 0",
+          outcome("  bar.sync 1, 64;") == "ran" and outcome(half) == "ran")
+    check("emulator: 32 threads at bar.sync 1, 64 is a deadlock", "deadlock" in outcome(short))
+    check("emulator: ld.global.nc of either half of a word pair the launch stored is an error",
+          all("this launch wrote" in outcome(store + "  ld.global.nc.u32 %%r1, [%%rd0+%d];" % o)
+              for o in (0, 4)) and outcome("  ld.global.nc.u32 %r1, [%rd0+8];") == "ran")
+
+
 def test_cooperative(n_ctas):
     def launch(n_barriers, cooperative=True, ctas=None, seed=None):
         mem = Memory()
@@ -929,15 +965,103 @@ def test_chain(ptx, K, rng, rows, n_ctas, flags):
             outs = got
 
 
+def test_block_chain(ptx, K, H, rng, rows, n_ctas):
+    """gemv_chain with attention links (kernels.h): a decoder block of a step (its norm and
+    q/k/v with k and v into the cache, attn_gather over the cache, the output projection, the
+    norm and cross query, attn_rows_kvh, the output projection, fc1, fc2) against its kernels
+    launched one by one, bit for bit, in order and with turns drawn at random; the split
+    records and counters both attentions share (as the backend's) and the chain's counter back
+    to 0"""
+    D, f32, n_ctx, n_kv, s_len = K // H, np.float32, 448, 130, 150
+
+    def normal(*shape, scale=1.0):
+        return (scale * rng.standard_normal(shape)).astype(f32)
+    x = normal(rows, K, scale=3)
+    W = [(rng.standard_normal(s) / np.sqrt(s[1])).astype(np.float16)
+         for s in ((K, K), (K, K), (K, K), (K, K), (K, K), (K, K), (4 * K, K), (K, 4 * K))]
+    bias = [normal(n) for n in (K, K, K, K, K, 4 * K, K)]
+    gains = [normal(K) for _ in range(6)]
+    n_slots = rows * n_ctx
+    kc, vc = normal(n_slots, K), normal(n_slots, K)
+    slots = np.stack([rng.permutation(n_slots)[:n_ctx] for _ in range(rows)]).astype(np.int32)
+    counts = np.array([max(1, n_kv - 37 * g) for g in range(rows)], np.int32)
+    dst = np.array([slots[g, counts[g] - 1] for g in range(rows)], np.int32)  # the new rows
+    stride = s_len * K + 32
+    xk, xv = rng.standard_normal((2, 2 * stride)).astype(np.float16)
+    lane = np.array([(g + 1) % 2 for g in range(rows)], np.int32)
+    zg, zr = (n_kv + 63) // 64, (s_len + 63) // 64
+    flags = [24, None, 5, 9, None, 5, 11, 5]
+    kern = ["gemv_tc_k%d_c32_n1_f24" % K, "attn_gather_h%d_d%d" % (H, D),
+            "gemv_tc_k%d_c16_n1_f5" % K, "gemv_tc_k%d_c32_n1_f9" % K,
+            "attn_rows_h%d_d%d_kvh" % (H, D), "gemv_tc_k%d_c16_n1_f5" % K,
+            "gemv_tc_k%d_c32_n1_f11" % K, "gemv_tc_k%d_c16_n1_f5" % (4 * K)]
+    name = "gemv_chain_n1_" + "_".join(
+        ["k%df24" % K, "k%da1h%d" % (K, H), "k%df5" % K, "k%df9" % K, "k%da3h%d" % (K, H),
+         "k%df5" % K, "k%df11" % K, "k%df5" % (4 * K)])
+    outs = None
+    for chained, seed in ((False, None), (True, None), (True, 5)):
+        mem = Memory(1 << 27)
+        px, pq, ph, patt = mem.put(x), mem.alloc(rows * K * 4), mem.alloc(rows * 4 * K * 4), \
+            mem.alloc(rows * K * 4)
+        pw, pb, pg = [mem.put(w) for w in W], [mem.put(b) for b in bias], \
+            [mem.put(g) for g in gains]
+        pc = [mem.put(np.zeros(rows * H, np.uint32))] * 2
+        parts = [mem.alloc(rows * H * max(zg, zr) * (D + 2) * 4)] * 2
+        pkc, pvc = mem.put(kc), mem.put(vc)
+        params = [[pq, K, px, pw[0], pb[0], K, rows, pg[0], pg[1], pw[1], pw[2], 0, pb[1],
+                   pkc, pvc, mem.put(dst)],
+                  [patt, pq, pkc, pvc, mem.put(slots), n_ctx, mem.put(counts), rows, n_kv,
+                   parts[0], pc[0]],
+                  [px, K, patt, pw[3], pb[2], K, rows],
+                  [pq, K, px, pw[4], pb[3], K, rows, pg[2], pg[3]],
+                  [patt, pq, mem.put(xk), mem.put(xv), K, stride, mem.put(lane), rows, s_len,
+                   parts[1], pc[1]],
+                  [px, K, patt, pw[5], pb[4], K, rows],
+                  [ph, 4 * K, px, pw[6], pb[5], 4 * K, rows, pg[4], pg[5]],
+                  [px, K, ph, pw[7], pb[6], K, rows]]
+        grids = []
+        for i, f in enumerate(flags):
+            if f is None:
+                grids.append((rows, H, zg if i == 1 else zr))
+            else:
+                grids.append(((3 if f & 16 else 1) * (4 * K if f == 11 else K) // tc_cols(f), 1))
+        if not chained:
+            for kn, p, g in zip(kern, params, grids):
+                block = 128 if kn.startswith("attn_") else 256
+                run(ptx(kn), kn, grid=(g + (1,))[:3], block=(block, 1, 1), params=p, mem=mem)
+        else:
+            counter = mem.put(np.zeros(1, np.uint32))
+            run(ptx(name), name, grid=(n_ctas, 1, 1), block=(256, 1, 1),
+                params=[counter] + [v for g, p in zip(grids, params) for v in list(g) + p],
+                mem=mem, cooperative=True, seed=seed)
+        got = [mem.get(p, f32, n) for p, n in ((px, rows * K), (ph, rows * 4 * K),
+                                               (pq, rows * K), (patt, rows * K),
+                                               (pkc, n_slots * K), (pvc, n_slots * K))]
+        zeroed = all((mem.get(c, np.uint32, rows * H) == 0).all() for c in pc)
+        if chained:
+            zeroed = zeroed and mem.get(counter, np.uint32, 1)[0] == 0
+            check("%s on %d CTAs (turns %s) == its %d launches, %d rows; every counter back "
+                  "to 0" % (name, n_ctas, "in order" if seed is None else "drawn, seed %d" % seed,
+                            len(flags), rows),
+                  all(same_bits(u, v) for u, v in zip(outs, got)) and zeroed)
+        else:
+            outs = got
+            if not zeroed or any(np.isnan(u).any() for u in got):
+                check("%s's launches one by one" % name, False, "NaN or counters left")
+
+
 GROUP = sys.argv[4]
 rng = np.random.default_rng(2026 + GROUPS.index(GROUP))
 if GROUP == "tiny":
+    test_emulator_rules()
     test_cooperative(4)
 for size, K in {"tiny": (("tiny", 384),), "base": (("base", 512),)}.get(GROUP, ()):
     ptx = kernels(size)
     for rows, n_ctas, flags in (((3, 3, (5, 9)), (8, 4, (5, 11, 5, 24))) if size == "tiny"
                                 else ((1, 5, (5, 11, 5)),)):
         test_chain(ptx, K, rng, rows, n_ctas, flags)
+    if size == "tiny":
+        test_block_chain(ptx, K, 6, rng, 2, 4)
 for size, K, H in {"tiny": (("tiny", 384, 6),), "base": (("base", 512, 8),)}.get(GROUP, ()):
     ptx = kernels(size)
     test_before_wait(ptx, ptx.names, rng)

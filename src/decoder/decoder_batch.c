@@ -242,13 +242,13 @@ static void proj(struct wc_stream *s, const struct decoder_batch *db, const stru
     }
 }
 
-/* A step's projections that follow one another (links), through the backend's linear_chain:
+/* A step's projections that follow one another (links), through the backend's step_chain:
  * 1 where it took them, 0 where the caller issues them as ops (the same bits either way). */
 static int chained(struct wc_stream *s, const struct block_rows *br,
                    const struct wc_chain_link *links, int n_links) {
     const struct wc_backend_ops *op = s->be->ops;
-    return br->lanes && op->linear_chain && op->norm_linear && op->norm_qkv &&
-           br->n <= op->linear_exact_rows && op->linear_chain(s, links, n_links, br->n) == 0;
+    return br->lanes && op->step_chain && op->norm_linear && op->norm_qkv &&
+           br->n <= op->linear_exact_rows && op->step_chain(s, links, n_links, br->n) == 0;
 }
 
 /* A step's q, k and v of block b as one norm_qkv link (k and v into the lanes' cache rows) */
@@ -266,6 +266,60 @@ static struct wc_chain_link qkv_link(const struct decoder_batch *db, const struc
                                   .dst_row = db->step_idx + 2 * db->max_rows};
 }
 
+/* A step's block l as one chain where the backend takes it (1; else 0, nothing issued): its
+ * q, k and v, the self-attention, its output projection, the cross query, the cross-attention,
+ * its output projection and the MLP, the ops decoder_block issues, in that order. */
+static int block_chained(struct decoder_batch *db, struct wc_stream *s, int l,
+                         const struct block_rows *br) {
+    const struct wc_block_w *b = &db->w->dec[l];
+    const struct wc_hparams *hp = db->hp;
+    int c = hp->n_text_state, n_ctx = hp->n_text_ctx;
+    size_t layer = (size_t)l * db->n_slots * c;
+    size_t audio_stride = (size_t)hp->n_text_layer * hp->n_audio_ctx * c;
+    const struct wc_chain_link links[] = {
+        qkv_link(db, b, l),
+        {.kind = WC_LINK_GATHER,
+         .out = db->att,
+         .in = db->q,
+         .attn = {.k = db->k_cache + layer,
+                  .v = db->v_cache + layer,
+                  .slots = db->step_idx + 3 * db->max_rows,
+                  .ld_slots = n_ctx,
+                  .n_kv_seq = db->step_idx,
+                  .n_kv = n_ctx,
+                  .c = c,
+                  .n_head = hp->n_text_head}},
+        {.out = db->x, .in = db->att, .w = {&b->attn.o}, .b = {b->attn.o_b}, .accumulate = 1},
+        {.out = db->q,
+         .in = db->x,
+         .g = b->cross_ln_g,
+         .lb = b->cross_ln_b,
+         .w = {&b->cross.q},
+         .b = {b->cross.q_b}},
+        {.kind = WC_LINK_ROWS,
+         .out = db->att,
+         .in = db->q,
+         .attn = {.k = audio_kv(db, db->xk, 0, l),
+                  .v = audio_kv(db, db->xv, 0, l),
+                  .kv_dtype = db->xkv,
+                  .ld_kv = c,
+                  .s_len = hp->n_audio_ctx,
+                  .lane_stride = audio_stride,
+                  .lane_of_row = db->step_idx + db->max_rows,
+                  .c = c,
+                  .n_head = hp->n_text_head}},
+        {.out = db->x, .in = db->att, .w = {&b->cross.o}, .b = {b->cross.o_b}, .accumulate = 1},
+        {.out = db->mlp,
+         .in = db->x,
+         .g = b->mlp_ln_g,
+         .lb = b->mlp_ln_b,
+         .w = {&b->mlp0},
+         .b = {b->mlp0_b},
+         .act = WC_ACT_GELU},
+        {.out = db->x, .in = db->mlp, .w = {&b->mlp2}, .b = {b->mlp2_b}, .accumulate = 1}};
+    return chained(s, br, links, (int)(sizeof links / sizeof links[0]));
+}
+
 /* Block l over br's rows. qkv_done: the chain that ended block l - 1 made this block's q, k and
  * v. Returns 1 when this block's last chain made block l + 1's (so must the next call be told). */
 static int decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
@@ -281,6 +335,8 @@ static int decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
      * are made for all its rows together in db->mlp (free until the MLP below), then copied
      * to each row's own lane (db->step_idx: n_kv, lane_of, dst_row, table), or written there
      * by the backend's norm_qkv */
+    if (!qkv_done && block_chained(db, s, l, br))
+        return 0;
     const int32_t *dst_row = db->step_idx + 2 * db->max_rows;
     if (!qkv_done && br->lanes && op->norm_qkv) { /* all of that in one op (the same bits) */
         const struct wc_mat *const w3[3] = {&b->attn.q, &b->attn.k, &b->attn.v};

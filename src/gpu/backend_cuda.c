@@ -176,7 +176,7 @@ static const struct wc_backend_ops cuda_ops = {
     .norm_linear = cuda_norm_linear,
     .norm_qkv = cuda_norm_qkv,
     .norm_mlp = cuda_norm_mlp,
-    .linear_chain = cuda_linear_chain,
+    .step_chain = cuda_step_chain,
     .attention = cuda_attention,
     .attention_windows = cuda_attention_windows,
     .norm_self_attention = cuda_norm_self_attention,
@@ -284,12 +284,12 @@ int cuda_backend_new(int gpu_index, struct wc_backend **out, char *err, size_t e
                                                       : 0; /* f16 (or anything else) */
     /* a step's chains of projections as cooperative kernels, where asked for and possible */
     const char *chain = getenv("WHISPERC_CUDA_CHAIN");
-    if (chain && chain[0] == '1' && m->gemv_tc == 1 && m->cu.launch_kernel_ex &&
-        m->cu.occupancy_max_blocks &&
+    int chains = !chain ? 0 : strcmp(chain, "block") == 0 ? 2 : chain[0] == '1';
+    if (chains && m->gemv_tc == 1 && m->cu.launch_kernel_ex && m->cu.occupancy_max_blocks &&
         m->cu.device_get_attribute(&m->n_sm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                    m->dev.dev) == CUDA_SUCCESS &&
         m->n_sm > 0)
-        m->chain = 1;
+        m->chain = chains;
     /* cuBLASLt where asked for and found (its absence is no error: cuBLAS does the work) */
     const char *gemm = getenv("WHISPERC_CUDA_GEMM");
     if (gemm && strcmp(gemm, "lt") == 0)

@@ -20,6 +20,7 @@
 #include "gpu/arena.h"
 #include "gpu/cublas_api.h"
 #include "gpu/cuda_api.h"
+#include "kernels/kernels.h"
 
 /* Which generator builds a kernel, and its shape arguments (kernels.h). */
 enum cuda_kernel_kind {
@@ -44,15 +45,16 @@ enum cuda_kernel_kind {
     CK_GEMV_TC,     /* a = k_in, b = flags, c = row tiles | columns << 8 */
     CK_TRANSPOSE,   /* no arguments */
     CK_ROWS_TC,     /* a = n_head, b = d_head (K/V in f16) */
-    CK_CHAIN,       /* a = K, b = links | (bit i: link i's K is 4 K) << 4, c = flags, 5 bits each */
+    CK_CHAIN,       /* a = K, b = links | n_head << 4, c = a byte a link (cuda_chain_code) */
 };
 
 struct cuda_kernel {
     enum cuda_kernel_kind kind;
-    int a, b, c;
-    char name[64]; /* the .entry name, for error messages */
-    bool grid_dep; /* its text waits for the kernel before (ptx.h ptx_grid_dep_wait) */
-    int coop_ctas; /* CK_CHAIN: the CTAs the device holds at once (a cooperative grid's most) */
+    int a, b;
+    uint64_t c;
+    char name[128]; /* the .entry name, for error messages */
+    bool grid_dep;  /* its text waits for the kernel before (ptx.h ptx_grid_dep_wait) */
+    int coop_ctas;  /* CK_CHAIN: the CTAs the device holds at once (a cooperative grid's most) */
     CUmodule mod;
     CUfunction fn;
 };
@@ -91,9 +93,10 @@ struct cuda_model {
      * kernel reads fp16 (WHISPERC_CUDA_GEMM=lt; gemm_cuda.c) */
     int gemm_lt;
     char lt_why[160]; /* why not, when asked for */
-    /* A step's chains of projections (backend.h linear_chain) as one cooperative gemv_chain
-     * kernel each (WHISPERC_CUDA_CHAIN=1, opt-in until it has run on a GPU; needs gemv_tc,
-     * cuLaunchKernelEx and the occupancy query); n_sm: the device's SMs */
+    /* A step's chains of ops (backend.h step_chain) as one cooperative gemv_chain kernel each
+     * (opt-in until it has run on a GPU; needs gemv_tc, cuLaunchKernelEx and the occupancy
+     * query): 1 (WHISPERC_CUDA_CHAIN=1) projections only, 2 (=block) attentions too, a
+     * decoder block a kernel; n_sm: the device's SMs */
     int chain, n_sm;
     struct arena weights; /* uploaded weights, freed with the backend */
     struct cuda_kernel_cache kernels;
@@ -214,6 +217,11 @@ struct cuda_stream {
      * launch (chain_why says how), and the steps' chains then run as single launches */
     bool chain;
     char chain_why[160];
+    /* chains with attention links (a decoder block a kernel; the model's chain 2): off under
+     * WHISPERC_CUDA_ROWS=tc, whose kernel has no phase form, or when their kernel fails to
+     * load (blocks_why says which); the projections' chains go on */
+    bool chain_blocks;
+    char blocks_why[160];
     /* chains launched with dependent launch too (cooperative and early); off when the driver
      * refuses the pair */
     bool chain_early;
@@ -244,11 +252,11 @@ uint64_t cuda_scratch_zeroed(struct wc_stream *s, int which, size_t bytes);
 
 /* The kernel for (kind, a, b, c), generated and loaded on first use. Returns 0 and *out, or a
  * WHISPERC_ERR_* code with err when the generator or the JIT fails. Thread-safe. */
-int cuda_kernel_find(struct cuda_model *m, enum cuda_kernel_kind kind, int a, int b, int c,
+int cuda_kernel_find(struct cuda_model *m, enum cuda_kernel_kind kind, int a, int b, uint64_t c,
                      const struct cuda_kernel **out, char *err, size_t err_size);
 /* The same for a stream's op: NULL with the stream failed. */
 const struct cuda_kernel *cuda_kernel_get(struct wc_stream *s, enum cuda_kernel_kind kind, int a,
-                                          int b, int c);
+                                          int b, uint64_t c);
 int cuda_kernel_cache_init(struct cuda_model *m);
 void cuda_kernel_cache_free(struct cuda_model *m);
 /* Launches k with args on the stream; a failure names the kernel. */
@@ -336,8 +344,11 @@ void cuda_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *lo
 void cuda_logits_sample(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                         const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                         int n_rows, int n_vocab, const struct wc_sample_draw *draws, int n_draws);
-int cuda_linear_chain(struct wc_stream *s, const struct wc_chain_link *links, int n_links,
-                      int n_rows);
+/* A chain link's byte of the CK_CHAIN key (chain_cuda.c) as the generator's link, for a chain
+ * of K = k_in and n_head heads. */
+struct kernel_chain_link cuda_chain_link_of(int k_in, int n_head, int code);
+int cuda_step_chain(struct wc_stream *s, const struct wc_chain_link *links, int n_links,
+                    int n_rows);
 void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                         const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                         int n_rows, int n_vocab);

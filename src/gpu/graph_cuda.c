@@ -251,12 +251,16 @@ int cuda_step_graph_state(const struct wc_stream *s, char *why, size_t why_size)
                                       : "gemv_f16");
     n = strlen(why); /* and whether chains of them are cooperative kernels */
     if (n < why_size && (cs->m->chain || cs->chain_why[0]))
-        snprintf(why + n, why_size - n, "; chains %s",
+        snprintf(why + n, why_size - n, "; %schains %s",
+                 cs->chain && cs->chain_blocks ? "block " : "",
                  !cs->chain        ? cs->chain_why
                  : !cs->dep_launch ? "on"
                  : cs->chain_early ? "on, launched early"
                                    : "on, not launched early (the driver refused cooperative "
                                      "with dependent launch)");
+    n = strlen(why); /* block chains asked for, but off */
+    if (n < why_size && cs->chain && cs->m->chain == 2 && !cs->chain_blocks)
+        snprintf(why + n, why_size - n, " (block chains off: %s)", cs->blocks_why);
     n = strlen(why); /* and the encoder's GEMMs */
     if (n < why_size)
         snprintf(why + n, why_size - n, "; GEMMs %s%s%s%s", cs->m->gemm_lt ? "cuBLASLt" : "cuBLAS",

@@ -12,18 +12,18 @@
 #include "libwhisperc.h"
 #include "util.h"
 
-static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
+static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, uint64_t c) {
     switch (kind) {
     case CK_LAYERNORM: return gen_layernorm(sm, a, b);
     case CK_F32_TO_F16: return gen_f32_to_f16(sm);
     case CK_EMBED: return gen_embed(sm, a);
     case CK_BIAS_ACT: return gen_bias_act(sm, a, b);
     case CK_IM2COL: return gen_im2col(sm, a, b);
-    case CK_ATTENTION: return gen_attention(sm, a, b, c);
+    case CK_ATTENTION: return gen_attention(sm, a, b, (int)c);
     case CK_GATHER: return gen_attention_gather(sm, a, b);
-    case CK_SCORES: return gen_attention_scores(sm, a, b, c);
+    case CK_SCORES: return gen_attention_scores(sm, a, b, (int)c);
     case CK_GEMV: return gen_gemv_f16(sm, a, b);
-    case CK_ROWS: return gen_attention_rows(sm, a, b, c);
+    case CK_ROWS: return gen_attention_rows(sm, a, b, (int)c);
     case CK_LOGITS: return gen_logits_part(sm, a);
     case CK_LOGITS_PICK: return gen_logits_pick(sm, a);
     case CK_TOPK: return gen_logits_topk_part(sm, a, b);
@@ -31,16 +31,16 @@ static char *generate(int sm, enum cuda_kernel_kind kind, int a, int b, int c) {
     case CK_SAMPLE: return gen_logits_sample_part(sm, a);
     case CK_SAMPLE_PICK: return gen_logits_sample_pick(sm, a);
     case CK_SCATTER: return gen_rows_scatter(sm, a);
-    case CK_ATTN_TC: return gen_attention_tc(sm, a, b, c);
-    case CK_GEMV_TC: return gen_gemv_tc(sm, a, b, c & 0xff, c >> 8);
+    case CK_ATTN_TC: return gen_attention_tc(sm, a, b, (int)c);
+    case CK_GEMV_TC: return gen_gemv_tc(sm, a, b, (int)(c & 0xff), (int)(c >> 8));
     case CK_TRANSPOSE: return gen_transpose(sm);
     case CK_ROWS_TC: return gen_attention_rows_tc(sm, a, b);
     case CK_CHAIN: {
-        struct kernel_gemv_link links[KERNEL_CHAIN_MAX_LINKS];
+        struct kernel_chain_link links[KERNEL_CHAIN_MAX_LINKS];
         int n = b & 15;
         for (int i = 0; i < n && i < KERNEL_CHAIN_MAX_LINKS; i++)
-            links[i] = (struct kernel_gemv_link){b >> (4 + i) & 1 ? 4 * a : a, c >> (5 * i) & 31};
-        return gen_gemv_chain(sm, 1, n, links);
+            links[i] = cuda_chain_link_of(a, b >> 4, (int)(c >> (8 * i) & 255));
+        return n <= KERNEL_CHAIN_MAX_LINKS ? gen_gemv_chain(sm, 1, n, links) : NULL;
     }
     }
     return NULL;
@@ -87,8 +87,8 @@ static int entry_name(const char *ptx, char *name, size_t size) {
 static int load(struct cuda_model *m, struct cuda_kernel *k, char *err, size_t err_size) {
     char *ptx = generate(m->sm, k->kind, k->a, k->b, k->c);
     if (!ptx) {
-        wc_errf(err, err_size, "cuda: no %s kernel for shape (%d, %d, %d) on sm_%d",
-                kind_name(k->kind), k->a, k->b, k->c, m->sm);
+        wc_errf(err, err_size, "cuda: no %s kernel for shape (%d, %d, %llu) on sm_%d",
+                kind_name(k->kind), k->a, k->b, (unsigned long long)k->c, m->sm);
         return WHISPERC_ERR_UNSUPPORTED;
     }
     int rc = 0;
@@ -141,7 +141,7 @@ void cuda_kernel_cache_free(struct cuda_model *m) {
     memset(c, 0, sizeof *c);
 }
 
-int cuda_kernel_find(struct cuda_model *m, enum cuda_kernel_kind kind, int a, int b, int c,
+int cuda_kernel_find(struct cuda_model *m, enum cuda_kernel_kind kind, int a, int b, uint64_t c,
                      const struct cuda_kernel **out, char *err, size_t err_size) {
     struct cuda_kernel_cache *kc = &m->kernels;
     int rc = 0;
@@ -180,7 +180,7 @@ int cuda_kernel_find(struct cuda_model *m, enum cuda_kernel_kind kind, int a, in
 }
 
 const struct cuda_kernel *cuda_kernel_get(struct wc_stream *s, enum cuda_kernel_kind kind, int a,
-                                          int b, int c) {
+                                          int b, uint64_t c) {
     const struct cuda_kernel *k = NULL;
     char err[sizeof s->errmsg];
     int rc = cuda_kernel_find(cuda_stream(s)->m, kind, a, b, c, &k, err, sizeof err);
@@ -262,7 +262,7 @@ int cuda_launch_coop(struct wc_stream *s, const struct cuda_kernel *k, unsigned 
                    cs->chain_why, sizeof cs->chain_why);
         return 1;
     }
-    char what[96];
+    char what[192];
     if (r != CUDA_SUCCESS) {
         snprintf(what, sizeof what, "cuLaunchKernelEx(%s, cooperative)", k->name);
         cuda_stream_check(s, r, what);
@@ -282,7 +282,7 @@ void cuda_launch_3d(struct wc_stream *s, const struct cuda_kernel *k, unsigned g
                     unsigned grid_y, unsigned grid_z, unsigned block, void **args) {
     struct cuda_stream *cs = cuda_stream(s);
     const struct cuda_api *cu = &cs->m->cu;
-    char what[96];
+    char what[192];
     if (s->err || !k)
         return;
     if (grid_x == 0 || grid_y == 0 ||

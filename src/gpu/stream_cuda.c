@@ -206,6 +206,9 @@ int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out
     cs->m = m;
     cs->dep_launch = m->dep_launch;
     cs->chain = m->chain;
+    cs->chain_blocks = m->chain == 2 && !m->rows_tc;
+    if (m->chain == 2 && m->rows_tc)
+        snprintf(cs->blocks_why, sizeof cs->blocks_why, "WHISPERC_CUDA_ROWS=tc");
     cs->chain_early = true;
     arena_init(
         &cs->arena,

@@ -117,14 +117,24 @@ int kernels_for_model(const struct wc_hparams *hp, int sm, struct kernel_src **o
                                        kernel_gemv_tc_cols(tc_flags[i][1])));
     /* chains of them in one cooperative launch (gemv_chain.c), one row tile: the self-attention's
      * output projection, then the norm and the cross query; the cross-attention's output
-     * projection, the MLP (and the next layer's norm and q/k/v) */
-    const struct kernel_gemv_link attn_q[] = {{ct, GB | GA}, {ct, GN | GB}};
-    const struct kernel_gemv_link mlp[] = {
-        {ct, GB | GA}, {ct, GN | GB | GG}, {4 * ct, GB | GA}, {ct, GN | GQ}};
+     * projection, the MLP (and the next layer's norm and q/k/v); a whole block (its norm and
+     * q/k/v, attention, output projection, the cross query and attention over f16 K/V, its
+     * output projection, the MLP) */
+    const struct kernel_chain_link block[] = {
+        {ct, GN | GQ, 0, 0},
+        {.k_in = ct, .attn = KERNEL_LINK_GATHER, .n_head = ht},
+        {ct, GB | GA, 0, 0},
+        {ct, GN | GB, 0, 0},
+        {.k_in = ct, .attn = KERNEL_LINK_ROWS_KVH, .n_head = ht},
+        {ct, GB | GA, 0, 0},
+        {ct, GN | GB | GG, 0, 0},
+        {4 * ct, GB | GA, 0, 0},
+        {ct, GN | GQ, 0, 0}};
     if (!bad && kernel_gemv_tc_fits(sm, ct))
-        bad |= add(list, &n, gen_gemv_chain(sm, 1, 2, attn_q)) |
-               add(list, &n, gen_gemv_chain(sm, 1, 3, mlp)) |
-               add(list, &n, gen_gemv_chain(sm, 1, 4, mlp));
+        bad |= add(list, &n, gen_gemv_chain(sm, 1, 2, block + 2)) |
+               add(list, &n, gen_gemv_chain(sm, 1, 3, block + 5)) |
+               add(list, &n, gen_gemv_chain(sm, 1, 4, block + 5)) |
+               add(list, &n, gen_gemv_chain(sm, 1, 8, block));
     if (bad) {
         kernels_free(list, n);
         *out = NULL;

@@ -182,19 +182,26 @@ int kernel_gemv_tc_fits(int sm, int k_in);
 int kernel_gemv_tc_tiles(int n_rows);
 int kernel_gemv_tc_cols(int flags);
 
-/* A chain of gemv_tc projections in one cooperative launch, a grid barrier between links
- * (gemv_chain.c): gemv_chain_n<T>_k<K0>f<F0>_k<K1>f<F1>...(counter, gx0, gy0, <link 0's>, gx1,
- * gy1, <link 1's>, ...). Link i does gen_gemv_tc(K_i, F_i, T, kernel_gemv_tc_cols(F_i))'s work
- * with the parameters that kernel takes (<link i's>, in its order) over the grid (gx_i, gy_i)
- * its launch would have had; each output has that kernel's bits, and a link reads what the
- * links before it wrote. counter: a u32 that is 0 at launch, and 0 again when the kernel ends
- * (the next launch's). Grid: CTAs that are all resident at once (a cooperative launch; any
- * number) x KERNEL_GEMV_THREADS. */
-#define KERNEL_CHAIN_MAX_LINKS 4
-struct kernel_gemv_link {
-    int k_in, flags;
+/* A chain of a decoder step's ops in one cooperative launch, a grid barrier between links
+ * (gemv_chain.c): gemv_chain_n<T>_<link 0>_<link 1>...(counter, <link 0's grid>, <link 0's>,
+ * <link 1's grid>, <link 1's>, ...). A gemv_tc link, named k<K>f<F> (attn 0), does
+ * gen_gemv_tc(K, F, T, kernel_gemv_tc_cols(F))'s work with the parameters that kernel takes
+ * (<link i's>, in its order) over the grid (gx, gy) its launch would have had. An attention
+ * link (attn KERNEL_LINK_GATHER, _ROWS or _ROWS_KVH; K = n_head x d), named k<K>a<attn>h<H>,
+ * does attn_gather_h<H>'s, attn_rows_h<H>'s or attn_rows_h<H>_kvh's over the grid (gx, gy,
+ * gz) of its launch, with its parameters. Each output has that kernel's bits, and a link reads
+ * what the links before it wrote. counter: a u32 that is 0 at launch, and 0 again when the
+ * kernel ends (the next launch's). Grid: CTAs that are all resident at once (a cooperative
+ * launch; any number) x KERNEL_GEMV_THREADS. */
+#define KERNEL_CHAIN_MAX_LINKS 8
+#define KERNEL_LINK_GATHER     1
+#define KERNEL_LINK_ROWS       2
+#define KERNEL_LINK_ROWS_KVH   3
+struct kernel_chain_link {
+    int k_in, flags; /* gemv_tc's K and flags; an attention link's K = n_head x d */
+    int attn, n_head;
 };
-char *gen_gemv_chain(int sm, int tiles, int n_links, const struct kernel_gemv_link *links);
+char *gen_gemv_chain(int sm, int tiles, int n_links, const struct kernel_chain_link *links);
 
 /* backend.h's `logits_greedy` in two kernels, over P = ceil(V / KERNEL_LOGITS_CHUNK) <= 32
  * chunks of each row (V <= 65,536):
@@ -242,8 +249,8 @@ char *gen_logits_sample_pick(int sm, int n_vocab);
 
 /* One generated kernel of a model. */
 struct kernel_src {
-    char name[64]; /* the .entry name, also the file name in `whisper-c ptx` */
-    char *ptx;     /* owned */
+    char name[128]; /* the .entry name, also the file name in `whisper-c ptx` */
+    char *ptx;      /* owned */
 };
 
 /* Every kernel a model with these hparams needs, for sm_<sm>. Returns the count and *out

@@ -55,7 +55,7 @@
 
 #include "fakecuda.h"
 
-#define MAX_PARAMS       64
+#define MAX_PARAMS       160
 #define FAKE_SMS         132 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, an H100's */
 #define FAKE_CTAS_PER_SM 2   /* what the occupancy query says of any kernel */
 

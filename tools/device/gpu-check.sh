@@ -46,10 +46,11 @@
 #   rows      a batch step's cross-attention on tensor cores (WHISPERC_CUDA_ROWS=tc,
 #             attn_rows_tc) against attn_rows_kvh: base.en and large-v3 random weights batched
 #             (128 windows at 64 lanes), then batch identity and the tiny.en dev set with it
-#   chain     a step's chains of projections as cooperative kernels (WHISPERC_CUDA_CHAIN=1,
-#             gemv_chain): the one-lane step of base.en and large-v3 random weights with and
-#             without, gpu_backend (chains = plain launches, bit for bit), jfk, batch identity
-#             and the tiny.en dev set with it, then ncu of base.en's one-lane steps with it
+#   chain     a step's chains as cooperative kernels (gemv_chain; WHISPERC_CUDA_CHAIN=1: the
+#             projections, =block: a decoder block a kernel): the one-lane step of base.en and
+#             large-v3 random weights with block chains, projection chains and none,
+#             gpu_backend (both = plain launches, bit for bit), jfk, batch identity and the
+#             tiny.en dev set with block chains, then ncu of base.en's one-lane steps
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -639,7 +640,7 @@ stage_chain() { # what matters most first: a 15-minute session may cut it short
     grep -E 'chains' "$OUT/chain-suite.log" | head -6 | while read -r l; do say "  $l"; done
     for size in base.en large-v3; do
         random_model "$size" || { rc=1; continue; }
-        for c in 1 0; do
+        for c in block 1 0; do
             WHISPERC_CUDA_CHAIN=$c timeout 60 "$B/whisper-c" bench --synthetic --device cuda \
                 -m "/tmp/ggml-$size-random.bin" --tokens 100 -bs 1 --runs 3 --batch-size 1 \
                 >"$OUT/bench.tmp" 2>&1 || rc=1
@@ -647,7 +648,7 @@ stage_chain() { # what matters most first: a 15-minute session may cut it short
         done
         [ "$size" = base.en ] || rm -f "/tmp/ggml-$size-random.bin"
     done
-    export WHISPERC_CUDA_CHAIN=1
+    export WHISPERC_CUDA_CHAIN=block
     compare_jfk tiny.en || rc=1
     batch_identity 150 || rc=1
     golden_on_cuda devset_tiny.en || rc=1
@@ -656,7 +657,7 @@ stage_chain() { # what matters most first: a 15-minute session may cut it short
         -k 'regex:^(gemv|attn_rows|attn_gather|logits|embed)' "$B/whisper-c" bench --synthetic \
         --device cuda -m /tmp/ggml-base.en-random.bin --tokens 30 -bs 1 --runs 1 \
         --batch-size 1 >"$OUT/ncu-chain.txt" 2>&1 || rc=1
-    say "ncu base.en steps with chains (kernel, grid, launches, mean, total):"
+    say "ncu base.en steps with block chains (kernel, grid, launches, mean, total):"
     ncu_table "$OUT/ncu-chain.txt" >/dev/null
     unset WHISPERC_CUDA_CHAIN
     rm -f /tmp/ggml-base.en-random.bin "$OUT/bench.tmp"
