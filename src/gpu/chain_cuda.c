@@ -228,7 +228,12 @@ int cuda_step_chain(struct wc_stream *s, const struct wc_chain_link *links, int 
                          : gemv_link_args(&ca, i, &links[i], (unsigned)n_rows);
         most = v > most ? v : most;
     }
-    /* no more CTAs than the longest link has virtual CTAs; each CTA takes every nctaid-th */
-    unsigned grid = (unsigned)k->coop_ctas < most ? (unsigned)k->coop_ctas : most;
+    /* no more CTAs than the longest link has virtual CTAs (each CTA takes every nctaid-th), nor
+     * than one an SM where two fit: the next chain, launched early, then finds room beside
+     * this one and loads its first weights while this one runs */
+    unsigned most_ctas = (unsigned)k->coop_ctas, n_sm = (unsigned)cs->m->n_sm;
+    if (n_sm > 0 && most_ctas >= 2 * n_sm)
+        most_ctas = n_sm;
+    unsigned grid = most_ctas < most ? most_ctas : most;
     return cuda_launch_coop(s, k, grid, KERNEL_GEMV_THREADS, ca.args);
 }

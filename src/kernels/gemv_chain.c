@@ -168,6 +168,14 @@ char *gen_gemv_chain(int sm, int tiles, int n_links, const struct kernel_chain_l
         return NULL;
     struct ptx_kernel k;
     ptx_begin(&k, name, sm);
+    /* two CTAs an SM where the registers allow it without spilling (a block of K <= 512; the
+     * projections' chains fit anyway): the backend launches one an SM, so the next chain,
+     * launched early, finds room beside this one and its first weights go to L2 meanwhile */
+    int attn = 0;
+    for (int i = 0; i < n_links; i++)
+        attn |= links[i].attn;
+    if (attn && links[0].k_in <= 512)
+        ptx_occupancy(&k, KERNEL_GEMV_THREADS, 2);
     ptx_param(&k, "u64", "p_counter");
     chain_prefetch(&k, 0, &links[0]); /* weights only, while the kernel before may still run */
     ptx_grid_dep_wait(&k);            /* once, before the first link reads anything */
