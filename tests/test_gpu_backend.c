@@ -1072,17 +1072,29 @@ static void chain_runs(const char *path, const char *mode, const float *feat,
 /* The same steps give the same bits (picks, logits, KV cache; rows 1, 3, 7, 8, lanes leaving
  * and coming back between replays) with graphs and dependent launches (on sm_90; ptx.h), with
  * dependent launches alone (three times: a race shows only now and then), with plain
- * launches, each kernel after the one before has finished, and with chains as cooperative
- * kernels (up to 8 rows): the projections' (WHISPERC_CUDA_CHAIN=1) and whole blocks'
- * (=block), with graphs and without. A kernel that read what the kernel before writes ahead
- * of its grid wait would race it. */
-static void test_graph_steps(const char *path) {
+ * launches, each kernel after the one before has finished; or (chains: the test gpu_chains, run
+ * apart so that a grid barrier that hangs costs only its own short timeout) with chains as
+ * cooperative kernels (up to 8 rows): the projections' (WHISPERC_CUDA_CHAIN=1) and whole
+ * blocks' (=block), with graphs and without. A kernel that read what the kernel before writes
+ * ahead of its grid wait would race it. */
+static void test_graph_steps(const char *path, int chains) {
     whisperc_model *mg = NULL, *md = NULL, *mp = NULL;
-    whisperc_state *sg = open_state_env(path, &mg, NULL, NULL);
-    whisperc_state *sd = open_state_env(path, &md, "WHISPERC_NO_CUDA_GRAPH", "1");
     setenv("WHISPERC_NO_CUDA_GRAPH", "1", 1);
     whisperc_state *sp = open_state_env(path, &mp, "WHISPERC_CUDA_PDL", "0");
     unsetenv("WHISPERC_NO_CUDA_GRAPH");
+    if (sp && chains) {
+        const struct wc_hparams *hp = &sp->m->file->hp;
+        size_t nf = (size_t)hp->n_audio_ctx * hp->n_audio_state;
+        float *feat = rand_vec(nf, 1.0f);
+        struct graph_run q = {0};
+        graph_run(sp, feat, &q);
+        chain_runs(path, "1", feat, &q, hp->n_vocab);
+        chain_runs(path, "block", feat, &q, hp->n_vocab);
+        free(feat);
+        graph_run_free(&q);
+    }
+    whisperc_state *sg = chains ? NULL : open_state_env(path, &mg, NULL, NULL);
+    whisperc_state *sd = chains ? NULL : open_state_env(path, &md, "WHISPERC_NO_CUDA_GRAPH", "1");
     if (sg && sd && sp) {
         const struct wc_hparams *hp = &sg->m->file->hp;
         size_t nf = (size_t)hp->n_audio_ctx * hp->n_audio_state;
@@ -1105,8 +1117,6 @@ static void test_graph_steps(const char *path) {
             CHECK(graph_runs_same(&d, &q, hp->n_vocab, "dependent launches vs plain"));
             graph_run_free(&d);
         }
-        chain_runs(path, "1", feat, &q, hp->n_vocab);
-        chain_runs(path, "block", feat, &q, hp->n_vocab);
         free(feat);
         graph_run_free(&g), graph_run_free(&q);
     }
@@ -1114,7 +1124,7 @@ static void test_graph_steps(const char *path) {
     whisperc_model_free(mg), whisperc_model_free(md), whisperc_model_free(mp);
 }
 
-static void test_model(int n_state, int n_head) {
+static void test_model(int n_state, int n_head, int chains) {
     char path[] = "/tmp/wc_gpu_backend_XXXXXX";
     struct ggml_synth_opts o = ggml_synth_default_opts();
     o.n_state = n_state;
@@ -1125,6 +1135,11 @@ static void test_model(int n_state, int n_head) {
     o.seed = 7;
     CHECK(ggml_synth_write_temp(path, &o) == 0);
     whisperc_model *mc = NULL, *mg = NULL;
+    if (chains) { /* only the steps with chains */
+        test_graph_steps(path, 1);
+        unlink(path);
+        return;
+    }
     whisperc_state *sc = open_state(path, WHISPERC_DEVICE_CPU, &mc);
     whisperc_state *sg = open_state(path, WHISPERC_DEVICE_CUDA, &mg);
     if (sc && sg) {
@@ -1144,7 +1159,7 @@ static void test_model(int n_state, int n_head) {
         check_rel(name, lg, lc, (size_t)nl, 2e-2);
         printf("logits rel L2 %.3g\n", rel_l2(lg, lc, (size_t)nl));
         test_encoder_batch(sc, sg);
-        test_graph_steps(path);
+        test_graph_steps(path, 0);
         free(mel), free(ec), free(eg), free(lc), free(lg);
     }
     whisperc_state_free(sc);
@@ -1277,13 +1292,21 @@ static void test_logits_greedy(struct pair *p, int n_rows, int n_vocab, int n_su
     free(x), free(cpu), free(sup), free(rules), free(want), free(got), free(tw), free(tg);
 }
 
-int main(void) {
+/* test_gpu_backend [chains]: every op and a random model's steps; or (chains) only the
+ * steps with chains as cooperative kernels (test_graph_steps). */
+int main(int argc, char **argv) {
     struct pair p = {0};
     char err[512];
     int rc = cuda_backend_new(0, &p.gpu, err, sizeof err);
     if (rc) {
         printf("SKIP: %s\n", err);
         return TEST_SKIP;
+    }
+    if (argc > 1 && strcmp(argv[1], "chains") == 0) {
+        p.gpu->ops->backend_free(p.gpu);
+        test_model(384, 6, 1);
+        test_model(512, 8, 1);
+        return TEST_RESULT();
     }
     printf("device: %s\n", cuda_backend_device(p.gpu));
     CHECK(cpu_backend_new(&p.cpu, err, sizeof err) == 0);
@@ -1392,7 +1415,7 @@ int main(void) {
     p.gpu->ops->backend_free(p.gpu);
     p.cpu->ops->backend_free(p.cpu);
 
-    test_model(384, 6);
-    test_model(512, 8);
+    test_model(384, 6, 0);
+    test_model(512, 8, 0);
     return TEST_RESULT();
 }

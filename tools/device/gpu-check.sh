@@ -49,7 +49,7 @@
 #   chain     a step's chains as cooperative kernels (gemv_chain; WHISPERC_CUDA_CHAIN=1: the
 #             projections, =block: a decoder block a kernel): the one-lane step of base.en and
 #             large-v3 random weights with block chains, projection chains and none,
-#             gpu_backend (both = plain launches, bit for bit), jfk, batch identity and the
+#             gpu_chains (both = plain launches, bit for bit), jfk, batch identity and the
 #             tiny.en dev set with block chains, then ncu of base.en's one-lane steps
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
 set -uo pipefail
@@ -106,17 +106,21 @@ stage_info() {
 
 stage_test() {
     local rc=0 t
-    meson test -C "$B" --suite gpu --print-errorlogs --num-processes 1 || rc=$?
+    meson test -C "$B" --suite gpu --print-errorlogs --num-processes 1 2>&1 |
+        tee "$OUT/gpu-suite.txt" || rc=1
+    grep -q -E '^Fail: +0 *$' "$B/meson-logs/testlog.txt" &&
+        grep -q -E '^Timeout: +0 *$' "$B/meson-logs/testlog.txt" || rc=1
     grep -E '^(Ok|Fail|Skipped|Timeout):' "$B/meson-logs/testlog.txt" | tr -s ' ' |
         tr '\n' ' ' | sed 's/^/gpu suite: /;s/$/\n/' | tee -a "$SUMMARY"
     if [ "$rc" -ne 0 ]; then
         cp "$B/meson-logs/testlog.txt" "$OUT/testlog-gpu.txt" # every test's whole output
-        for t in $(meson test -C "$B" --no-rebuild --suite gpu --list 2>/dev/null |
-            grep ' / ' | sed 's/.* \/ //'); do
-            if ! meson test -C "$B" --no-rebuild "$t" >/dev/null 2>&1; then
-                say "gpu suite: $t failed; again with WHISPERC_CUDA_SYNC=1 (log below)"
-                WHISPERC_CUDA_SYNC=1 meson test -C "$B" --no-rebuild --print-errorlogs "$t"
-            fi
+        grep -E ' / [a-z_.]+ +TIMEOUT' "$OUT/gpu-suite.txt" | while read -r l; do say "  $l"; done
+        # the failed ones (not the timed out: a hang would cost its timeout again) once more,
+        # each launch synced, so that an asynchronous error names its kernel
+        grep -E ' / [a-z_.]+ +FAIL' "$OUT/gpu-suite.txt" |
+            sed -E 's/.* \/ ([a-z_.]+) +FAIL.*/\1/' | while read -r t; do
+            say "gpu suite: $t failed; again with WHISPERC_CUDA_SYNC=1 (log below)"
+            WHISPERC_CUDA_SYNC=1 meson test -C "$B" --no-rebuild --print-errorlogs "$t"
         done
     fi
     return "$rc"
@@ -634,8 +638,8 @@ stage_rows() { # what matters most first: a 15-minute session may cut it short
 
 stage_chain() { # what matters most first: a 15-minute session may cut it short
     local rc=0 size c
-    meson test -C "$B" --no-rebuild --print-errorlogs gpu_backend >"$OUT/chain-suite.log" 2>&1 || rc=1
-    say "gpu_backend (its graph steps compare chains with plain launches): $(grep -E \
+    meson test -C "$B" --no-rebuild --print-errorlogs gpu_chains >"$OUT/chain-suite.log" 2>&1 || rc=1
+    say "gpu_chains (steps with chains against plain launches): $(grep -E \
         '^(Ok|Fail):' "$B/meson-logs/testlog.txt" | tr -s ' ' | tr '\n' ' ')"
     grep -E 'chains' "$OUT/chain-suite.log" | head -6 | while read -r l; do say "  $l"; done
     for size in base.en large-v3; do
