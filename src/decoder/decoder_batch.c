@@ -266,57 +266,71 @@ static struct wc_chain_link qkv_link(const struct decoder_batch *db, const struc
                                   .dst_row = db->step_idx + 2 * db->max_rows};
 }
 
-/* A step's block l as one chain where the backend takes it (1; else 0, nothing issued): its
- * q, k and v, the self-attention, its output projection, the cross query, the cross-attention,
- * its output projection and the MLP, the ops decoder_block issues, in that order. */
-static int block_chained(struct decoder_batch *db, struct wc_stream *s, int l,
-                         const struct block_rows *br) {
+/* Block l's ops on a step as chain links (backend.h step_chain), named for what
+ * decoder_block issues: its norm and q/k/v (k and v into the lanes' cache rows), the
+ * self-attention, its output projection, the cross query, the cross-attention, its output
+ * projection, fc1 and fc2. */
+struct block_links {
+    struct wc_chain_link qkv, gather, attn_out, cross_q, cross, cross_out, fc1, fc2;
+};
+
+static struct block_links block_links(struct decoder_batch *db, int l) {
     const struct wc_block_w *b = &db->w->dec[l];
     const struct wc_hparams *hp = db->hp;
-    int c = hp->n_text_state, n_ctx = hp->n_text_ctx;
+    int c = hp->n_text_state;
     size_t layer = (size_t)l * db->n_slots * c;
     size_t audio_stride = (size_t)hp->n_text_layer * hp->n_audio_ctx * c;
-    const struct wc_chain_link links[] = {
-        qkv_link(db, b, l),
-        {.kind = WC_LINK_GATHER,
-         .out = db->att,
-         .in = db->q,
-         .attn = {.k = db->k_cache + layer,
-                  .v = db->v_cache + layer,
-                  .slots = db->step_idx + 3 * db->max_rows,
-                  .ld_slots = n_ctx,
-                  .n_kv_seq = db->step_idx,
-                  .n_kv = n_ctx,
-                  .c = c,
-                  .n_head = hp->n_text_head}},
-        {.out = db->x, .in = db->att, .w = {&b->attn.o}, .b = {b->attn.o_b}, .accumulate = 1},
-        {.out = db->q,
-         .in = db->x,
-         .g = b->cross_ln_g,
-         .lb = b->cross_ln_b,
-         .w = {&b->cross.q},
-         .b = {b->cross.q_b}},
-        {.kind = WC_LINK_ROWS,
-         .out = db->att,
-         .in = db->q,
-         .attn = {.k = audio_kv(db, db->xk, 0, l),
-                  .v = audio_kv(db, db->xv, 0, l),
-                  .kv_dtype = db->xkv,
-                  .ld_kv = c,
-                  .s_len = hp->n_audio_ctx,
-                  .lane_stride = audio_stride,
-                  .lane_of_row = db->step_idx + db->max_rows,
-                  .c = c,
-                  .n_head = hp->n_text_head}},
-        {.out = db->x, .in = db->att, .w = {&b->cross.o}, .b = {b->cross.o_b}, .accumulate = 1},
-        {.out = db->mlp,
-         .in = db->x,
-         .g = b->mlp_ln_g,
-         .lb = b->mlp_ln_b,
-         .w = {&b->mlp0},
-         .b = {b->mlp0_b},
-         .act = WC_ACT_GELU},
-        {.out = db->x, .in = db->mlp, .w = {&b->mlp2}, .b = {b->mlp2_b}, .accumulate = 1}};
+    return (struct block_links){
+        .qkv = qkv_link(db, b, l),
+        .gather = {.kind = WC_LINK_GATHER,
+                   .out = db->att,
+                   .in = db->q,
+                   .attn = {.k = db->k_cache + layer,
+                            .v = db->v_cache + layer,
+                            .slots = db->step_idx + 3 * db->max_rows,
+                            .ld_slots = hp->n_text_ctx,
+                            .n_kv_seq = db->step_idx,
+                            .n_kv = hp->n_text_ctx,
+                            .c = c,
+                            .n_head = hp->n_text_head}},
+        .attn_out =
+            {.out = db->x, .in = db->att, .w = {&b->attn.o}, .b = {b->attn.o_b}, .accumulate = 1},
+        .cross_q = {.out = db->q,
+                    .in = db->x,
+                    .g = b->cross_ln_g,
+                    .lb = b->cross_ln_b,
+                    .w = {&b->cross.q},
+                    .b = {b->cross.q_b}},
+        .cross = {.kind = WC_LINK_ROWS,
+                  .out = db->att,
+                  .in = db->q,
+                  .attn = {.k = audio_kv(db, db->xk, 0, l),
+                           .v = audio_kv(db, db->xv, 0, l),
+                           .kv_dtype = db->xkv,
+                           .ld_kv = c,
+                           .s_len = hp->n_audio_ctx,
+                           .lane_stride = audio_stride,
+                           .lane_of_row = db->step_idx + db->max_rows,
+                           .c = c,
+                           .n_head = hp->n_text_head}},
+        .cross_out =
+            {.out = db->x, .in = db->att, .w = {&b->cross.o}, .b = {b->cross.o_b}, .accumulate = 1},
+        .fc1 = {.out = db->mlp,
+                .in = db->x,
+                .g = b->mlp_ln_g,
+                .lb = b->mlp_ln_b,
+                .w = {&b->mlp0},
+                .b = {b->mlp0_b},
+                .act = WC_ACT_GELU},
+        .fc2 = {.out = db->x, .in = db->mlp, .w = {&b->mlp2}, .b = {b->mlp2_b}, .accumulate = 1}};
+}
+
+/* A step's block l as one chain where the backend takes it (1; else 0, nothing issued). */
+static int block_chained(struct decoder_batch *db, struct wc_stream *s, int l,
+                         const struct block_rows *br) {
+    const struct block_links bl = block_links(db, l);
+    const struct wc_chain_link links[] = {bl.qkv,   bl.gather,    bl.attn_out, bl.cross_q,
+                                          bl.cross, bl.cross_out, bl.fc1,      bl.fc2};
     return chained(s, br, links, (int)(sizeof links / sizeof links[0]));
 }
 
@@ -369,14 +383,8 @@ static int decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
         op->attention_gather(s, db->att, db->q, kc, vc, table, n_ctx, n_kv, n, n_ctx, c, n_head);
     }
     /* the output projection, then the cross-attention's norm and query: one chain on a step */
-    const struct wc_chain_link out_q[] = {
-        {.out = db->x, .in = db->att, .w = {&b->attn.o}, .b = {b->attn.o_b}, .accumulate = 1},
-        {.out = db->q,
-         .in = db->x,
-         .g = b->cross_ln_g,
-         .lb = b->cross_ln_b,
-         .w = {&b->cross.q},
-         .b = {b->cross.q_b}}};
+    const struct block_links bl = block_links(db, l);
+    const struct wc_chain_link out_q[] = {bl.attn_out, bl.cross_q};
     struct pre_norm pn;
     if (!chained(s, br, out_q, 2)) {
         linear_rows(s, br, db->x, db->att, &b->attn.o, b->attn.o_b, WC_ACT_NONE, 1);
@@ -397,17 +405,7 @@ static int decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
                            db->step_idx + db->max_rows, n, hp->n_audio_ctx, c, n_head);
     }
     /* on a step, one chain: the output projection, the MLP, and the next block's q, k, v */
-    struct wc_chain_link out_mlp[] = {
-        {.out = db->x, .in = db->att, .w = {&b->cross.o}, .b = {b->cross.o_b}, .accumulate = 1},
-        {.out = db->mlp,
-         .in = db->x,
-         .g = b->mlp_ln_g,
-         .lb = b->mlp_ln_b,
-         .w = {&b->mlp0},
-         .b = {b->mlp0_b},
-         .act = WC_ACT_GELU},
-        {.out = db->x, .in = db->mlp, .w = {&b->mlp2}, .b = {b->mlp2_b}, .accumulate = 1},
-        {0}};
+    struct wc_chain_link out_mlp[] = {bl.cross_out, bl.fc1, bl.fc2, {0}};
     int next = l + 1 < hp->n_text_layer;
     if (next)
         out_mlp[3] = qkv_link(db, &db->w->dec[l + 1], l + 1);
