@@ -150,44 +150,35 @@ def clean_runs():
     # (dependent launch) as well; a driver that refuses that pair gets them cooperative alone;
     # one that refuses cooperative launches gets the links one by one, and the graphs line says
     # why; one that refuses them only in a step graph gets the steps recorded again without
+    # them; and (WHISPERC_CUDA_CHAIN=block) a step's blocks as cooperative kernels: one gemv_chain a
+    # block, its attentions among its links, and nothing else; with WHISPERC_CUDA_ROWS=tc (no
+    # phase form of attn_rows_tc) the projections' chains
     chains = {"gemv_chain_n1_k384f5_k384f9", "gemv_chain_n1_k384f5_k384f11_k1536f5_k384f24",
               "gemv_chain_n1_k384f5_k384f11_k1536f5"}
-    for fake, want, said in (
-            ({}, chains, "chains on, launched early"),
+    block = {"gemv_chain_n1_k384f24_k384a1h6_k384f5_k384f9_k384a3h6_k384f5_k384f11_k1536f5"}
+    for env, want, said in (
+            ({}, chains, "; chains on, launched early"),
             ({"FAKECUDA_NO_COOP": "early"}, chains,
              "chains on, not launched early (the driver refused cooperative with dependent"),
             ({"FAKECUDA_NO_COOP": "1"}, set(),
              "chains off: the driver refused a cooperative launch"),
             ({"FAKECUDA_NO_COOP": "capture"}, None,
-             "chains off: a cooperative launch failed in a step graph")):
+             "chains off: a cooperative launch failed in a step graph"),
+            ({"WHISPERC_CUDA_CHAIN": "block"}, block, "; block chains on, launched early"),
+            ({"WHISPERC_CUDA_CHAIN": "block", "WHISPERC_CUDA_ROWS": "tc"}, chains,
+             "; chains on, launched early (block chains off: WHISPERC_CUDA_ROWS=tc)")):
+        env = {"WHISPERC_CUDA_CHAIN": "1", **env}
         r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
                  "--tokens", "3", "--runs", "1", "--batch-size", "4", "--throughput", "6"],
-                WHISPERC_CUDA_CHAIN="1", FAKECUDA_REPORT="2", **fake)
+                FAKECUDA_REPORT="2", **env)
         rep = report(r)
         got = set(re.findall(r"fakecuda: +\d+ (gemv_chain\S*)", r.stderr))
         graphs = [l for l in r.stdout.splitlines() if l.startswith("  graphs")]
         check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0
               and (got == want if want is not None else got <= chains) and len(graphs) == 1
               and said in graphs[0] and "dependent launch on" in graphs[0],
-              f"WHISPERC_CUDA_CHAIN=1 {fake} on the fake GPU: {sorted(got)}, {said!r}, "
-              f"graphs, no rule broken ({rep}, {graphs})")
-    # a step's blocks as cooperative kernels (WHISPERC_CUDA_CHAIN=block): one gemv_chain a
-    # block, its attentions among its links, and nothing else of the projections' chains;
-    # with WHISPERC_CUDA_ROWS=tc (no phase form of attn_rows_tc) the projections' chains
-    block = "gemv_chain_n1_k384f24_k384a1h6_k384f5_k384f9_k384a3h6_k384f5_k384f11_k1536f5"
-    for rows, want, said in (({}, {block}, "; block chains on, launched early"),
-                             ({"WHISPERC_CUDA_ROWS": "tc"}, chains,
-                              "; chains on, launched early (block chains off: WHISPERC_CUDA_ROWS=tc)")):
-        r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
-                 "--tokens", "3", "--runs", "1", "--batch-size", "4", "--throughput", "6"],
-                WHISPERC_CUDA_CHAIN="block", FAKECUDA_REPORT="2", **rows)
-        rep = report(r)
-        got = set(re.findall(r"fakecuda: +\d+ (gemv_chain\S*)", r.stderr))
-        graphs = [l for l in r.stdout.splitlines() if l.startswith("  graphs")]
-        check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0 and got == want
-              and len(graphs) == 1 and said in graphs[0],
-              f"WHISPERC_CUDA_CHAIN=block {rows} on the fake GPU: {sorted(got)}, {said!r}, "
-              f"graphs, no rule broken ({rep}, {graphs})")
+              f"{env} on the fake GPU: {sorted(got)}, {said!r}, graphs, no rule broken "
+              f"({rep}, {graphs})")
     # the encoder's attention over f32 K/V (WHISPERC_CUDA_ATTN=tc32): no fp16 form launched
     r = transcribe("--device", "cuda", "-bs", "1", WHISPERC_CUDA_ATTN="tc32", FAKECUDA_REPORT="2")
     tc = set(re.findall(r"fakecuda: +\d+ (attn_tc_h6_d64\S*)", r.stderr))
