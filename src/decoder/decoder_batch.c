@@ -282,6 +282,9 @@ static struct block_links block_links(struct decoder_batch *db, int l) {
     size_t audio_stride = (size_t)hp->n_text_layer * hp->n_audio_ctx * c;
     return (struct block_links){
         .qkv = qkv_link(db, b, l),
+        /* the key bound is the context, not this step's longest row: each row stops at its own
+         * count (n_kv_seq), and a step's launches stay the same from one step to the next (a
+         * CUDA graph can replay them) */
         .gather = {.kind = WC_LINK_GATHER,
                    .out = db->att,
                    .in = db->q,
@@ -325,12 +328,11 @@ static struct block_links block_links(struct decoder_batch *db, int l) {
         .fc2 = {.out = db->x, .in = db->mlp, .w = {&b->mlp2}, .b = {b->mlp2_b}, .accumulate = 1}};
 }
 
-/* A step's block l as one chain where the backend takes it (1; else 0, nothing issued). */
-static int block_chained(struct decoder_batch *db, struct wc_stream *s, int l,
-                         const struct block_rows *br) {
-    const struct block_links bl = block_links(db, l);
-    const struct wc_chain_link links[] = {bl.qkv,   bl.gather,    bl.attn_out, bl.cross_q,
-                                          bl.cross, bl.cross_out, bl.fc1,      bl.fc2};
+/* A step's block as one chain where the backend takes it (1; else 0, nothing issued). */
+static int block_chained(struct wc_stream *s, const struct block_rows *br,
+                         const struct block_links *bl) {
+    const struct wc_chain_link links[] = {bl->qkv,   bl->gather,    bl->attn_out, bl->cross_q,
+                                          bl->cross, bl->cross_out, bl->fc1,      bl->fc2};
     return chained(s, br, links, (int)(sizeof links / sizeof links[0]));
 }
 
@@ -341,16 +343,17 @@ static int decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
     const struct wc_backend_ops *op = s->be->ops;
     const struct wc_block_w *b = &db->w->dec[l];
     const struct wc_hparams *hp = db->hp;
-    int c = hp->n_text_state, n_head = hp->n_text_head, n = br->n, n_ctx = hp->n_text_ctx;
+    int c = hp->n_text_state, n_head = hp->n_text_head, n = br->n;
     float *kc = db->k_cache + (size_t)l * db->n_slots * c;
     float *vc = db->v_cache + (size_t)l * db->n_slots * c;
+    const struct block_links bl = block_links(db, l);
+    if (!qkv_done && br->lanes && block_chained(s, br, &bl))
+        return 0;
 
     /* self-attention: a prompt's keys and values go straight into its lane's rows; a step's
      * are made for all its rows together in db->mlp (free until the MLP below), then copied
      * to each row's own lane (db->step_idx: n_kv, lane_of, dst_row, table), or written there
      * by the backend's norm_qkv */
-    if (!qkv_done && block_chained(db, s, l, br))
-        return 0;
     const int32_t *dst_row = db->step_idx + 2 * db->max_rows;
     if (!qkv_done && br->lanes && op->norm_qkv) { /* all of that in one op (the same bits) */
         const struct wc_mat *const w3[3] = {&b->attn.q, &b->attn.k, &b->attn.v};
@@ -376,14 +379,11 @@ static int decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
         op->attention(s, db->att, db->q, kc + (size_t)br->base * c, vc + (size_t)br->base * c,
                       WC_F32, c, n, n, c, n_head, 0);
     } else {
-        const int32_t *n_kv = db->step_idx, *table = db->step_idx + 3 * db->max_rows;
-        /* the key bound is the context, not this step's longest row: each row stops at its own
-         * count, and a step's launches stay the same from one step to the next (a CUDA graph
-         * can replay them) */
-        op->attention_gather(s, db->att, db->q, kc, vc, table, n_ctx, n_kv, n, n_ctx, c, n_head);
+        const struct wc_chain_attn *a = &bl.gather.attn;
+        op->attention_gather(s, bl.gather.out, bl.gather.in, a->k, a->v, a->slots, a->ld_slots,
+                             a->n_kv_seq, n, a->n_kv, c, n_head);
     }
     /* the output projection, then the cross-attention's norm and query: one chain on a step */
-    const struct block_links bl = block_links(db, l);
     const struct wc_chain_link out_q[] = {bl.attn_out, bl.cross_q};
     struct pre_norm pn;
     if (!chained(s, br, out_q, 2)) {
@@ -399,10 +399,9 @@ static int decoder_block(struct decoder_batch *db, struct wc_stream *s, int l,
                       audio_kv(db, db->xv, audio, l), db->xkv, c, n, hp->n_audio_ctx, c, n_head,
                       -1);
     } else {
-        size_t audio_stride = (size_t)hp->n_text_layer * hp->n_audio_ctx * c;
-        op->attention_rows(s, db->att, db->q, audio_kv(db, db->xk, 0, l),
-                           audio_kv(db, db->xv, 0, l), db->xkv, c, audio_stride,
-                           db->step_idx + db->max_rows, n, hp->n_audio_ctx, c, n_head);
+        const struct wc_chain_attn *a = &bl.cross.attn;
+        op->attention_rows(s, bl.cross.out, bl.cross.in, a->k, a->v, a->kv_dtype, a->ld_kv,
+                           a->lane_stride, a->lane_of_row, n, a->s_len, c, n_head);
     }
     /* on a step, one chain: the output projection, the MLP, and the next block's q, k, v */
     struct wc_chain_link out_mlp[] = {bl.cross_out, bl.fc1, bl.fc2, {0}};
