@@ -55,10 +55,8 @@ static int attn_kind(const struct cuda_stream *cs, const struct wc_chain_link *l
     if (l->kind != WC_LINK_ROWS || a->s_len < 1 || a->ld_kv < k_in ||
         (uint64_t)a->s_len * (uint64_t)a->ld_kv * (uint64_t)esz > UINT32_MAX)
         return 0;
-    const struct cuda_model *m = cs->m; /* the op would take attn_rows_tc: other bits */
-    if (half && m->rows_tc && kernel_rows_tc_fits(m->sm, d) && a->ld_kv % 8 == 0 &&
-        a->lane_stride % 8 == 0 && (dptr(a->k) | dptr(a->v)) % 16 == 0)
-        return 0;
+    if (cuda_rows_use_tc(cs->m, a->kv_dtype, d, a->ld_kv, a->lane_stride, a->k, a->v))
+        return 0; /* the op would take attn_rows_tc: other bits */
     return half ? KERNEL_LINK_ROWS_KVH : KERNEL_LINK_ROWS;
 }
 

@@ -344,6 +344,11 @@ void cuda_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *lo
 void cuda_logits_sample(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                         const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                         int n_rows, int n_vocab, const struct wc_sample_draw *draws, int n_draws);
+/* Whether attention_rows runs attn_rows_tc (WHISPERC_CUDA_ROWS=tc: f16 K/V on tensor cores
+ * where rows are 16-byte aligned for cp.async, as the batch decoder's are) rather than
+ * attn_rows[_kvh]: the op and a chain's rows link choose alike. */
+int cuda_rows_use_tc(const struct cuda_model *m, enum wc_dtype kv_dtype, int d, int ld_kv,
+                     size_t lane_stride, const void *k, const void *v);
 /* A chain link's byte of the CK_CHAIN key (chain_cuda.c) as the generator's link, for a chain
  * of K = k_in and n_head heads. */
 struct kernel_chain_link cuda_chain_link_of(int k_in, int n_head, int code);

@@ -587,6 +587,12 @@ void cuda_attention_gather(struct wc_stream *s, float *out, const float *q, cons
     attention_split(s, kn, args, 11, n_seq, n_kv, ld_slots, n_head, d, KERNEL_ATTN_SPLIT);
 }
 
+int cuda_rows_use_tc(const struct cuda_model *m, enum wc_dtype kv_dtype, int d, int ld_kv,
+                     size_t lane_stride, const void *k, const void *v) {
+    return kv_dtype == WC_F16 && m->rows_tc && kernel_rows_tc_fits(m->sm, d) && ld_kv % 8 == 0 &&
+           lane_stride % 8 == 0 && (dptr(k) | dptr(v)) % 16 == 0;
+}
+
 void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const void *k,
                          const void *v, enum wc_dtype kv_dtype, int ld_kv, size_t lane_stride,
                          const int32_t *lane_of_row, int n_rows, int s_len, int c, int n_head) {
@@ -601,11 +607,7 @@ void cuda_attention_rows(struct wc_stream *s, float *out, const float *q, const 
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "cuda attention_rows: %d keys", s_len);
         return;
     }
-    /* WHISPERC_CUDA_ROWS=tc: f16 K/V on tensor cores where rows are 16-byte aligned (cp.async;
-     * the batch decoder's are), else attn_rows_kvh */
-    const struct cuda_model *m = cuda_stream(s)->m;
-    int tc = half && m->rows_tc && kernel_rows_tc_fits(m->sm, d) && ld_kv % 8 == 0 &&
-             lane_stride % 8 == 0 && (dptr(k) | dptr(v)) % 16 == 0;
+    int tc = cuda_rows_use_tc(cuda_stream(s)->m, kv_dtype, d, ld_kv, lane_stride, k, v);
     const struct cuda_kernel *kn = tc ? cuda_kernel_get(s, CK_ROWS_TC, n_head, d, 0)
                                       : cuda_kernel_get(s, CK_ROWS, n_head, d, half);
     CUdeviceptr po = dptr(out), pq = dptr(q), pk = dptr(k), pv = dptr(v);
