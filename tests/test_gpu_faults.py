@@ -134,25 +134,28 @@ def clean_runs():
               and ("bias_act_n384_f1" in epi) == bool(fake),
               f"WHISPERC_CUDA_GEMM=lt {fake}: {want!r}, bias epilogues {sorted(epi)}, no rule "
               f"broken ({rep}, {graphs})")
-    # a batch step's cross-attention on tensor cores (WHISPERC_CUDA_ROWS=tc): attn_rows_tc in
-    # the step graphs instead of attn_rows_kvh, every argument inside its allocation
-    r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
-             "--tokens", "3", "--runs", "1", "--batch-size", "4", "--throughput", "6"],
-            WHISPERC_CUDA_ROWS="tc", FAKECUDA_REPORT="2")
-    rep = report(r)
-    rows = set(re.findall(r"fakecuda: +\d+ (attn_rows\S*)", r.stderr))
-    check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0
-          and "attn_rows_tc_h6_d64" in rows and "attn_rows_h6_d64_kvh" not in rows,
-          f"WHISPERC_CUDA_ROWS=tc on the fake GPU: {sorted(rows)}, graphs, no rule broken ({rep})")
+    # a batch step's cross-attention on tensor cores (the default): attn_rows_tc in the step
+    # graphs, every argument inside its allocation; with WHISPERC_CUDA_ROWS=kvh attn_rows_kvh
+    for env, want, other in (({}, "attn_rows_tc_h6_d64", "attn_rows_h6_d64_kvh"),
+                             ({"WHISPERC_CUDA_ROWS": "kvh"}, "attn_rows_h6_d64_kvh",
+                              "attn_rows_tc_h6_d64")):
+        r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
+                 "--tokens", "3", "--runs", "1", "--batch-size", "4", "--throughput", "6"],
+                FAKECUDA_REPORT="2", **env)
+        rep = report(r)
+        rows = set(re.findall(r"fakecuda: +\d+ (attn_rows\S*)", r.stderr))
+        check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0
+              and want in rows and other not in rows,
+              f"{env} on the fake GPU: {sorted(rows)}, graphs, no rule broken ({rep})")
     # a step's chains of projections as cooperative kernels (WHISPERC_CUDA_CHAIN=1): gemv_chain
     # in the step graphs (the output projection and the cross query; the MLP and the next
     # block's q/k/v; the last block's MLP), no more CTAs than the device holds, launched early
     # (dependent launch) as well; a driver that refuses that pair gets them cooperative alone;
     # one that refuses cooperative launches gets the links one by one, and the graphs line says
     # why; one that refuses them only in a step graph gets the steps recorded again without
-    # them; and (WHISPERC_CUDA_CHAIN=block) a step's blocks as cooperative kernels: one gemv_chain a
-    # block, its attentions among its links, and nothing else; with WHISPERC_CUDA_ROWS=tc (no
-    # phase form of attn_rows_tc) the projections' chains
+    # them; and (WHISPERC_CUDA_CHAIN=block with WHISPERC_CUDA_ROWS=kvh) a step's blocks as
+    # cooperative kernels: one gemv_chain a block, its attentions among its links, and nothing
+    # else; with the default attn_rows_tc (no phase form) the projections' chains
     chains = {"gemv_chain_n1_k384f5_k384f9", "gemv_chain_n1_k384f5_k384f11_k1536f5_k384f24",
               "gemv_chain_n1_k384f5_k384f11_k1536f5"}
     block = {"gemv_chain_n1_k384f24_k384a1h6_k384f5_k384f9_k384a3h6_k384f5_k384f11_k1536f5"}
@@ -164,9 +167,10 @@ def clean_runs():
              "chains off: the driver refused a cooperative launch"),
             ({"FAKECUDA_NO_COOP": "capture"}, None,
              "chains off: a cooperative launch failed in a step graph"),
-            ({"WHISPERC_CUDA_CHAIN": "block"}, block, "; block chains on, launched early"),
-            ({"WHISPERC_CUDA_CHAIN": "block", "WHISPERC_CUDA_ROWS": "tc"}, chains,
-             "; chains on, launched early (block chains off: WHISPERC_CUDA_ROWS=tc)")):
+            ({"WHISPERC_CUDA_CHAIN": "block", "WHISPERC_CUDA_ROWS": "kvh"}, block,
+             "; block chains on, launched early"),
+            ({"WHISPERC_CUDA_CHAIN": "block"}, chains,
+             "; chains on, launched early (block chains off: cross-attention on tensor cores")):
         env = {"WHISPERC_CUDA_CHAIN": "1", **env}
         r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
                  "--tokens", "3", "--runs", "1", "--batch-size", "4", "--throughput", "6"],

@@ -265,8 +265,9 @@ int cuda_backend_new(int gpu_index, struct wc_backend **out, char *err, size_t e
     const char *attn = getenv("WHISPERC_CUDA_ATTN");
     m->attn_simt = attn && strcmp(attn, "simt") == 0;
     m->attn_kv32 = attn && strcmp(attn, "tc32") == 0;
+    /* a step's cross-attention on tensor cores unless asked for a warp a key (=kvh) */
     const char *rows = getenv("WHISPERC_CUDA_ROWS");
-    m->rows_tc = rows && strcmp(rows, "tc") == 0;
+    m->rows_tc = !(rows && strcmp(rows, "kvh") == 0);
     const char *no_graph = getenv("WHISPERC_NO_CUDA_GRAPH");
     m->no_graphs = no_graph && no_graph[0] == '1';
     int rc = open_device(m, gpu_index, err, err_size);

@@ -76,8 +76,8 @@ struct cuda_model {
     int sync_each_op; /* WHISPERC_CUDA_SYNC=1: sync after every launch to name a faulting kernel */
     int attn_simt;    /* WHISPERC_CUDA_ATTN=simt: no tensor-core attention (to compare) */
     int attn_kv32;    /* WHISPERC_CUDA_ATTN=tc32: the encoder's attn_tc on f32 K/V (to compare) */
-    int rows_tc;      /* WHISPERC_CUDA_ROWS=tc: attention_rows over f16 K/V on attn_rows_tc */
-    int no_graphs;    /* WHISPERC_NO_CUDA_GRAPH=1: decoder steps as plain launches */
+    int rows_tc;   /* attention_rows over f16 K/V on attn_rows_tc (off: WHISPERC_CUDA_ROWS=kvh) */
+    int no_graphs; /* WHISPERC_NO_CUDA_GRAPH=1: decoder steps as plain launches */
     /* A step's projections on tensor cores (gemv_tc, for every row count, so a row keeps the
      * bits it has alone): 1 (sm_80+, the default since the H200 run of 2026-11-28: 64-lane
      * steps 11% faster on base, 39% on large-v3, one-lane batch steps no slower), 16 / 32
@@ -94,9 +94,9 @@ struct cuda_model {
     int gemm_lt;
     char lt_why[160]; /* why not, when asked for */
     /* A step's chains of ops (backend.h step_chain) as one cooperative gemv_chain kernel each
-     * (opt-in until it has run on a GPU; needs gemv_tc, cuLaunchKernelEx and the occupancy
-     * query): 1 (WHISPERC_CUDA_CHAIN=1) projections only, 2 (=block) attentions too, a
-     * decoder block a kernel; n_sm: the device's SMs */
+     * (opt-in: slower than plain launches on an H200, 2026-11-28; needs gemv_tc, cuLaunchKernelEx
+     * and the occupancy query): 1 (WHISPERC_CUDA_CHAIN=1) projections only, 2 (=block) attentions
+     * too, a decoder block a kernel; n_sm: the device's SMs */
     int chain, n_sm;
     struct arena weights; /* uploaded weights, freed with the backend */
     struct cuda_kernel_cache kernels;
@@ -218,8 +218,8 @@ struct cuda_stream {
     bool chain;
     char chain_why[160];
     /* chains with attention links (a decoder block a kernel; the model's chain 2): off under
-     * WHISPERC_CUDA_ROWS=tc, whose kernel has no phase form, or when their kernel fails to
-     * load (blocks_why says which); the projections' chains go on */
+     * attn_rows_tc (the default cross-attention; WHISPERC_CUDA_ROWS=kvh), which has no phase form,
+     * or when their kernel fails to load (blocks_why says which); the projections' chains go on */
     bool chain_blocks;
     char blocks_why[160];
     /* chains launched with dependent launch too (cooperative and early); off when the driver
@@ -344,9 +344,9 @@ void cuda_logits_topk(struct wc_stream *s, struct wc_greedy_pick *out, float *lo
 void cuda_logits_sample(struct wc_stream *s, struct wc_greedy_pick *out, float *logits,
                         const struct wc_logit_rule *rules, const int32_t *suppress, int n_suppress,
                         int n_rows, int n_vocab, const struct wc_sample_draw *draws, int n_draws);
-/* Whether attention_rows runs attn_rows_tc (WHISPERC_CUDA_ROWS=tc: f16 K/V on tensor cores
- * where rows are 16-byte aligned for cp.async, as the batch decoder's are) rather than
- * attn_rows[_kvh]: the op and a chain's rows link choose alike. */
+/* Whether attention_rows runs attn_rows_tc (f16 K/V on tensor cores where rows are 16-byte
+ * aligned for cp.async, as the batch decoder's are; not with WHISPERC_CUDA_ROWS=kvh) rather
+ * than attn_rows[_kvh]: the op and a chain's rows link choose alike. */
 int cuda_rows_use_tc(const struct cuda_model *m, enum wc_dtype kv_dtype, int d, int ld_kv,
                      size_t lane_stride, const void *k, const void *v);
 /* A chain link's byte of the CK_CHAIN key (chain_cuda.c) as the generator's link, for a chain

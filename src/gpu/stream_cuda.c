@@ -208,7 +208,8 @@ int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out
     cs->chain = m->chain;
     cs->chain_blocks = m->chain == 2 && !m->rows_tc;
     if (m->chain == 2 && m->rows_tc)
-        snprintf(cs->blocks_why, sizeof cs->blocks_why, "WHISPERC_CUDA_ROWS=tc");
+        snprintf(cs->blocks_why, sizeof cs->blocks_why,
+                 "cross-attention on tensor cores; WHISPERC_CUDA_ROWS=kvh for them");
     cs->chain_early = true;
     arena_init(
         &cs->arena,

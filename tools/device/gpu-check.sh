@@ -43,12 +43,14 @@
 #   lt        the encoder's GEMMs through cuBLASLt (WHISPERC_CUDA_GEMM=lt, bias in the GEMM's
 #             epilogue): ncu of base.en's random encoder window with and without it, encoder
 #             and batched figures, gpu_backend, jfk, batch identity and the tiny.en dev set
-#   rows      a batch step's cross-attention on tensor cores (WHISPERC_CUDA_ROWS=tc,
-#             attn_rows_tc) against attn_rows_kvh: base.en and large-v3 random weights batched
-#             (128 windows at 64 lanes), then batch identity and the tiny.en dev set with it
+#   rows      a batch step's cross-attention on tensor cores (attn_rows_tc, the default)
+#             against attn_rows_kvh (WHISPERC_CUDA_ROWS=kvh): base.en and large-v3 random
+#             weights batched (128 windows at 64 lanes) and a one-lane step, then batch identity
+#             and the tiny.en dev set with attn_rows_kvh
 #   chain     a step's chains as cooperative kernels (gemv_chain; WHISPERC_CUDA_CHAIN=1: the
 #             projections, =block: a decoder block a kernel): the one-lane step of base.en and
-#             large-v3 random weights with block chains, projection chains and none,
+#             large-v3 random weights with block chains, projection chains and none (all
+#             three with WHISPERC_CUDA_ROWS=kvh, which block chains need),
 #             gpu_chains (both = plain launches, bit for bit), jfk, batch identity and the
 #             tiny.en dev set with block chains, then ncu of base.en's one-lane steps
 # shellcheck disable=SC2317  # the stage_* functions are called by name, below
@@ -621,15 +623,16 @@ stage_rows() { # what matters most first: a 15-minute session may cut it short
     for size in base.en large-v3; do
         random_model "$size" || return 1
         for g in tc kvh; do
-            WHISPERC_CUDA_ROWS=$([ "$g" = tc ] && echo tc) timeout 240 "$B/whisper-c" bench \
+            WHISPERC_CUDA_ROWS=$g timeout 240 "$B/whisper-c" bench \
                 --synthetic --device cuda -m "/tmp/ggml-$size-random.bin" --tokens 100 -bs 1 \
                 --runs 1 --batch-size 64 --throughput 128 >"$OUT/bench.tmp" 2>&1 || rc=1
             say "synthetic $size (random) batched, rows $g: $(sed -n '/^batched throughput/,$p' \
                 "$OUT/bench.tmp" | grep -E '^  (encoder|prompts|decoder|total)' | tr -s ' ' | tr '\n' ';')"
+            say "  one lane: $(grep -E '^  batch step' "$OUT/bench.tmp" | tr -s ' ')"
         done
         rm -f "/tmp/ggml-$size-random.bin" "$OUT/bench.tmp"
     done
-    export WHISPERC_CUDA_ROWS=tc
+    export WHISPERC_CUDA_ROWS=kvh
     batch_identity 150 || rc=1
     golden_on_cuda devset_tiny.en || rc=1
     unset WHISPERC_CUDA_ROWS
@@ -638,6 +641,7 @@ stage_rows() { # what matters most first: a 15-minute session may cut it short
 
 stage_chain() { # what matters most first: a 15-minute session may cut it short
     local rc=0 size c
+    export WHISPERC_CUDA_ROWS=kvh # attn_rows_tc has no phase form
     meson test -C "$B" --no-rebuild --print-errorlogs gpu_chains >"$OUT/chain-suite.log" 2>&1 || rc=1
     say "gpu_chains (steps with chains against plain launches): $(grep -E \
         '^(Ok|Fail):' "$B/meson-logs/testlog.txt" | tr -s ' ' | tr '\n' ' ')"
@@ -663,7 +667,7 @@ stage_chain() { # what matters most first: a 15-minute session may cut it short
         --batch-size 1 >"$OUT/ncu-chain.txt" 2>&1 || rc=1
     say "ncu base.en steps with block chains (kernel, grid, launches, mean, total):"
     ncu_table "$OUT/ncu-chain.txt" >/dev/null
-    unset WHISPERC_CUDA_CHAIN
+    unset WHISPERC_CUDA_CHAIN WHISPERC_CUDA_ROWS
     rm -f /tmp/ggml-base.en-random.bin "$OUT/bench.tmp"
     return "$rc"
 }
