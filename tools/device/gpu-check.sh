@@ -34,6 +34,10 @@
 #             f16 and f32), base.en-shaped random weights (step and encoder with dependent
 #             launches and without, batched x real time with prompts as step rows and as
 #             prefills), throughput tiny.en at 64 lanes (the clips, then 64 long files)
+#   goals     issue 4's figures on real base weights (stage.sh pack base, .whl carried too):
+#             jfk end to end greedy and with 5 beams, batchbench at 64 lanes, throughput at 64
+#             lanes over 8 hours of files, then whisper-c beside openai-whisper and
+#             transformers on the dev set (~6 minutes)
 #   profile_large  ncu of large-v3-shaped random weights: an encoder window at batch 1, a
 #             64-lane step's kernels with gemv_f16 and with gemv_tc
 #   tc        a step's projections on tensor cores (gemv_tc, the default) against gemv_f16:
@@ -670,6 +674,23 @@ stage_chain() { # what matters most first: a 15-minute session may cut it short
     ncu_table "$OUT/ncu-chain.txt" >/dev/null
     unset WHISPERC_CUDA_CHAIN WHISPERC_CUDA_ROWS
     rm -f /tmp/ggml-base.en-random.bin "$OUT/bench.tmp"
+    return "$rc"
+}
+
+stage_goals() { # issue 4's figures on real base weights (stage.sh pack base; .whl carried)
+    local rc=0 bs out=.device/throughput workers="--gpus 0"
+    for bs in 1 5; do # greedy, then the CLI's default beams; 3 runs each, the best counts
+        timeout 60 "$B/whisper-c" bench --device cuda -m "$S/models/ggml-base.bin" -l en \
+            --runs 3 -bs "$bs" -bo "$bs" "$S/audio/jfk/jfk.wav" >"$OUT/bench.tmp" 2>&1 || rc=1
+        say "bench base jfk cuda -bs $bs: $(grep -E '^  (encoder|decoder|total)' \
+            "$OUT/bench.tmp" | tr -s ' ' | tr '\n' ';')"
+    done
+    make_wav16 || return 1
+    batchbench_one base 1 64 >/dev/null || rc=1
+    throughput_manifest 24 186 || return 1
+    throughput_run base 64 "" || rc=1
+    rm -rf "$out" "$OUT/bench.tmp"
+    load_wheels && compare_torch base dev 280 --batch-size 16 -l en .device/wav16 || rc=1
     return "$rc"
 }
 
