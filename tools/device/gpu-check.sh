@@ -38,7 +38,8 @@
 #             jfk end to end greedy and with 5 beams, batchbench at 64 lanes, throughput at 64
 #             lanes over 8 hours of files, then whisper-c beside openai-whisper and
 #             transformers on the dev set (~6 minutes)
-#   profile_batch  ncu of base's encoder in passes of 8 windows (~3 min)
+#   profile_batch  ncu of base's encoder in passes of 8 windows and of its 64-lane steps
+#             (~4 min)
 #   profile_large  ncu of large-v3-shaped random weights: an encoder window at batch 1, a
 #             64-lane step's kernels with gemv_f16 and with gemv_tc
 #   tc        a step's projections on tensor cores (gemv_tc, the default) against gemv_f16:
@@ -482,6 +483,14 @@ stage_profile_batch() {
         --throughput 8 >"$OUT/ncu-base-encoder-8.txt" 2>&1 || rc=1
     say "profile base encoder in passes of 1-8 windows (a pass of 8: the grids 8 times 1's):"
     ncu_table "$OUT/ncu-base-encoder-8.txt" >/dev/null
+    # and a 64-lane step's kernels: a lane's cross K/V is 3 MB a layer, 1.15 GB a step in all
+    # (0.24 ms at the H200's 4.8 TB/s against the 0.92 ms a step took): how near attn_rows_tc is
+    timeout 200 ncu --print-summary per-kernel --metrics gpu__time_duration.sum,dram__bytes_read.sum \
+        --launch-count 1500 -k 'regex:^(gemv|attn_rows|attn_gather|logits|embed|rows_scatter)' \
+        "$B/whisper-c" bench --synthetic --device cuda -m "$model" --tokens 4 -bs 1 --runs 1 \
+        --batch-size 64 --throughput 64 >"$OUT/ncu-base-step-64.txt" 2>&1 || rc=1
+    say "profile base steps, 1 lane and 64 (the larger grids; DRAM bytes in the log):"
+    ncu_table "$OUT/ncu-base-step-64.txt" >/dev/null
     rm -f /tmp/ggml-base.en-random.bin
     return "$rc"
 }
