@@ -169,6 +169,8 @@ def clean_runs():
              "chains off: a cooperative launch failed in a step graph"),
             ({"WHISPERC_CUDA_CHAIN": "block", "WHISPERC_CUDA_ROWS": "kvh"}, block,
              "; block chains on, launched early"),
+            ({"WHISPERC_CUDA_CHAIN": "block", "WHISPERC_CUDA_ROWS": "kvh",
+              "WHISPERC_CUDA_CHAIN_CTAS": "3"}, block, "; block chains on, launched early"),
             ({"WHISPERC_CUDA_CHAIN": "block"}, chains,
              "; chains on, launched early (block chains off: cross-attention on tensor cores")):
         env = {"WHISPERC_CUDA_CHAIN": "1", **env}

@@ -291,6 +291,10 @@ int cuda_backend_new(int gpu_index, struct wc_backend **out, char *err, size_t e
                                    m->dev.dev) == CUDA_SUCCESS &&
         m->n_sm > 0)
         m->chain = chains;
+    /* at most this many CTAs a chain (an experiment's knob: a grid barrier's cost grows with
+     * the CTAs that meet at it) */
+    const char *ctas = getenv("WHISPERC_CUDA_CHAIN_CTAS");
+    m->chain_ctas = ctas ? atoi(ctas) : 0;
     /* cuBLASLt where asked for and found (its absence is no error: cuBLAS does the work) */
     const char *gemm = getenv("WHISPERC_CUDA_GEMM");
     if (gemm && strcmp(gemm, "lt") == 0)

@@ -232,6 +232,8 @@ int cuda_step_chain(struct wc_stream *s, const struct wc_chain_link *links, int 
     unsigned most_ctas = (unsigned)k->coop_ctas, n_sm = (unsigned)cs->m->n_sm;
     if (n_sm > 0 && most_ctas >= 2 * n_sm)
         most_ctas = n_sm;
+    if (cs->m->chain_ctas > 0 && (unsigned)cs->m->chain_ctas < most_ctas)
+        most_ctas = (unsigned)cs->m->chain_ctas;
     unsigned grid = most_ctas < most ? most_ctas : most;
     return cuda_launch_coop(s, k, grid, KERNEL_GEMV_THREADS, ca.args);
 }

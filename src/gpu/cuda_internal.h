@@ -98,6 +98,7 @@ struct cuda_model {
      * and the occupancy query): 1 (WHISPERC_CUDA_CHAIN=1) projections only, 2 (=block) attentions
      * too, a decoder block a kernel; n_sm: the device's SMs */
     int chain, n_sm;
+    int chain_ctas;       /* WHISPERC_CUDA_CHAIN_CTAS: a chain's grid at most (0: one CTA an SM) */
     struct arena weights; /* uploaded weights, freed with the backend */
     struct cuda_kernel_cache kernels;
     char device_desc[192];

@@ -694,6 +694,14 @@ stage_chain() { # what matters most first: a 15-minute session may cut it short
         done
         [ "$size" = base.en ] || rm -f "/tmp/ggml-$size-random.bin"
     done
+    # block chains on fewer CTAs (a grid barrier's cost grows with the CTAs at it)
+    for c in 16 33 66; do
+        WHISPERC_CUDA_CHAIN=block WHISPERC_CUDA_CHAIN_CTAS=$c timeout 60 "$B/whisper-c" bench \
+            --synthetic --device cuda -m /tmp/ggml-base.en-random.bin --tokens 100 -bs 1 \
+            --runs 3 --batch-size 1 >"$OUT/bench.tmp" 2>&1 || rc=1
+        say "synthetic base.en (random), block chains on $c CTAs: $(grep -E '^  batch step' \
+            "$OUT/bench.tmp" | tr -s ' ')"
+    done
     export WHISPERC_CUDA_CHAIN=block
     compare_jfk tiny.en || rc=1
     batch_identity 150 || rc=1
