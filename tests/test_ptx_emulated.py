@@ -221,7 +221,8 @@ def test_fc2(ptx, K, rng, n=None):
 
 def test_before_wait(ptx, names, rng):
     """gemv_f16 and gemv_tc run on sm_90 while the kernel before it still writes (ptx.h
-    ptx_grid_dep_wait): up to its griddepcontrol.wait it may read only weights and biases.
+    ptx_grid_dep_wait): up to its griddepcontrol.wait it may read only weights and biases
+    (attn_rows_tc: the cross K/V and the row table).
     Each gemv kernel cut off at its wait, run with every activation pointer (out, in, the
     q/k/v caches and row table; gemv_f16's norm gain and bias too, which it reads later)
     pointing at no allocation: any access to them raises"""
@@ -256,6 +257,26 @@ def test_before_wait(ptx, names, rng):
         except Exception as e:  # noqa: BLE001 -- the emulator's error names the access
             ok, why = False, str(e)[:200]
         check("%s: before its grid wait it reads only weights and biases" % name, ok, why)
+    for name in sorted(n for n in names if n.startswith("attn_rows_tc_")):
+        # the cross K/V (the encoder's) and the row table (uploaded at the step's start) only:
+        # the query, the output and the split records and counters point nowhere
+        H, D = (int(v) for v in re.findall(r"\d+", name))
+        text = ptx(name)
+        head = text[:text.index("    griddepcontrol.wait;")]
+        # the rows past n_seq branch to the end: their labels, where the head returns
+        missing = set(re.findall(r"bra (L\d+);", head)) - set(re.findall(r"^(L\d+):", head, re.M))
+        head += "".join("%s:\n" % lb for lb in sorted(missing)) + "    ret;\n}\n"
+        mem, nowhere, n_keys, rows = Memory(1 << 24), 1 << 40, 300, 3
+        kv = [mem.put(np.zeros((2, n_keys, H * D), np.float16)) for _ in range(2)]
+        table = mem.put(np.array([1, 0, 1], np.int32))
+        ok, why = True, ""
+        try:
+            run(head, name, grid=(rows, H, -(-n_keys // 128)), block=(128, 1, 1),
+                params=[nowhere, nowhere, kv[0], kv[1], H * D, n_keys * H * D, table, rows,
+                        n_keys, nowhere, nowhere], mem=mem)
+        except Exception as e:  # noqa: BLE001 -- the emulator's error names the access
+            ok, why = False, str(e)[:200]
+        check("%s: before its grid wait it reads only the K/V and the row table" % name, ok, why)
     for name in sorted(n for n in names if n.startswith("gemv_chain_")):
         # its first link's weights go to L2 before the wait (gemv_chain.c): only they are real
         links = [(int(k), int(f or -1)) for k, f, _ in

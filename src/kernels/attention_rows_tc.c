@@ -17,6 +17,9 @@
  *   row); the warps' (max, sum, acc) then meet as in attn_rows (attn_split_finish_emit): the
  *   CTA's output or record, and the last CTA of (g, head) joins the splits.
  *
+ * Latency: the K/V copies are issued before the grid wait (ptx.h ptx_grid_dep_wait), the
+ * query's loads after it.
+ *
  * A row's bits depend on s_len and its own keys and query only (fixed splits and warp ranges):
  * a row gets the same bits alone and batched. Not attn_rows' bits: the products are summed in
  * the tensor cores' order. d_head 16, 32 or 64 (the shared tiles of 128 would pass 48 KB).
@@ -140,6 +143,10 @@ char *gen_attention_rows_tc(int sm, int n_head, int d) {
     ptx_ins(&k, "mov.u32 %s, s_v", x.s);
     ptx_ins(&k, "mad.lo.u32 %s, %s, %d, %s", vsh.s, warp.s, tile, x.s);
     copy_tiles(&k, kbase, vbase, row_bytes, j0, s_len, lane, ksh, vsh, d);
+    /* K/V (the encoder's, written before this step began) and the row table (uploaded at its
+     * start) are in flight before the grid wait: under a dependent launch they load while the
+     * cross query's kernel runs; the query, and every write, come after it */
+    ptx_grid_dep_wait(&k);
 
     /* the query (pre-scaled into the log2 domain) as A fragments: row 0 its fp16, row 8 the
      * rest; a[ks] = {row 0 cols 16ks + 2tg.., row 8 same, row 0 cols +8, row 8 cols +8} */
