@@ -29,13 +29,14 @@ def find_ptxas():
 def check_waits(size, sm, name, text):
     """sm_90: each kernel waits once for the kernel before (dependent launch,
     src/kernels/ptx.h ptx_grid_dep_wait), as its first instruction but in gemv_f16 and gemv_tc
-    (which load weights first) and attn_rows_tc (its K/V copies first; test_ptx_emulated.py
-    checks what they read before it); sm_80 has no such instruction."""
+    (which load weights first) and a step's attentions attn_rows[_tc] and attn_gather (their
+    tables and K/V first; test_ptx_emulated.py checks what they read before it); sm_80 has no
+    such instruction."""
     waits = text.count("griddepcontrol.wait")
     body = text[text.index("{") + 1:].splitlines()
     first = next(l.strip() for l in body if l.strip() and not l.strip().startswith(".reg"))
     if waits != (1 if sm >= 90 else 0) or (
-            sm >= 90 and not name.startswith(("gemv_", "attn_rows_tc_"))
+            sm >= 90 and not name.startswith(("gemv_", "attn_rows_", "attn_gather_"))
             and first != "griddepcontrol.wait;"):
         print("NOT OK  %s sm_%d %s: griddepcontrol.wait %d times, first %r"
               % (size, sm, name, waits, first))

@@ -222,7 +222,7 @@ def test_fc2(ptx, K, rng, n=None):
 def test_before_wait(ptx, names, rng):
     """gemv_f16 and gemv_tc run on sm_90 while the kernel before it still writes (ptx.h
     ptx_grid_dep_wait): up to its griddepcontrol.wait it may read only weights and biases
-    (attn_rows_tc: the cross K/V and the row table).
+    (the step's attentions: their K/V and the tables uploaded at the step's start).
     Each gemv kernel cut off at its wait, run with every activation pointer (out, in, the
     q/k/v caches and row table; gemv_f16's norm gain and bias too, which it reads later)
     pointing at no allocation: any access to them raises"""
@@ -257,26 +257,40 @@ def test_before_wait(ptx, names, rng):
         except Exception as e:  # noqa: BLE001 -- the emulator's error names the access
             ok, why = False, str(e)[:200]
         check("%s: before its grid wait it reads only weights and biases" % name, ok, why)
-    for name in sorted(n for n in names if n.startswith("attn_rows_tc_")):
-        # the cross K/V (the encoder's) and the row table (uploaded at the step's start) only:
-        # the query, the output and the split records and counters point nowhere
-        H, D = (int(v) for v in re.findall(r"\d+", name))
+    for name in sorted(n for n in names if n.startswith(("attn_rows_", "attn_gather_"))):
+        # the step's attentions: the K/V (attn_rows_tc copies them; the others send their
+        # lines to L2), and the tables uploaded at the step's start (lanes; or slots and key
+        # counts) only: the query, the output and the split records and counters point nowhere
+        H, D = (int(v) for v in re.findall(r"\d+", name)[:2])
+        tc, gather, esz = "_tc_" in name, name.startswith("attn_gather"), 2 if "_kvh" in name else 4
         text = ptx(name)
         head = text[:text.index("    griddepcontrol.wait;")]
         # the rows past n_seq branch to the end: their labels, where the head returns
         missing = set(re.findall(r"bra (L\d+);", head)) - set(re.findall(r"^(L\d+):", head, re.M))
         head += "".join("%s:\n" % lb for lb in sorted(missing)) + "    ret;\n}\n"
-        mem, nowhere, n_keys, rows = Memory(1 << 24), 1 << 40, 300, 3
-        kv = [mem.put(np.zeros((2, n_keys, H * D), np.float16)) for _ in range(2)]
-        table = mem.put(np.array([1, 0, 1], np.int32))
+        mem, nowhere, n_keys, rows, C = Memory(1 << 24), 1 << 40, 100, 3, H * D
+        dt = np.float16 if tc or esz == 2 else np.float32
+        if gather:  # row g's keys: slots g n_keys + j of a cache of rows x n_keys rows
+            slots = mem.put(np.arange(rows * n_keys, dtype=np.int32))
+            kv = [mem.put(np.zeros((rows * n_keys, C), np.float32)) for _ in range(2)]
+            params = [nowhere, nowhere, kv[0], kv[1], slots, n_keys,
+                      mem.put(np.array([n_keys, 1, 57], np.int32)), rows, n_keys,
+                      nowhere, nowhere]
+        else:  # two lanes' K/V, n_keys rows each
+            kv = [mem.put(np.zeros((2, n_keys, C), dt)) for _ in range(2)]
+            params = [nowhere, nowhere, kv[0], kv[1], C, n_keys * C,
+                      mem.put(np.array([1, 0, 1], np.int32)), rows, n_keys, nowhere, nowhere]
+        split = 128 if tc else 64
         ok, why = True, ""
+        mem.prefetched = set()
         try:
-            run(head, name, grid=(rows, H, -(-n_keys // 128)), block=(128, 1, 1),
-                params=[nowhere, nowhere, kv[0], kv[1], H * D, n_keys * H * D, table, rows,
-                        n_keys, nowhere, nowhere], mem=mem)
+            run(head, name, grid=(rows, H, -(-n_keys // split)), block=(128, 1, 1),
+                params=params, mem=mem)
         except Exception as e:  # noqa: BLE001 -- the emulator's error names the access
             ok, why = False, str(e)[:200]
-        check("%s: before its grid wait it reads only the K/V and the row table" % name, ok, why)
+        check("%s: before its grid wait it reads only the K/V and the step's tables%s"
+              % (name, "" if tc else " (%d lines to L2)" % len(mem.prefetched)),
+              ok and (tc or len(mem.prefetched) > 0), why)
     for name in sorted(n for n in names if n.startswith("gemv_chain_")):
         # its first link's weights go to L2 before the wait (gemv_chain.c): only they are real
         links = [(int(k), int(f or -1)) for k, f, _ in

@@ -22,6 +22,11 @@
  * batch decoder's cross-attention K/V: half the bytes a step reads), each lane still taking
  * columns lane + 32 i, widened exactly: the f32 kernel's bits on the widened values.
  *
+ * Latency: as a kernel of its own (not a chain's phase), a CTA reads the step's tables (slots
+ * and key counts, or the lane; uploaded at the step's start) and sends its keys' K/V lines to L2
+ * before the grid wait (ptx.h ptx_grid_dep_wait), so that under a dependent launch they load
+ * while the kernel before runs; the query and the K/V values are read after it.
+ *
  * The splits' join needs no launch of its own: each split CTA, its record written, adds 1 to
  * its (row, head)'s counter with an acq_rel atomic (the record is visible on the device before
  * the count says it is there; cooperative groups' grid sync has this shape); the CTA that
@@ -106,6 +111,36 @@ static void step_loads(struct ptx_kernel *k, struct gather_step_regs *st, const 
             ptx_ins(k, "@%s %s.f32 %s, [%s+%d]", st->ok[u].s, ptx_ld_act(k, 0), st->vv[u][i].s,
                     va.s, 128 * i);
         }
+    }
+}
+
+/* Their rows' lines sent to L2 (prefetch: no value read, so a row the kernel before still
+ * writes is no hazard), the loads of step_loads' addresses. */
+static void step_prefetch(struct ptx_kernel *k, struct gather_step_regs *st,
+                          const struct key_rows *kr, int c, int nd) {
+    struct ptx_reg off = ptx_reg(k, PTX_B64), a = ptx_reg(k, PTX_B64);
+    for (int u = 0; u < GATHER_U; u++) {
+        if (kr->gather)
+            ptx_ins(k, "mul.wide.u32 %s, %s, %d", off.s, st->r[u].s, 4 * c);
+        else
+            ptx_ins(k, "mul.wide.u32 %s, %s, %s", off.s, st->r[u].s, kr->row_bytes.s);
+        for (int m = 0; m < 2; m++) {
+            ptx_ins(k, "add.s64 %s, %s, %s", a.s, (m ? kr->vbase : kr->kbase).s, off.s);
+            for (int i = 0; i < nd; i++)
+                ptx_ins(k, "@%s prefetch.global.L2 [%s+%d]", st->ok[u].s, a.s, 32 * kr->esz * i);
+        }
+    }
+}
+
+/* q row g's values of this lane, pre-scaled into the log2 domain; acc zeroed */
+static void load_query(struct ptx_kernel *k, struct ptx_reg qa, struct ptx_reg *q,
+                       struct ptx_reg *acc, int d, int nd) {
+    struct ptx_reg scale = ptx_f32((float)(1.4426950408889634 / sqrt((double)d)));
+    for (int i = 0; i < nd; i++) {
+        q[i] = ptx_reg(k, PTX_F32), acc[i] = ptx_reg(k, PTX_F32);
+        ptx_ins(k, "%s.f32 %s, [%s+%d]", ptx_ld_act(k, 1), q[i].s, qa.s, 128 * i);
+        ptx_ins(k, "mul.f32 %s, %s, %s", q[i].s, q[i].s, scale.s);
+        ptx_ins(k, "mov.f32 %s, 0f00000000", acc[i].s);
     }
 }
 
@@ -266,14 +301,13 @@ int attn_row_emit(struct ptx_kernel *k, int n_head, int d, int gather, int kv_ha
     struct ptx_reg qa = ptx_addr(k, ptx_ld_ptr(k, "p_q"), qi, 4);
     struct key_rows kr =
         gather ? gather_setup(k, g, col, n_kv) : attn_rows_setup(k, g, col, n_kv, kv_half ? 2 : 4);
+    /* A kernel of its own finds its keys' rows (the step's tables, uploaded at its start) and
+     * sends their lines to L2 before its grid wait, while the kernel before (the q/k/v or the
+     * cross query) runs; the query is read after it. A phase reads them as before. */
+    int early = !k->phase;
     struct ptx_reg q[GATHER_MAXD / 32], acc[GATHER_MAXD / 32];
-    struct ptx_reg scale = ptx_f32((float)(1.4426950408889634 / sqrt((double)d)));
-    for (int i = 0; i < nd; i++) {
-        q[i] = ptx_reg(k, PTX_F32), acc[i] = ptx_reg(k, PTX_F32);
-        ptx_ins(k, "%s.f32 %s, [%s+%d]", ptx_ld_act(k, 1), q[i].s, qa.s, 128 * i);
-        ptx_ins(k, "mul.f32 %s, %s, %s", q[i].s, q[i].s, scale.s);
-        ptx_ins(k, "mov.f32 %s, 0f00000000", acc[i].s);
-    }
+    if (!early)
+        load_query(k, qa, q, acc, d, nd);
     /* this CTA's keys: [z S, min(n_kv, (z + 1) S)), S = KERNEL_ATTN_SPLIT */
     struct ptx_reg z = ptx_special(k, "%ctaid.z"), nz = ptx_special(k, "%nctaid.z");
     struct ptx_reg j_end = ptx_reg(k, PTX_B32);
@@ -291,6 +325,12 @@ int attn_row_emit(struct ptx_kernel *k, int n_head, int d, int gather, int kv_ha
         st[i].j = ptx_reg(k, PTX_B32);
         ptx_ins(k, "add.u32 %s, %s, %d", st[i].j.s, j.s, GATHER_WARPS * GATHER_U * i);
         step_rows(k, &st[i], j_end, &kr);
+    }
+    if (early) {
+        for (int i = 0; i < GATHER_STEPS; i++)
+            step_prefetch(k, &st[i], &kr, c, nd);
+        ptx_grid_dep_wait(k);
+        load_query(k, qa, q, acc, d, nd);
     }
     for (int i = 0; i < GATHER_STEPS; i++)
         step_loads(k, &st[i], &kr, c, nd);
