@@ -1054,6 +1054,8 @@ static void chain_runs(const char *path, const char *mode, const float *feat,
         graph_run(sc, feat, &cg);
         sc->s->be->ops->step_graph_state(sc->s, why, sizeof why);
         printf("chains %s, graph steps: %s\n", mode, why);
+        /* the chains asked for ran (a graph step without them would compare plain launches) */
+        CHECK(strstr(why, strcmp(mode, "block") == 0 ? "block chains on" : "; chains on"));
         snprintf(what, sizeof what, "chains %s in graphs vs plain", mode);
         CHECK(graph_runs_same(&cg, q, n_vocab, what));
         graph_run_free(&cg);

@@ -62,6 +62,8 @@ def run(args, timeout=300, **fake):
     env.pop("WHISPERC_CUDA_ATTN", None)
     env.pop("WHISPERC_CUDA_ROWS", None)
     env.pop("WHISPERC_CUDA_CHAIN", None)
+    env.pop("WHISPERC_CUDA_CHAIN_CTAS", None)
+    env.pop("WHISPERC_CROSS_KV", None)
     env.update({k: str(v) for k, v in fake.items()})
     r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=timeout, env=env)
     check("Sanitizer" not in r.stderr and "runtime error" not in r.stderr,
@@ -171,8 +173,13 @@ def clean_runs():
              "; block chains on, launched early"),
             ({"WHISPERC_CUDA_CHAIN": "block", "WHISPERC_CUDA_ROWS": "kvh",
               "WHISPERC_CUDA_CHAIN_CTAS": "3"}, block, "; block chains on, launched early"),
+            # (the fake's largest cooperative grid is checked below: at most 3 CTAs then)
+            # f32 cross K/V: no attn_rows_tc, so block chains (their rows link in f32)
+            ({"WHISPERC_CUDA_CHAIN": "block", "WHISPERC_CROSS_KV": "f32"},
+             {"gemv_chain_n1_k384f24_k384a1h6_k384f5_k384f9_k384a2h6_k384f5_k384f11_k1536f5"},
+             "; block chains on, launched early"),
             ({"WHISPERC_CUDA_CHAIN": "block"}, chains,
-             "; chains on, launched early (block chains off: cross-attention on tensor cores")):
+             "; chains on, launched early (block chains off: the cross-attention runs on tensor cores")):
         env = {"WHISPERC_CUDA_CHAIN": "1", **env}
         r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
                  "--tokens", "3", "--runs", "1", "--batch-size", "4", "--throughput", "6"],
@@ -180,11 +187,14 @@ def clean_runs():
         rep = report(r)
         got = set(re.findall(r"fakecuda: +\d+ (gemv_chain\S*)", r.stderr))
         graphs = [l for l in r.stdout.splitlines() if l.startswith("  graphs")]
+        most = re.findall(r"fakecuda: cooperative grids of at most (\d+) CTAs", r.stderr)
+        cap = int(env.get("WHISPERC_CUDA_CHAIN_CTAS", 0))
         check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0
+              and (not got or len(most) == 1 and (not cap or int(most[0]) <= cap))
               and (got == want if want is not None else got <= chains) and len(graphs) == 1
               and said in graphs[0] and "dependent launch on" in graphs[0],
-              f"{env} on the fake GPU: {sorted(got)}, {said!r}, graphs, no rule broken "
-              f"({rep}, {graphs})")
+              f"{env} on the fake GPU: {sorted(got)}, {said!r}, graphs, no rule broken, "
+              f"cooperative grids of at most {most} CTAs ({rep}, {graphs})")
     # the encoder's attention over f32 K/V (WHISPERC_CUDA_ATTN=tc32): no fp16 form launched
     r = transcribe("--device", "cuda", "-bs", "1", WHISPERC_CUDA_ATTN="tc32", FAKECUDA_REPORT="2")
     tc = set(re.findall(r"fakecuda: +\d+ (attn_tc_h6_d64\S*)", r.stderr))

@@ -985,7 +985,8 @@ int main(void) {
     test_attention_rows(sm, s, 8, 64, 1, 1, 1500, 512, 1, 0);
     test_attention_rows(sm, s, 20, 64, 5, 3, 1500, 1280, 1, 0);
     test_attention_rows(sm, s, 8, 64, 3, 2, 37, 512 + 64, 1, 0);
-    /* on tensor cores (WHISPERC_CUDA_ROWS=tc): 8 lanes of 64 rows, ragged and single keys */
+    /* on tensor cores (attn_rows_tc, the default; WHISPERC_CUDA_ROWS=kvh: attn_rows_kvh): 8 lanes
+     * of 64 rows, ragged and single keys */
     test_attention_rows(sm, s, 8, 64, 1, 1, 1500, 512, 1, 1);
     test_attention_rows(sm, s, 20, 64, 64, 64, 1500, 1280, 1, 1);
     test_attention_rows(sm, s, 8, 64, 3, 2, 37, 512 + 64, 1, 1);

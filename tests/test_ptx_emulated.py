@@ -264,8 +264,10 @@ def test_before_wait(ptx, names, rng):
         H, D = (int(v) for v in re.findall(r"\d+", name)[:2])
         tc, gather, esz = "_tc_" in name, name.startswith("attn_gather"), 2 if "_kvh" in name else 4
         text = ptx(name)
+        # up to the wait (the rows past n_seq branch to its label), where the copies complete
+        # (the emulator reads a cp.async's source at its wait_group) and the head returns
         head = text[:text.index("    griddepcontrol.wait;")]
-        # the rows past n_seq branch to the end: their labels, where the head returns
+        head += "    cp.async.wait_group 0;\n" if tc else ""
         missing = set(re.findall(r"bra (L\d+);", head)) - set(re.findall(r"^(L\d+):", head, re.M))
         head += "".join("%s:\n" % lb for lb in sorted(missing)) + "    ret;\n}\n"
         mem, nowhere, n_keys, rows, C = Memory(1 << 24), 1 << 40, 100, 3, H * D
@@ -458,16 +460,19 @@ def test_rows_tc(ptx, H, rng, n_rows, n_keys):
         if (mem.get(count, np.uint32, n_rows * H) != 0).any():
             outs.append(None)
     err = np.abs(outs[0].reshape(n_rows, C) - ref).max() / np.abs(ref).max()
-    g = n_rows - 1  # the last row alone, in a launch of one row
-    mem.write(pout, np.full(n_rows * C, np.nan, np.float32))
-    run(ptx(name), name, grid=(1, H, nz), block=(128, 1, 1),
-        params=[pout, pq + 4 * g * C, pk, pv, C, stride, pl + 4 * g, 1, n_keys, part, count],
+    g = n_rows - 1  # the last row alone, in a launch of one row on a grid of two (the CTAs
+    # past n_seq wait for the kernel before, then end: nothing written)
+    out2 = mem.alloc(2 * C * 4)
+    mem.write(out2, np.full(2 * C, np.nan, np.float32))
+    run(ptx(name), name, grid=(2, H, nz), block=(128, 1, 1),
+        params=[out2, pq + 4 * g * C, pk, pv, C, stride, pl + 4 * g, 1, n_keys, part, count],
         mem=mem)
-    alone = mem.get(pout, np.float32, C)
+    alone = mem.get(out2, np.float32, 2 * C)
     check("%s, %d rows, %d keys (%d splits): float64, any CTA last, counters back to 0, a row "
-          "alone = batched" % (name, n_rows, n_keys, nz),
+          "alone = batched, CTAs past the rows write nothing" % (name, n_rows, n_keys, nz),
           len(outs) == 2 and err < 2e-6 and same_bits(outs[0], outs[1])
-          and same_bits(alone, outs[0][g * C:(g + 1) * C]), "%.1e" % err)
+          and same_bits(alone[:C], outs[0][g * C:(g + 1) * C]) and np.isnan(alone[C:]).all(),
+          "%.1e" % err)
 
 
 def test_rows_kvh(ptx, H, rng, n_rows, n_keys):

@@ -206,10 +206,13 @@ int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out
     cs->m = m;
     cs->dep_launch = m->dep_launch;
     cs->chain = m->chain;
-    cs->chain_blocks = m->chain == 2 && !m->rows_tc;
-    if (m->chain == 2 && m->rows_tc)
-        snprintf(cs->blocks_why, sizeof cs->blocks_why,
-                 "cross-attention on tensor cores; WHISPERC_CUDA_ROWS=kvh for them");
+    /* attn_rows_tc (no phase form) takes the cross-attention over f16 K/V alone */
+    bool rows_tc = m->rows_tc && be->cross_kv == WC_F16;
+    cs->chain_blocks = m->chain == 2 && !rows_tc;
+    if (m->chain == 2 && rows_tc)
+        snprintf(
+            cs->blocks_why, sizeof cs->blocks_why,
+            "the cross-attention runs on tensor cores, WHISPERC_CUDA_ROWS=kvh for a warp a key");
     cs->chain_early = true;
     arena_init(
         &cs->arena,

@@ -286,9 +286,16 @@ int attn_row_emit(struct ptx_kernel *k, int n_head, int d, int gather, int kv_ha
     struct ptx_reg g = ptx_special(k, "%ctaid.x"), head = ptx_special(k, "%ctaid.y");
     struct ptx_reg tid = ptx_special(k, "%tid.x"), n_seq = ptx_reg(k, PTX_B32);
     struct ptx_reg p = ptx_reg(k, PTX_PRED), done = ptx_label(k);
+    /* A kernel of its own finds its keys' rows (the step's tables, uploaded at its start) and
+     * sends their lines to L2 before its grid wait, while the kernel before (the q/k/v or the
+     * cross query) runs; the query is read after it. A phase reads them as before. A CTA past
+     * the rows skips to the wait (every thread waits), then ends; whole CTA: no barrier
+     * skipped. */
+    int early = !k->phase;
+    struct ptx_reg past = early ? ptx_reg(k, PTX_PRED) : p, waits = early ? ptx_label(k) : done;
     ptx_ld_param(k, "u32", n_seq, "p_n_seq");
-    ptx_ins(k, "setp.ge.u32 %s, %s, %s", p.s, g.s, n_seq.s); /* whole CTA: no barrier skipped */
-    ptx_ins(k, "@%s bra %s", p.s, done.s);
+    ptx_ins(k, "setp.ge.u32 %s, %s, %s", past.s, g.s, n_seq.s);
+    ptx_ins(k, "@%s bra %s", past.s, waits.s);
     struct ptx_reg warp = ptx_reg(k, PTX_B32), lane = ptx_reg(k, PTX_B32);
     struct ptx_reg n_kv = ptx_reg(k, PTX_B32);
     ptx_ins(k, "shr.u32 %s, %s, 5", warp.s, tid.s);
@@ -301,10 +308,6 @@ int attn_row_emit(struct ptx_kernel *k, int n_head, int d, int gather, int kv_ha
     struct ptx_reg qa = ptx_addr(k, ptx_ld_ptr(k, "p_q"), qi, 4);
     struct key_rows kr =
         gather ? gather_setup(k, g, col, n_kv) : attn_rows_setup(k, g, col, n_kv, kv_half ? 2 : 4);
-    /* A kernel of its own finds its keys' rows (the step's tables, uploaded at its start) and
-     * sends their lines to L2 before its grid wait, while the kernel before (the q/k/v or the
-     * cross query) runs; the query is read after it. A phase reads them as before. */
-    int early = !k->phase;
     struct ptx_reg q[GATHER_MAXD / 32], acc[GATHER_MAXD / 32];
     if (!early)
         load_query(k, qa, q, acc, d, nd);
@@ -329,7 +332,9 @@ int attn_row_emit(struct ptx_kernel *k, int n_head, int d, int gather, int kv_ha
     if (early) {
         for (int i = 0; i < GATHER_STEPS; i++)
             step_prefetch(k, &st[i], &kr, c, nd);
+        ptx_place(k, waits);
         ptx_grid_dep_wait(k);
+        ptx_ins(k, "@%s bra %s", past.s, done.s);
         load_query(k, qa, q, acc, d, nd);
     }
     for (int i = 0; i < GATHER_STEPS; i++)

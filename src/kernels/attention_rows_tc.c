@@ -115,9 +115,12 @@ char *gen_attention_rows_tc(int sm, int n_head, int d) {
     struct ptx_reg z = ptx_special(&k, "%ctaid.z"), nz = ptx_special(&k, "%nctaid.z");
     struct ptx_reg tid = ptx_special(&k, "%tid.x"), n_seq = ptx_reg(&k, PTX_B32);
     struct ptx_reg p = ptx_reg(&k, PTX_PRED), done = ptx_label(&k);
+    struct ptx_reg past = ptx_reg(&k, PTX_PRED), waits = ptx_label(&k);
     ptx_ins(&k, "ld.param.u32 %s, [p_n_seq]", n_seq.s);
-    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", p.s, g.s, n_seq.s); /* whole CTA: no barrier skipped */
-    ptx_ins(&k, "@%s bra %s", p.s, done.s);
+    /* a CTA past the rows skips to the grid wait (every thread waits), then ends; whole CTA:
+     * no barrier skipped */
+    ptx_ins(&k, "setp.ge.u32 %s, %s, %s", past.s, g.s, n_seq.s);
+    ptx_ins(&k, "@%s bra %s", past.s, waits.s);
     struct ptx_reg warp = ptx_reg(&k, PTX_B32), lane = ptx_reg(&k, PTX_B32);
     struct ptx_reg gq = ptx_reg(&k, PTX_B32), tg = ptx_reg(&k, PTX_B32);
     struct ptx_reg row0 = ptx_reg(&k, PTX_PRED);
@@ -146,7 +149,9 @@ char *gen_attention_rows_tc(int sm, int n_head, int d) {
     /* K/V (the encoder's, written before this step began) and the row table (uploaded at its
      * start) are in flight before the grid wait: under a dependent launch they load while the
      * cross query's kernel runs; the query, and every write, come after it */
+    ptx_place(&k, waits);
     ptx_grid_dep_wait(&k);
+    ptx_ins(&k, "@%s bra %s", past.s, done.s);
 
     /* the query (pre-scaled into the log2 domain) as A fragments: row 0 its fp16, row 8 the
      * rest; a[ks] = {row 0 cols 16ks + 2tg.., row 8 same, row 0 cols +8, row 8 cols +8} */

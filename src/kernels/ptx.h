@@ -72,11 +72,14 @@ void ptx_discard(struct ptx_kernel *k);
  * to be visible (griddepcontrol.wait), then lets the next kernel launch early in turn
  * (griddepcontrol.launch_dependents: one kernel ahead at most, and that kernel cannot complete
  * before this one's wait returned, so every earlier kernel has completed too). Before it a
- * kernel may only compute addresses and read what no kernel writes (weights); after it,
- * anything. Called at most once, by every thread, outside any branch; a kernel that does not
- * call it gets it as its first instruction (ptx_end). The reasoning needs every kernel on the
- * stream either to wait so or to be launched without the attribute, as cuBLAS's are: those
- * start only once the kernel before has completed, as always. */
+ * kernel may compute addresses, read what no kernel writes (weights) or what was written two
+ * launches back or before a copy on the stream (the step's uploaded tables, the encoder's
+ * cross K/V), and prefetch anything into L2 (no value read); it writes nothing. After it,
+ * anything. Called at most once, by every thread (a CTA with nothing to do branches to it,
+ * then ends), never skipped; a kernel that does not call it gets it as its first instruction
+ * (ptx_end). The reasoning needs every kernel on the stream either to wait so or to be launched
+ * without the attribute, as cuBLAS's are: those start only once the kernel before has
+ * completed, as always. */
 void ptx_grid_dep_wait(struct ptx_kernel *k);
 
 /* ---- phases: a kernel's body as one step of a persistent kernel ----

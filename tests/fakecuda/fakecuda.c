@@ -120,6 +120,7 @@ static int fail_async, fail_at = 1, fail_seen;
 static int no_pdl_capture; /* FAKECUDA_NO_PDL_CAPTURE=1 */
 static int no_pdl;         /* FAKECUDA_NO_PDL=1 */
 static int no_coop;        /* FAKECUDA_NO_COOP=1 (1), =capture (2), =early (3) */
+static unsigned coop_most; /* the largest cooperative grid launched (FAKECUDA_REPORT=2 says) */
 static long n_launch, n_copy, n_graph_launch, n_violation;
 static struct CUctx_st primary;
 
@@ -153,6 +154,8 @@ static void report_kernels(void) {
     qsort(per_kernel, (size_t)n_names, sizeof per_kernel[0], by_count);
     for (int i = 0; i < n_names; i++)
         fprintf(stderr, "fakecuda: %10ld %s\n", per_kernel[i].n, per_kernel[i].name);
+    if (coop_most)
+        fprintf(stderr, "fakecuda: cooperative grids of at most %u CTAs\n", coop_most);
 }
 
 static void report(void) {
@@ -731,6 +734,11 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params
     if (coop && no_coop == 2 && cfg->hStream && cfg->hStream->capture) {
         cfg->hStream->capture->invalid = 1;
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    if (coop) {
+        pthread_mutex_lock(&mu);
+        coop_most = cfg->gridDimX > coop_most ? cfg->gridDimX : coop_most;
+        pthread_mutex_unlock(&mu);
     }
     if (pdl && no_pdl)
         return CUDA_ERROR_NOT_SUPPORTED;
