@@ -1039,6 +1039,15 @@ static whisperc_state *open_state_env(const char *path, whisperc_model **m, cons
     return st;
 }
 
+/* A state whose steps are plain launches: no graphs, no dependent launch (the reference of
+ * the graph tests) */
+static whisperc_state *open_plain(const char *path, whisperc_model **m) {
+    setenv("WHISPERC_NO_CUDA_GRAPH", "1", 1);
+    whisperc_state *st = open_state_env(path, m, "WHISPERC_CUDA_PDL", "0");
+    unsetenv("WHISPERC_NO_CUDA_GRAPH");
+    return st;
+}
+
 /* Steps with chains (WHISPERC_CUDA_CHAIN=mode) in graphs, then three times without graphs (a
  * grid barrier that does not hold shows only now and then), against the plain run q. */
 static void chain_runs(const char *path, const char *mode, const float *feat,
@@ -1081,9 +1090,7 @@ static void chain_runs(const char *path, const char *mode, const float *feat,
  * ahead of its grid wait would race it. */
 static void test_graph_steps(const char *path, int chains) {
     whisperc_model *mg = NULL, *md = NULL, *mp = NULL;
-    setenv("WHISPERC_NO_CUDA_GRAPH", "1", 1);
-    whisperc_state *sp = open_state_env(path, &mp, "WHISPERC_CUDA_PDL", "0");
-    unsetenv("WHISPERC_NO_CUDA_GRAPH");
+    whisperc_state *sp = open_plain(path, &mp);
     if (sp && chains) {
         const struct wc_hparams *hp = &sp->m->file->hp;
         size_t nf = (size_t)hp->n_audio_ctx * hp->n_audio_state;
@@ -1094,10 +1101,8 @@ static void test_graph_steps(const char *path, int chains) {
         /* block chains need the cross-attention a warp a key (attn_rows_tc has no phase form):
          * against plain launches of that one */
         setenv("WHISPERC_CUDA_ROWS", "kvh", 1);
-        setenv("WHISPERC_NO_CUDA_GRAPH", "1", 1);
         whisperc_model *mk = NULL;
-        whisperc_state *sk = open_state_env(path, &mk, "WHISPERC_CUDA_PDL", "0");
-        unsetenv("WHISPERC_NO_CUDA_GRAPH");
+        whisperc_state *sk = open_plain(path, &mk);
         if (sk) {
             struct graph_run qk = {0};
             graph_run(sk, feat, &qk);

@@ -219,6 +219,14 @@ def test_fc2(ptx, K, rng, n=None):
               % (Kin, rows, n), err < 1e-6, "%.1e" % err)
 
 
+def head_to_wait(text, tail=""):
+    """A kernel's text up to its griddepcontrol.wait, then `tail` and a return; labels its
+    branches reach past the cut (CTAs past the rows branching to the wait) placed there"""
+    head = text[:text.index("    griddepcontrol.wait;")] + tail
+    missing = set(re.findall(r"bra (L\d+);", head)) - set(re.findall(r"^(L\d+):", head, re.M))
+    return head + "".join("%s:\n" % lb for lb in sorted(missing)) + "    ret;\n}\n"
+
+
 def test_before_wait(ptx, names, rng):
     """gemv_f16 and gemv_tc run on sm_90 while the kernel before it still writes (ptx.h
     ptx_grid_dep_wait): up to its griddepcontrol.wait it may read only weights and biases
@@ -234,8 +242,7 @@ def test_before_wait(ptx, names, rng):
         else:
             K, flags = (int(v) for v in name[len("gemv_f16_k"):].split("_f"))
         text = ptx(name)
-        cut = text.index("    griddepcontrol.wait;")
-        head = text[:cut] + "    ret;\n}\n"
+        head = head_to_wait(text)
         mem = Memory(1 << 24)
         n = 64
         pw = mem.put((rng.standard_normal((3 * n if flags & 16 else n, K)) / 8).astype(np.float16))
@@ -264,14 +271,10 @@ def test_before_wait(ptx, names, rng):
         H, D = (int(v) for v in re.findall(r"\d+", name)[:2])
         tc, gather, esz = "_tc_" in name, name.startswith("attn_gather"), 2 if "_kvh" in name else 4
         text = ptx(name)
-        # up to the wait (the rows past n_seq branch to its label), where the copies complete
-        # (the emulator reads a cp.async's source at its wait_group) and the head returns
-        head = text[:text.index("    griddepcontrol.wait;")]
-        head += "    cp.async.wait_group 0;\n" if tc else ""
-        missing = set(re.findall(r"bra (L\d+);", head)) - set(re.findall(r"^(L\d+):", head, re.M))
-        head += "".join("%s:\n" % lb for lb in sorted(missing)) + "    ret;\n}\n"
+        # the copies complete at the cut (the emulator reads a cp.async's source at its
+        # wait_group)
+        head = head_to_wait(text, "    cp.async.wait_group 0;\n" if tc else "")
         mem, nowhere, n_keys, rows, C = Memory(1 << 24), 1 << 40, 100, 3, H * D
-        dt = np.float16 if tc or esz == 2 else np.float32
         if gather:  # row g's keys: slots g n_keys + j of a cache of rows x n_keys rows
             slots = mem.put(np.arange(rows * n_keys, dtype=np.int32))
             kv = [mem.put(np.zeros((rows * n_keys, C), np.float32)) for _ in range(2)]
@@ -279,6 +282,7 @@ def test_before_wait(ptx, names, rng):
                       mem.put(np.array([n_keys, 1, 57], np.int32)), rows, n_keys,
                       nowhere, nowhere]
         else:  # two lanes' K/V, n_keys rows each
+            dt = np.float16 if tc or esz == 2 else np.float32
             kv = [mem.put(np.zeros((2, n_keys, C), dt)) for _ in range(2)]
             params = [nowhere, nowhere, kv[0], kv[1], C, n_keys * C,
                       mem.put(np.array([1, 0, 1], np.int32)), rows, n_keys, nowhere, nowhere]
@@ -298,7 +302,7 @@ def test_before_wait(ptx, names, rng):
         links = [(int(k), int(f or -1)) for k, f, _ in
                  re.findall(r"_k(\d+)(?:f(\d+)|a(\d)h\d+)", name)]  # attention: f -1
         text = ptx(name)
-        head = text[:text.index("    griddepcontrol.wait;")] + "    ret;\n}\n"
+        head = head_to_wait(text)
         mem, nowhere, params = Memory(1 << 24), 1 << 40, [1 << 40]
         for i, (K, flags) in enumerate(links):
             if flags < 0:  # an attention link's grid, then its 11 parameters (gather's, rows')

@@ -332,9 +332,7 @@ int attn_row_emit(struct ptx_kernel *k, int n_head, int d, int gather, int kv_ha
     if (early) {
         for (int i = 0; i < GATHER_STEPS; i++)
             step_prefetch(k, &st[i], &kr, c, nd);
-        ptx_place(k, waits);
-        ptx_grid_dep_wait(k);
-        ptx_ins(k, "@%s bra %s", past.s, done.s);
+        ptx_grid_dep_wait_at(k, waits, past, done);
         load_query(k, qa, q, acc, d, nd);
     }
     for (int i = 0; i < GATHER_STEPS; i++)

@@ -149,9 +149,7 @@ char *gen_attention_rows_tc(int sm, int n_head, int d) {
     /* K/V (the encoder's, written before this step began) and the row table (uploaded at its
      * start) are in flight before the grid wait: under a dependent launch they load while the
      * cross query's kernel runs; the query, and every write, come after it */
-    ptx_place(&k, waits);
-    ptx_grid_dep_wait(&k);
-    ptx_ins(&k, "@%s bra %s", past.s, done.s);
+    ptx_grid_dep_wait_at(&k, waits, past, done);
 
     /* the query (pre-scaled into the log2 domain) as A fragments: row 0 its fp16, row 8 the
      * rest; a[ks] = {row 0 cols 16ks + 2tg.., row 8 same, row 0 cols +8, row 8 cols +8} */

@@ -143,6 +143,13 @@ void ptx_grid_dep_wait(struct ptx_kernel *k) {
     k->grid_dep_placed = 1;
 }
 
+void ptx_grid_dep_wait_at(struct ptx_kernel *k, struct ptx_reg at, struct ptx_reg past,
+                          struct ptx_reg done) {
+    ptx_place(k, at);
+    ptx_grid_dep_wait(k);
+    ptx_ins(k, "@%s bra %s", past.s, done.s);
+}
+
 void ptx_discard(struct ptx_kernel *k) {
     free(k->params.p);
     free(k->body.p);

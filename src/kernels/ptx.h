@@ -81,6 +81,10 @@ void ptx_discard(struct ptx_kernel *k);
  * without the attribute, as cuBLAS's are: those start only once the kernel before has
  * completed, as always. */
 void ptx_grid_dep_wait(struct ptx_kernel *k);
+/* ptx_grid_dep_wait for a kernel whose CTAs past its rows (predicate `past`) branched to the
+ * label `at` before their work: `at` placed, the wait, then those CTAs go to `done`. */
+void ptx_grid_dep_wait_at(struct ptx_kernel *k, struct ptx_reg at, struct ptx_reg past,
+                          struct ptx_reg done);
 
 /* ---- phases: a kernel's body as one step of a persistent kernel ----
  * A cooperative kernel (every CTA resident at once) can run several kernels' work one after
