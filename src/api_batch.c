@@ -293,9 +293,9 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
     if (rc)
         return rc;
     /* Windows encoded together: a backend that merges their linears into one GEMM gains from
-     * many (ENCODER_MAX_WINDOWS); the CPU runs the same sgemm calls either way, so it keeps two
+     * many (encoder_pass_cap); the CPU runs the same sgemm calls either way, so it keeps two
      * (the batched staging path, for a fraction of the memory: ~40 MiB a window for base). */
-    int cap = st->s->be->ops->linear_merge_windows ? ENCODER_MAX_WINDOWS : 2;
+    int cap = st->s->be->ops->linear_merge_windows ? encoder_pass_cap() : 2;
     /* fewer windows when the budget refuses them (a refusal allocates nothing; one window is
      * always there), as the lanes above */
     int slots = st->db.n_regions;

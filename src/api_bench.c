@@ -96,7 +96,7 @@ static int bench_prompt(const struct wc_vocab *v, int n_context, int32_t *prompt
 whisperc_status wc_bench_encoder(whisperc_state *st, int n_threads, int n_windows, int per_pass,
                                  uint64_t seed, struct wc_bench_encoder_times *out) {
     if (!st || !out || n_windows < 1 || n_windows > 64 || per_pass < 1 ||
-        per_pass > ENCODER_MAX_WINDOWS)
+        per_pass > encoder_pass_cap())
         return WHISPERC_ERR_INVALID_ARG;
     memset(out, 0, sizeof *out);
     st->errmsg[0] = '\0';
@@ -397,7 +397,7 @@ whisperc_status wc_bench_throughput(whisperc_state *st, int n_threads, int n_lan
     const struct wc_hparams *hp = &st->m->file->hp;
     const struct wc_vocab *v = &st->m->vocab;
     struct wc_stream *s = st->s;
-    int cap = s->be->ops->linear_merge_windows ? ENCODER_MAX_WINDOWS : 2;
+    int cap = s->be->ops->linear_merge_windows ? encoder_pass_cap() : 2;
     int per_pass = n_lanes < cap ? n_lanes : cap;
     int rc = bench_threads(st, n_threads);
     if (!rc)

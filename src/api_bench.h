@@ -41,7 +41,7 @@ whisperc_status wc_bench_window(whisperc_state *st, int n_threads, int n_tokens,
 /* The encoder over n_windows windows (seeded random log-Mel, as above): per_pass 1, one by
  * one (encoder_forward each, synced, as transcribe() does); per_pass > 1, as
  * whisperc_full_batch encodes them, in passes of up to per_pass windows (<=
- * ENCODER_MAX_WINDOWS; the state's encoder grows to that first). Stream times as above. */
+ * encoder_pass_cap(); the state's encoder grows to that first). Stream times as above. */
 struct wc_bench_encoder_times {
     double ms;     /* host wall time, all n_windows */
     double dev_ms; /* sum of the passes' stream intervals; NaN without a timer */
@@ -68,7 +68,7 @@ whisperc_status wc_bench_batch_steps(whisperc_state *st, int n_lanes, int n_toke
 
 /* Batched throughput on a fixed amount of work (issue 4's large-v3 figure: random weights, a
  * fixed number of tokens a window): n_windows windows of seeded random log-Mel, n_lanes at a
- * time (<= 64), as whisperc_full_batch runs them: encoded in passes (ENCODER_MAX_WINDOWS where
+ * time (<= 64), as whisperc_full_batch runs them: encoded in passes (encoder_pass_cap() where
  * the backend merges windows, else 2), each lane's cross-attention K/V and prompt (as
  * wc_bench_window's, after n_context tokens of previous text (<= n_text_ctx / 2 - 1) as a
  * long-form window's when > 0; the lanes' picks waited for once), then n_tokens batch-decoder steps

@@ -217,6 +217,20 @@ def clean_runs():
               and "(6 steps in 2 waves" in r.stdout,
               f"bench --throughput 6 (context {ctx}) on the fake GPU: exit 0, graphs, no rule "
               f"broken ({rep}, {r.stdout[-300:]!r}, {r.stderr[-300:]!r})")
+    # the encoder's pass size: WHISPERC_ENCODE_MAX_PASS=16 lets the sweep and the batch take
+    # passes of 16 windows (buffers for them, every launch inside its allocation); a value out
+    # of range is ignored (passes of at most 8)
+    for env, most in (({"WHISPERC_ENCODE_MAX_PASS": "16"}, 16),
+                      ({"WHISPERC_ENCODE_MAX_PASS": "65"}, 8)):
+        r = run(["bench", "--synthetic", "--device", "cuda", "-m", model, "-t", "2", "-bs", "1",
+                 "--tokens", "3", "--runs", "1", "--batch-size", "16", "--throughput", "20"],
+                **env)
+        rep = report(r)
+        sweep = [int(m) for m in re.findall(r"^  (\d+)(?: \(alone\))? +\d", r.stdout, re.M)]
+        check(r.returncode == 0 and clean_exit(r) and sweep and max(sweep) == most
+              and f"encoder passes of {most}," in r.stdout,
+              f"{env}: the encoder sweep {sweep} and the batch in passes of at most {most}, "
+              f"no rule broken ({rep})")
     # dependent launches (the fake is sm_90): on; a driver that cannot capture them into step
     # graphs (before CUDA 12.3): the stream turns them off and keeps its graphs; one that
     # refuses them: plain launches

@@ -177,7 +177,7 @@ static void print_stage(const char *name, double *host, double *dev, int n, cons
  * Batch 1 is what transcribe() does; the best batch is what whisperc_full_batch can reach. */
 static int bench_encoder_batch(const struct cli_options *o, whisperc_state *st, int n_windows) {
     int runs = o->runs, rc = 0,
-        cap = n_windows < ENCODER_MAX_WINDOWS ? n_windows : ENCODER_MAX_WINDOWS;
+        cap = n_windows < encoder_pass_cap() ? n_windows : encoder_pass_cap();
     double *t = calloc((size_t)runs * 2, sizeof *t); /* [host, stream][run] */
     double one = 0, best = 0, best_dev = 0;
     int best_pass = 1;
@@ -356,7 +356,7 @@ static int bench_synthetic(const struct cli_options *o, whisperc_model *m, doubl
     }
     int n_windows = o->batch_size;
     if (!n_windows && strcmp(whisperc_model_backend(m), "cpu") != 0)
-        n_windows = ENCODER_MAX_WINDOWS; /* on a GPU the encoder batch is part of the answer */
+        n_windows = encoder_pass_cap(); /* on a GPU the encoder batch is part of the answer */
     if (!rc)
         rc = bench_batch_steps(o, st, n_seq);
     if (!rc && n_windows)

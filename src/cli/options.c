@@ -125,7 +125,8 @@ void cli_usage(const char *prog) {
            "       --batch-size N       time the files one by one, then N at a time in one\n"
            "                            state (whisperc_full_batch; greedy: use -bs 1); with\n"
            "                            --synthetic, the encoder on N windows in passes of\n"
-           "                            1, 2, 4, ... N (at most 8; on a GPU 8 by default)\n"
+           "                            1, 2, 4, ... N (at most 8, or $WHISPERC_ENCODE_MAX_PASS;\n"
+           "                            on a GPU that many by default)\n"
            "  -h,  --help, --version\n",
            prog, prog, prog, prog, prog);
 }

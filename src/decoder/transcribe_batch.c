@@ -125,7 +125,7 @@ static int start_windows(struct batch_run *b, int n_need, char *err, size_t err_
             return rc;
         }
         t0 = wc_now_ms();
-        const struct decode_opts *os[ENCODER_MAX_WINDOWS];
+        const struct decode_opts *os[ENCODER_PASS_LIMIT];
         for (int i = 0; i < n; i++) {
             int k = b->need[k0 + i];
             os[i] = &b->opts[k];

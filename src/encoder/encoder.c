@@ -10,6 +10,12 @@
 
 #include "libwhisperc.h"
 
+int encoder_pass_cap(void) {
+    const char *env = getenv("WHISPERC_ENCODE_MAX_PASS");
+    int n = env && *env ? atoi(env) : 0;
+    return n >= 1 && n <= ENCODER_PASS_LIMIT ? n : ENCODER_MAX_WINDOWS;
+}
+
 uint64_t encoder_memory_bytes(const struct wc_hparams *hp, int n_windows) {
     uint64_t n_ctx = (uint64_t)hp->n_audio_ctx, c = (uint64_t)hp->n_audio_state;
     uint64_t n_pad = 2 * n_ctx + 2, mels = (uint64_t)hp->n_mels;

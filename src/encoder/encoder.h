@@ -36,6 +36,13 @@ struct encoder {
  * GEMMs 8 times the tiles of one window; more would cost memory (about 40 MiB per window for
  * base, 100 MiB for large) for little more. */
 #define ENCODER_MAX_WINDOWS 8
+/* The most windows a pass can take at all (arrays sized by it) */
+#define ENCODER_PASS_LIMIT  64
+
+/* The pass size a backend that merges windows (a GPU) encodes at most: ENCODER_MAX_WINDOWS,
+ * or WHISPERC_ENCODE_MAX_PASS=N (1 ... ENCODER_PASS_LIMIT; anything else: the default), so
+ * that a benchmark can time larger passes without a rebuild. */
+int encoder_pass_cap(void);
 
 /* Buffers for up to n_windows (>= 1) windows per call. Returns 0 or the stream's error
  * (nothing left allocated). */

@@ -41,6 +41,9 @@
 #             alone in a call)
 #   profile_batch  ncu of base's encoder in passes of up to 8 windows and of its steps at 1
 #             and 64 lanes (~4 min)
+#   passes    the encoder's pass size (WHISPERC_ENCODE_MAX_PASS): base (random base.en weights
+#             where base is not carried) in passes of 1-32 windows, then 128 windows at 64
+#             lanes and 30 tokens (a short clip's) with passes of at most 8, 16 and 32 (~1 min)
 #   profile_large  ncu of large-v3-shaped random weights: an encoder window at batch 1, a
 #             64-lane step's kernels with gemv_f16 and with gemv_tc
 #   tc        a step's projections on tensor cores (gemv_tc, the default) against gemv_f16:
@@ -493,6 +496,28 @@ stage_profile_batch() {
     say "profile base steps, 1 lane and 64 (the larger grids; DRAM bytes in the log):"
     ncu_table "$OUT/ncu-base-step-64.txt" >/dev/null
     rm -f /tmp/ggml-base.en-random.bin
+    return "$rc"
+}
+
+# Larger encoder passes than ENCODER_MAX_WINDOWS: the sweep, then the batched figure with
+# short windows' token counts, where the encoder is most of a window's time
+stage_passes() {
+    local rc=0 model="$S/models/ggml-base.bin" cap
+    if [ ! -f "$model" ]; then
+        random_model base.en >/dev/null || return 1
+        model=/tmp/ggml-base.en-random.bin
+    fi
+    WHISPERC_ENCODE_MAX_PASS=32 timeout 100 "$B/whisper-c" bench --synthetic --device cuda \
+        -m "$model" --tokens 1 -bs 1 --runs 3 --batch-size 32 >"$OUT/bench.tmp" 2>&1 || rc=1
+    say "passes $(basename "$model") encoder 1-32: $(synthetic_lines "$OUT/bench.tmp")"
+    for cap in 8 16 32; do
+        WHISPERC_ENCODE_MAX_PASS=$cap timeout 100 "$B/whisper-c" bench --synthetic --device cuda \
+            -m "$model" --tokens 30 -bs 1 --runs 1 --batch-size 64 --throughput 128 \
+            >"$OUT/bench.tmp" 2>&1 || rc=1
+        say "  128 windows, 64 lanes, 30 tokens, passes <= $cap: $(sed -n '/^batched throughput/,$p' \
+            "$OUT/bench.tmp" | grep -E '^  (encoder|decoder|total)' | tr -s ' ' | tr '\n' ';')"
+    done
+    rm -f /tmp/ggml-base.en-random.bin "$OUT/bench.tmp"
     return "$rc"
 }
 
