@@ -235,7 +235,7 @@ static int batch_steps(whisperc_state *st, struct decoder_batch *db, int n_lanes
     memset(rules, 0, sizeof rules);
     for (int k = 0; !rc && k < n_lanes; k++) {
         int row = n - 1;
-        decoder_batch_set_audio(db, s, k, st->audio_features);
+        decoder_batch_set_audio(db, s, 1, &k, st->audio_features, NULL);
         rc = decoder_batch_prefill(db, s, k, prompt, n, &row, 1, NULL);
         op->logits_greedy(s, &pick[k], db->logits, rules, NULL, 0, 1, v->n_vocab);
         rc = rc ? rc : wc_stream_sync(s);
@@ -347,17 +347,17 @@ static int wave_prompts(whisperc_state *st, const struct wave *w, int m) {
 
 static int run_wave(whisperc_state *st, const struct wave *w, int m, int n_steps,
                     struct wc_bench_throughput_times *out) {
-    const struct wc_hparams *hp = &st->m->file->hp;
     struct wc_stream *s = st->s;
     const struct wc_backend_ops *op = s->be->ops;
     int n_vocab = st->m->vocab.n_vocab, rc = 0;
-    size_t features = (size_t)hp->n_audio_ctx * hp->n_audio_state;
     double t0 = wc_now_ms();
     for (int i = 0; i < m && !rc; i += w->per_pass) {
         int k = m - i < w->per_pass ? m - i : w->per_pass;
         encoder_forward_batch(&st->enc, s, w->wins, BENCH_FRAMES, k, st->audio_features);
+        int audio[ENCODER_PASS_LIMIT];
         for (int j = 0; j < k; j++)
-            decoder_batch_set_audio(w->db, s, i + j, st->audio_features + j * features);
+            audio[j] = i + j;
+        decoder_batch_set_audio(w->db, s, k, audio, st->audio_features, st->enc.mlp);
         rc = wc_stream_sync(s);
     }
     double t1 = wc_now_ms();

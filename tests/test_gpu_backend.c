@@ -693,6 +693,83 @@ static void test_encoder_fused(struct pair *p, int n_rows, int c) {
     free(in), free(h), free(want), free(hid), free(one), free(sep);
 }
 
+/* Downloads the n values of d (dtype f32, or f16 widened), syncs and releases d; NULL after a
+ * stream error. */
+static float *gpu_fetch_dt(struct pair *p, void *d, size_t n, enum wc_dtype dt) {
+    if (dt == WC_F32)
+        return gpu_fetch(p, d, n);
+    uint16_t *h = malloc(n * 2);
+    p->gs->be->ops->download(p->gs, h, d, n * 2);
+    int rc = wc_stream_sync(p->gs);
+    p->gs->be->ops->release(p->gs, d);
+    float *f = rc ? NULL : malloc(n * 4);
+    for (size_t i = 0; f && i < n; i++)
+        f[i] = wc_f16_to_f32(h[i]);
+    free(h);
+    return f;
+}
+
+/* linear_windows (the batch decoder's cross K and V of an encoder pass): n_w projections of
+ * n_win windows of n_rows rows each, into separate destinations of dtype dt. One window: the
+ * bits of the GPU's linear (then to_f16); several: close to the CPU's linear per window (the
+ * bits of one GEMM over all the rows, which may differ from a window's alone: printed). */
+static void test_linear_windows(struct pair *p, int n_win, int n_rows, int c, int n_w,
+                                enum wc_dtype dt) {
+    const struct wc_backend_ops *g = p->gpu->ops, *cpu = p->cpu->ops;
+    char name[128];
+    snprintf(name, sizeof name, "cuda linear_windows %d x %d rows, c %d, %d projections, %s", n_win,
+             n_rows, c, n_w, dt == WC_F16 ? "f16" : "f32");
+    struct wc_mat mc[4], mg[4];
+    float *bc[4] = {NULL}, *bg[4] = {NULL};
+    const struct wc_mat *wg[4];
+    const float *bgp[4];
+    for (int j = 0; j < n_w; j++) {
+        make_mat(p, &mc[j], &mg[j], c, c, WC_F16);
+        if (j % 2) /* V: a bias; K: none */
+            make_vec(p, &bc[j], &bg[j], (size_t)c, 0.5f);
+        wg[j] = &mg[j], bgp[j] = bg[j];
+    }
+    size_t blk = (size_t)n_rows * c, n = (size_t)n_win * blk, esz = dt == WC_F16 ? 2 : 4;
+    float *in = rand_vec(n, 3.0f), *want = malloc(blk * 4);
+    void *din = gpu_copy(p, in, n * 4), *dwork = gpu_poisoned(p, n), *dsep = gpu_poisoned(p, blk);
+    void *dst[4 * 8], *sep[4 * 8];
+    for (int k = 0; k < n_w * n_win; k++) { /* NaN in either dtype */
+        dst[k] = gpu_poisoned(p, (blk * esz + 3) / 4),
+        sep[k] = gpu_poisoned(p, (blk * esz + 3) / 4);
+        int j = k / n_win, i = k % n_win;
+        const float *in_i = (const float *)din + (size_t)i * blk;
+        g->linear(p->gs, dt == WC_F32 ? sep[k] : dsep, 0, in_i, &mg[j], bg[j], n_rows, WC_ACT_NONE,
+                  0);
+        if (dt == WC_F16)
+            g->to_f16(p->gs, sep[k], dsep, blk);
+    }
+    g->linear_windows(p->gs, dst, dt, din, n_win, n_rows, wg, bgp, n_w, dwork);
+    int same = 1, close = 1;
+    for (int k = 0; k < n_w * n_win; k++) {
+        int j = k / n_win, i = k % n_win;
+        cpu->linear(p->cs, want, 0, in + (size_t)i * blk, &mc[j], bc[j], n_rows, WC_ACT_NONE, 0);
+        float *got = gpu_fetch_dt(p, dst[k], blk, dt), *alone = gpu_fetch_dt(p, sep[k], blk, dt);
+        double ss = 0, worst = 0;
+        for (size_t e = 0; got && e < blk; e++)
+            ss += (double)want[e] * want[e];
+        double rms = sqrt(ss / (double)blk);
+        for (size_t e = 0; got && e < blk; e++) { /* NaN fails: !(x <= tol) */
+            double err = fabs((double)got[e] - want[e]) / (rms + fabs(want[e]));
+            worst = !(err <= worst) ? err : worst;
+        }
+        close &= got && worst <= 1e-2;
+        same &= got && alone && memcmp(got, alone, blk * 4) == 0;
+        free(got), free(alone);
+    }
+    printf("%s: close to the CPU's linear %s; the bits of linear per window: %s\n", name,
+           close ? "OK" : "NOT OK", same ? "yes" : "no");
+    CHECK(close);
+    if (n_win == 1)
+        CHECK(same);
+    g->release(p->gs, din), g->release(p->gs, dwork), g->release(p->gs, dsep);
+    free(in), free(want);
+}
+
 /* norm_self_attention (the encoder's attention half-block over n_win windows): the bits of
  * norm_qkv, attention_windows and linear (accumulate) on the GPU, close to the CPU's. */
 static void test_norm_self_attention(struct pair *p, int n_win, int t_len, int c, int n_head) {
@@ -976,7 +1053,7 @@ static void graph_run(whisperc_state *st, const float *features_host, struct gra
         int32_t prompt[10] = {50257, 50362, 440, 1000, 2000, 3000, 4000, 5000, 6000, 7000};
         prompt[2] += k;
         int row = 2 + k;
-        decoder_batch_set_audio(&db, s, k, feat);
+        decoder_batch_set_audio(&db, s, 1, &k, feat, NULL);
         CHECK(decoder_batch_prefill(&db, s, k, prompt, 3 + k, &row, 1, host) == 0);
         tok[k] = 100 + 37 * k;
     }
@@ -1376,6 +1453,12 @@ int main(int argc, char **argv) {
         test_encoder_fused(&p, 5, c);
         test_encoder_fused(&p, 1500, c);
         test_encoder_fused(&p, 3 * 1500, c);
+        /* the cross K/V of an encoder pass: one window (the bits of linear), several, f32,
+         * and windows short enough for gemv (window by window) */
+        test_linear_windows(&p, 1, 1500, c, 2, WC_F16);
+        test_linear_windows(&p, 3, 1500, c, 4, WC_F16);
+        test_linear_windows(&p, 2, 300, c, 2, WC_F32);
+        test_linear_windows(&p, 3, 40, c, 2, WC_F16);
         test_conv1d(&p, 80, c, 61, 1, 0);
         test_conv1d(&p, c, c, 61, 2, 1);
         int h = c / 64;

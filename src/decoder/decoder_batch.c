@@ -163,13 +163,48 @@ void decoder_batch_assign(struct decoder_batch *db, int lane, int audio) {
         db->region_of[lane] = audio;
 }
 
-void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int audio,
-                             const float *audio_features) {
-    for (int l = 0; l < db->hp->n_text_layer; l++) {
-        const struct wc_attn_w *a = &db->w->dec[l].cross;
-        cross_proj(db, s, audio_kv(db, db->xk, audio, l), audio_features, &a->k, NULL);
-        cross_proj(db, s, audio_kv(db, db->xv, audio, l), audio_features, &a->v, a->v_b);
+void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int n, const int *audio,
+                             const float *audio_features, float *work) {
+    const struct wc_backend_ops *op = s->be->ops;
+    int n_layer = db->hp->n_text_layer, n_audio = db->hp->n_audio_ctx;
+    size_t per = (size_t)n_audio * db->hp->n_text_state; /* a window's features */
+    if (!op->linear_windows) {
+        for (int i = 0; i < n; i++)
+            for (int l = 0; l < n_layer; l++) {
+                const struct wc_attn_w *a = &db->w->dec[l].cross;
+                const float *in = audio_features + i * per;
+                cross_proj(db, s, audio_kv(db, db->xk, audio[i], l), in, &a->k, NULL);
+                cross_proj(db, s, audio_kv(db, db->xv, audio[i], l), in, &a->v, a->v_b);
+            }
+        return;
     }
+    if (!work && n > 1) { /* db->mlp holds one window's */
+        for (int i = 0; i < n; i++)
+            decoder_batch_set_audio(db, s, 1, audio + i, audio_features + i * per, db->mlp);
+        return;
+    }
+    /* projection j: layer j / 2's K (j even) or V; dst[j n + i]: window i's */
+    int n_w = 2 * n_layer;
+    const struct wc_mat **w = malloc((size_t)n_w * sizeof *w);
+    const float **b = malloc((size_t)n_w * sizeof *b);
+    void **dst = malloc((size_t)n_w * (size_t)n * sizeof *dst);
+    if (w && b && dst) {
+        for (int j = 0; j < n_w; j++) {
+            const struct wc_attn_w *a = &db->w->dec[j / 2].cross;
+            w[j] = j % 2 ? &a->v : &a->k;
+            b[j] = j % 2 ? a->v_b : NULL;
+            for (int i = 0; i < n; i++)
+                dst[(size_t)j * n + i] = audio_kv(db, j % 2 ? db->xv : db->xk, audio[i], j / 2);
+        }
+        op->linear_windows(s, dst, db->xkv, audio_features, n, n_audio, w, b, n_w,
+                           work ? work : db->mlp);
+    } else {
+        wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY,
+                       "decoder: out of memory for %d windows' cross K/V", n);
+    }
+    free(w);
+    free(b);
+    free(dst);
 }
 
 void decoder_batch_reorder(struct decoder_batch *db, const int *lanes, const int *src, int n) {

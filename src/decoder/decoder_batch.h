@@ -103,9 +103,13 @@ void decoder_batch_clear(struct decoder_batch *db, int lane);
 /* Lane `lane` reads audio region `audio` from its next prefill or step on. Host only. */
 void decoder_batch_assign(struct decoder_batch *db, int lane, int audio);
 
-/* The cross-attention K/V of audio region `audio` from an encoder output [n_audio_ctx][s]. */
-void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int audio,
-                             const float *audio_features);
+/* The cross-attention K/V of audio regions audio[0..n) from n encoder outputs, window i's
+ * [n_audio_ctx][s] rows of audio_features at i n_audio_ctx: where the backend has
+ * linear_windows, each projection in one op for all n (a GPU's GEMM over every window's rows);
+ * work: backend memory of n * n_audio_ctx * n_text_state floats free for the call, or NULL
+ * (the decoder's own room, one window at a time). */
+void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int n, const int *audio,
+                             const float *audio_features, float *work);
 /* Audio region `audio`'s cross-attention K and V, [n_text_layer][n_audio_ctx][s] of db->xkv
  * (decoder_borrow_audio's layout), until its next decoder_batch_set_audio. */
 void decoder_batch_audio(struct decoder_batch *db, int audio, const void **k, const void **v);

@@ -103,7 +103,6 @@ static int fill_lanes(struct batch_run *b, int *next, struct wc_transcript *outs
 static int start_windows(struct batch_run *b, int n_need, char *err, size_t err_size) {
     struct transcribe_ctx *t = b->t;
     int n_max = t->enc->n_windows, rc = 0;
-    size_t features = (size_t)t->hp->n_audio_ctx * t->hp->n_audio_state;
     for (int k0 = 0; k0 < n_need && !rc; k0 += n_max) {
         int n = n_need - k0 < n_max ? n_need - k0 : n_max;
         double t0 = wc_now_ms();
@@ -115,8 +114,8 @@ static int start_windows(struct batch_run *b, int n_need, char *err, size_t err_
                                   &b->opts[k]);
         }
         encoder_forward_input(t->enc, t->s, n, t->audio_features);
-        for (int i = 0; i < n; i++)
-            decoder_batch_set_audio(b->db, t->s, b->need[k0 + i], t->audio_features + i * features);
+        /* the encoder's MLP buffer ([n][n_audio_ctx][4 s] floats) is free until its next pass */
+        decoder_batch_set_audio(b->db, t->s, n, b->need + k0, t->audio_features, t->enc->mlp);
         t->n_windows += n;
         rc = wc_stream_sync(t->s);
         t->encode_ms += wc_now_ms() - t0;

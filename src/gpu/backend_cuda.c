@@ -176,6 +176,7 @@ static const struct wc_backend_ops cuda_ops = {
     .norm_linear = cuda_norm_linear,
     .norm_qkv = cuda_norm_qkv,
     .norm_mlp = cuda_norm_mlp,
+    .linear_windows = cuda_linear_windows,
     .step_chain = cuda_step_chain,
     .attention = cuda_attention,
     .attention_windows = cuda_attention_windows,

@@ -219,3 +219,63 @@ void cuda_gemm_half(struct wc_stream *s, uint64_t out16, float *work, const stru
     else
         cuda_to_f16(s, (void *)(uintptr_t)out16, work, n);
 }
+
+/* backend.h linear_windows. The input goes to fp16 once for every projection; a projection is
+ * one GEMM over all the windows' rows (cuBLAS, or cuBLASLt with its bias, as cuda_gemm_half
+ * does for one block), then each window's block is rounded to fp16, with the bias in the same
+ * pass, into its destination: a window alone gets the bits of cuda_linear then to_f16. F32
+ * outputs, and blocks short enough that cuda_linear takes gemv (other bits), go window by
+ * window through cuda_linear, as the caller's ops would. */
+void cuda_linear_windows(struct wc_stream *s, void *const *dst, enum wc_dtype dtype,
+                         const float *in, int n_win, int n_rows, const struct wc_mat *const *w,
+                         const float *const *b, int n_w, float *work) {
+    if (cuda_op_begin(s) || n_win <= 0 || n_rows <= 0 || n_w <= 0)
+        return;
+    int c_in = w[0]->cols, most = 0;
+    for (int j = 0; j < n_w; j++) {
+        if (w[j]->dtype != WC_F16 || w[j]->cols != c_in || (dtype != WC_F16 && dtype != WC_F32)) {
+            wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                           "cuda linear_windows: weight %d [%d][%d] (dtype %d) after [%d][%d], "
+                           "output dtype %d",
+                           j, w[j]->rows, w[j]->cols, (int)w[j]->dtype, w[0]->rows, c_in,
+                           (int)dtype);
+            return;
+        }
+        most = w[j]->rows > most ? w[j]->rows : most;
+    }
+    size_t rows = (size_t)n_win * (size_t)n_rows, n_in = rows * (size_t)c_in;
+    if (dtype == WC_F32 || n_rows <= KERNEL_GEMV_LAUNCH_ROWS) {
+        for (int j = 0; j < n_w; j++)
+            for (int i = 0; i < n_win; i++) {
+                void *d = dst[(size_t)j * n_win + i];
+                cuda_linear(s, dtype == WC_F32 ? d : work, 0, in + (size_t)i * n_rows * c_in, w[j],
+                            b[j], n_rows, WC_ACT_NONE, 0);
+                if (dtype == WC_F16)
+                    cuda_to_f16(s, d, work, (size_t)n_rows * (size_t)w[j]->rows);
+            }
+        return;
+    }
+    if (rows > INT32_MAX || !cuda_fits_u32(s, "linear_windows", n_in) ||
+        !cuda_fits_u32(s, "linear_windows", rows * (size_t)most))
+        return;
+    uint64_t x16 = cuda_scratch(s, CUDA_SCRATCH_HALF, n_in * 2);
+    if (!x16)
+        return;
+    cuda_to_f16(s, (void *)(uintptr_t)x16, in, n_in);
+    for (int j = 0; j < n_w && !s->err; j++) {
+        int n_out = w[j]->rows;
+        size_t block = (size_t)n_rows * (size_t)n_out;
+        int lt = gemm_lt(s, work, n_out, 0, w[j], x16, (int)rows, 0.0f, b[j]);
+        if (lt < 0)
+            return;
+        if (!lt)
+            cuda_gemm(s, work, n_out, w[j], x16, (int)rows, 0.0f);
+        for (int i = 0; i < n_win; i++) {
+            void *d = dst[(size_t)j * n_win + i];
+            if (lt || !b[j])
+                cuda_to_f16(s, d, work + i * block, block);
+            else
+                cuda_epilogue(s, work + i * block, n_out, b[j], NULL, n_out, n_rows, 0, dptr(d));
+        }
+    }
+}
