@@ -319,7 +319,8 @@ static int start_queue(struct decode_batch *d, int k, int i) {
         return rc;
     /* the prompt's last row is db->logits' first; the pick goes to row i */
     if (sl->kind == SLOT_GREEDY) {
-        decode_greedy_queue(s, d->db->logits, 1, n_vocab, d->lf + i, d->hk + i, d->pick + i);
+        decode_greedy_queue(s, d->db->logits, 1, n_vocab, d->lf + i, d->hk + i, d->rules + i,
+                            d->pick + i);
     } else if (sl->kind == SLOT_BEAMS) {
         const struct logit_filters *f = sl->o->filters;
         int K = d->beam_size + 1;
@@ -389,7 +390,7 @@ static void rank_beams(struct decode_batch *d, int r0, int m) {
         const struct logit_filters *f = d->lf[a];
         for (n = 0; a + n < r0 + m; n++) {
             const struct logit_filters *g = d->lf[a + n];
-            if (g->suppress != f->suppress || g->n_suppress != f->n_suppress)
+            if (!logit_filters_same_suppress(f, g))
                 break;
             /* the row's beam: its place in the slot's lanes */
             beam_rule(&d->slots[d->src[a + n]].bs, d->hyp[a + n], &d->rules[a + n]);
@@ -490,7 +491,7 @@ static void draw_samples(struct decode_batch *d, int r0, int m) {
         int d0 = d->n_draws;
         for (n = 0; a + n < r0 + m;) {
             const struct logit_filters *g = d->lf[a + n];
-            if (g->suppress != f->suppress || g->n_suppress != f->n_suppress)
+            if (!logit_filters_same_suppress(f, g))
                 break;
             n += add_draws(d, &d->slots[d->src[a + n]], &d->rules[a + n], n);
         }
@@ -522,7 +523,7 @@ int decode_batch_step(struct decode_batch *d, int *n_stepped) {
             unsynced = false;
         } else if (kind == SLOT_GREEDY) {
             rc = decode_greedy_pick(d->s, d->db->logits + (size_t)r0 * n_vocab, m, n_vocab,
-                                    d->lf + r0, d->hk + r0, d->pick + r0);
+                                    d->lf + r0, d->hk + r0, d->rules + r0, d->pick + r0);
             unsynced = false;
         } else {
             draw_samples(d, r0, m);

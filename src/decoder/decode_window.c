@@ -41,26 +41,27 @@ int decode_argmax(const float *x, int n) {
 
 int decode_greedy_pick(struct wc_stream *s, float *logits, int n, int n_vocab,
                        const struct logit_filters *const *lf, const struct hyp *const *h,
-                       struct wc_greedy_pick *out) {
-    decode_greedy_queue(s, logits, n, n_vocab, lf, h, out);
+                       struct wc_logit_rule *rules, struct wc_greedy_pick *out) {
+    decode_greedy_queue(s, logits, n, n_vocab, lf, h, rules, out);
     return wc_stream_sync(s);
 }
 
 void decode_greedy_queue(struct wc_stream *s, float *logits, int n, int n_vocab,
                          const struct logit_filters *const *lf, const struct hyp *const *h,
-                         struct wc_greedy_pick *out) {
-    struct wc_logit_rule rules[WC_MAX_GROUP];
-    /* one call per run of rows that share a suppress list (in practice: one call) */
+                         struct wc_logit_rule *rules, struct wc_greedy_pick *out) {
+    /* one call per run of rows that share a suppress list (in practice: one call; a batch
+     * step's rows in one, not in runs of WC_MAX_GROUP: each call is two launches, an upload and
+     * a download on a GPU) */
     for (int r0 = 0, m; r0 < n; r0 += m) {
         const struct logit_filters *f = lf[r0];
-        for (m = 0; r0 + m < n && m < WC_MAX_GROUP; m++) {
+        for (m = 0; r0 + m < n; m++) {
             const struct logit_filters *g = lf[r0 + m];
-            if (g->suppress != f->suppress || g->n_suppress != f->n_suppress)
+            if (!logit_filters_same_suppress(f, g))
                 break;
-            logit_filters_rule(g, h[r0 + m]->tok, h[r0 + m]->n, &rules[m]);
+            logit_filters_rule(g, h[r0 + m]->tok, h[r0 + m]->n, &rules[r0 + m]);
         }
-        s->be->ops->logits_greedy(s, out + r0, logits + (size_t)r0 * n_vocab, rules, f->suppress,
-                                  f->n_suppress, m, n_vocab);
+        s->be->ops->logits_greedy(s, out + r0, logits + (size_t)r0 * n_vocab, rules + r0,
+                                  f->suppress, f->n_suppress, m, n_vocab);
     }
 }
 
@@ -151,6 +152,7 @@ static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_
     struct wc_greedy_pick pick[WC_MAX_GROUP];
     const struct logit_filters *lf[WC_MAX_GROUP];
     const struct hyp *hk[WC_MAX_GROUP];
+    struct wc_logit_rule rules[WC_MAX_GROUP];
     int n_active = G;
     for (int g = 0; g < G; g++)
         rows[g] = g;
@@ -170,7 +172,7 @@ static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_
             hk[k] = &hs->h[rows[k]];
         }
         if (!rc && on_backend && o->temperature == 0.0f)
-            rc = decode_greedy_pick(s, d->logits, n_active, n_vocab, lf, hk, pick);
+            rc = decode_greedy_pick(s, d->logits, n_active, n_vocab, lf, hk, rules, pick);
         else if (!rc && on_backend)
             rc = sample_pick(s, d->logits, n_active, i == 0, n_vocab, o, hk, pick);
         if (rc)

@@ -79,16 +79,18 @@ int decode_initial_tokens(const struct decode_opts *o, int n_text_ctx, int sampl
 int decode_argmax(const float *x, int n); /* the first maximum, as torch.argmax */
 struct hyp;
 struct wc_greedy_pick;
+struct wc_logit_rule;
 /* Greedy's next token for n rows of logits in backend memory ([n][n_vocab], left undefined):
- * row k filtered by lf[k] after the history h[k], through the backend's logits_greedy, so
- * that only the picks cross to the host. Syncs; returns the stream's error. */
+ * row k filtered by lf[k] after the history h[k], through the backend's logits_greedy (one
+ * call for every run of rows that share a suppress list: in practice one), so that only the
+ * picks cross to the host; rules: room for n rows' rules. Syncs; returns the stream's error. */
 int decode_greedy_pick(struct wc_stream *s, float *logits, int n, int n_vocab,
                        const struct logit_filters *const *lf, const struct hyp *const *h,
-                       struct wc_greedy_pick *out);
+                       struct wc_logit_rule *rules, struct wc_greedy_pick *out);
 /* The same, queued: out is filled by the caller's next sync. */
 void decode_greedy_queue(struct wc_stream *s, float *logits, int n, int n_vocab,
                          const struct logit_filters *const *lf, const struct hyp *const *h,
-                         struct wc_greedy_pick *out);
+                         struct wc_logit_rule *rules, struct wc_greedy_pick *out);
 
 /* r's text, avg_logprob and compression ratio from its tokens and sum_logprob. */
 int decode_result_finish(const struct wc_vocab *v, struct decode_result *r);

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend.h"
 #include "model/vocab.h"
@@ -112,6 +113,12 @@ void logit_filters_rule(const struct logit_filters *lf, const int32_t *seq, int 
             add_range(out, tb + lf->max_initial_timestamp_index + 1, n_vocab);
     }
     out->ts_begin = tb;
+}
+
+bool logit_filters_same_suppress(const struct logit_filters *a, const struct logit_filters *b) {
+    return a->n_suppress == b->n_suppress &&
+           (a->suppress == b->suppress || a->n_suppress == 0 ||
+            memcmp(a->suppress, b->suppress, (size_t)a->n_suppress * sizeof *a->suppress) == 0);
 }
 
 static int cmp_i32(const void *a, const void *b) {

@@ -33,6 +33,10 @@ struct wc_logit_rule;
 void logit_filters_rule(const struct logit_filters *lf, const int32_t *sampled, int n_sampled,
                         struct wc_logit_rule *out);
 
+/* Whether a and b suppress the same tokens (the same list, or lists alike: each window's
+ * filters hold a list of their own), so that their rows can share one logits op. */
+bool logit_filters_same_suppress(const struct logit_filters *a, const struct logit_filters *b);
+
 /* The default suppress set of DecodingTask._get_suppress_tokens(): non-speech tokens (if
  * non_speech != NULL) plus transcribe, translate, sot, sot_prev, sot_lm and no_speech; sorted,
  * unique. Returns the count, *out malloc'd; -1 when out of memory. */
