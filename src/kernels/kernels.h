@@ -146,8 +146,11 @@ char *gen_attention_scores(int sm, int n_head, int d_head, int kv_half);
  * KERNEL_GEMV_GELU, out + sum (+ b) with KERNEL_GEMV_ACCUMULATE (not with GELU). K % 8 == 0,
  * w 16-byte aligned. A row's result does not depend on n_rows (bit for bit).
  * grid (ceil(n / KERNEL_GEMV_COLS), ceil(n_rows / KERNEL_GEMV_MAX_ROWS)) x KERNEL_GEMV_THREADS. */
-#define KERNEL_GEMV_MAX_ROWS    8  /* rows a CTA takes */
-#define KERNEL_GEMV_LAUNCH_ROWS 64 /* rows the backend sends to one launch (then cuBLAS) */
+#define KERNEL_GEMV_MAX_ROWS    8 /* rows a CTA takes */
+/* Rows the backend sends to one launch (more: cuBLAS): a batch step's every row (the step
+ * graphs' most, CUDA_GRAPH_KEYS), so that a step of 64 windows' 5 beams is one launch a
+ * projection, not five of 64 rows one after another; a row's bits are the same either way. */
+#define KERNEL_GEMV_LAUNCH_ROWS 1024
 #define KERNEL_GEMV_THREADS     256
 #define KERNEL_GEMV_COLS        32 /* output columns per CTA */
 #define KERNEL_GEMV_BIAS        1
