@@ -499,39 +499,46 @@ static void draw_samples(struct decode_batch *d, int r0, int m) {
     }
 }
 
-int decode_batch_step(struct decode_batch *d, int *n_stepped) {
-    int n_ctx = d->db->hp->n_text_ctx, K = d->beam_size + 1, n_vocab = d->v->n_vocab;
+int decode_batch_step_begin(struct decode_batch *d, int *n_stepped) {
+    int n_vocab = d->v->n_vocab;
     int r_pick, n = plan_rows(d, &r_pick);
+    d->step_rows = 0;
     if (n_stepped)
         *n_stepped = n;
     if (n == 0)
         return d->s->err;
     int rc = decoder_batch_step(d->db, d->s, d->ids, d->last, n, NULL);
-    /* queued with no pick's sync after them: SOT rows' downloads, draws */
-    bool unsynced = !rc && fetch_sot_rows(d) > 0;
+    if (!rc)
+        fetch_sot_rows(d);
     d->n_draws = 0;
     /* each step's logits stay on the backend: only the picks come back; greedy rows through
      * logits_greedy, beam rows through logits_topk, sample rows through logits_sample, in runs
-     * of one kind */
+     * of one kind, all queued: decode_batch_step_end syncs once */
     for (int r0 = r_pick, m; r0 < n && !rc; r0 += m) {
         enum slot_kind kind = d->slots[d->src[r0]].kind;
         for (m = 1; r0 + m < n && d->slots[d->src[r0 + m]].kind == kind; m++)
             ;
-        if (kind == SLOT_BEAMS) {
+        if (kind == SLOT_BEAMS)
             rank_beams(d, r0, m);
-            rc = wc_stream_sync(d->s);
-            unsynced = false;
-        } else if (kind == SLOT_GREEDY) {
-            rc = decode_greedy_pick(d->s, d->db->logits + (size_t)r0 * n_vocab, m, n_vocab,
-                                    d->lf + r0, d->hk + r0, d->rules + r0, d->pick + r0);
-            unsynced = false;
-        } else {
+        else if (kind == SLOT_GREEDY)
+            decode_greedy_queue(d->s, d->db->logits + (size_t)r0 * n_vocab, m, n_vocab, d->lf + r0,
+                                d->hk + r0, d->rules + r0, d->pick + r0);
+        else
             draw_samples(d, r0, m);
-            unsynced = true;
-        }
+        rc = d->s->err;
     }
-    if (!rc && unsynced)
-        rc = wc_stream_sync(d->s);
+    if (!rc)
+        d->step_rows = n, d->step_pick = r_pick;
+    return rc;
+}
+
+int decode_batch_step_end(struct decode_batch *d) {
+    int n_ctx = d->db->hp->n_text_ctx, K = d->beam_size + 1, n_vocab = d->v->n_vocab;
+    int n = d->step_rows, r_pick = d->step_pick;
+    if (n == 0)
+        return d->s->err;
+    d->step_rows = 0;
+    int rc = wc_stream_sync(d->s);
     d->n_steps++;
     for (int a = r_pick; a < n && !rc;) {
         struct decode_batch_slot *sl = &d->slots[d->src[a]];
@@ -552,6 +559,12 @@ int decode_batch_step(struct decode_batch *d, int *n_stepped) {
         a += rows;
     }
     return rc;
+}
+
+int decode_batch_step(struct decode_batch *d, int *n_stepped) {
+    int rc = decode_batch_step_begin(d, n_stepped);
+    int rc_end = decode_batch_step_end(d);
+    return rc ? rc : rc_end;
 }
 
 bool decode_batch_ended(const struct decode_batch *d, int k) {

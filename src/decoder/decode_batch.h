@@ -67,7 +67,8 @@ struct decode_batch {
     struct wc_sample_draw *draws;
     struct wc_greedy_pick *drawn;
     int n_draws;
-    int n_steps; /* decoder_batch_step calls made, all slots together (statistics) */
+    int n_steps;              /* decoder_batch_step calls made, all slots together (statistics) */
+    int step_rows, step_pick; /* the step begun and not yet ended: its rows, its first pick row */
 };
 
 /* The longest prompt fed as step rows on a backend: what keeps a prefill's bits (backend.h
@@ -101,6 +102,13 @@ int decode_batch_start_n(struct decode_batch *d, int n, const int *ks,
  * start (as many as the step has room for), in one decoder_batch_step. *n_stepped (may be
  * NULL) receives the step's rows (0: no slot was running). Returns 0 or the stream's error. */
 int decode_batch_step(struct decode_batch *d, int *n_stepped);
+/* decode_batch_step in two halves: _begin queues the step and its picks (on a GPU the host
+ * returns while the device computes), _end waits for them and hands each slot its tokens.
+ * Between them the caller may do host work and ops of its own on the stream, but must not
+ * start, step or take the slots (decode_batch_take of a slot that ended before is fine).
+ * _end after a failed _begin, or without one, does nothing. */
+int decode_batch_step_begin(struct decode_batch *d, int *n_stepped);
+int decode_batch_step_end(struct decode_batch *d);
 
 /* Lanes no slot holds. */
 int decode_batch_lanes_free(const struct decode_batch *d);

@@ -64,6 +64,9 @@ struct batch_run {
     int min_pass;          /* windows to wait for before an encoder pass (transcribe_batch.h) */
     int retry_lanes;       /* the most samples a fallback decodes in the batch (more: alone) */
     int waited;            /* steps taken since a lane began to wait for its window */
+    /* windows whose log-Mels prepare_windows copied into the encoder's input while a step ran:
+     * slot i holds lane prepared[i]'s, while t->n_windows is still prepared_at */
+    int *prepared, n_prepared, prepared_at;
 };
 
 /* Ends input i's job and frees its log-Mel (the job points into it). */
@@ -97,19 +100,45 @@ static int fill_lanes(struct batch_run *b, int *next, struct wc_transcript *outs
     return 0;
 }
 
+/* The log-Mels of the windows the next encoder pass starts, copied into the encoder's input
+ * while a step runs, in start_windows' order (the lanes without a running window, as many as
+ * a pass takes): start_windows finds them there and copies only the rest. Copies still valid
+ * from an earlier turn (no encoder pass since, the same lane in the same place) stay. */
+static void prepare_windows(struct batch_run *b) {
+    struct transcribe_ctx *t = b->t;
+    if (b->prepared_at != t->n_windows)
+        b->n_prepared = 0;
+    b->prepared_at = t->n_windows;
+    for (int k = 0, i = 0; k < b->d.n_slots && i < t->enc->n_windows; k++) {
+        const struct lane *ln = &b->lanes[k];
+        if (!ln->job || ln->running || ln->retry)
+            continue;
+        if (i >= b->n_prepared || b->prepared[i] != k) {
+            transcribe_job_window(ln->job, encoder_input(t->enc, i), 2 * t->hp->n_audio_ctx,
+                                  &b->opts[k]);
+            b->prepared[i] = k;
+        }
+        b->n_prepared = ++i > b->n_prepared ? i : b->n_prepared;
+    }
+}
+
 /* The next window of each of the n lanes in b->need through the encoder into the lane's
  * cross-attention, in passes of up to enc->n_windows (one upload and one encoder run each),
  * and its decoding started. */
 static int start_windows(struct batch_run *b, int n_need, char *err, size_t err_size) {
     struct transcribe_ctx *t = b->t;
     int n_max = t->enc->n_windows, rc = 0;
+    bool ready = b->prepared_at == t->n_windows; /* no encoder pass wrote the input since */
     for (int k0 = 0; k0 < n_need && !rc; k0 += n_max) {
         int n = n_need - k0 < n_max ? n_need - k0 : n_max;
         double t0 = wc_now_ms();
         /* each window straight into the encoder's input, which the pass's upload reads as it
-         * runs, without a host copy: no upload before is pending (each pass ends in a sync) */
+         * runs, without a host copy: no upload before is pending (each pass ends in a sync);
+         * those prepare_windows put there already are not copied again */
         for (int i = 0; i < n; i++) {
             int k = b->need[k0 + i];
+            if (ready && k0 == 0 && i < b->n_prepared && b->prepared[i] == k)
+                continue;
             transcribe_job_window(b->lanes[k].job, encoder_input(t->enc, i), 2 * t->hp->n_audio_ctx,
                                   &b->opts[k]);
         }
@@ -198,16 +227,39 @@ static int finish_lanes(struct batch_run *b) {
     return rc;
 }
 
-/* One loop turn: windows started in every lane that has an input but no window, then one
- * step of the running lanes, then the ended windows handed back. *idle: no lane has an input
- * left. */
+/* One loop turn: one step of the running windows queued, and while the device computes it,
+ * the windows the step before ended handed back (an input done retires, a window that needs a
+ * fallback waits for lanes), inputs started in the lanes left without one, and the log-Mels of
+ * the windows the next encoder pass starts copied into its input; then the step's tokens
+ * taken, the fallbacks started again, and the next window of every lane that has an input but
+ * no window started (they join the next turn's step). On a GPU the host's share of a turn so
+ * hides behind the step; on the CPU the ops run as they are issued, in the same order, so a
+ * window gets the same tokens either way. *idle: no lane has an input left. */
 static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char *err,
                 size_t err_size, bool *idle) {
     struct transcribe_ctx *t = b->t;
-    int rc = fill_lanes(b, next, outs, err, err_size), n_need = 0, n_busy = 0;
+    double t0 = wc_now_ms();
+    int rc = decode_batch_step_begin(&b->d, NULL);
+    t->decode_ms += wc_now_ms() - t0;
+    if (rc)
+        wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
+    if (!rc)
+        rc = finish_lanes(b);
+    if (!rc)
+        rc = fill_lanes(b, next, outs, err, err_size);
+    if (!rc)
+        prepare_windows(b);
+    t0 = wc_now_ms();
+    int rc_end = decode_batch_step_end(&b->d); /* after a failure too: nothing left queued */
+    t->decode_ms += wc_now_ms() - t0;
+    if (!rc && rc_end) {
+        rc = rc_end;
+        wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
+    }
     bool fallback_waits = false;
     if (!rc && (rc = restart_fallbacks(b, &fallback_waits)))
         wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
+    int n_need = 0, n_busy = 0;
     for (int k = 0; k < b->d.n_slots && !rc; k++) {
         n_busy += b->lanes[k].job != NULL;
         if (b->lanes[k].job && !b->lanes[k].running && !b->lanes[k].retry)
@@ -229,14 +281,7 @@ static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char
     } else if (n_need) {
         b->waited++;
     }
-    double t0 = wc_now_ms();
-    rc = decode_batch_step(&b->d, NULL);
-    t->decode_ms += wc_now_ms() - t0;
-    if (rc) {
-        wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
-        return rc;
-    }
-    return finish_lanes(b);
+    return 0;
 }
 
 int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
@@ -250,6 +295,8 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
         .db = db,
         .lanes = calloc((size_t)B, sizeof *b.lanes),
         .need = calloc((size_t)B, sizeof *b.need),
+        .prepared = calloc((size_t)B, sizeof *b.prepared),
+        .prepared_at = -1,
         .opts = calloc((size_t)B, sizeof *b.opts),
         .src = src,
         .mels = calloc((size_t)n, sizeof *b.mels),
@@ -264,7 +311,7 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
     for (int i = 0; i < n; i++)
         memset(&outs[i], 0, sizeof outs[i]);
     int d_rc = decode_batch_init(&b.d, db, t->s, t->vocab, beams);
-    if (d_rc || !b.lanes || !b.need || !b.opts || !b.mels) {
+    if (d_rc || !b.lanes || !b.need || !b.prepared || !b.opts || !b.mels) {
         wc_errf(err, err_size, "out of memory for a batch of %d", B);
         rc = WHISPERC_ERR_NO_MEMORY;
     }
@@ -280,6 +327,6 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
             transcript_free(&outs[i]);
     if (!d_rc)
         decode_batch_free(&b.d);
-    free(b.lanes), free(b.need), free(b.opts), free(b.mels);
+    free(b.lanes), free(b.need), free(b.prepared), free(b.opts), free(b.mels);
     return rc;
 }
