@@ -1,12 +1,14 @@
 /*
- * transcribe_batch.c — see transcribe_batch.h. One loop: give every lane without an input an
- * input not started yet; start again, at the next temperature, each window that needs a
- * fallback (its audio still in its lane); encode the next window of every lane that has none
- * running (those that freed up together, in passes of the encoder's windows) and start it;
- * step the running lanes once; hand each window that ended back to its input's job (which
- * cuts segments, or asks for the fallback) and retire the inputs that are done. The other
- * lanes keep their place: lanes join and leave the batch as windows end (continuous
- * batching). An input's log-Mel exists only while it holds a lane.
+ * transcribe_batch.c — see transcribe_batch.h. One loop (turn): step the running lanes once,
+ * and while the device computes the step, hand each window that ended at the step before back
+ * to its input's job (which cuts segments, or asks for the fallback), retire the inputs that
+ * are done, give every lane without an input an input not started yet, and copy the next
+ * windows' log-Mels into the encoder's input; then take the step's tokens, start again, at the
+ * next temperature, each window that needs a fallback (its audio still in its lane), and
+ * encode the next window of every lane that has none running (those that freed up together,
+ * in passes of the encoder's windows) and start it. The other lanes keep their place: lanes
+ * join and leave the batch as windows end (continuous batching). An input's log-Mel exists
+ * only while it holds a lane.
  *
  * A "lane" here is one input's place: decode_batch's slot k and audio region k. The decoder's
  * own lanes are what windows hold while they run (1, the beams, or best_of samples); a
