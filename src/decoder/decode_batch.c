@@ -31,6 +31,10 @@ struct decode_batch_slot {
     /* a prompt fed whole with the next step (decode_batch_start): its tokens, where the SOT
      * is; fed_now: in this step, its SOT at row sot_row (downloaded to d->sot_logits) */
     bool feed, fed_now;
+    /* d->sot_logits' row for this slot holds the window's SOT row: no_speech_prob comes from it
+     * when the result is taken (decode_batch_take, which the batch loop runs while a step is
+     * in flight), not in the step's serial part */
+    bool sot_ready;
     int32_t prompt[DECODE_BATCH_FEED_MAX];
     int sot_index, sot_row;
     struct hyp_set hs;    /* greedy: one hypothesis; samples: best_of, of sample_len + 1 */
@@ -335,13 +339,11 @@ static int start_queue(struct decode_batch *d, int k, int i) {
     return s->err;
 }
 
-/* After the sync: slot k's no_speech_prob and its first pick (row i) taken. */
+/* After the sync: slot k's SOT row in place (sot_ready) and its first pick (row i) taken. */
 static void start_take(struct decode_batch *d, int k, int i) {
     struct decode_batch_slot *sl = &d->slots[k];
     const struct wc_vocab *v = d->v;
-    int n_vocab = v->n_vocab;
-    const float *at_sot = d->sot_logits + (size_t)k * n_vocab;
-    sl->r.no_speech_prob = exp(at_sot[v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
+    sl->sot_ready = true;
     if (sl->state != SLOT_RUNNING)
         return;
     if (sl->kind == SLOT_BEAMS) {
@@ -533,7 +535,7 @@ int decode_batch_step_begin(struct decode_batch *d, int *n_stepped) {
 }
 
 int decode_batch_step_end(struct decode_batch *d) {
-    int n_ctx = d->db->hp->n_text_ctx, K = d->beam_size + 1, n_vocab = d->v->n_vocab;
+    int n_ctx = d->db->hp->n_text_ctx, K = d->beam_size + 1;
     int n = d->step_rows, r_pick = d->step_pick;
     if (n == 0)
         return d->s->err;
@@ -544,8 +546,7 @@ int decode_batch_step_end(struct decode_batch *d) {
         struct decode_batch_slot *sl = &d->slots[d->src[a]];
         int rows = pick_rows(sl);
         if (sl->fed_now) { /* the prompt's step counts as the prefill it replaces */
-            const float *at_sot = d->sot_logits + (size_t)d->src[a] * n_vocab;
-            sl->r.no_speech_prob = exp(at_sot[d->v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
+            sl->sot_ready = true;
             sl->feed = sl->fed_now = false;
         } else {
             sl->r.n_steps++;
@@ -573,7 +574,12 @@ bool decode_batch_ended(const struct decode_batch *d, int k) {
 
 int decode_batch_take(struct decode_batch *d, int k, struct decode_result *r) {
     struct decode_batch_slot *sl = &d->slots[k];
-    int cap = sl->o->sample_len + 1;
+    int cap = sl->o->sample_len + 1, n_vocab = d->v->n_vocab;
+    if (sl->sot_ready) {
+        const float *at_sot = d->sot_logits + (size_t)k * n_vocab;
+        sl->r.no_speech_prob = exp(at_sot[d->v->no_speech] - wc_logsumexp(at_sot, 0, n_vocab));
+        sl->sot_ready = false;
+    }
     *r = sl->r;
     memset(&sl->r, 0, sizeof sl->r);
     sl->state = SLOT_FREE;
