@@ -235,7 +235,7 @@ static int batch_steps(whisperc_state *st, struct decoder_batch *db, int n_lanes
     memset(rules, 0, sizeof rules);
     for (int k = 0; !rc && k < n_lanes; k++) {
         int row = n - 1;
-        decoder_batch_set_audio(db, s, 1, &k, st->audio_features, NULL);
+        decoder_batch_set_audio(db, s, 1, &k, st->audio_features, NULL, 0);
         rc = decoder_batch_prefill(db, s, k, prompt, n, &row, 1, NULL);
         op->logits_greedy(s, &pick[k], db->logits, rules, NULL, 0, 1, v->n_vocab);
         rc = rc ? rc : wc_stream_sync(s);
@@ -357,7 +357,8 @@ static int run_wave(whisperc_state *st, const struct wave *w, int m, int n_steps
         int audio[ENCODER_PASS_LIMIT];
         for (int j = 0; j < k; j++)
             audio[j] = i + j;
-        decoder_batch_set_audio(w->db, s, k, audio, st->audio_features, st->enc.mlp);
+        decoder_batch_set_audio(w->db, s, k, audio, st->audio_features, st->enc.mlp,
+                                encoder_mlp_floats(&st->enc));
         rc = wc_stream_sync(s);
     }
     double t1 = wc_now_ms();

@@ -230,15 +230,16 @@ struct wc_backend_ops {
      * of an encoder pass): for projection j < n_w and window i < n_win, dst[j * n_win + i] =
      * rows [i n_rows, (i + 1) n_rows) of in (f32 [n_win * n_rows][w[j]->cols], all w[j] of the
      * same cols) times w[j], plus b[j] (NULL: none), stored as dtype (WC_F32, or WC_F16 rounded
-     * once after the bias) in rows of w[j]->rows values. work: backend memory of n_win * n_rows
-     * * (largest w[j]->rows) floats, undefined after. A window's block has the bits `linear`
+     * once after the bias) in rows of w[j]->rows values. work: backend memory of work_floats
+     * floats, at least n_win * n_rows * (largest w[j]->rows) (else the stream fails), undefined
+     * after. A window's block has the bits `linear`
      * (then to_f16) gives it alone, or, on a backend that merges windows
      * (linear_merge_windows), those of one `linear` over all the windows' rows (CUDA: one GEMM
      * a projection for the whole pass, the input converted to fp16 once for all of them). NULL
      * where a backend has no such form: callers issue the ops. */
     void (*linear_windows)(struct wc_stream *s, void *const *dst, enum wc_dtype dtype,
                            const float *in, int n_win, int n_rows, const struct wc_mat *const *w,
-                           const float *const *b, int n_w, float *work);
+                           const float *const *b, int n_w, float *work, size_t work_floats);
 
     /* A decoder step's ops in order (projections, and its attentions), each link reading what
      * the links before it wrote (struct wc_chain_link; n_rows <= linear_exact_rows): the bits

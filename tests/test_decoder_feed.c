@@ -178,7 +178,7 @@ static void test_decode_batch(whisperc_state *st, enum mode mode) {
     CHECK(decoder_batch_init(&db, s, hp, &st->m->w, n_lanes, N_WIN) == 0);
     CHECK(decode_batch_init(&d, &db, s, v, mode == BEAMS ? G : 0) == 0);
     for (int k = 0; k < N_WIN; k++)
-        decoder_batch_set_audio(&db, s, 1, &k, feat[k], NULL);
+        decoder_batch_set_audio(&db, s, 1, &k, feat[k], NULL, 0);
     CHECK(decoder_reserve(&st->dec, s, G) == 0);
     for (int k = 0; k < N_WIN; k++) {
         draws[k].s = 1000 + k;
@@ -286,7 +286,7 @@ static void test_backend(const char *path, whisperc_device dev) {
     float *feat = op->alloc(s, nf * sizeof(float));
     op->upload(s, feat, feat_host, nf * sizeof(float));
     for (int k = 0; k < N_LANES; k++)
-        decoder_batch_set_audio(&db, s, 1, &k, feat, NULL);
+        decoder_batch_set_audio(&db, s, 1, &k, feat, NULL, 0);
     size_t n_cache = (size_t)hp->n_text_layer * db.n_slots * hp->n_text_state;
     struct run r[2];
     for (int i = 0; i < 2; i++) {

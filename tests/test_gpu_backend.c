@@ -730,8 +730,10 @@ static void test_linear_windows(struct pair *p, int n_win, int n_rows, int c, in
         wg[j] = &mg[j], bgp[j] = bg[j];
     }
     size_t blk = (size_t)n_rows * c, n = (size_t)n_win * blk, esz = dt == WC_F16 ? 2 : 4;
+    enum { GUARD = 4096 }; /* NaN floats past the work buffer the op is told of: left as they are */
     float *in = rand_vec(n, 3.0f), *want = malloc(blk * 4);
-    void *din = gpu_copy(p, in, n * 4), *dwork = gpu_poisoned(p, n), *dsep = gpu_poisoned(p, blk);
+    void *din = gpu_copy(p, in, n * 4), *dsep = gpu_poisoned(p, blk);
+    float *dwork = gpu_poisoned(p, n + GUARD);
     void *dst[4 * 8], *sep[4 * 8];
     for (int k = 0; k < n_w * n_win; k++) { /* NaN in either dtype */
         dst[k] = gpu_poisoned(p, (blk * esz + 3) / 4),
@@ -743,7 +745,7 @@ static void test_linear_windows(struct pair *p, int n_win, int n_rows, int c, in
         if (dt == WC_F16)
             g->to_f16(p->gs, sep[k], dsep, blk);
     }
-    g->linear_windows(p->gs, dst, dt, din, n_win, n_rows, wg, bgp, n_w, dwork);
+    g->linear_windows(p->gs, dst, dt, din, n_win, n_rows, wg, bgp, n_w, dwork, n);
     int same = 1, close = 1;
     for (int k = 0; k < n_w * n_win; k++) {
         int j = k / n_win, i = k % n_win;
@@ -761,11 +763,31 @@ static void test_linear_windows(struct pair *p, int n_win, int n_rows, int c, in
         same &= got && alone && memcmp(got, alone, blk * 4) == 0;
         free(got), free(alone);
     }
-    printf("%s: close to the CPU's linear %s; the bits of linear per window: %s\n", name,
-           close ? "OK" : "NOT OK", same ? "yes" : "no");
-    CHECK(close);
+    float *guard = malloc(GUARD * 4);
+    g->download(p->gs, guard, dwork + n, GUARD * 4);
+    int kept = wc_stream_sync(p->gs) == 0;
+    for (int e = 0; kept && e < GUARD; e++)
+        kept = isnan(guard[e]);
+    printf("%s: close to the CPU's linear %s; the bits of linear per window: %s; nothing written "
+           "past the work buffer: %s\n",
+           name, close ? "OK" : "NOT OK", same ? "yes" : "no", kept ? "OK" : "NOT OK");
+    CHECK(close && kept);
     if (n_win == 1)
         CHECK(same);
+    free(guard);
+    /* a work buffer a float short of what the op needs is refused */
+    struct wc_stream *s;
+    CHECK(g->stream_new(p->gpu, 1, &s) == 0);
+    void *d0 = g->alloc(s, blk * esz), *win = g->alloc(s, n * 4), *work = g->alloc(s, n * 4);
+    void *d1[4 * 8];
+    for (int k = 0; k < n_w * n_win; k++)
+        d1[k] = d0;
+    size_t need = (dt == WC_F16 && n_rows > g->linear_exact_rows ? n : blk) - 1;
+    g->linear_windows(s, d1, dt, win, n_win, n_rows, wg, bgp, n_w, work, need);
+    int refused = g->sync(s) == WHISPERC_ERR_INVALID_ARG && strstr(s->errmsg, "linear_windows");
+    if (dt == WC_F16)
+        CHECK(refused);
+    g->stream_free(s);
     g->release(p->gs, din), g->release(p->gs, dwork), g->release(p->gs, dsep);
     free(in), free(want);
 }
@@ -1053,7 +1075,7 @@ static void graph_run(whisperc_state *st, const float *features_host, struct gra
         int32_t prompt[10] = {50257, 50362, 440, 1000, 2000, 3000, 4000, 5000, 6000, 7000};
         prompt[2] += k;
         int row = 2 + k;
-        decoder_batch_set_audio(&db, s, 1, &k, feat, NULL);
+        decoder_batch_set_audio(&db, s, 1, &k, feat, NULL, 0);
         CHECK(decoder_batch_prefill(&db, s, k, prompt, 3 + k, &row, 1, host) == 0);
         tok[k] = 100 + 37 * k;
     }
@@ -1434,8 +1456,8 @@ int main(int argc, char **argv) {
         test_linear(&p, 33, c, 4 * c, WC_F16, 1, WC_ACT_NONE, 1, 0);
         test_linear(&p, 5, c, c, WC_F32, 0, WC_ACT_NONE, 0, c); /* into a KV cache row */
         test_linear(&p, 3, c, c, WC_F16, 1, WC_ACT_NONE, 0, 7);
-        /* decoder steps: gemv_tc up to 64 rows (gemv_f16 with WHISPERC_CUDA_GEMV=f16, which
-         * gpu-check.sh's tc stage runs), cuBLAS past */
+        /* decoder steps: gemv_tc up to 1,024 rows (gemv_f16 with WHISPERC_CUDA_GEMV=f16, which
+         * gpu-check.sh's tc stage runs), cuBLAS past (the encoder's) */
         test_linear(&p, 8, 4 * c, c, WC_F16, 1, WC_ACT_GELU, 0, 0);
         test_linear(&p, 8, c, 4 * c, WC_F16, 1, WC_ACT_NONE, 1, 0);
         test_linear(&p, 2, c, c, WC_F16, 0, WC_ACT_NONE, 0, c); /* into a KV cache row */

@@ -503,8 +503,12 @@ static void draw_samples(struct decode_batch *d, int r0, int m) {
 
 int decode_batch_step_begin(struct decode_batch *d, int *n_stepped) {
     int n_vocab = d->v->n_vocab;
+    if (d->step_rows) {
+        wc_stream_fail(d->s, WHISPERC_ERR_INVALID_ARG,
+                       "decoder: a step begun while the one before is not ended");
+        return d->s->err;
+    }
     int r_pick, n = plan_rows(d, &r_pick);
-    d->step_rows = 0;
     if (n_stepped)
         *n_stepped = n;
     if (n == 0)

@@ -98,6 +98,7 @@ int decoder_batch_init(struct decoder_batch *db, struct wc_stream *s, const stru
     db->q = op->alloc(s, z.act);
     db->att = op->alloc(s, z.act);
     db->mlp = op->alloc(s, z.mlp);
+    db->mlp_floats = z.mlp / sizeof(float);
     db->logits = op->alloc(s, z.logits);
     db->step_idx = op->alloc(s, z.idx);
     db->step_host = calloc(1, z.idx);
@@ -164,7 +165,7 @@ void decoder_batch_assign(struct decoder_batch *db, int lane, int audio) {
 }
 
 void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int n, const int *audio,
-                             const float *audio_features, float *work) {
+                             const float *audio_features, float *work, size_t work_floats) {
     const struct wc_backend_ops *op = s->be->ops;
     int n_layer = db->hp->n_text_layer, n_audio = db->hp->n_audio_ctx;
     size_t per = (size_t)n_audio * db->hp->n_text_state; /* a window's features */
@@ -180,9 +181,11 @@ void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int 
     }
     if (!work && n > 1) { /* db->mlp holds one window's */
         for (int i = 0; i < n; i++)
-            decoder_batch_set_audio(db, s, 1, audio + i, audio_features + i * per, db->mlp);
+            decoder_batch_set_audio(db, s, 1, audio + i, audio_features + i * per, NULL, 0);
         return;
     }
+    if (!work)
+        work = db->mlp, work_floats = db->mlp_floats;
     /* projection j: layer j / 2's K (j even) or V; dst[j n + i]: window i's */
     int n_w = 2 * n_layer;
     const struct wc_mat **w = malloc((size_t)n_w * sizeof *w);
@@ -196,8 +199,8 @@ void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int 
             for (int i = 0; i < n; i++)
                 dst[(size_t)j * n + i] = audio_kv(db, j % 2 ? db->xv : db->xk, audio[i], j / 2);
         }
-        op->linear_windows(s, dst, db->xkv, audio_features, n, n_audio, w, b, n_w,
-                           work ? work : db->mlp);
+        op->linear_windows(s, dst, db->xkv, audio_features, n, n_audio, w, b, n_w, work,
+                           work_floats);
     } else {
         wc_stream_fail(s, WHISPERC_ERR_NO_MEMORY,
                        "decoder: out of memory for %d windows' cross K/V", n);

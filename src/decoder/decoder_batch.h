@@ -59,9 +59,10 @@ struct decoder_batch {
     void *xk, *xv;
     enum wc_dtype xkv;
     float *x, *h, *q, *att; /* [max(n_text_ctx, max_rows)][s] */
-    float *mlp;    /* [max(n_text_ctx, max_rows, n_audio_ctx / 4)][4s]; a step's new K/V before,
-                    * f16 cross K/V before their narrowing (decoder_batch_set_audio) */
-    float *logits; /* [max_rows][n_vocab] */
+    float *mlp;        /* [max(n_text_ctx, max_rows, n_audio_ctx / 4)][4s]; a step's new K/V before,
+                        * f16 cross K/V before their narrowing (decoder_batch_set_audio) */
+    size_t mlp_floats; /* its size */
+    float *logits;     /* [max_rows][n_vocab] */
     /* a step's index arrays, rows in step order: [max_rows] keys each row sees, [max_rows] its
      * lane, [max_rows] its new K/V's cache row, then [n rows][n_text_ctx] its lane's slot-table
      * row */
@@ -106,10 +107,11 @@ void decoder_batch_assign(struct decoder_batch *db, int lane, int audio);
 /* The cross-attention K/V of audio regions audio[0..n) from n encoder outputs, window i's
  * [n_audio_ctx][s] rows of audio_features at i n_audio_ctx: where the backend has
  * linear_windows, each projection in one op for all n (a GPU's GEMM over every window's rows);
- * work: backend memory of n * n_audio_ctx * n_text_state floats free for the call, or NULL
- * (the decoder's own room, one window at a time). */
+ * work: backend memory of work_floats floats free for the call (n * n_audio_ctx *
+ * n_text_state for one op: fewer fail the stream), or NULL (the decoder's own room, one window
+ * at a time). */
 void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int n, const int *audio,
-                             const float *audio_features, float *work);
+                             const float *audio_features, float *work, size_t work_floats);
 /* Audio region `audio`'s cross-attention K and V, [n_text_layer][n_audio_ctx][s] of db->xkv
  * (decoder_borrow_audio's layout), until its next decoder_batch_set_audio. */
 void decoder_batch_audio(struct decoder_batch *db, int audio, const void **k, const void **v);

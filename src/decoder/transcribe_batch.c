@@ -146,7 +146,8 @@ static int start_windows(struct batch_run *b, int n_need, char *err, size_t err_
         }
         encoder_forward_input(t->enc, t->s, n, t->audio_features);
         /* the encoder's MLP buffer ([n][n_audio_ctx][4 s] floats) is free until its next pass */
-        decoder_batch_set_audio(b->db, t->s, n, b->need + k0, t->audio_features, t->enc->mlp);
+        decoder_batch_set_audio(b->db, t->s, n, b->need + k0, t->audio_features, t->enc->mlp,
+                                encoder_mlp_floats(t->enc));
         t->n_windows += n;
         rc = wc_stream_sync(t->s);
         t->encode_ms += wc_now_ms() - t0;

@@ -16,6 +16,10 @@ int encoder_pass_cap(void) {
     return n >= 1 && n <= ENCODER_PASS_LIMIT ? n : ENCODER_MAX_WINDOWS;
 }
 
+size_t encoder_mlp_floats(const struct encoder *e) {
+    return (size_t)e->n_windows * (size_t)e->hp->n_audio_ctx * 4 * (size_t)e->hp->n_audio_state;
+}
+
 uint64_t encoder_memory_bytes(const struct wc_hparams *hp, int n_windows) {
     uint64_t n_ctx = (uint64_t)hp->n_audio_ctx, c = (uint64_t)hp->n_audio_state;
     uint64_t n_pad = 2 * n_ctx + 2, mels = (uint64_t)hp->n_mels;

@@ -49,6 +49,9 @@ int encoder_pass_cap(void);
 int encoder_init(struct encoder *e, struct wc_stream *s, const struct wc_hparams *hp,
                  const struct wc_weights *w, int n_windows);
 void encoder_free(struct encoder *e, struct wc_stream *s);
+/* The floats of e->mlp ([n_windows * n_audio_ctx][4 s]): free between passes, for others'
+ * scratch (the batch decoder's cross K/V of a pass). */
+size_t encoder_mlp_floats(const struct encoder *e);
 /* Bytes encoder_init allocates for n_windows (backend buffers and host staging), for the
  * memory budget. */
 uint64_t encoder_memory_bytes(const struct wc_hparams *hp, int n_windows);

@@ -146,8 +146,9 @@ static void cuda_backend_free(struct wc_backend *be) {
 
 static const struct wc_backend_ops cuda_ops = {
     .name = "cuda",
-    /* up to 64 rows go through gemv_f16, whose summation order does not depend on the row
-     * count (cuBLAS, beyond, may choose another algorithm for another n_rows) */
+    /* up to KERNEL_GEMV_LAUNCH_ROWS (1,024) rows go through gemv_tc (or gemv_f16), whose
+     * summation order does not depend on the row count (cuBLAS, beyond, may choose another
+     * algorithm for another n_rows) */
     .linear_exact_rows = KERNEL_GEMV_LAUNCH_ROWS,
     /* short prompts run one attn_rows launch per query (cuda_attention), a gather's arithmetic */
     .attention_exact_rows = KERNEL_ROWS_MAX_QUERIES,

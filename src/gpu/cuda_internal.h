@@ -334,7 +334,7 @@ void cuda_epilogue(struct wc_stream *s, float *x, int ld, const float *b, const 
                    int n_rows, int gelu, uint64_t out16);
 void cuda_linear_windows(struct wc_stream *s, void *const *dst, enum wc_dtype dtype,
                          const float *in, int n_win, int n_rows, const struct wc_mat *const *w,
-                         const float *const *b, int n_w, float *work);
+                         const float *const *b, int n_w, float *work, size_t work_floats);
 void cuda_lt_free(struct cuda_stream *cs);
 void cuda_transpose(struct wc_stream *s, float *out, const float *in, int rows, int cols);
 void cuda_attention_scores(struct wc_stream *s, float *out, const float *q, const void *k,

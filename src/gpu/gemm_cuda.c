@@ -228,7 +228,7 @@ void cuda_gemm_half(struct wc_stream *s, uint64_t out16, float *work, const stru
  * window through cuda_linear, as the caller's ops would. */
 void cuda_linear_windows(struct wc_stream *s, void *const *dst, enum wc_dtype dtype,
                          const float *in, int n_win, int n_rows, const struct wc_mat *const *w,
-                         const float *const *b, int n_w, float *work) {
+                         const float *const *b, int n_w, float *work, size_t work_floats) {
     if (cuda_op_begin(s) || n_win <= 0 || n_rows <= 0 || n_w <= 0)
         return;
     int c_in = w[0]->cols, most = 0;
@@ -244,7 +244,16 @@ void cuda_linear_windows(struct wc_stream *s, void *const *dst, enum wc_dtype dt
         most = w[j]->rows > most ? w[j]->rows : most;
     }
     size_t rows = (size_t)n_win * (size_t)n_rows, n_in = rows * (size_t)c_in;
-    if (dtype == WC_F32 || n_rows <= KERNEL_GEMV_LAUNCH_ROWS) {
+    /* the per-window path needs one block of room, the merged GEMM all of them */
+    int merged = dtype == WC_F16 && n_rows > KERNEL_GEMV_LAUNCH_ROWS;
+    size_t need = (merged ? rows : (size_t)n_rows) * (size_t)most;
+    if (dtype == WC_F16 && work_floats < need) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
+                       "cuda linear_windows: work of %zu floats for %d x %d rows of %d (%zu)",
+                       work_floats, n_win, n_rows, most, need);
+        return;
+    }
+    if (!merged) {
         for (int j = 0; j < n_w; j++)
             for (int i = 0; i < n_win; i++) {
                 void *d = dst[(size_t)j * n_win + i];
