@@ -41,6 +41,7 @@
 #             alone in a call)
 #   profile_batch  ncu of base's encoder in passes of up to 8 windows and of its steps at 1
 #             and 64 lanes (~4 min)
+#   batchid   test_batch quick on cuda: whisperc_full_batch against whisperc_full (~1 min)
 #   passes    the encoder's pass size (WHISPERC_ENCODE_MAX_PASS): base (random base.en weights
 #             where base is not carried) in passes of 1-32 windows, then 128 windows at 64
 #             lanes and 30 tokens (a short clip's) with passes of at most 8, 16 and 32 (~1 min)
@@ -498,6 +499,8 @@ stage_profile_batch() {
     rm -f /tmp/ggml-base.en-random.bin
     return "$rc"
 }
+
+stage_batchid() { batch_identity 150; }
 
 # Larger encoder passes than ENCODER_MAX_WINDOWS: the sweep, then the batched figure with
 # short windows' token counts, where the encoder is most of a window's time
