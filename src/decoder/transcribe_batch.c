@@ -120,7 +120,8 @@ static void prepare_windows(struct batch_run *b) {
                                   &b->opts[k]);
             b->prepared[i] = k;
         }
-        b->n_prepared = ++i > b->n_prepared ? i : b->n_prepared;
+        if (++i > b->n_prepared)
+            b->n_prepared = i;
     }
 }
 
