@@ -62,6 +62,18 @@ extern "C" {
 /* "0.1.0": the version of the library actually linked. */
 WHISPERC_API const char *whisperc_version(void);
 
+/* The OpenBLAS kernels the CPU backend's matrix products run: "SkylakeX", "Haswell", "Zen", ...
+ * (OpenBLAS's name of the core it chose when it was loaded). */
+WHISPERC_API const char *whisperc_blas_core(void);
+
+/* The OPENBLAS_CORETYPE this CPU should run with, when OpenBLAS did not recognise it (an
+ * OpenBLAS older than the CPU) and fell back to kernels without AVX2, which make the encoder
+ * about 15 times slower on the CPU: "SkylakeX" or "Haswell". NULL when its choice is fine, the
+ * variable is already set, or the CPU is not x86-64. OpenBLAS reads the variable only while it
+ * is loaded: set it in the environment the program starts with. The whisper-c command
+ * re-executes itself with it; whisperc_model_load logs this advice as a warning. */
+WHISPERC_API const char *whisperc_blas_coretype_advice(void);
+
 /* Status codes. Append only; values never change. A state stays usable after any of them but
  * WHISPERC_ERR_DEVICE: the next call on it starts on fresh buffers. */
 typedef enum whisperc_status {

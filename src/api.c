@@ -270,6 +270,12 @@ whisperc_status whisperc_model_load(const char *path, const struct whisperc_mode
     api_log(p.log_fn, p.log_user_data, WHISPERC_LOG_INFO, "%s: %s%s, %s backend, loaded in %.0f ms",
             path, model_file_type_name(&m->file->hp), m->vocab.multilingual ? "" : ".en",
             m->be->ops->name, wc_now_ms() - t0);
+    const char *core = whisperc_blas_coretype_advice();
+    if (core && strcmp(m->be->ops->name, "cpu") == 0)
+        api_log(p.log_fn, p.log_user_data, WHISPERC_LOG_WARN,
+                "OpenBLAS does not recognise this CPU and runs its %s kernels, about 15 times "
+                "slower here: start the program with OPENBLAS_CORETYPE=%s in its environment",
+                whisperc_blas_core(), core);
     *out = m;
     return WHISPERC_OK;
 }

@@ -65,6 +65,10 @@ static void test_null_args(const char *model_path) {
     CHECK(whisperc_lang_index(NULL) == -1 && whisperc_lang_index("klingon") == -1);
     CHECK(whisperc_lang_index("de") == whisperc_lang_index("german"));
     CHECK(strcmp(whisperc_version(), "") != 0);
+    /* the BLAS kernels are named; this process started with OPENBLAS_CORETYPE set wherever
+     * there was advice (common.c), and a variable already set is never second-guessed */
+    CHECK(whisperc_blas_core() != NULL && whisperc_blas_core()[0] != '\0');
+    CHECK(whisperc_blas_coretype_advice() == NULL);
 }
 
 /* A state with no result yet, or after a failed run, answers every accessor with NULL / 0. */

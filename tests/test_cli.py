@@ -163,6 +163,20 @@ try:
           and "(4 steps in 2 waves" in r.stdout and "6 tokens)" in r.stdout and
           "x real time)" in r.stdout,
           f"bench --synthetic --throughput 3: windows, waves, steps ({r.stdout[-400:]!r})")
+    # OpenBLAS's kernels named; where it fell back to Prescott's (SSE3) on a CPU with AVX2 and
+    # FMA, the command started again with OPENBLAS_CORETYPE (blas_reexec.c): not Prescott's
+    head = r.stdout.splitlines()[0] if r.stdout else ""
+    flags = set()
+    if os.path.exists("/proc/cpuinfo"):
+        flags = set(open("/proc/cpuinfo").read().split())
+    check("(OpenBLAS " in head and " kernels)" in head, f"bench names the BLAS kernels ({head!r})")
+    if {"avx2", "fma"} <= flags and "OPENBLAS_CORETYPE" not in os.environ:
+        check("OpenBLAS Prescott" not in head,
+              f"an AVX2 CPU never runs OpenBLAS's Prescott fallback ({head!r})")
+    r = run(["bench", "--synthetic", "-m", model, "-t", "2", "-bs", "1", "--tokens", "1"],
+            env={"OPENBLAS_CORETYPE": "Prescott"})
+    check(r.returncode == 0 and "(OpenBLAS Prescott kernels)" in r.stdout,
+          f"OPENBLAS_CORETYPE set by the user is kept ({r.stdout[:120]!r})")
     # a long-form window's prompt (previous text): prefilled, the rest as before
     r = run(["bench", "--synthetic", "-m", model, "-t", "2", "-bs", "1", "--tokens", "2",
              "--batch-size", "2", "--throughput", "2", "--context-tokens", "20"])

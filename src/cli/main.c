@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "blas_reexec.h"
 #include "cli.h"
 #include "libwhisperc.h"
 #include "options.h"
@@ -311,6 +312,7 @@ static int cmd_transcribe(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    cli_blas_reexec(argv);
     /* past RLIMIT_FSIZE a write fails with EFBIG, reported and cleaned up, instead of a kill
      * that would leave a temporary file behind */
     signal(SIGXFSZ, SIG_IGN);
