@@ -1,10 +1,12 @@
 /*
- * blas_reexec.c — see blas_reexec.h. The program is the same file (/proc/self/exe), so a
- * relative argv[0] or a changed PATH cannot pick another; the new process finds the variable
- * set and does not come back here.
+ * blas_reexec.c — see blas_reexec.h. The program started again is the file /proc/self/exe
+ * names, not argv[0] looked up again (relative, or another PATH). It is executed by its path,
+ * not as /proc/self/exe, which would name the process "exe" in ps and top. The new process
+ * finds the variable set and does not come back here.
  */
 #include "blas_reexec.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -16,6 +18,12 @@ void cli_blas_reexec(char **argv) {
         return;
     if (setenv("OPENBLAS_CORETYPE", core, 1) != 0)
         return;
+    char path[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n > 0) {
+        path[n] = '\0';
+        execv(path, argv); /* fails where the file was deleted since: "... (deleted)" */
+    }
     execv("/proc/self/exe", argv);
     unsetenv("OPENBLAS_CORETYPE");
 }
