@@ -373,6 +373,15 @@ WHISPERC_API whisperc_status whisperc_model_load_audio(const whisperc_model *mod
                                                        const char *path, float **out,
                                                        int *n_samples, char *errbuf,
                                                        size_t errbuf_size);
+/* The same for a file held in memory: the size bytes at data, in any format libsndfile reads
+ * (WAV, FLAC, Ogg, MP3, ...), such as a file read from a pipe or received over a network. name
+ * stands for it in messages (NULL: "audio in memory"). With a model, its limits as above; with
+ * model NULL, none (params is then ignored). (Appended in 0.1.) */
+WHISPERC_API whisperc_status whisperc_decode_audio(const whisperc_model *model,
+                                                   const struct whisperc_full_params *params,
+                                                   const void *data, size_t size, const char *name,
+                                                   float **out, int *n_samples, char *errbuf,
+                                                   size_t errbuf_size);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Results (valid after a successful whisperc_full*; out-of-range indices give NULL, 0, or  */

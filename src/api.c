@@ -979,6 +979,21 @@ whisperc_status whisperc_detect_language(whisperc_state *st,
     return full_or_detect(st, params, pcm16k, n_samples, &det);
 }
 
+/* The decoded samples as the API hands them out: at most INT32_MAX of them. */
+static whisperc_status audio_out(int rc, float *pcm, size_t n, const char *name, float **out,
+                                 int *n_samples, char *errbuf, size_t errbuf_size) {
+    if (rc)
+        return rc;
+    if (n > (size_t)INT32_MAX) { /* ~37 hours at 16 kHz */
+        free(pcm);
+        wc_errf(errbuf, errbuf_size, "%s: too long (%.0f hours)", name, n / 16000.0 / 3600.0);
+        return WHISPERC_ERR_UNSUPPORTED;
+    }
+    *out = pcm;
+    *n_samples = (int)n;
+    return WHISPERC_OK;
+}
+
 whisperc_status whisperc_load_audio(const char *path, float **out, int *n_samples, char *errbuf,
                                     size_t errbuf_size) {
     if (!path || !out || !n_samples) {
@@ -988,17 +1003,9 @@ whisperc_status whisperc_load_audio(const char *path, float **out, int *n_sample
     *out = NULL;
     *n_samples = 0;
     size_t n = 0;
-    int rc = audio_load(path, out, &n, errbuf, errbuf_size);
-    if (rc)
-        return rc;
-    if (n > (size_t)INT32_MAX) { /* ~37 hours at 16 kHz */
-        free(*out);
-        *out = NULL;
-        wc_errf(errbuf, errbuf_size, "%s: too long (%.0f hours)", path, n / 16000.0 / 3600.0);
-        return WHISPERC_ERR_UNSUPPORTED;
-    }
-    *n_samples = (int)n;
-    return WHISPERC_OK;
+    float *pcm = NULL;
+    int rc = audio_load(path, &pcm, &n, errbuf, errbuf_size);
+    return audio_out(rc, pcm, n, path, out, n_samples, errbuf, errbuf_size);
 }
 
 whisperc_status whisperc_state_load_audio(whisperc_state *st,
@@ -1008,6 +1015,23 @@ whisperc_status whisperc_state_load_audio(whisperc_state *st,
         return WHISPERC_ERR_INVALID_ARG;
     return whisperc_model_load_audio(st->m, params, path, out, n_samples, st->errmsg,
                                      sizeof st->errmsg);
+}
+
+/* What whisperc_full_file refuses before decoding: params->max_audio_s and the model's memory
+ * budget. */
+static struct audio_limits model_audio_limits(const whisperc_model *m,
+                                              const struct whisperc_full_params *params) {
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    if (params && params->size >= sizeof(size_t))
+        memcpy(&p, params, params->size < sizeof p ? params->size : sizeof p);
+    /* Per 16 kHz sample: the float itself, its log-Mel column share (n_mels floats per 160
+     * samples) and room for the STFT's scratch. */
+    return (struct audio_limits){
+        .max_s = p.max_audio_s,
+        .max_bytes = mem_budget(m->max_memory_bytes),
+        .bytes_per_sample = 8.0,
+        .max_memory_bytes = m->max_memory_bytes,
+    };
 }
 
 whisperc_status whisperc_model_load_audio(const whisperc_model *m,
@@ -1020,30 +1044,30 @@ whisperc_status whisperc_model_load_audio(const whisperc_model *m,
     }
     *out = NULL;
     *n_samples = 0;
-    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
-    if (params && params->size >= sizeof(size_t))
-        memcpy(&p, params, params->size < sizeof p ? params->size : sizeof p);
-    /* Per 16 kHz sample: the float itself, its log-Mel column share (n_mels floats per 160
-     * samples) and room for the STFT's scratch. */
-    struct audio_limits lim = {
-        .max_s = p.max_audio_s,
-        .max_bytes = mem_budget(m->max_memory_bytes),
-        .bytes_per_sample = 8.0,
-        .max_memory_bytes = m->max_memory_bytes,
-    };
+    struct audio_limits lim = model_audio_limits(m, params);
     float *pcm = NULL;
-    size_t n_load = 0;
-    int rc = audio_load_limited(path, &lim, &pcm, &n_load, errbuf, errbuf_size);
-    if (rc)
-        return rc;
-    if (n_load > (size_t)INT32_MAX) { /* ~37 hours at 16 kHz */
-        free(pcm);
-        wc_errf(errbuf, errbuf_size, "%s: too long (%.0f hours)", path, n_load / 16000.0 / 3600.0);
-        return WHISPERC_ERR_UNSUPPORTED;
+    size_t n = 0;
+    int rc = audio_load_limited(path, &lim, &pcm, &n, errbuf, errbuf_size);
+    return audio_out(rc, pcm, n, path, out, n_samples, errbuf, errbuf_size);
+}
+
+whisperc_status whisperc_decode_audio(const whisperc_model *m,
+                                      const struct whisperc_full_params *params, const void *data,
+                                      size_t size, const char *name, float **out, int *n_samples,
+                                      char *errbuf, size_t errbuf_size) {
+    if (!out || !n_samples) {
+        wc_errf(errbuf, errbuf_size, "whisperc_decode_audio: out and n_samples must not be NULL");
+        return WHISPERC_ERR_INVALID_ARG;
     }
-    *out = pcm;
-    *n_samples = (int)n_load;
-    return WHISPERC_OK;
+    *out = NULL;
+    *n_samples = 0;
+    if (!name)
+        name = "audio in memory";
+    struct audio_limits lim = m ? model_audio_limits(m, params) : (struct audio_limits){0};
+    float *pcm = NULL;
+    size_t n = 0;
+    int rc = audio_load_memory(data, size, name, m ? &lim : NULL, &pcm, &n, errbuf, errbuf_size);
+    return audio_out(rc, pcm, n, name, out, n_samples, errbuf, errbuf_size);
 }
 
 whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_full_params *params,

@@ -604,6 +604,36 @@ static void test_model_load_audio(const whisperc_model *m, whisperc_state *st, c
           WHISPERC_ERR_INVALID_ARG);
     CHECK(whisperc_model_load_audio(m, &p, "/nonexistent.wav", &got, &n_got, NULL, 0) ==
           WHISPERC_ERR_IO);
+
+    /* whisperc_decode_audio: the file's bytes in memory give its samples; the model's limits
+     * (none without a model); messages name the caller's name, or "audio in memory" */
+    FILE *f = fopen(jfk, "rb");
+    unsigned char *bytes = malloc(1 << 20);
+    size_t size = f && bytes ? fread(bytes, 1, 1 << 20, f) : 0;
+    if (f)
+        fclose(f);
+    CHECK(size > 44 && size < (1 << 20));
+    p.max_audio_s = 0.0f;
+    CHECK(whisperc_decode_audio(m, &p, bytes, size, "upload", &got, &n_got, err, sizeof err) ==
+          WHISPERC_OK);
+    CHECK(n_got == n && got && memcmp(got, pcm, (size_t)n * sizeof *pcm) == 0);
+    free(got);
+    got = NULL;
+    p.max_audio_s = 5.0f;
+    CHECK(whisperc_decode_audio(m, &p, bytes, size, "upload", &got, &n_got, err, sizeof err) ==
+          WHISPERC_ERR_UNSUPPORTED);
+    CHECK(!got && n_got == 0 && strncmp(err, "upload: ", 8) == 0);
+    CHECK(whisperc_decode_audio(NULL, &p, bytes, size, NULL, &got, &n_got, err, sizeof err) ==
+          WHISPERC_OK);
+    CHECK(n_got == n);
+    free(got);
+    got = NULL;
+    CHECK(whisperc_decode_audio(NULL, NULL, bytes, 30, NULL, &got, &n_got, err, sizeof err) ==
+          WHISPERC_ERR_AUDIO_FORMAT);
+    CHECK(!got && strncmp(err, "audio in memory: ", 17) == 0);
+    CHECK(whisperc_decode_audio(m, &p, bytes, size, NULL, NULL, &n_got, err, sizeof err) ==
+          WHISPERC_ERR_INVALID_ARG);
+    free(bytes);
 }
 
 int main(void) {

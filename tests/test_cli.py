@@ -152,6 +152,27 @@ try:
         check(r.returncode == 0 and len(top) == 5 and top[0].split()[0] == "de",
               f"-dl: five languages, German first ({r.stdout.strip()!r})")
 
+    # standard input ("-"): the file's transcript; output files need -of; read once; a
+    # terminal is never waited on
+    with open(jfk, "rb") as fh:
+        r = subprocess.run([exe, "transcribe", "-m", model, "-t", "2", "-bs", "1", "-bo", "1",
+                            "-np", "-otxt", "-of", os.path.join(tmp, "stdin"), "-"], stdin=fh,
+                           capture_output=True, text=True, timeout=600)
+    txt = open(os.path.join(tmp, "stdin.txt")).read() if r.returncode == 0 else ""
+    check(" ".join(txt.split()) == " ".join(want_greedy.split()),
+          f"jfk.wav through stdin: the reference text ({txt.strip()!r}, {r.stderr.strip()!r})")
+    with open(jfk, "rb") as fh:
+        r = subprocess.run([exe, "transcribe", "-m", model, "-otxt", "-"], stdin=fh,
+                           capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and "-of" in r.stderr, f"-otxt for stdin without -of: usage error "
+          f"({r.stderr.strip()!r})")
+    r = run(["transcribe", "-m", model, "-", "-"])
+    check(r.returncode == 2 and "once" in r.stderr, f"stdin twice: usage error ({r.stderr.strip()!r})")
+    r = subprocess.run([exe, "transcribe", "-m", model, "-"], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 1 and r.stderr.startswith("whisper-c: -: empty"),
+          f"empty stdin: one line naming '-' ({r.stderr.strip()!r})")
+
     # bench --synthetic --batch-size: the encoder per window, one by one and in one pass
     # and --throughput 3: 3 windows, 2 lanes at a time (waves of 2 and 1), 2 steps each
     r = run(["bench", "--synthetic", "-m", model, "-t", "2", "-bs", "1", "--tokens", "2",

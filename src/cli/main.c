@@ -3,6 +3,7 @@
  * Transcription goes through libwhisperc.h only; `ptx` (ptx_cmd.c) reaches into the library's
  * kernel generators.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -190,15 +191,95 @@ int cli_write_outputs(const struct cli_options *o, const bool *want, const whisp
     return rc;
 }
 
+/* Standard input to its end, into *data (malloc'd). A terminal is refused: it would wait for
+ * audio typed in. */
+static int read_stdin(unsigned char **data, size_t *size, char *err, size_t err_size) {
+    *data = NULL;
+    *size = 0;
+    if (isatty(STDIN_FILENO)) {
+        snprintf(err, err_size, "-: standard input is a terminal; pipe the audio into it");
+        return 1;
+    }
+    size_t cap = 0;
+    for (;;) {
+        if (*size == cap) {
+            size_t want = cap ? 2 * cap : (size_t)1 << 20;
+            unsigned char *p = want > cap ? realloc(*data, want) : NULL;
+            if (!p) {
+                snprintf(err, err_size, "-: out of memory after %zu bytes of standard input",
+                         *size);
+                return 1;
+            }
+            *data = p;
+            cap = want;
+        }
+        ssize_t got = read(STDIN_FILENO, *data + *size, cap - *size);
+        if (got == 0)
+            return 0;
+        if (got < 0 && errno != EINTR) {
+            snprintf(err, err_size, "-: reading standard input: %s", strerror(errno));
+            return 1;
+        }
+        if (got > 0)
+            *size += (size_t)got;
+    }
+}
+
+/* The 16 kHz samples of a file, or of standard input for "-", with the limits of the model's
+ * whisperc_full_file; err names the input. */
+static whisperc_status load_input(const whisperc_model *m, const struct whisperc_full_params *fp,
+                                  const char *path, float **pcm, int *n, char *err,
+                                  size_t err_size) {
+    if (strcmp(path, "-") != 0)
+        return whisperc_model_load_audio(m, fp, path, pcm, n, err, err_size);
+    unsigned char *data = NULL;
+    size_t size = 0;
+    whisperc_status rc = WHISPERC_ERR_IO;
+    if (read_stdin(&data, &size, err, err_size) == 0)
+        rc = whisperc_decode_audio(m, fp, data, size, "-", pcm, n, err, err_size);
+    free(data);
+    return rc;
+}
+
+/* One input transcribed into the state: a file through whisperc_full_file (which times its
+ * decoding), standard input ("-") read and decoded here. On failure err holds one line naming
+ * the input. */
+static whisperc_status transcribe_input(whisperc_state *st, const whisperc_model *m,
+                                        const struct whisperc_full_params *fp, const char *path,
+                                        char *err, size_t err_size) {
+    whisperc_status rc;
+    if (strcmp(path, "-") == 0) {
+        float *pcm = NULL;
+        int n = 0;
+        rc = load_input(m, fp, path, &pcm, &n, err, err_size);
+        if (rc == WHISPERC_OK)
+            rc = whisperc_full(st, fp, pcm, n);
+        free(pcm);
+        if (rc == WHISPERC_OK || err[0])
+            return rc;
+    } else {
+        rc = whisperc_full_file(st, fp, path);
+        if (rc == WHISPERC_OK)
+            return rc;
+    }
+    const char *msg = whisperc_state_errmsg(st);
+    /* audio errors name the file already; bad params are no file's */
+    if (rc == WHISPERC_ERR_INVALID_ARG || strncmp(msg, path, strlen(path)) == 0)
+        snprintf(err, err_size, "%s", msg);
+    else
+        snprintf(err, err_size, "%s: %s", path, msg);
+    return rc;
+}
+
 /* -dl: "FILE: de 0.915, nn 0.014, ..." and nothing else. */
-static int detect_languages(const struct cli_options *o, whisperc_state *st,
-                            const struct whisperc_full_params *fp) {
+static int detect_languages(const struct cli_options *o, const whisperc_model *m,
+                            whisperc_state *st, const struct whisperc_full_params *fp) {
     int failed = 0;
     for (int f = 0; f < o->n_files; f++) {
         float *pcm = NULL, probs[128] = {0};
         int n = 0, shown[5];
         char err[512];
-        whisperc_status rc = whisperc_load_audio(o->files[f], &pcm, &n, err, sizeof err);
+        whisperc_status rc = load_input(m, fp, o->files[f], &pcm, &n, err, sizeof err);
         if (rc == WHISPERC_OK &&
             whisperc_detect_language(st, fp, pcm, n, probs, 128, NULL) != WHISPERC_OK)
             snprintf(err, sizeof err, "%s: %s", o->files[f], whisperc_state_errmsg(st)), rc = 1;
@@ -244,7 +325,7 @@ static int cmd_transcribe(int argc, char **argv) {
     struct whisperc_full_params fp;
     cli_full_params(&o, &fp);
     if (o.detect_language) {
-        int failed = detect_languages(&o, st, &fp);
+        int failed = detect_languages(&o, model, st, &fp);
         whisperc_state_free(st);
         whisperc_model_free(model);
         return failed;
@@ -266,7 +347,8 @@ static int cmd_transcribe(int argc, char **argv) {
     int failed = 0;
     for (int i = 0; i < o.n_files && !atomic_load(&stop_signal); i++) {
         atomic_store(&current_file, o.files[i]);
-        whisperc_status rc = whisperc_full_file(st, &fp, o.files[i]);
+        char msg[1024] = "";
+        whisperc_status rc = transcribe_input(st, model, &fp, o.files[i], msg, sizeof msg);
         int sig = atomic_load(&stop_signal);
         if (sig) {
             fprintf(stderr, "whisper-c: %s: stopped by %s; no output written for it\n", o.files[i],
@@ -274,12 +356,7 @@ static int cmd_transcribe(int argc, char **argv) {
             break;
         }
         if (rc != WHISPERC_OK) {
-            const char *msg = whisperc_state_errmsg(st);
-            /* audio errors name the file already; bad params are no file's */
-            if (rc == WHISPERC_ERR_INVALID_ARG || strncmp(msg, o.files[i], strlen(o.files[i])) == 0)
-                fprintf(stderr, "whisper-c: %s\n", msg);
-            else
-                fprintf(stderr, "whisper-c: %s: %s\n", o.files[i], msg);
+            fprintf(stderr, "whisper-c: %s\n", msg);
             failed = 1;
             if (rc == WHISPERC_ERR_DEVICE && i + 1 < o.n_files) {
                 fprintf(stderr,

@@ -33,7 +33,8 @@ void cli_usage(const char *prog) {
            "       %s --version | --help\n"
            "\n"
            "Transcribes speech with a Whisper model (whisper.cpp ggml .bin files). FILE may be\n"
-           "any format libsndfile reads (wav, flac, ogg, mp3, ...), at any sample rate.\n"
+           "any format libsndfile reads (wav, flac, ogg, mp3, ...), at any sample rate;\n"
+           "- reads one from standard input (e.g. ffmpeg -i in.mp4 -f wav - | %s transcribe -).\n"
            "\n"
            "options:\n"
            "  -m,  --model FNAME        model file; default: $WHISPERC_MODEL, else\n"
@@ -128,7 +129,7 @@ void cli_usage(const char *prog) {
            "                            1, 2, 4, ... N (at most 8, or $WHISPERC_ENCODE_MAX_PASS;\n"
            "                            on a GPU that many by default)\n"
            "  -h,  --help, --version\n",
-           prog, prog, prog, prog, prog);
+           prog, prog, prog, prog, prog, prog);
 }
 
 static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {
@@ -478,6 +479,22 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
     }
     if (o->output_base && o->n_files > 1) {
         fprintf(stderr, "whisper-c: -of works with one input file only\n");
+        return 2;
+    }
+    int n_stdin = 0;
+    for (int i = 0; i < o->n_files; i++)
+        n_stdin += strcmp(o->files[i], "-") == 0;
+    if (n_stdin && (bench || n_stdin > 1)) {
+        fprintf(stderr, "whisper-c: %s\n",
+                bench ? "bench reads files, not standard input (-)"
+                      : "standard input (-) can be read once only");
+        return 2;
+    }
+    bool writes = o->out_json_full;
+    for (int f = 0; f < OUT_N_FORMATS; f++)
+        writes |= o->out[f];
+    if (n_stdin && writes && !o->output_base) {
+        fprintf(stderr, "whisper-c: output files for standard input (-) need -of BASE\n");
         return 2;
     }
     return check_word_options(o);

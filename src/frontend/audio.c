@@ -167,9 +167,17 @@ int audio_resample(const float *in, size_t n_in, double rate_in, float **out, si
 
 // ---- reading with libsndfile
 
+/* A file held in memory, read through libsndfile's virtual I/O as a file would be: seeks past
+ * the end are allowed and reads there return nothing. */
+struct audio_mem {
+    const unsigned char *data;
+    sf_count_t size, pos;
+};
+
 struct audio_src {
-    const char *path;
-    int fd;       /* ours; libsndfile is told not to close it */
+    const char *path; /* the file's name, or what stands for the memory in messages */
+    int fd;           /* ours; libsndfile is told not to close it; -1 for memory */
+    struct audio_mem mem;
     SNDFILE *snd; /* per-handle errors only: never sf_strerror(NULL) */
     SF_INFO info;
     float *chunk; /* [chunk_frames][info.channels] interleaved */
@@ -182,6 +190,42 @@ static size_t fd_read_at(void *user, void *buf, size_t n, int64_t off) {
     ssize_t got = pread(*(const int *)user, buf, n, (off_t)off);
     return got > 0 ? (size_t)got : 0;
 }
+
+static size_t mem_read_at(void *user, void *buf, size_t n, int64_t off) {
+    const struct audio_mem *m = user;
+    if (off < 0 || off >= m->size)
+        return 0;
+    if (n > (size_t)(m->size - off))
+        n = (size_t)(m->size - off);
+    memcpy(buf, m->data + off, n);
+    return n;
+}
+
+static sf_count_t mem_filelen(void *user) { return ((const struct audio_mem *)user)->size; }
+
+static sf_count_t mem_seek(sf_count_t off, int whence, void *user) {
+    struct audio_mem *m = user;
+    sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->size;
+    if ((whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END) ||
+        (off > 0 && base > INT64_MAX - off) || base + off < 0)
+        return -1;
+    m->pos = base + off;
+    return m->pos;
+}
+
+static sf_count_t mem_read(void *ptr, sf_count_t count, void *user) {
+    struct audio_mem *m = user;
+    size_t n = mem_read_at(m, ptr, count > 0 ? (size_t)count : 0, m->pos);
+    m->pos += (sf_count_t)n;
+    return (sf_count_t)n;
+}
+
+static sf_count_t mem_write(const void *ptr, sf_count_t count, void *user) {
+    (void)ptr, (void)count, (void)user;
+    return 0;
+}
+
+static sf_count_t mem_tell(void *user) { return ((const struct audio_mem *)user)->pos; }
 
 static void src_close(struct audio_src *s) {
     if (s->snd)
@@ -218,11 +262,10 @@ static int check_limits(struct audio_src *s, const struct audio_limits *lim, cha
 }
 
 /* Opens with open() first so that a missing or unreadable file is told apart (with strerror) from
- * one that libsndfile cannot decode; libsndfile's own open error would only say "System error". */
-static int src_open(struct audio_src *s, const char *path, const struct audio_limits *lim,
-                    char *err, size_t err_size) {
-    memset(s, 0, sizeof *s);
-    s->path = path;
+ * one that libsndfile cannot decode; libsndfile's own open error would only say "System error".
+ * *size: the file's. */
+static int src_open_file(struct audio_src *s, const char *path, int64_t *size, char *err,
+                         size_t err_size) {
     /* O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever. Only regular
      * files are read: a FIFO, socket or device (/dev/zero) may never end. */
     s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -247,16 +290,43 @@ static int src_open(struct audio_src *s, const char *path, const struct audio_li
     int fl = fcntl(s->fd, F_GETFL);
     if (fl >= 0)
         fcntl(s->fd, F_SETFL, fl & ~O_NONBLOCK);
-    if (S_ISREG(st.st_mode) && st.st_size == 0) {
+    *size = st.st_size;
+    return 0;
+}
+
+/* Opens `path`, or the `size` bytes at `data` when data != NULL (path then names them in
+ * messages), for decoding: the chunk layouts that hang libsndfile refused, the header's
+ * format, rate, length and limits checked. */
+static int src_open(struct audio_src *s, const char *path, const void *data, size_t size,
+                    const struct audio_limits *lim, char *err, size_t err_size) {
+    memset(s, 0, sizeof *s);
+    s->path = path;
+    s->fd = -1;
+    int64_t n_bytes = (int64_t)size;
+    if (data) {
+        s->mem = (struct audio_mem){.data = data, .size = (sf_count_t)size};
+    } else {
+        int rc = src_open_file(s, path, &n_bytes, err, err_size);
+        if (rc)
+            return rc;
+    }
+    if (n_bytes == 0) {
         wc_errf(err, err_size, "%s: empty file (0 bytes), not an audio file", path);
         return WHISPERC_ERR_AUDIO_FORMAT;
     }
-    int rc = riff_check(fd_read_at, &s->fd, st.st_size, path, err, err_size);
+    riff_read_fn read_at = data ? mem_read_at : fd_read_at;
+    void *user = data ? (void *)&s->mem : (void *)&s->fd;
+    int rc = riff_check(read_at, user, n_bytes, path, err, err_size);
     if (!rc)
-        rc = iff_check(fd_read_at, &s->fd, st.st_size, path, err, err_size);
+        rc = iff_check(read_at, user, n_bytes, path, err, err_size);
     if (rc)
         return rc;
-    s->snd = sf_open_fd(s->fd, SFM_READ, &s->info, SF_FALSE);
+    if (data) {
+        SF_VIRTUAL_IO io = {mem_filelen, mem_seek, mem_read, mem_write, mem_tell};
+        s->snd = sf_open_virtual(&io, SFM_READ, &s->info, &s->mem);
+    } else {
+        s->snd = sf_open_fd(s->fd, SFM_READ, &s->info, SF_FALSE);
+    }
     if (!s->snd) {
         wc_errf(err, err_size, "%s: not an audio format libsndfile can read", path);
         return WHISPERC_ERR_AUDIO_FORMAT;
@@ -328,9 +398,11 @@ static int src_read(struct audio_src *s, float *mono, size_t *n, char *err, size
     return 0;
 }
 
-/* Decodes `path` to mono; resample != 0: to 16 kHz, chunk by chunk. */
-static int audio_decode(const char *path, int resample, const struct audio_limits *lim, float **out,
-                        size_t *n_samples, int *rate, char *err, size_t err_size) {
+/* Decodes `path` (or the size bytes at data, which path then names) to mono; resample != 0: to
+ * 16 kHz, chunk by chunk. */
+static int audio_decode(const char *path, const void *data, size_t size, int resample,
+                        const struct audio_limits *lim, float **out, size_t *n_samples, int *rate,
+                        char *err, size_t err_size) {
     struct audio_src src;
     struct resampler rs = {0};
     struct fvec v = {0};
@@ -338,7 +410,7 @@ static int audio_decode(const char *path, int resample, const struct audio_limit
     int native = 1;
     *out = NULL;
     *n_samples = 0;
-    int rc = src_open(&src, path, lim, err, err_size);
+    int rc = src_open(&src, path, data, size, lim, err, err_size);
     if (rc)
         goto done;
     native = !resample || src.info.samplerate == WC_SAMPLE_RATE;
@@ -393,14 +465,30 @@ done:
 
 int audio_read(const char *path, float **out, size_t *n_samples, int *rate, char *err,
                size_t err_size) {
-    return audio_decode(path, 0, NULL, out, n_samples, rate, err, err_size);
+    return audio_decode(path, NULL, 0, 0, NULL, out, n_samples, rate, err, err_size);
 }
 
 int audio_load(const char *path, float **out, size_t *n_samples, char *err, size_t err_size) {
-    return audio_decode(path, 1, NULL, out, n_samples, NULL, err, err_size);
+    return audio_decode(path, NULL, 0, 1, NULL, out, n_samples, NULL, err, err_size);
 }
 
 int audio_load_limited(const char *path, const struct audio_limits *lim, float **out,
                        size_t *n_samples, char *err, size_t err_size) {
-    return audio_decode(path, 1, lim, out, n_samples, NULL, err, err_size);
+    return audio_decode(path, NULL, 0, 1, lim, out, n_samples, NULL, err, err_size);
+}
+
+int audio_load_memory(const void *data, size_t size, const char *name,
+                      const struct audio_limits *lim, float **out, size_t *n_samples, char *err,
+                      size_t err_size) {
+    if (!data && size) {
+        wc_errf(err, err_size, "%s: NULL data of %zu bytes", name, size);
+        return WHISPERC_ERR_INVALID_ARG;
+    }
+    if (size > (size_t)INT64_MAX) {
+        wc_errf(err, err_size, "%s: %zu bytes", name, size);
+        return WHISPERC_ERR_INVALID_ARG;
+    }
+    static const unsigned char none[1];
+    return audio_decode(name, data ? data : none, size, 1, lim, out, n_samples, NULL, err,
+                        err_size);
 }

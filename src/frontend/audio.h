@@ -36,6 +36,12 @@ struct audio_limits {
 int audio_load_limited(const char *path, const struct audio_limits *lim, float **out,
                        size_t *n_samples, char *err, size_t err_size);
 
+/* audio_load_limited for a file held in memory: the size bytes at data, in any format libsndfile
+ * reads (through its virtual I/O, as it reads a file). `name` stands for it in messages. */
+int audio_load_memory(const void *data, size_t size, const char *name,
+                      const struct audio_limits *lim, float **out, size_t *n_samples, char *err,
+                      size_t err_size);
+
 /* Reads `path` as mono float at its own sample rate (*rate), no resampling. Errors as above. */
 int audio_read(const char *path, float **out, size_t *n_samples, int *rate, char *err,
                size_t err_size);
