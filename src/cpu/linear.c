@@ -18,7 +18,8 @@
 #include "libwhisperc.h"
 #include "util.h"
 
-#define GEMV_TASK_COLS 64 /* output columns per matrix-vector task */
+#define GEMV_TASK_COLS  64 /* output columns per matrix-vector task */
+#define GEMV_BLOCK_COLS 8  /* weight rows whose dot products are taken together (L1-resident) */
 
 void cpu_gelu_inplace(float *x, size_t n) { vm_gelu(x, n); }
 
@@ -101,59 +102,80 @@ static void gemm_task(void *ctx, int task, int thread) {
 }
 
 #ifdef WC_HAVE_X86_DISPATCH
-/* Single-row f16 dot with two accumulators: the decoder's common case. */
-__attribute__((target("avx2,fma,f16c"))) static float dot1_f16(const uint16_t *w, const float *x,
-                                                               int k) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+/* The f16 dot products of R input rows (x, ldx floats apart) with C weight rows (w, k halves
+ * apart), R <= 4 and C <= 4 constants where this is inlined, so that the 2 R C accumulators stay
+ * in registers (a run-time count sends them to the stack, a store and a load per FMA).
+ * dots[c * ldd + r] = x[r] · w[c], each pair summed in one fixed order, whatever R and C: two
+ * accumulators of 8 lanes over steps of 16 (the first 8 values into the first), a last step of 8
+ * into the first, then their sum's lanes (hsum256). A row's result must not depend on how many
+ * rows share the call, so that decoding sequences together (beams, batched files) gives each
+ * the bits it gets alone. k: a multiple of 8. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
+dots_block_f16(const uint16_t *w, int k, const float *x, int ldx, float *dots, int ldd,
+               const int R, const int C) {
+    __m256 a[4][4][2];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++)
+            a[r][c][0] = a[r][c][1] = _mm256_setzero_ps();
     int i = 0;
-    for (; i + 16 <= k; i += 16) {
-        a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))),
-                             _mm256_loadu_ps(x + i), a0);
-        a1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 8))),
-                             _mm256_loadu_ps(x + i + 8), a1);
-    }
-    for (; i < k; i += 8)
-        a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i))),
-                             _mm256_loadu_ps(x + i), a0);
-    return hsum256(_mm256_add_ps(a0, a1));
-}
-
-/* dots[t] = x[t] · w for up to 4 rows of x (k a multiple of 8), each row summed in exactly
- * dot1_f16's order: a row's result must not depend on how many rows share the call, so that
- * decoding sequences together (beams, batched files) gives each the bits it gets alone. */
-__attribute__((target("avx2,fma,f16c"))) static void
-dot4_f16(const uint16_t *w, const float *x, int ldx, int n_x, int k, float *dots) {
-    __m256 a[4][2];
-    for (int r = 0; r < 4; r++)
-        a[r][0] = a[r][1] = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= k; i += 16) {
-        __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i)));
-        __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i + 8)));
-        for (int r = 0; r < n_x; r++) {
-            const float *xr = x + (size_t)r * ldx + i;
-            a[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xr), a[r][0]);
-            a[r][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xr + 8), a[r][1]);
+    for (; i + 16 <= k; i += 16)
+        for (int c = 0; c < C; c++) {
+            const uint16_t *wc = w + (size_t)c * k + i;
+            __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)wc));
+            __m256 w1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wc + 8)));
+            for (int r = 0; r < R; r++) {
+                const float *xr = x + (size_t)r * ldx + i;
+                a[r][c][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xr), a[r][c][0]);
+                a[r][c][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xr + 8), a[r][c][1]);
+            }
         }
-    }
-    for (; i < k; i += 8) {
-        __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + i)));
-        for (int r = 0; r < n_x; r++)
-            a[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + (size_t)r * ldx + i), a[r][0]);
-    }
-    for (int r = 0; r < n_x; r++)
-        dots[r] = hsum256(_mm256_add_ps(a[r][0], a[r][1]));
+    for (; i < k; i += 8)
+        for (int c = 0; c < C; c++) {
+            __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + (size_t)c * k + i)));
+            for (int r = 0; r < R; r++)
+                a[r][c][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + (size_t)r * ldx + i),
+                                             a[r][c][0]);
+        }
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++)
+            dots[c * ldd + r] = hsum256(_mm256_add_ps(a[r][c][0], a[r][c][1]));
 }
 
-/* dots[t] = in[t] . wr for every input row t, wr one row of halves (k a multiple of 8). */
-static void dots_f16(const struct linear_job *j, const uint16_t *wr, int k, float *dots) {
-    if (j->n_rows == 1) {
-        dots[0] = dot1_f16(wr, j->in, k);
-        return;
-    }
-    for (int t = 0; t < j->n_rows; t += 4) {
-        int nx = j->n_rows - t < 4 ? j->n_rows - t : 4;
-        dot4_f16(wr, j->in + (size_t)t * k, k, nx, k, dots + t);
+/* dots_block_f16 over nc weight rows, CB at a time, for R input rows. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
+dots_cols_f16(const uint16_t *w, int nc, int k, const float *x, float *dots, const int R,
+              const int CB) {
+    int c = 0;
+    for (; c + CB <= nc; c += CB)
+        dots_block_f16(w + (size_t)c * k, k, x, k, dots + c * CPU_GEMV_MAX_ROWS,
+                       CPU_GEMV_MAX_ROWS, R, CB);
+    for (; c < nc; c++)
+        dots_block_f16(w + (size_t)c * k, k, x, k, dots + c * CPU_GEMV_MAX_ROWS,
+                       CPU_GEMV_MAX_ROWS, R, 1);
+}
+
+/* dots[c * CPU_GEMV_MAX_ROWS + t] = in[t] · w[c] for every input row t (k floats apart) and
+ * nc <= GEMV_BLOCK_COLS weight rows of halves: the rows four at a time, the weight rows that
+ * many at a time as the 16 AVX2 registers hold accumulators for. */
+__attribute__((target("avx2,fma,f16c"))) static void
+dots_f16(const uint16_t *w, int nc, int k, const float *in, int n_rows, float *dots) {
+    for (int t = 0; t < n_rows; t += 4) {
+        const float *x = in + (size_t)t * k;
+        float *d = dots + t;
+        switch (n_rows - t) {
+        case 1:
+            dots_cols_f16(w, nc, k, x, d, 1, 4);
+            break;
+        case 2:
+            dots_cols_f16(w, nc, k, x, d, 2, 2);
+            break;
+        case 3:
+            dots_cols_f16(w, nc, k, x, d, 3, 2);
+            break;
+        default:
+            dots_cols_f16(w, nc, k, x, d, 4, 1);
+            break;
+        }
     }
 }
 #endif
@@ -176,11 +198,7 @@ static void row_dots(const struct linear_job *j, int n, float *scratch, float *d
         }
         uint16_t *h = (uint16_t *)scratch; /* decoded once, to the halves widening gives */
         cpu_quant_row_f16(j->w, n, h);
-        dots_f16(j, h, k, dots);
-        return;
-    }
-    if (j->fast && j->w->dtype == WC_F16 && k % 8 == 0) {
-        dots_f16(j, (const uint16_t *)j->w->data + (size_t)n * k, k, dots);
+        dots_f16(h, 1, k, j->in, j->n_rows, dots);
         return;
     }
 #endif
@@ -193,18 +211,38 @@ static void row_dots(const struct linear_job *j, int n, float *scratch, float *d
         dots[t] = dot_f32(wf, j->in + (size_t)t * k, k);
 }
 
+/* out[t][n] (+)= dots[(n - n0) * CPU_GEMV_MAX_ROWS + t] for columns [n0, n1) */
+static void gemv_store(const struct linear_job *j, int n0, int n1, const float *dots) {
+    for (int n = n0; n < n1; n++)
+        for (int t = 0; t < j->n_rows; t++) {
+            float *o = j->out + (size_t)t * j->ld_out + n;
+            float d = dots[(n - n0) * CPU_GEMV_MAX_ROWS + t];
+            *o = j->accumulate ? *o + d : d;
+        }
+}
+
 static void gemv_task(void *ctx, int task, int thread) {
     const struct linear_job *j = ctx;
     int n0 = task * GEMV_TASK_COLS;
     int n1 = n0 + GEMV_TASK_COLS < j->n_out ? n0 + GEMV_TASK_COLS : j->n_out;
     float *scratch = cpu_stream(j->s)->scratch[thread].p;
+#ifdef WC_HAVE_X86_DISPATCH
+    int k = j->w->cols;
+    if (j->fast && j->w->dtype == WC_F16 && k % 8 == 0) { /* straight from the f16 rows */
+        float dots[GEMV_BLOCK_COLS * CPU_GEMV_MAX_ROWS];
+        for (int n = n0; n < n1; n += GEMV_BLOCK_COLS) {
+            int nc = n1 - n < GEMV_BLOCK_COLS ? n1 - n : GEMV_BLOCK_COLS;
+            dots_f16((const uint16_t *)j->w->data + (size_t)n * k, nc, k, j->in, j->n_rows, dots);
+            gemv_store(j, n, n + nc, dots);
+        }
+        epilogue(j, n0, n1);
+        return;
+    }
+#endif
     for (int n = n0; n < n1; n++) {
         float dots[CPU_GEMV_MAX_ROWS];
         row_dots(j, n, scratch, dots);
-        for (int t = 0; t < j->n_rows; t++) {
-            float *o = j->out + (size_t)t * j->ld_out + n;
-            *o = j->accumulate ? *o + dots[t] : dots[t];
-        }
+        gemv_store(j, n, n + 1, dots);
     }
     epilogue(j, n0, n1);
 }
