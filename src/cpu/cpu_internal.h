@@ -96,7 +96,7 @@ void cpu_mat_rows_f32(int fast, float *dst, const struct wc_mat *w, int r0, int 
 
 /* Block-quantized matrices (quant_rows.c): bytes of a [rows][cols] matrix of any dtype; rows
  * [r0, r1) as floats (each value rounded to half, as widened at load; fast: AVX2 + F16C); and,
- * AVX2 + F16C only, row n as halves, and x · row n in dot1_f16's order. */
+ * AVX2 + F16C only, row n as halves, and x · row n in linear.c dots_block_f16's order. */
 size_t cpu_mat_bytes(enum wc_dtype dtype, int rows, int cols);
 void cpu_quant_rows_f32(int fast, float *dst, const struct wc_mat *w, int r0, int r1);
 void cpu_quant_row_f16(const struct wc_mat *w, int n, uint16_t *dst);

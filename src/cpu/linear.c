@@ -103,7 +103,7 @@ static void gemm_task(void *ctx, int task, int thread) {
 
 #ifdef WC_HAVE_X86_DISPATCH
 /* The f16 dot products of R input rows (x, ldx floats apart) with C weight rows (w, k halves
- * apart), R <= 4 and C <= 4 constants where this is inlined, so that the 2 R C accumulators stay
+ * apart), R <= 5 and C <= 4 constants where this is inlined, so that the 2 R C accumulators stay
  * in registers (a run-time count sends them to the stack, a store and a load per FMA).
  * dots[c * ldd + r] = x[r] · w[c], each pair summed in one fixed order, whatever R and C: two
  * accumulators of 8 lanes over steps of 16 (the first 8 values into the first), a last step of 8
@@ -111,9 +111,9 @@ static void gemm_task(void *ctx, int task, int thread) {
  * rows share the call, so that decoding sequences together (beams, batched files) gives each
  * the bits it gets alone. k: a multiple of 8. */
 __attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
-dots_block_f16(const uint16_t *w, int k, const float *x, int ldx, float *dots, int ldd,
-               const int R, const int C) {
-    __m256 a[4][4][2];
+dots_block_f16(const uint16_t *w, int k, const float *x, int ldx, float *dots, int ldd, const int R,
+               const int C) {
+    __m256 a[5][4][2];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < C; c++)
             a[r][c][0] = a[r][c][1] = _mm256_setzero_ps();
@@ -133,8 +133,8 @@ dots_block_f16(const uint16_t *w, int k, const float *x, int ldx, float *dots, i
         for (int c = 0; c < C; c++) {
             __m256 w0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + (size_t)c * k + i)));
             for (int r = 0; r < R; r++)
-                a[r][c][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + (size_t)r * ldx + i),
-                                             a[r][c][0]);
+                a[r][c][0] =
+                    _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + (size_t)r * ldx + i), a[r][c][0]);
         }
     for (int r = 0; r < R; r++)
         for (int c = 0; c < C; c++)
@@ -147,34 +147,29 @@ dots_cols_f16(const uint16_t *w, int nc, int k, const float *x, float *dots, con
               const int CB) {
     int c = 0;
     for (; c + CB <= nc; c += CB)
-        dots_block_f16(w + (size_t)c * k, k, x, k, dots + c * CPU_GEMV_MAX_ROWS,
-                       CPU_GEMV_MAX_ROWS, R, CB);
+        dots_block_f16(w + (size_t)c * k, k, x, k, dots + c * CPU_GEMV_MAX_ROWS, CPU_GEMV_MAX_ROWS,
+                       R, CB);
     for (; c < nc; c++)
-        dots_block_f16(w + (size_t)c * k, k, x, k, dots + c * CPU_GEMV_MAX_ROWS,
-                       CPU_GEMV_MAX_ROWS, R, 1);
+        dots_block_f16(w + (size_t)c * k, k, x, k, dots + c * CPU_GEMV_MAX_ROWS, CPU_GEMV_MAX_ROWS,
+                       R, 1);
 }
 
 /* dots[c * CPU_GEMV_MAX_ROWS + t] = in[t] · w[c] for every input row t (k floats apart) and
- * nc <= GEMV_BLOCK_COLS weight rows of halves: the rows four at a time, the weight rows that
- * many at a time as the 16 AVX2 registers hold accumulators for. */
+ * nc <= GEMV_BLOCK_COLS weight rows of halves: the rows four at a time (five where five are
+ * left: beam search's default), the weight rows as many at a time as the 16 AVX2 registers hold
+ * accumulators for. */
 __attribute__((target("avx2,fma,f16c"))) static void
 dots_f16(const uint16_t *w, int nc, int k, const float *in, int n_rows, float *dots) {
-    for (int t = 0; t < n_rows; t += 4) {
+    for (int t = 0, g; t < n_rows; t += g) {
         const float *x = in + (size_t)t * k;
         float *d = dots + t;
-        switch (n_rows - t) {
-        case 1:
-            dots_cols_f16(w, nc, k, x, d, 1, 4);
-            break;
-        case 2:
-            dots_cols_f16(w, nc, k, x, d, 2, 2);
-            break;
-        case 3:
-            dots_cols_f16(w, nc, k, x, d, 3, 2);
-            break;
-        default:
-            dots_cols_f16(w, nc, k, x, d, 4, 1);
-            break;
+        g = n_rows - t == 5 ? 5 : n_rows - t < 4 ? n_rows - t : 4;
+        switch (g) {
+        case 1: dots_cols_f16(w, nc, k, x, d, 1, 4); break;
+        case 2: dots_cols_f16(w, nc, k, x, d, 2, 2); break;
+        case 3: dots_cols_f16(w, nc, k, x, d, 3, 2); break;
+        case 4: dots_cols_f16(w, nc, k, x, d, 4, 1); break;
+        default: dots_cols_f16(w, nc, k, x, d, 5, 1); break;
         }
     }
 }

@@ -5,9 +5,9 @@
  * to f16 at load does, at a half (q8_0) to a quarter (q4_0) of its memory and memory traffic.
  *
  * The AVX2 block decoder turns a block into four vectors of 8 halves. One input row's dot
- * product consumes them in registers in dot1_f16's order (two accumulators, 16 values a step);
- * several rows take the row decoded to halves once and linear.c's own f16 dot products. Either
- * way the sums are the f16 path's bit for bit.
+ * product consumes them in registers in linear.c dots_block_f16's order (two accumulators, 16
+ * values a step); several rows take the row decoded to halves once and linear.c's own f16 dot
+ * products. Either way the sums are the f16 path's bit for bit.
  */
 #include <stdbool.h>
 #include <string.h>
