@@ -359,6 +359,29 @@ static void test_attention_dt(struct wc_stream *s, int t_len, int s_len, int c, 
     free(q), free(k), free(v), free(out), free(ref), free(kh), free(vh);
 }
 
+/* A decoder step's queries without a mask (beams over one window's audio): each has the bits it
+ * has alone, in groups (attention.c) or not; f16 K/V too. */
+static void test_attention_queries_alone(struct wc_stream *s, int t_len, int s_len, int c,
+                                         int n_head, int ld_extra, enum wc_dtype dt) {
+    int ld = c + ld_extra;
+    float *q = rand_vec((size_t)t_len * c, 1.0f);
+    float *k = rand_vec((size_t)s_len * ld, 1.0f), *v = rand_vec((size_t)s_len * ld, 1.0f);
+    uint16_t *kh = dt == WC_F16 ? test_round_f16(k, (size_t)s_len * ld) : NULL;
+    uint16_t *vh = dt == WC_F16 ? test_round_f16(v, (size_t)s_len * ld) : NULL;
+    const void *kx = kh ? (const void *)kh : k, *vx = vh ? (const void *)vh : v;
+    float *all = nan_vec((size_t)t_len * c), *one = nan_vec((size_t)t_len * c);
+    s->be->ops->attention(s, all, q, kx, vx, dt, ld, t_len, s_len, c, n_head, -1);
+    for (int t = 0; t < t_len; t++)
+        s->be->ops->attention(s, one + (size_t)t * c, q + (size_t)t * c, kx, vx, dt, ld, 1, s_len,
+                              c, n_head, -1);
+    CHECK(wc_stream_sync(s) == 0);
+    char name[128];
+    snprintf(name, sizeof name, "attention t=%d s=%d c=%d heads=%d ld+%d%s: queries as alone",
+             t_len, s_len, c, n_head, ld_extra, kh ? " f16 K/V" : "");
+    CHECK(check_close(name, all, one, (size_t)t_len * c, 0.0, 0.0));
+    free(q), free(k), free(v), free(kh), free(vh), free(all), free(one);
+}
+
 static void test_attention(struct wc_stream *s, int t_len, int s_len, int c, int n_head,
                            int ld_extra, int causal_pos0) {
     test_attention_dt(s, t_len, s_len, c, n_head, ld_extra, causal_pos0, 0);
@@ -431,9 +454,11 @@ static void test_prompt_attention(struct wc_stream *s, int t_len, int pos0, int 
 }
 
 /* Cross-attention of n_rows rows over n_lanes lanes' own K/V (rows ld_kv apart, lanes
- * lane_stride apart): row g must have exactly the bits `attention` gives it alone. */
+ * lane_stride apart): row g must have exactly the bits `attention` gives it alone. beams > 0:
+ * rows in runs of `beams` on one lane (a window's beams, which share a task: attention.c's
+ * groups), else the lanes mixed. */
 static void test_attention_rows(struct wc_stream *s, int n_rows, int n_lanes, int s_len, int c,
-                                int n_head, int ld_extra, enum wc_dtype dt) {
+                                int n_head, int ld_extra, enum wc_dtype dt, int beams) {
     int ld = c + ld_extra, d = c / n_head;
     size_t lane_stride = (size_t)s_len * ld + 17;
     float *q = rand_vec((size_t)n_rows * c, 1.0f);
@@ -445,7 +470,7 @@ static void test_attention_rows(struct wc_stream *s, int n_rows, int n_lanes, in
     float *out = nan_vec((size_t)n_rows * c), *ref = malloc((size_t)n_rows * c * sizeof(float));
     int32_t *lane_of = malloc((size_t)n_rows * sizeof *lane_of);
     for (int g = 0; g < n_rows; g++)
-        lane_of[g] = (g * 5 + 3) % n_lanes;
+        lane_of[g] = beams ? g / beams % n_lanes : (g * 5 + 3) % n_lanes;
     for (int h = 0; h < n_head; h++)
         for (int g = 0; g < n_rows; g++) {
             size_t base = (size_t)lane_of[g] * lane_stride + (size_t)h * d;
@@ -456,8 +481,9 @@ static void test_attention_rows(struct wc_stream *s, int n_rows, int n_lanes, in
                                n_head);
     CHECK(wc_stream_sync(s) == 0);
     char name[128];
-    snprintf(name, sizeof name, "attention_rows rows=%d lanes=%d s=%d c=%d heads=%d ld+%d%s",
-             n_rows, n_lanes, s_len, c, n_head, ld_extra, kh ? " f16 K/V" : "");
+    snprintf(name, sizeof name,
+             "attention_rows rows=%d lanes=%d beams=%d s=%d c=%d heads=%d ld+%d%s", n_rows, n_lanes,
+             beams, s_len, c, n_head, ld_extra, kh ? " f16 K/V" : "");
     CHECK(check_close(name, out, ref, (size_t)n_rows * c, 1e-5, 1e-4));
     for (int g = 0; g < n_rows; g++) {
         float *alone = nan_vec((size_t)c);
@@ -741,6 +767,10 @@ int main(void) {
         test_attention(s, 40, 40, 64, 2, 64, 0);
         test_attention_dt(s, 70, 300, 128, 2, 0, -1, 1);
         test_attention_dt(s, 3, 1500, 384, 6, 64, -1, 1);
+        for (int dt = WC_F32; dt <= WC_F16; dt++)
+            for (int t = 2; t <= be->ops->attention_exact_rows; t++)
+                test_attention_queries_alone(s, t, t == 5 ? 1500 : 61, t % 2 ? 384 : 512,
+                                             t % 2 ? 6 : 8, t == 3 ? 16 : 0, (enum wc_dtype)dt);
         test_to_f16(s);
         test_prompt_attention(s, 1, 0, 128, 2, 1);
         test_prompt_attention(s, 4, 0, 384, 6, 1);
@@ -755,9 +785,12 @@ int main(void) {
         test_transpose(s);
         test_attention_windows(s);
         for (int dt = WC_F32; dt <= WC_F16; dt++) {
-            test_attention_rows(s, 1, 1, 1, 64, 1, 0, dt);
-            test_attention_rows(s, 8, 3, 150, 384, 6, 0, dt);
-            test_attention_rows(s, 5, 5, 37, 128, 2, 64, dt);
+            test_attention_rows(s, 1, 1, 1, 64, 1, 0, dt, 0);
+            test_attention_rows(s, 8, 3, 150, 384, 6, 0, dt, 0);
+            test_attention_rows(s, 5, 5, 37, 128, 2, 64, dt, 0);
+            test_attention_rows(s, 15, 3, 150, 384, 6, 0, dt, 5);
+            test_attention_rows(s, 16, 2, 77, 512, 8, 32, dt, 8);
+            test_attention_rows(s, 7, 4, 40, 256, 2, 0, dt, 2);
         }
         test_attention_scores(s, 1, 1, 64, 1, 0, 0);
         test_attention_scores(s, 37, 1500, 384, 6, 5, 0);

@@ -5,7 +5,9 @@
  *   thread's scratch ([ATT_BLOCK][s_len]), so the full t×s matrix never exists;
  * - a decoder step (few queries): one task per (head, query), reading K and V once in place.
  *   sgemm would pack (copy) all of K and V for a single row, and the 1500-row cross-attention
- *   K/V are the largest thing a decoder step reads after the weights.
+ *   K/V are the largest thing a decoder step reads after the weights. Queries that read the
+ *   same keys with no mask (beams or samples of one window) share a task, a group: each key and
+ *   value row is loaded once for all of them, and every query keeps the sums it has alone.
  * f16 K/V (the batch decoder's cross-attention when the backend keeps them so) are widened per
  * task, a head's columns into the thread's scratch, and attended as f32 from there.
  */
@@ -20,7 +22,9 @@
 #include "libwhisperc.h"
 #include "util.h"
 
-#define ATT_BLOCK 256 /* query rows per sgemm task */
+#define ATT_BLOCK      256  /* query rows per sgemm task */
+#define ATT_GROUP      6    /* queries at most in a group: 2 accumulators each in 16 registers */
+#define ATT_MAX_GROUPS 1024 /* more rows than this: a task per query */
 
 struct att_job {
     struct wc_stream *s;
@@ -34,6 +38,8 @@ struct att_job {
     size_t lane_stride;
     int ld_kv, t_len, s_len, c, d, causal_pos0, n_blocks, ld_slots;
     float scale;
+    int n_groups;              /* group_task: groups of queries, or 0 */
+    const int16_t *group_from; /* [n_groups + 1]: group g is queries [from[g], from[g + 1]) */
 };
 
 /* The head's columns [off, off + d) of n f16 rows ld apart, widened into dst ([n][d]). */
@@ -163,6 +169,109 @@ static void weigh(int fast, float *acc, const float *p, const float *v, const in
     }
 }
 
+#ifdef WC_HAVE_X86_DISPATCH
+/* scores[r * n + j] = scale * q_r · k_j for the R queries q_r (ldq floats apart), j < n: each
+ * sum as dots_avx2 forms it, each key row loaded once for all R. R <= ATT_GROUP, a constant where
+ * this is inlined (its 2 R accumulators in registers). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+dots_group_avx2(float *scores, const float *q, int ldq, const float *k, int ld, int n, int d,
+                float scale, const int R) {
+    for (int j = 0; j < n; j++) {
+        const float *kj = k + (size_t)j * ld;
+        __m256 a[ATT_GROUP][2];
+        for (int r = 0; r < R; r++)
+            a[r][0] = a[r][1] = _mm256_setzero_ps();
+        int i = 0;
+        for (; i + 16 <= d; i += 16) {
+            __m256 k0 = _mm256_loadu_ps(kj + i), k1 = _mm256_loadu_ps(kj + i + 8);
+            for (int r = 0; r < R; r++) {
+                const float *qr = q + (size_t)r * ldq + i;
+                a[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(qr), k0, a[r][0]);
+                a[r][1] = _mm256_fmadd_ps(_mm256_loadu_ps(qr + 8), k1, a[r][1]);
+            }
+        }
+        for (; i < d; i += 8) {
+            __m256 k0 = _mm256_loadu_ps(kj + i);
+            for (int r = 0; r < R; r++)
+                a[r][0] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (size_t)r * ldq + i), k0, a[r][0]);
+        }
+        for (int r = 0; r < R; r++)
+            scores[(size_t)r * n + j] = scale * hsum256(_mm256_add_ps(a[r][0], a[r][1]));
+    }
+}
+
+/* acc[r * ATT_MAX_D + i] += sum_j p[r * n + j] * v_j[i], j in order, for the R queries: each
+ * element as weigh_avx2 forms it (a multiply then an add), each value row loaded once for all
+ * R, 16 columns a pass (d a multiple of 64). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+weigh_group_avx2(float *acc, const float *p, const float *v, int ld, int n, int d, const int R) {
+    for (int i0 = 0; i0 < d; i0 += 16) {
+        __m256 a[ATT_GROUP][2];
+        for (int r = 0; r < R; r++) {
+            a[r][0] = _mm256_loadu_ps(acc + r * ATT_MAX_D + i0);
+            a[r][1] = _mm256_loadu_ps(acc + r * ATT_MAX_D + i0 + 8);
+        }
+        for (int j = 0; j < n; j++) {
+            const float *vj = v + (size_t)j * ld + i0;
+            __m256 v0 = _mm256_loadu_ps(vj), v1 = _mm256_loadu_ps(vj + 8);
+            for (int r = 0; r < R; r++) {
+                __m256 pr = _mm256_set1_ps(p[(size_t)r * n + j]);
+                a[r][0] = _mm256_add_ps(a[r][0], _mm256_mul_ps(pr, v0));
+                a[r][1] = _mm256_add_ps(a[r][1], _mm256_mul_ps(pr, v1));
+            }
+        }
+        for (int r = 0; r < R; r++) {
+            _mm256_storeu_ps(acc + r * ATT_MAX_D + i0, a[r][0]);
+            _mm256_storeu_ps(acc + r * ATT_MAX_D + i0 + 8, a[r][1]);
+        }
+    }
+}
+
+/* Scores then weighted values of R grouped queries (the softmax between, per query). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+group_avx2(float *acc, float *p, const float *q, int ldq, const float *k, const float *v, int ld,
+           int n, int d, float scale, const int R) {
+    dots_group_avx2(p, q, ldq, k, ld, n, d, scale, R);
+    for (int r = 0; r < R; r++)
+        vm_softmax(p + (size_t)r * n, n, n);
+    weigh_group_avx2(acc, p, v, ld, n, d, R);
+}
+
+__attribute__((target("avx2,fma"))) static void group_run(float *acc, float *p, const float *q,
+                                                          int ldq, const float *k, const float *v,
+                                                          int ld, int n, int d, float scale,
+                                                          int nr) {
+    switch (nr) {
+    case 2: group_avx2(acc, p, q, ldq, k, v, ld, n, d, scale, 2); break;
+    case 3: group_avx2(acc, p, q, ldq, k, v, ld, n, d, scale, 3); break;
+    case 4: group_avx2(acc, p, q, ldq, k, v, ld, n, d, scale, 4); break;
+    case 5: group_avx2(acc, p, q, ldq, k, v, ld, n, d, scale, 5); break;
+    default: group_avx2(acc, p, q, ldq, k, v, ld, n, d, scale, 6); break;
+    }
+}
+
+/* Head h of query group g (no mask, no slots, one lane): step_task's work for each query, the
+ * head's keys and values read once for the group (and widened once when f16). */
+static void group_task(void *ctx, int task, int thread) {
+    const struct att_job *j = ctx;
+    int h = task / j->n_groups, g = task % j->n_groups;
+    int t0 = j->group_from[g], nr = j->group_from[g + 1] - t0, n = j->s_len;
+    float *p = cpu_stream(j->s)->scratch[thread].p; /* [nr][n] scores, then widened K/V */
+    size_t lane = j->lane_of_row ? (size_t)j->lane_of_row[t0] * j->lane_stride : 0;
+    const float *k, *v;
+    int ld;
+    float *wk = j->kv_half ? p + (size_t)ATT_GROUP * n : NULL;
+    head_kv(j, lane, h, n, wk, wk ? wk + (size_t)n * j->d : NULL, &k, &v, &ld);
+    float acc[ATT_GROUP * ATT_MAX_D];
+    memset(acc, 0, sizeof acc);
+    group_run(acc, p, j->q + (size_t)t0 * j->c + (size_t)h * j->d, j->c, k, v, ld, n, j->d,
+              j->scale, nr);
+    for (int r = 0; r < nr; r++)
+        memcpy(j->out + (size_t)(t0 + r) * j->c + (size_t)h * j->d, acc + r * ATT_MAX_D,
+               (size_t)j->d * sizeof(float));
+}
+#endif
+
 static void step_task(void *ctx, int task, int thread) {
     const struct att_job *j = ctx;
     int h = task / j->t_len, t = task % j->t_len;
@@ -207,6 +316,48 @@ static struct att_job make_job(struct wc_stream *s, float *out, const float *q, 
     return j;
 }
 
+/* Splits the t_len queries into groups that read the same keys (the same lane, or all of them
+ * without lanes; group_task's preconditions: no mask, no slots, AVX2, d a multiple of 64), as
+ * long as every thread keeps two tasks or more; from[] receives the bounds. Returns the count
+ * of groups, or 0 where a task per query is better (or the only way). */
+static int make_groups(struct wc_stream *s, const struct att_job *j, int16_t *from, int n_head) {
+#ifdef WC_HAVE_X86_DISPATCH
+    if (!cpu_backend(s)->has_avx2_f16c || j->d % 64 != 0 || j->causal_pos0 >= 0 || j->slots ||
+        j->n_kv_seq || j->t_len < 2 || j->t_len > ATT_MAX_GROUPS)
+        return 0;
+    /* queries per group: at most ATT_GROUP, and few enough that each thread has two tasks */
+    int cap = j->t_len * n_head / (2 * cpu_stream(s)->n_threads);
+    cap = cap < ATT_GROUP ? cap : ATT_GROUP;
+    if (cap < 2)
+        return 0;
+    int n = 0;
+    from[0] = 0;
+    for (int t = 1; t <= j->t_len; t++)
+        if (t == j->t_len || t - from[n] == cap ||
+            (j->lane_of_row && j->lane_of_row[t] != j->lane_of_row[from[n]]))
+            from[++n] = (int16_t)t;
+    return n < j->t_len ? n : 0;
+#else
+    (void)s, (void)j, (void)from, (void)n_head;
+    return 0;
+#endif
+}
+
+/* The step path's tasks: a task per (head, group) where queries share their keys, else per
+ * (head, query). */
+static void run_step(struct wc_stream *s, struct att_job *j, int n_head) {
+    int16_t from[ATT_MAX_GROUPS + 1];
+    j->n_groups = make_groups(s, j, from, n_head);
+#ifdef WC_HAVE_X86_DISPATCH
+    if (j->n_groups) {
+        j->group_from = from;
+        pool_run(cpu_stream(s)->pool, group_task, j, n_head * j->n_groups);
+        return;
+    }
+#endif
+    pool_run(cpu_stream(s)->pool, step_task, j, n_head * j->t_len);
+}
+
 /* Thread scratch in floats for n_scores scores and, with f16 K/V, a head's s_len keys and values
  * widened. */
 static size_t scratch_floats(enum wc_dtype kv_dtype, size_t n_scores, int s_len, int c,
@@ -223,13 +374,13 @@ void cpu_attention(struct wc_stream *s, float *out, const float *q, const void *
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "attention: f16 keys under a causal mask");
         return;
     }
-    size_t n_scores = (size_t)ATT_BLOCK * (size_t)s_len;
+    size_t n_scores = (size_t)ATT_BLOCK * (size_t)s_len; /* >= ATT_GROUP queries' */
     if (cpu_scratch_reserve(s, scratch_floats(kv_dtype, n_scores, s_len, c, n_head)))
         return;
     struct att_job j =
         make_job(s, out, q, k, v, kv_dtype, ld_kv, t_len, s_len, c, n_head, causal_pos0);
     if (t_len <= CPU_ATT_MAX_STEP && j.d <= ATT_MAX_D) {
-        pool_run(cpu_stream(s)->pool, step_task, &j, n_head * t_len);
+        run_step(s, &j, n_head);
         return;
     }
     pool_run(cpu_stream(s)->pool, att_task, &j, n_head * j.n_blocks);
@@ -280,12 +431,13 @@ void cpu_attention_rows(struct wc_stream *s, float *out, const float *q, const v
                         const int32_t *lane_of_row, int n_rows, int s_len, int c, int n_head) {
     if (s->err || n_rows <= 0 || !step_head_ok(s, c, n_head))
         return;
-    if (cpu_scratch_reserve(s, scratch_floats(kv_dtype, (size_t)s_len, s_len, c, n_head)))
+    size_t n_scores = (size_t)ATT_GROUP * (size_t)s_len;
+    if (cpu_scratch_reserve(s, scratch_floats(kv_dtype, n_scores, s_len, c, n_head)))
         return;
     struct att_job j = make_job(s, out, q, k, v, kv_dtype, ld_kv, n_rows, s_len, c, n_head, -1);
     j.lane_of_row = lane_of_row;
     j.lane_stride = lane_stride;
-    pool_run(cpu_stream(s)->pool, step_task, &j, n_head * n_rows);
+    run_step(s, &j, n_head);
 }
 
 void cpu_attention_scores(struct wc_stream *s, float *out, const float *q, const void *k,
