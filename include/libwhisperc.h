@@ -382,6 +382,15 @@ WHISPERC_API whisperc_status whisperc_decode_audio(const whisperc_model *model,
                                                    const void *data, size_t size, const char *name,
                                                    float **out, int *n_samples, char *errbuf,
                                                    size_t errbuf_size);
+/* The same for what the file descriptor fd gives until its end: a pipe (standard input), a
+ * socket, a redirected file. The bytes are read into memory (waiting where fd is non-blocking),
+ * then decoded; with a model, input beyond its memory budget is refused as it arrives
+ * (WHISPERC_ERR_NO_MEMORY), never read to its end. fd is not closed. (Appended in 0.1.) */
+WHISPERC_API whisperc_status whisperc_decode_audio_fd(const whisperc_model *model,
+                                                      const struct whisperc_full_params *params,
+                                                      int fd, const char *name, float **out,
+                                                      int *n_samples, char *errbuf,
+                                                      size_t errbuf_size);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Results (valid after a successful whisperc_full*; out-of-range indices give NULL, 0, or  */

@@ -1070,6 +1070,25 @@ whisperc_status whisperc_decode_audio(const whisperc_model *m,
     return audio_out(rc, pcm, n, name, out, n_samples, errbuf, errbuf_size);
 }
 
+whisperc_status whisperc_decode_audio_fd(const whisperc_model *m,
+                                         const struct whisperc_full_params *params, int fd,
+                                         const char *name, float **out, int *n_samples,
+                                         char *errbuf, size_t errbuf_size) {
+    if (!out || !n_samples || fd < 0) {
+        wc_errf(errbuf, errbuf_size, "whisperc_decode_audio_fd: fd %d, out or n_samples NULL", fd);
+        return WHISPERC_ERR_INVALID_ARG;
+    }
+    *out = NULL;
+    *n_samples = 0;
+    if (!name)
+        name = "audio from a file descriptor";
+    struct audio_limits lim = m ? model_audio_limits(m, params) : (struct audio_limits){0};
+    float *pcm = NULL;
+    size_t n = 0;
+    int rc = audio_load_fd(fd, name, m ? &lim : NULL, &pcm, &n, errbuf, errbuf_size);
+    return audio_out(rc, pcm, n, name, out, n_samples, errbuf, errbuf_size);
+}
+
 whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_full_params *params,
                                    const char *path) {
     if (!st)

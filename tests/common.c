@@ -12,13 +12,16 @@
 
 int test_failures = 0;
 
+#ifdef __GLIBC__
 /* A test program starts again with OPENBLAS_CORETYPE set where OpenBLAS misjudged the CPU, as
  * the whisper-c command does (blas_reexec.h): on such a CPU the golden and batch tests would
- * run the encoder about 15 times slower. glibc passes main's arguments to constructors. */
+ * run the encoder about 15 times slower. glibc passes main's arguments to constructors. (This
+ * file's object is in every test that checks anything: CHECK counts into test_failures.) */
 __attribute__((constructor)) static void test_blas_core(int argc, char **argv) {
     (void)argc;
     cli_blas_reexec(argv);
 }
+#endif
 
 const char *shared_path(const char *rel) {
     static char buf[4096];

@@ -6,6 +6,7 @@
  *
  *   test_api            (model: ggml-tiny.en.bin from the shared material; exit 77 without it)
  */
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -634,6 +635,26 @@ static void test_model_load_audio(const whisperc_model *m, whisperc_state *st, c
     CHECK(whisperc_decode_audio(m, &p, bytes, size, NULL, NULL, &n_got, err, sizeof err) ==
           WHISPERC_ERR_INVALID_ARG);
     free(bytes);
+
+    /* whisperc_decode_audio_fd: a descriptor read to its end, the same samples and limits */
+    int fd = open(jfk, O_RDONLY);
+    CHECK(fd >= 0);
+    p.max_audio_s = 0.0f;
+    CHECK(whisperc_decode_audio_fd(m, &p, fd, "fd", &got, &n_got, err, sizeof err) == WHISPERC_OK);
+    CHECK(n_got == n && got && memcmp(got, pcm, (size_t)n * sizeof *pcm) == 0);
+    free(got);
+    got = NULL;
+    CHECK(lseek(fd, 0, SEEK_SET) == 0);
+    p.max_audio_s = 5.0f;
+    CHECK(whisperc_decode_audio_fd(m, &p, fd, "fd", &got, &n_got, err, sizeof err) ==
+              WHISPERC_ERR_UNSUPPORTED &&
+          !got && strncmp(err, "fd: ", 4) == 0);
+    CHECK(whisperc_decode_audio_fd(m, &p, fd, NULL, &got, &n_got, err, sizeof err) ==
+              WHISPERC_ERR_AUDIO_FORMAT && /* at its end now: nothing left */
+          strstr(err, "empty") != NULL);
+    close(fd);
+    CHECK(whisperc_decode_audio_fd(m, &p, -1, NULL, &got, &n_got, err, sizeof err) ==
+          WHISPERC_ERR_INVALID_ARG);
 }
 
 int main(void) {

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import testlib
 from testlib import check
@@ -172,6 +173,32 @@ try:
                        capture_output=True, text=True, timeout=60)
     check(r.returncode == 1 and r.stderr.startswith("whisper-c: -: empty"),
           f"empty stdin: one line naming '-' ({r.stderr.strip()!r})")
+    # endless input stops at the memory budget; a non-blocking pipe written slowly is waited on
+    with open("/dev/zero", "rb") as fh:
+        r = subprocess.run([exe, "transcribe", "-m", model, "--max-memory", "200", "-"],
+                           stdin=fh, capture_output=True, text=True, timeout=120)
+    check(r.returncode == 1 and "-: more input than the 200 MiB" in r.stderr,
+          f"/dev/zero on stdin: refused at the budget ({r.stderr.strip()!r})")
+    import fcntl
+    import threading
+    rfd, wfd = os.pipe()
+    fcntl.fcntl(rfd, fcntl.F_SETFL, fcntl.fcntl(rfd, fcntl.F_GETFL) | os.O_NONBLOCK)
+    data = open(jfk, "rb").read()
+
+    def feed():
+        for i in range(0, len(data), 65536):
+            os.write(wfd, data[i:i + 65536])
+            time.sleep(0.05)
+        os.close(wfd)
+
+    t = threading.Thread(target=feed)
+    t.start()
+    r = subprocess.run([exe, "transcribe", "-m", model, "-t", "2", "-bs", "1", "-bo", "1", "-nt",
+                        "-"], stdin=rfd, capture_output=True, text=True, timeout=600)
+    t.join()
+    os.close(rfd)
+    check(r.returncode == 0 and "country" in r.stdout,
+          f"a non-blocking pipe fed slowly: transcribed ({r.stderr.strip()[:200]!r})")
 
     # bench --synthetic --batch-size: the encoder per window, one by one and in one pass
     # and --throughput 3: 3 windows, 2 lanes at a time (waves of 2 and 1), 2 steps each
@@ -198,6 +225,28 @@ try:
             env={"OPENBLAS_CORETYPE": "Prescott"})
     check(r.returncode == 0 and "(OpenBLAS Prescott kernels)" in r.stdout,
           f"OPENBLAS_CORETYPE set by the user is kept ({r.stdout[:120]!r})")
+    # with OpenBLAS made to say "Prescott" (tests/fake_corename.c, preloaded): the command starts
+    # again with the variable set, once, so the model load has nothing to warn about; started
+    # through the dynamic loader it cannot, and warns. (A sanitizer's runtime must be loaded
+    # first: not there.)
+    shim = os.environ.get("WHISPERC_FAKE_CORENAME", "")
+    ldso = "/lib64/ld-linux-x86-64.so.2"
+    if ({"avx2", "fma"} <= flags and os.path.exists(shim) and os.path.exists(ldso)
+            and os.environ.get("WHISPERC_SANITIZE", "none") == "none"):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+        env["LD_PRELOAD"] = shim
+        args = ["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-oj", "-of",
+                os.path.join(tmp, "reexec"), jfk]
+        r = subprocess.run([exe] + args, capture_output=True, text=True, env=env, timeout=600)
+        check(r.returncode == 0 and "does not recognise" not in r.stderr
+              and os.path.exists(os.path.join(tmp, "reexec.json")),
+              f"OpenBLAS on Prescott's kernels: started again with OPENBLAS_CORETYPE, no "
+              f"warning ({r.returncode}, {r.stderr.strip()[:200]!r})")
+        r = subprocess.run([ldso, exe] + args, capture_output=True, text=True, env=env,
+                           timeout=600)
+        check(r.returncode == 0 and "OPENBLAS_CORETYPE=" in r.stderr,
+              f"the same through ld.so: not started again, the warning says what to set "
+              f"({r.returncode}, {r.stderr.strip()[:200]!r})")
     # a long-form window's prompt (previous text): prefilled, the rest as before
     r = run(["bench", "--synthetic", "-m", model, "-t", "2", "-bs", "1", "--tokens", "2",
              "--batch-size", "2", "--throughput", "2", "--context-tokens", "20"])

@@ -130,7 +130,7 @@ static void test_linear_rows_exact(struct wc_backend *be, struct wc_stream *s, i
  * step of 8 into the first, then the lanes of their sum as hsum256 adds them. Emulated here in
  * scalar fmaf, every output bit compared, for 1-8 rows and k with and without the last 8. */
 static void test_linear_f16_order(struct wc_backend *be, struct wc_stream *s, int n_rows, int k) {
-    const int n_out = 37;
+    const int n_out = 150; /* tasks of 64 columns, the last with a block of 6 */
     struct wc_mat m;
     float *w;
     make_mat(be, &m, n_out, k, WC_F16, &w);

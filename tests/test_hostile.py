@@ -489,7 +489,7 @@ try:
         if want == 0:
             good = r.returncode == 0
         else:
-            good = r.returncode > 0 and len(lines) == 1 and lines[0].startswith("whisper-c: -")
+            good = r.returncode > 0 and len(lines) == 1 and lines[0].startswith("whisper-c: -: ")
         check(good and not sanitizer, f"{cid} through stdin: exit {r.returncode}, "
               f"{(lines[0] if lines else '')[:150]!r}" + (" SANITIZER REPORT" if sanitizer else ""))
     check(n_stdin >= 20, f"{n_stdin} audio cases through stdin (at least 20)")

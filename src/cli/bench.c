@@ -339,7 +339,7 @@ static int bench_synthetic(const struct cli_options *o, whisperc_model *m, doubl
                "timer mark\nbefore a stage's first op to one after its last (CUDA events; CPU: "
                "the clock as ops return)\n",
                b->n_steps, n_seq, runs);
-        printf("  %-10s %s\n", "device", wc_bench_device(m));
+        printf("  %-10s %s\n", "device", device);
         printf("  %-10s %9.1f ms\n", "load", load_ms);
         printf("  %-10s %9.1f ms  (one window first, not counted: kernel loads, allocations)\n",
                "warm-up", warm_ms);

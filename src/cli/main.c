@@ -3,7 +3,6 @@
  * Transcription goes through libwhisperc.h only; `ptx` (ptx_cmd.c) reaches into the library's
  * kernel generators.
  */
-#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -191,40 +190,6 @@ int cli_write_outputs(const struct cli_options *o, const bool *want, const whisp
     return rc;
 }
 
-/* Standard input to its end, into *data (malloc'd). A terminal is refused: it would wait for
- * audio typed in. */
-static int read_stdin(unsigned char **data, size_t *size, char *err, size_t err_size) {
-    *data = NULL;
-    *size = 0;
-    if (isatty(STDIN_FILENO)) {
-        snprintf(err, err_size, "-: standard input is a terminal; pipe the audio into it");
-        return 1;
-    }
-    size_t cap = 0;
-    for (;;) {
-        if (*size == cap) {
-            size_t want = cap ? 2 * cap : (size_t)1 << 20;
-            unsigned char *p = want > cap ? realloc(*data, want) : NULL;
-            if (!p) {
-                snprintf(err, err_size, "-: out of memory after %zu bytes of standard input",
-                         *size);
-                return 1;
-            }
-            *data = p;
-            cap = want;
-        }
-        ssize_t got = read(STDIN_FILENO, *data + *size, cap - *size);
-        if (got == 0)
-            return 0;
-        if (got < 0 && errno != EINTR) {
-            snprintf(err, err_size, "-: reading standard input: %s", strerror(errno));
-            return 1;
-        }
-        if (got > 0)
-            *size += (size_t)got;
-    }
-}
-
 /* The 16 kHz samples of a file, or of standard input for "-", with the limits of the model's
  * whisperc_full_file; err names the input. */
 static whisperc_status load_input(const whisperc_model *m, const struct whisperc_full_params *fp,
@@ -232,13 +197,11 @@ static whisperc_status load_input(const whisperc_model *m, const struct whisperc
                                   size_t err_size) {
     if (strcmp(path, "-") != 0)
         return whisperc_model_load_audio(m, fp, path, pcm, n, err, err_size);
-    unsigned char *data = NULL;
-    size_t size = 0;
-    whisperc_status rc = WHISPERC_ERR_IO;
-    if (read_stdin(&data, &size, err, err_size) == 0)
-        rc = whisperc_decode_audio(m, fp, data, size, "-", pcm, n, err, err_size);
-    free(data);
-    return rc;
+    if (isatty(STDIN_FILENO)) { /* it would wait for audio typed in */
+        snprintf(err, err_size, "-: standard input is a terminal; pipe the audio into it");
+        return WHISPERC_ERR_IO;
+    }
+    return whisperc_decode_audio_fd(m, fp, STDIN_FILENO, "-", pcm, n, err, err_size);
 }
 
 /* One input transcribed into the state: a file through whisperc_full_file (which times its

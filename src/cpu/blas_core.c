@@ -13,6 +13,7 @@
 #include <cblas.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "libwhisperc.h"
@@ -37,10 +38,11 @@ const char *whisperc_blas_coretype_advice(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (getenv("OPENBLAS_CORETYPE")) /* the user's choice, even a poor one */
         return NULL;
-    const char *core = openblas_get_corename();
+    const char *core = openblas_get_corename(), *config = openblas_get_config();
     __builtin_cpu_init();
-    if (!core || !blas_core_pre_avx2(core) || !__builtin_cpu_supports("avx2") ||
-        !__builtin_cpu_supports("fma"))
+    /* only a DYNAMIC_ARCH build chooses its kernels, and reads the variable */
+    if (!core || !config || !strstr(config, "DYNAMIC_ARCH") || !blas_core_pre_avx2(core) ||
+        !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
         return NULL;
     bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&

@@ -13,7 +13,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
+#include <poll.h>
 #include <sndfile.h>
 #include <soxr.h>
 #include <stdint.h>
@@ -311,7 +313,8 @@ static int src_open(struct audio_src *s, const char *path, const void *data, siz
             return rc;
     }
     if (n_bytes == 0) {
-        wc_errf(err, err_size, "%s: empty file (0 bytes), not an audio file", path);
+        wc_errf(err, err_size, "%s: empty %s(0 bytes), not an audio file", path,
+                data ? "" : "file ");
         return WHISPERC_ERR_AUDIO_FORMAT;
     }
     riff_read_fn read_at = data ? mem_read_at : fd_read_at;
@@ -475,6 +478,94 @@ int audio_load(const char *path, float **out, size_t *n_samples, char *err, size
 int audio_load_limited(const char *path, const struct audio_limits *lim, float **out,
                        size_t *n_samples, char *err, size_t err_size) {
     return audio_decode(path, NULL, 0, 1, lim, out, n_samples, NULL, err, err_size);
+}
+
+/* Appends what fd gives until its end to *buf (malloc'd, *cap bytes), waiting where it is
+ * non-blocking; more than `max` bytes is refused. */
+static int fd_read_all(int fd, const char *name, uint64_t max, unsigned char **buf, size_t *n,
+                       size_t *cap, char *err, size_t err_size) {
+    for (;;) {
+        if (*n == *cap) {
+            size_t want = *cap ? 2 * *cap : (size_t)1 << 20;
+            if ((uint64_t)want > max + 1) /* never more than the budget and a byte */
+                want = (size_t)(max + 1);
+            unsigned char *p = want > *cap ? realloc(*buf, want) : NULL;
+            if (!p) {
+                wc_errf(err, err_size, "%s: out of memory after %zu bytes", name, *n);
+                return WHISPERC_ERR_NO_MEMORY;
+            }
+            *buf = p;
+            *cap = want;
+        }
+        size_t room = *cap - *n;
+        if ((uint64_t)room > max - *n + 1) /* one byte past max tells that there is more */
+            room = (size_t)(max - *n + 1);
+        ssize_t got = read(fd, *buf + *n, room);
+        if (got == 0)
+            return 0;
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pfd = {.fd = fd, .events = POLLIN};
+            if (poll(&pfd, 1, -1) >= 0 || errno == EINTR)
+                continue;
+        }
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            wc_errf(err, err_size, "%s: reading failed after %zu bytes: %s", name, *n,
+                    strerror(errno));
+            return WHISPERC_ERR_IO;
+        }
+        *n += (size_t)got;
+        if ((uint64_t)*n > max)
+            return WHISPERC_ERR_NO_MEMORY; /* the caller says how much */
+    }
+}
+
+int audio_load_fd(int fd, const char *name, const struct audio_limits *lim, float **out,
+                  size_t *n_samples, char *err, size_t err_size) {
+    *out = NULL;
+    *n_samples = 0;
+    uint64_t max = lim && lim->max_bytes ? lim->max_bytes : UINT64_MAX;
+    if (max > (uint64_t)INT64_MAX)
+        max = (uint64_t)INT64_MAX;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        wc_errf(err, err_size, "%s: %s", name, strerror(errno));
+        return WHISPERC_ERR_IO;
+    }
+    unsigned char *buf = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) {
+        n = (size_t)st.st_size; /* a redirected file says its size: refused unread */
+        rc = WHISPERC_ERR_NO_MEMORY;
+    } else if (S_ISREG(st.st_mode) && st.st_size > 0) {
+        cap = (size_t)st.st_size + 1; /* the whole file in one read, then its end */
+        buf = malloc(cap);
+        if (!buf) {
+            wc_errf(err, err_size, "%s: out of memory for %zu bytes", name, cap);
+            return WHISPERC_ERR_NO_MEMORY;
+        }
+    }
+    if (!rc)
+        rc = fd_read_all(fd, name, max, &buf, &n, &cap, err, err_size);
+    if (rc == WHISPERC_ERR_NO_MEMORY && n > max)
+        wc_errf(err, err_size, "%s: more input than the %" PRIu64 " MiB of memory available (%s)",
+                name, max >> 20,
+                lim && lim->max_memory_bytes > 0 ? "max_memory_bytes"
+                                                 : "MemAvailable or the cgroup limit");
+    if (!rc) {
+        /* the bytes stay while they are decoded: the samples get what is left of the budget */
+        struct audio_limits rest;
+        if (lim) {
+            rest = *lim;
+            if (rest.max_bytes != UINT64_MAX)
+                rest.max_bytes -= n; /* n <= max <= max_bytes */
+        }
+        rc = audio_load_memory(buf, n, name, lim ? &rest : NULL, out, n_samples, err, err_size);
+    }
+    free(buf);
+    return rc;
 }
 
 int audio_load_memory(const void *data, size_t size, const char *name,

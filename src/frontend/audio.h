@@ -42,6 +42,13 @@ int audio_load_memory(const void *data, size_t size, const char *name,
                       const struct audio_limits *lim, float **out, size_t *n_samples, char *err,
                       size_t err_size);
 
+/* audio_load_memory for what the file descriptor fd gives until its end (a pipe, a socket, a
+ * redirected file): read into memory, waiting where fd is non-blocking, then decoded. With
+ * lim, input beyond lim->max_bytes is refused as it arrives (WHISPERC_ERR_NO_MEMORY) and the
+ * samples get the rest of the budget. fd is left open. */
+int audio_load_fd(int fd, const char *name, const struct audio_limits *lim, float **out,
+                  size_t *n_samples, char *err, size_t err_size);
+
 /* Reads `path` as mono float at its own sample rate (*rate), no resampling. Errors as above. */
 int audio_read(const char *path, float **out, size_t *n_samples, int *rate, char *err,
                size_t err_size);
