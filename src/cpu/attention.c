@@ -241,7 +241,8 @@ __attribute__((target("avx2,fma"))) static void group_run(float *acc, float *p, 
                                                           int ldq, const float *k, const float *v,
                                                           int ld, int n, int d, float scale,
                                                           int nr) {
-    switch (nr) {
+    switch (nr) { /* 1 <= nr <= ATT_GROUP: a split's last group may hold one query */
+    case 1: group_avx2(acc, p, q, ldq, k, v, ld, n, d, scale, 1); break;
     case 2: group_avx2(acc, p, q, ldq, k, v, ld, n, d, scale, 2); break;
     case 3: group_avx2(acc, p, q, ldq, k, v, ld, n, d, scale, 3); break;
     case 4: group_avx2(acc, p, q, ldq, k, v, ld, n, d, scale, 4); break;
