@@ -525,7 +525,7 @@ int audio_load_fd(int fd, const char *name, const struct audio_limits *lim, floa
                   size_t *n_samples, char *err, size_t err_size) {
     *out = NULL;
     *n_samples = 0;
-    uint64_t max = lim && lim->max_bytes ? lim->max_bytes : UINT64_MAX;
+    uint64_t max = lim ? lim->max_bytes : UINT64_MAX;
     if (max > (uint64_t)INT64_MAX)
         max = (uint64_t)INT64_MAX;
     struct stat st;
