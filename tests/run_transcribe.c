@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas_reexec.h"
 #include "frontend/audio.h"
 #include "libwhisperc.h"
 
@@ -160,6 +161,7 @@ static int parse_device(const char *s) {
 }
 
 int main(int argc, char **argv) {
+    cli_blas_reexec(argv); /* as whisper-c: the dev set on OpenBLAS's Prescott kernels is slow */
     if (argc >= 4 && strcmp(argv[1], "--write-wav") == 0)
         return write_wav(argv[2], argv + 3, argc - 3);
     if (argc < 3) {
