@@ -53,7 +53,8 @@ def main():
             out = r.stdout
             what = f"-bs {bs}"
             check(r.returncode == 0 and r.stderr == "", f"{what}: runs cleanly ({r.stderr!r})")
-            check(re.search(r"^  device +cpu$", out, re.M) is not None, f"{what}: device line")
+            check(re.search(r"^  device +cpu \(OpenBLAS \S+ kernels\)$", out, re.M) is not None,
+                  f"{what}: device line names the BLAS kernels")
             for name in ("encoder", "cross K/V", "prompt", "decoder", "window"):
                 t = stage(out, name)
                 check(t is not None and finite(*t) and 0 <= t[2] <= t[0] + 0.5 and t[0] <= t[1],

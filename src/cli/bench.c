@@ -461,6 +461,8 @@ static int bench_batch(const struct cli_options *o, whisperc_model *m,
 int cmd_bench(int argc, char **argv) {
     struct cli_options o;
     int rc = cli_parse(&o, argc, argv, true);
+    if (rc == 0)
+        rc = cli_check_stdin(&o, true);
     if (rc)
         return rc == 1 ? 0 : rc;
     whisperc_model *m = NULL;

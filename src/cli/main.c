@@ -273,6 +273,8 @@ static int detect_languages(const struct cli_options *o, const whisperc_model *m
 static int cmd_transcribe(int argc, char **argv) {
     struct cli_options o;
     int rc = cli_parse(&o, argc, argv, false);
+    if (rc == 0)
+        rc = cli_check_stdin(&o, false);
     if (rc)
         return rc == 1 ? 0 : rc;
     whisperc_model *model = NULL;

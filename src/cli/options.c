@@ -409,6 +409,26 @@ static int check_word_options(const struct cli_options *o) {
     return 0;
 }
 
+int cli_check_stdin(const struct cli_options *o, bool bench) {
+    int n_stdin = 0;
+    for (int i = 0; i < o->n_files; i++)
+        n_stdin += strcmp(o->files[i], "-") == 0;
+    if (n_stdin && (bench || n_stdin > 1)) {
+        fprintf(stderr, "whisper-c: %s\n",
+                bench ? "bench reads files, not standard input (-)"
+                      : "standard input (-) can be read once only");
+        return 2;
+    }
+    bool writes = o->out_json_full;
+    for (int f = 0; f < OUT_N_FORMATS; f++)
+        writes |= o->out[f];
+    if (n_stdin && writes && !o->output_base) {
+        fprintf(stderr, "whisper-c: output files for standard input (-) need -of BASE\n");
+        return 2;
+    }
+    return 0;
+}
+
 int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
     memset(o, 0, sizeof *o);
     o->language = "auto";
@@ -479,22 +499,6 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
     }
     if (o->output_base && o->n_files > 1) {
         fprintf(stderr, "whisper-c: -of works with one input file only\n");
-        return 2;
-    }
-    int n_stdin = 0;
-    for (int i = 0; i < o->n_files; i++)
-        n_stdin += strcmp(o->files[i], "-") == 0;
-    if (n_stdin && (bench || n_stdin > 1)) {
-        fprintf(stderr, "whisper-c: %s\n",
-                bench ? "bench reads files, not standard input (-)"
-                      : "standard input (-) can be read once only");
-        return 2;
-    }
-    bool writes = o->out_json_full;
-    for (int f = 0; f < OUT_N_FORMATS; f++)
-        writes |= o->out[f];
-    if (n_stdin && writes && !o->output_base) {
-        fprintf(stderr, "whisper-c: output files for standard input (-) need -of BASE\n");
         return 2;
     }
     return check_word_options(o);

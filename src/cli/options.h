@@ -65,6 +65,11 @@ struct cli_options {
  * error (message already printed to stderr). */
 int cli_parse(struct cli_options *o, int argc, char **argv, bool bench);
 
+/* For `transcribe` and `bench` (not `batch`, whose parse ends with a "-" of its own): "-"
+ * (standard input) at most once, not for bench, and with -of where output files are asked
+ * for. Returns 0, or 2 after a usage error on stderr. */
+int cli_check_stdin(const struct cli_options *o, bool bench);
+
 /* $WHISPERC_MODEL, else models/ggml-base.bin if it exists, else
  * $XDG_DATA_HOME (~/.local/share)/whisper-c/ggml-base.bin. Returns a static buffer. */
 const char *default_model_path(void);
