@@ -1051,6 +1051,23 @@ whisperc_status whisperc_model_load_audio(const whisperc_model *m,
     return audio_out(rc, pcm, n, path, out, n_samples, errbuf, errbuf_size);
 }
 
+/* whisperc_decode_audio and _fd, their arguments checked: the size bytes at data, or what fd
+ * gives when fd >= 0. */
+static whisperc_status decode_input(const whisperc_model *m,
+                                    const struct whisperc_full_params *params, const void *data,
+                                    size_t size, int fd, const char *name, float **out,
+                                    int *n_samples, char *errbuf, size_t errbuf_size) {
+    *out = NULL;
+    *n_samples = 0;
+    struct audio_limits lim = m ? model_audio_limits(m, params) : (struct audio_limits){0};
+    const struct audio_limits *l = m ? &lim : NULL;
+    float *pcm = NULL;
+    size_t n = 0;
+    int rc = fd >= 0 ? audio_load_fd(fd, name, l, &pcm, &n, errbuf, errbuf_size)
+                     : audio_load_memory(data, size, name, l, &pcm, &n, errbuf, errbuf_size);
+    return audio_out(rc, pcm, n, name, out, n_samples, errbuf, errbuf_size);
+}
+
 whisperc_status whisperc_decode_audio(const whisperc_model *m,
                                       const struct whisperc_full_params *params, const void *data,
                                       size_t size, const char *name, float **out, int *n_samples,
@@ -1059,15 +1076,8 @@ whisperc_status whisperc_decode_audio(const whisperc_model *m,
         wc_errf(errbuf, errbuf_size, "whisperc_decode_audio: out and n_samples must not be NULL");
         return WHISPERC_ERR_INVALID_ARG;
     }
-    *out = NULL;
-    *n_samples = 0;
-    if (!name)
-        name = "audio in memory";
-    struct audio_limits lim = m ? model_audio_limits(m, params) : (struct audio_limits){0};
-    float *pcm = NULL;
-    size_t n = 0;
-    int rc = audio_load_memory(data, size, name, m ? &lim : NULL, &pcm, &n, errbuf, errbuf_size);
-    return audio_out(rc, pcm, n, name, out, n_samples, errbuf, errbuf_size);
+    return decode_input(m, params, data, size, -1, name ? name : "audio in memory", out, n_samples,
+                        errbuf, errbuf_size);
 }
 
 whisperc_status whisperc_decode_audio_fd(const whisperc_model *m,
@@ -1078,15 +1088,8 @@ whisperc_status whisperc_decode_audio_fd(const whisperc_model *m,
         wc_errf(errbuf, errbuf_size, "whisperc_decode_audio_fd: fd %d, out or n_samples NULL", fd);
         return WHISPERC_ERR_INVALID_ARG;
     }
-    *out = NULL;
-    *n_samples = 0;
-    if (!name)
-        name = "audio from a file descriptor";
-    struct audio_limits lim = m ? model_audio_limits(m, params) : (struct audio_limits){0};
-    float *pcm = NULL;
-    size_t n = 0;
-    int rc = audio_load_fd(fd, name, m ? &lim : NULL, &pcm, &n, errbuf, errbuf_size);
-    return audio_out(rc, pcm, n, name, out, n_samples, errbuf, errbuf_size);
+    return decode_input(m, params, NULL, 0, fd, name ? name : "audio from a file descriptor", out,
+                        n_samples, errbuf, errbuf_size);
 }
 
 whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_full_params *params,
