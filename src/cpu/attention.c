@@ -264,7 +264,7 @@ static void group_task(void *ctx, int task, int thread) {
     float *wk = j->kv_half ? p + (size_t)ATT_GROUP * n : NULL;
     head_kv(j, lane, h, n, wk, wk ? wk + (size_t)n * j->d : NULL, &k, &v, &ld);
     float acc[ATT_GROUP * ATT_MAX_D];
-    memset(acc, 0, sizeof acc);
+    memset(acc, 0, (size_t)nr * ATT_MAX_D * sizeof(float)); /* the rows the group uses */
     group_run(acc, p, j->q + (size_t)t0 * j->c + (size_t)h * j->d, j->c, k, v, ld, n, j->d,
               j->scale, nr);
     for (int r = 0; r < nr; r++)
