@@ -292,6 +292,15 @@ struct whisperc_full_params {
      * Loaded on first use and kept by the state while the path stays the same. NULL or ""
      * (default): the built-in detector. */
     const char *vad_model_path;
+    /* Tokens never sampled (appended in 0.1), besides suppress_non_speech's: the ids in
+     * suppress_tokens[n_suppress_tokens] (openai-whisper's suppress_tokens), and every text
+     * token whose bytes suppress_regex, a POSIX extended regular expression, matches as a
+     * whole (whisper.cpp's suppress_regex: "[0-9]+" leaves the text without digits). NULL / 0
+     * (default): none. An id outside the vocabulary or a regex that does not compile is
+     * WHISPERC_ERR_INVALID_ARG. */
+    const int32_t *suppress_tokens;
+    int n_suppress_tokens;
+    const char *suppress_regex;
 };
 
 WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);

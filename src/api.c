@@ -12,6 +12,7 @@
 
 #include "api_internal.h"
 #include "decoder/decode_window.h"
+#include "decoder/logit_filters.h"
 #include "decoder/transcript_remap.h"
 #include "frontend/audio.h"
 #include "frontend/mel.h"
@@ -460,6 +461,9 @@ void whisperc_state_free(whisperc_state *st) {
     state_close(st);
     silero_vad_free(st->silero);
     free(st->silero_path);
+    free(st->suppress);
+    free(st->regex);
+    free(st->regex_ids);
     free(st);
 }
 
@@ -534,6 +538,9 @@ struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strat
         /*.offset_ms =*/0,
         /*.duration_ms =*/0,
         /*.vad_model_path =*/NULL,
+        /*.suppress_tokens =*/NULL,
+        /*.n_suppress_tokens =*/0,
+        /*.suppress_regex =*/NULL,
     };
     return p;
 }
@@ -544,6 +551,49 @@ int api_fail(whisperc_state *st, int rc, const char *fmt, ...) {
     vsnprintf(st->errmsg, sizeof st->errmsg, fmt, ap);
     va_end(ap);
     return rc;
+}
+
+/* st->suppress: p's suppress_tokens and the text tokens its suppress_regex matches. The
+ * regex's matches are kept while the regex stays the same: scanning the vocabulary takes
+ * milliseconds, a short file's whole decoding on a GPU. */
+static int suppress_set(whisperc_state *st, const struct whisperc_full_params *p) {
+    const struct wc_vocab *v = &st->m->vocab;
+    if (p->n_suppress_tokens < 0 || (p->n_suppress_tokens > 0 && !p->suppress_tokens))
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG,
+                        "suppress_tokens is NULL but n_suppress_tokens is %d",
+                        p->n_suppress_tokens);
+    for (int i = 0; i < p->n_suppress_tokens; i++)
+        if (p->suppress_tokens[i] < 0 || p->suppress_tokens[i] >= v->n_vocab)
+            return api_fail(st, WHISPERC_ERR_INVALID_ARG,
+                            "suppress_tokens[%d] is %d, outside the vocabulary [0, %d)", i,
+                            (int)p->suppress_tokens[i], v->n_vocab);
+    const char *regex = p->suppress_regex && p->suppress_regex[0] ? p->suppress_regex : NULL;
+    if (!regex || !st->regex || strcmp(regex, st->regex) != 0) {
+        free(st->regex);
+        free(st->regex_ids);
+        st->regex = NULL, st->regex_ids = NULL, st->n_regex_ids = 0;
+        if (regex) {
+            int n =
+                logit_filters_regex_set(v, regex, &st->regex_ids, st->errmsg, sizeof st->errmsg);
+            if (n < 0)
+                return n == -2 ? WHISPERC_ERR_INVALID_ARG
+                               : api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory");
+            st->n_regex_ids = n;
+            if (!(st->regex = strdup(regex)))
+                return api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory");
+        }
+    }
+    size_t n = (size_t)p->n_suppress_tokens + (size_t)st->n_regex_ids;
+    int32_t *ids = n ? realloc(st->suppress, n * sizeof *ids) : NULL;
+    if (n && !ids)
+        return api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory");
+    if (n) {
+        memcpy(ids, p->suppress_tokens, (size_t)p->n_suppress_tokens * sizeof *ids);
+        memcpy(ids + p->n_suppress_tokens, st->regex_ids, (size_t)st->n_regex_ids * sizeof *ids);
+        st->suppress = ids;
+    }
+    st->n_suppress = (int)n;
+    return 0;
 }
 
 /* Checks the params; on success *i_lang is the language index (-1: detect or English-only). */
@@ -630,7 +680,7 @@ int api_check_params(whisperc_state *st, const struct whisperc_full_params *p, i
     if (!v->multilingual && p->translate)
         return api_fail(st, WHISPERC_ERR_UNSUPPORTED,
                         "this model is English-only; it cannot translate");
-    return 0;
+    return suppress_set(st, p);
 }
 
 struct callbacks {
@@ -892,6 +942,8 @@ struct transcribe_ctx api_transcribe_ctx(whisperc_state *st, const struct whispe
         .p = p,
         .non_speech = m->non_speech,
         .n_non_speech = m->n_non_speech,
+        .suppress_extra = st->suppress,
+        .n_suppress_extra = st->n_suppress,
         .i_language = i_lang,
         .on_window = on_window,
         .user = user,

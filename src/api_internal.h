@@ -53,6 +53,12 @@ struct whisperc_state {
     int n_batch, i_batch;
     struct silero_vad *silero; /* params.vad_model_path's model, loaded on first use */
     char *silero_path;         /* the path it was loaded from (owned) */
+    /* the params' suppress_tokens and suppress_regex's matches (api_check_params; owned) */
+    int32_t *suppress;
+    int n_suppress;
+    char *regex;        /* the suppress_regex matched into regex_ids */
+    int32_t *regex_ids; /* ascending */
+    int n_regex_ids;
 };
 
 /* ---- shared by api.c and api_batch.c ---- */

@@ -212,6 +212,82 @@ static void test_old_params(whisperc_state *st, const float *pcm, int n, const c
     CHECK(t.mel_ms > 0.0);
 }
 
+/* Whether no token of the result has one of the texts bad[n_bad]. */
+static bool tokens_avoid(whisperc_state *st, const char *const *bad, int n_bad) {
+    for (int i = 0; i < whisperc_n_segments(st); i++)
+        for (int j = 0; j < whisperc_segment_n_tokens(st, i); j++) {
+            int id = whisperc_segment_token_id(st, i, j);
+            for (int k = 0; k < n_bad; k++)
+                if (strcmp(whisperc_token_text(st, id), bad[k]) == 0)
+                    return false;
+        }
+    return true;
+}
+
+/* suppress_regex and suppress_tokens: the tokens they name are never sampled, greedy, with
+ * beams and batched alike; the regex matches whole tokens; bad ones are refused and leave
+ * the state usable. */
+static void test_suppress(const whisperc_model *m, whisperc_state *st, const float *pcm, int n,
+                          const char *want) {
+    static const char *const ask[] = {" ask", "ask", " Ask", "Ask"};
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    p.suppress_regex = " ?[Aa]sk";
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    char *by_regex = strdup(whisperc_full_text(st));
+    printf("suppress_regex ' ?[Aa]sk': %s\n", by_regex);
+    CHECK(strcmp(by_regex, want) != 0 && tokens_avoid(st, ask, 4));
+    CHECK(strstr(by_regex, "your country") != NULL);
+    /* the same tokens by id give the same text */
+    int32_t ids[8];
+    int n_ids = 0;
+    for (int id = 0; id < whisperc_token_timestamp_begin(st) && n_ids < 8; id++)
+        for (int k = 0; k < 4; k++)
+            if (strcmp(whisperc_token_text(st, id), ask[k]) == 0)
+                ids[n_ids++] = id;
+    CHECK(n_ids == 4);
+    p.suppress_regex = NULL;
+    p.suppress_tokens = ids;
+    p.n_suppress_tokens = n_ids;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(strcmp(whisperc_full_text(st), by_regex) == 0);
+    /* a part of a token is no match: "s" alone names only the token "s" */
+    p.suppress_tokens = NULL;
+    p.n_suppress_tokens = 0;
+    p.suppress_regex = "s";
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(strcmp(whisperc_full_text(st), want) == 0);
+    /* beams, and a batch of two with another regex in between (the kept matches renewed) */
+    struct whisperc_full_params b = whisperc_full_default_params(WHISPERC_SAMPLING_BEAM_SEARCH);
+    b.suppress_regex = " ?[Aa]sk";
+    CHECK(whisperc_full(st, &b, pcm, n) == WHISPERC_OK && tokens_avoid(st, ask, 4));
+    b.suppress_regex = " ?[Cc]ountry";
+    const float *inputs[2] = {pcm, pcm};
+    const int lens[2] = {n, n};
+    CHECK(whisperc_full_batch(st, &b, inputs, lens, 2) == WHISPERC_OK);
+    static const char *const country[] = {" country", "country", " Country", "Country"};
+    for (int i = 0; i < 2; i++)
+        CHECK(whisperc_batch_select(st, i) == WHISPERC_OK && tokens_avoid(st, country, 4) &&
+              strstr(whisperc_full_text(st), "fellow Americans"));
+    /* refused: a regex that does not compile, ids outside the vocabulary, a NULL list */
+    p.suppress_regex = "(";
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(strstr(whisperc_state_errmsg(st), "suppress_regex '('") != NULL);
+    p.suppress_regex = NULL;
+    int32_t bad[2] = {5, whisperc_model_n_vocab(m)};
+    p.suppress_tokens = bad;
+    p.n_suppress_tokens = 2;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(strstr(whisperc_state_errmsg(st), "suppress_tokens[1]") != NULL);
+    bad[1] = -1;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+    p.suppress_tokens = NULL;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+    p.n_suppress_tokens = 0;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(strcmp(whisperc_full_text(st), want) == 0);
+    free(by_regex);
+}
+
 /* Beam search and best_of sampling: valid output, reproducible for a seed; the options that
  * only beam search reads are checked. */
 static void test_strategies(whisperc_state *st, const float *pcm, int n, const char *greedy) {
@@ -714,6 +790,7 @@ int main(void) {
     test_quant_weights(pcm, n);
     test_callbacks(st, pcm, n);
     test_old_params(st, pcm, n, want);
+    test_suppress(m, st, pcm, n, want);
 
     free(want);
     free(pcm);

@@ -8,6 +8,7 @@ temporary file) behind. Exits 77 (skip) when the shared model is missing.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -284,6 +285,28 @@ try:
              out + "-tpi0", jfk])
     prm = json.load(open(out + "-tpi0.json")).get("params", {}) if r.returncode == 0 else {}
     check(prm.get("temperatures") == [0.0], f"-tpi 0: no fallback ({prm.get('temperatures')})")
+
+    # --suppress-regex (whisper.cpp's) and --suppress-tokens (openai-whisper's list, -1 the
+    # non-speech set): the parameters as asked (-ojf), the regex's tokens gone from the text;
+    # a regex that does not compile, a bad list and an id past the vocabulary refused
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-ojf", "--suppress-regex",
+             " ?[Aa]sk", "--suppress-tokens", "-1,13", "-of", out + "-sup", jfk])
+    j = json.load(open(out + "-sup.json")) if r.returncode == 0 else {}
+    prm = j.get("params", {})
+    check(prm.get("suppress_regex") == " ?[Aa]sk" and prm.get("suppress_tokens") == [-1, 13] and
+          not re.search(r"\b[Aa]sk\b|\.", j.get("text", "ask")) and "country" in j.get("text", ""),
+          f"--suppress-regex ' ?[Aa]sk' --suppress-tokens -1,13: {prm.get('suppress_tokens')}, "
+          f"{j.get('text')!r}")
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-ojf", "--suppress-tokens",
+             "", "-of", out + "-sup0", jfk])
+    prm = json.load(open(out + "-sup0.json")).get("params", {}) if r.returncode == 0 else {}
+    check(prm.get("suppress_tokens") == [], f"--suppress-tokens '': none ({prm.get('suppress_tokens')})")
+    for bad, needle in ((["--suppress-regex", "("], "suppress_regex '('"),
+                        (["--suppress-tokens", "1,x"], "--suppress-tokens"),
+                        (["--suppress-tokens", "-2"], "--suppress-tokens"),
+                        (["--suppress-tokens", "99999"], "outside the vocabulary")):
+        expect_failure(" ".join(bad), ["transcribe", "-m", model, "-t", "2", "-bs", "1"] + bad +
+                       [jfk], tmp, needle=needle)
 
     # whisper.cpp's -vm (a Silero model file; tests/test_silero_vad.py runs a real one): a file
     # that is missing is an error naming it; without --vad it has no effect, and says so

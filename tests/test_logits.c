@@ -176,7 +176,7 @@ int main(void) {
     fake_vocab(&v);
     const int32_t non_speech[] = {1, 2, 7, 8, 9, 10, 14, 25, 26, 27, 28, 29, 31, 58, 59, 60, 61};
     int32_t *sup;
-    int n_sup = logit_filters_suppress_set(&v, non_speech, 17, &sup);
+    int n_sup = logit_filters_suppress_set(&v, non_speech, 17, NULL, 0, &sup);
     CHECK(n_sup > 0);
     int tb = v.timestamp_begin;
     /* histories: first step, text, text + one timestamp, a pair, a pair then text, ts then

@@ -58,6 +58,7 @@ void batch_usage(void) {
         "  -tp N  -tpi N  -lpt N  -nth N  --compression-ratio-threshold N\n"
         "  -wt  -ml N  -sow  --alignment-heads NAME  --max-line-width N  --max-line-count N\n"
         "  --max-words-per-line N  --highlight-words  -ot N  -d N  --vad (-vt -vspd -vsd -vp -vm)\n"
+        "  --suppress-regex RE  --suppress-tokens LIST\n"
         "  --device auto|cpu|cuda  --max-memory MIB  --quant-weights auto|widen|keep\n"
         "\n"
         "Exit status: 0 every item ok, 1 some failed (or an error), 2 usage, 130/143 interrupted\n"

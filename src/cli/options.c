@@ -96,9 +96,13 @@ void cli_usage(const char *prog) {
            "                            --print-colors=always also into pipes\n"
            "       --device auto|cpu|cuda  compute device (default auto); -ng, --no-gpu: cpu\n"
            "       --gpu N              CUDA device index (also -dev N, --device N)\n"
+           "       --suppress-regex RE  never sample a token whose text RE (POSIX extended)\n"
+           "                            matches as a whole, e.g. '[0-9]+': no digits\n"
+           "       --suppress-tokens LIST  token ids never sampled, comma-separated; -1 (the\n"
+           "                            default) is the non-speech symbols, '' none at all\n"
            "  -fa, -nfa, -sns           whisper.cpp's --flash-attn, --no-flash-attn and\n"
            "                            --suppress-nst: accepted; whisper-c's attention is\n"
-           "                            always fused and non-speech tokens always suppressed\n"
+           "                            always fused and non-speech tokens suppressed (-1)\n"
            "       --seed N             seed for sampling at temperature > 0\n"
            "       --max-duration S     refuse audio longer than S seconds (default: no limit)\n"
            "       --max-memory MIB|off refuse a model or audio needing more memory (default:\n"
@@ -172,6 +176,34 @@ static int parse_seconds(const char *opt, const char *s, double *out) {
     return 0;
 }
 
+/* openai-whisper's --suppress_tokens: comma-separated ids, -1 for the non-speech set; ""
+ * for none at all. */
+static int parse_suppress_tokens(struct cli_options *o, const char *opt, const char *s) {
+    o->n_suppress_tokens = 0;
+    o->allow_non_speech = true;
+    for (const char *p = s; s && *p;) {
+        char *end;
+        errno = 0;
+        long id = strtol(p, &end, 10);
+        if (errno || end == p || (*end && *end != ',') || id < -1 || id > INT32_MAX) {
+            fprintf(stderr,
+                    "whisper-c: %s needs token ids separated by commas (-1: the "
+                    "non-speech set), got '%s'\n",
+                    opt, s);
+            return 2;
+        }
+        if (id == -1)
+            o->allow_non_speech = false;
+        else if (o->n_suppress_tokens == CLI_MAX_SUPPRESS) {
+            fprintf(stderr, "whisper-c: %s: at most %d ids\n", opt, CLI_MAX_SUPPRESS);
+            return 2;
+        } else
+            o->suppress_tokens[o->n_suppress_tokens++] = (int32_t)id;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
 static bool is(const char *a, const char *s1, const char *s2) {
     return strcmp(a, s1) == 0 || (s2 && strcmp(a, s2) == 0);
 }
@@ -202,6 +234,10 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         o->hotwords = v;
     else if (is(a, "--alignment-heads", "--alignment_heads"))
         o->alignment_heads = v;
+    else if (is(a, "--suppress-regex", NULL))
+        o->suppress_regex = v;
+    else if (is(a, "--suppress-tokens", "--suppress_tokens"))
+        *rc = parse_suppress_tokens(o, a, v);
     else if (is(a, "-f", "--file")) {
         if (o->n_files == CLI_MAX_FILES)
             *rc = 2, fprintf(stderr, "whisper-c: too many files (at most %d)\n", CLI_MAX_FILES);

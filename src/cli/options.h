@@ -13,7 +13,8 @@
 #include "print.h"
 #include "writers.h"
 
-#define CLI_MAX_FILES 4096
+#define CLI_MAX_FILES    4096
+#define CLI_MAX_SUPPRESS 1024
 
 struct cli_options {
     const char *model;    /* NULL: default_model_path() */
@@ -46,6 +47,12 @@ struct cli_options {
     /* the temperature fallback (whisper.cpp's -tp, -tpi, -lpt, -nth; openai-whisper's
      * --compression_ratio_threshold) */
     float temperature, temperature_inc, logprob_thold, no_speech_thold, compression_ratio_thold;
+    /* --suppress-tokens (openai-whisper's list: -1 the non-speech set, absent from a list
+     * given: allow_non_speech) and --suppress-regex (whisper.cpp's) */
+    int32_t suppress_tokens[CLI_MAX_SUPPRESS];
+    int n_suppress_tokens;
+    bool allow_non_speech;
+    const char *suppress_regex;
     double max_duration_s;             /* --max-duration: longest audio accepted; 0: no limit */
     int64_t max_memory_bytes;          /* --max-memory: 0 auto (available memory), -1 off */
     whisperc_quant_mode quant_weights; /* --quant-weights */

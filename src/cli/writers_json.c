@@ -147,7 +147,14 @@ static void params(struct sbuf *b, const struct whisperc_full_params *p) {
     key_string(b, "alignment_heads", p->alignment_heads ? p->alignment_heads : "auto");
     sbuf_printf(b, ", \"max_len\": %d, \"split_on_word\": %s", p->max_len,
                 p->split_on_word ? "true" : "false");
-    sbuf_printf(b, ", \"offset_ms\": %d, \"duration_ms\": %d},\n", p->offset_ms, p->duration_ms);
+    sbuf_printf(b, ", \"offset_ms\": %d, \"duration_ms\": %d", p->offset_ms, p->duration_ms);
+    /* openai-whisper's spelling: -1 the non-speech set */
+    sbuf_printf(b, ", \"suppress_tokens\": [%s", p->suppress_non_speech ? "-1" : "");
+    for (int i = 0; i < p->n_suppress_tokens; i++)
+        sbuf_printf(b, "%s%d", i || p->suppress_non_speech ? ", " : "", (int)p->suppress_tokens[i]);
+    sbuf_adds(b, "], ");
+    key_string(b, "suppress_regex", p->suppress_regex);
+    sbuf_adds(b, "},\n");
 }
 
 int write_json(FILE *f, const struct transcript *tr, const struct writer_opts *wo) {

@@ -5,6 +5,8 @@
 #include "decoder/logit_filters.h"
 
 #include <math.h>
+#include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,12 +129,13 @@ static int cmp_i32(const void *a, const void *b) {
 }
 
 int logit_filters_suppress_set(const struct wc_vocab *v, const int32_t *non_speech, int n_non,
-                               int32_t **out) {
-    int n_extra = 6;
-    int32_t *s = malloc(((size_t)(non_speech ? n_non : 0) + n_extra) * sizeof *s);
+                               const int32_t *extra, int n_extra, int32_t **out) {
+    int32_t *s = malloc(((size_t)(non_speech ? n_non : 0) + (size_t)n_extra + 6) * sizeof *s);
     if (!s)
         return -1;
     int n = 0;
+    for (int i = 0; i < n_extra; i++)
+        s[n++] = extra[i];
     for (int i = 0; non_speech && i < n_non; i++)
         s[n++] = non_speech[i];
     s[n++] = v->transcribe;
@@ -148,4 +151,44 @@ int logit_filters_suppress_set(const struct wc_vocab *v, const int32_t *non_spee
             s[m++] = s[i];
     *out = s;
     return m;
+}
+
+int logit_filters_regex_set(const struct wc_vocab *v, const char *regex, int32_t **out, char *err,
+                            size_t err_size) {
+    *out = NULL;
+    /* whisper.cpp's std::regex_match: the whole token, not a part of it */
+    size_t len = strlen(regex);
+    char *whole = malloc(len + 5);
+    if (!whole)
+        return -1;
+    snprintf(whole, len + 5, "^(%s)$", regex);
+    regex_t re;
+    int rc = regcomp(&re, whole, REG_EXTENDED | REG_NOSUB);
+    free(whole);
+    if (rc) {
+        char why[160];
+        regerror(rc, &re, why, sizeof why);
+        snprintf(err, err_size, "suppress_regex '%s': %s", regex, why);
+        return -2;
+    }
+    int n = 0, cap = 0;
+    int32_t *ids = NULL;
+    for (int id = 0; id < v->eot && id < v->n_vocab; id++) {
+        if (regexec(&re, v->text[id], 0, NULL, 0) != 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            int32_t *grown = realloc(ids, (size_t)cap * sizeof *ids);
+            if (!grown) {
+                free(ids);
+                regfree(&re);
+                return -1;
+            }
+            ids = grown;
+        }
+        ids[n++] = id;
+    }
+    regfree(&re);
+    *out = ids;
+    return n;
 }

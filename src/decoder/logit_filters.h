@@ -6,6 +6,7 @@
 #define WC_LOGIT_FILTERS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct wc_vocab;
@@ -37,10 +38,17 @@ void logit_filters_rule(const struct logit_filters *lf, const int32_t *sampled, 
  * filters hold a list of their own), so that their rows can share one logits op. */
 bool logit_filters_same_suppress(const struct logit_filters *a, const struct logit_filters *b);
 
-/* The default suppress set of DecodingTask._get_suppress_tokens(): non-speech tokens (if
- * non_speech != NULL) plus transcribe, translate, sot, sot_prev, sot_lm and no_speech; sorted,
- * unique. Returns the count, *out malloc'd; -1 when out of memory. */
+/* The suppress set of DecodingTask._get_suppress_tokens(): the caller's ids (extra, n_extra:
+ * its suppress_tokens), non-speech tokens (if non_speech != NULL) plus transcribe, translate,
+ * sot, sot_prev, sot_lm and no_speech; sorted, unique. Returns the count, *out malloc'd; -1
+ * when out of memory. */
 int logit_filters_suppress_set(const struct wc_vocab *v, const int32_t *non_speech, int n_non,
-                               int32_t **out);
+                               const int32_t *extra, int n_extra, int32_t **out);
+
+/* The text tokens (ids < eot) whose bytes `regex` (POSIX extended) matches as a whole, as
+ * whisper.cpp's suppress_regex; ascending. Returns the count with *out malloc'd (NULL when
+ * none), -1 when out of memory, -2 for a regex that does not compile (why in err). */
+int logit_filters_regex_set(const struct wc_vocab *v, const char *regex, int32_t **out, char *err,
+                            size_t err_size);
 
 #endif /* WC_LOGIT_FILTERS_H */

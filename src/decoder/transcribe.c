@@ -320,7 +320,8 @@ static int setup(struct run *r, struct wc_transcript *out) {
         return rc;
     r->logits = malloc((size_t)(n_group > 2 ? n_group : 2) * v->n_vocab * sizeof *r->logits);
     int n_sup = logit_filters_suppress_set(v, p->suppress_non_speech ? t->non_speech : NULL,
-                                           t->n_non_speech, &r->suppress);
+                                           t->n_non_speech, t->suppress_extra, t->n_suppress_extra,
+                                           &r->suppress);
     if (!r->logits || n_sup < 0)
         return WHISPERC_ERR_NO_MEMORY;
     r->lf = (struct logit_filters){

@@ -63,6 +63,8 @@ struct transcribe_ctx {
     const struct whisperc_full_params *p;
     const int32_t *non_speech; /* vocab_non_speech_tokens */
     int n_non_speech;
+    const int32_t *suppress_extra; /* more ids never sampled (params' suppress_tokens, regex) */
+    int n_suppress_extra;
     int i_language; /* requested language index, -1 to detect (multilingual) */
     /* Called after each window; returns true to abort. */
     bool (*on_window)(void *user, int n_new_segments, int percent);
