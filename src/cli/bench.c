@@ -27,12 +27,14 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-/* The device's name; on the CPU with the OpenBLAS kernels its products run, which can decide
- * the encoder's speed more than the CPU itself (libwhisperc.h whisperc_blas_core). */
+/* The device's name, written into buf; on the CPU with the OpenBLAS kernels its products
+ * run, which can decide the encoder's speed more than the CPU itself (libwhisperc.h
+ * whisperc_blas_core). */
 static const char *bench_device(const whisperc_model *m, char *buf, size_t n) {
     if (strcmp(whisperc_model_backend(m), "cpu") != 0)
-        return wc_bench_device(m);
-    snprintf(buf, n, "cpu (OpenBLAS %s kernels)", whisperc_blas_core());
+        snprintf(buf, n, "%s", wc_bench_device(m));
+    else
+        snprintf(buf, n, "cpu (OpenBLAS %s kernels)", whisperc_blas_core());
     return buf;
 }
 
