@@ -237,6 +237,21 @@ try:
         check("\033[38;5;" in forced.stdout, "--print-colors=always: colours")
         check(re.sub(r"\033\[[0-9;]*m", "", forced.stdout) == plain.stdout,
               "--print-colors=always: same text once the colours are removed")
+        # --print-confidence (whisper.cpp's styles: inverse, underlined, dim) likewise; -ps adds
+        # the timestamp tokens around each segment's text
+        auto = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "--print-confidence", jfk])
+        forced = run(["transcribe", "-m", model, "-t", "2", "-bs", "1",
+                      "--print-confidence=always", jfk])
+        styles = set(re.findall(r"\033\[([0-9;]*)m", forced.stdout))
+        check(auto.stdout == plain.stdout and styles and styles <= {"0", "2", "4", "7"} and
+              re.sub(r"\033\[[0-9;]*m", "", forced.stdout) == plain.stdout,
+              f"--print-confidence: no styles into a pipe, =always: {sorted(styles)}, same text")
+        special = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-ps", jfk])
+        lines = special.stdout.splitlines()
+        check(len(lines) == len(plain.stdout.splitlines()) and lines and
+              all(re.search(r"\]  <\|\d+\.\d\d\|>.*<\|\d+\.\d\d\|>$", l) for l in lines) and
+              re.sub(r"<\|\d+\.\d\d\|>", "", special.stdout) == plain.stdout,
+              f"-ps: each segment between its timestamp tokens ({lines[:1]})")
         r = run(["transcribe", "-m", model, "--highlight-words", jfk])
         check(r.returncode == 2 and "-wt" in r.stderr, "--highlight-words without -wt refused")
         # batch: the new formats, json-full; -pc refused

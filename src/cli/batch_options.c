@@ -189,9 +189,9 @@ static int finish(struct batch_config *c) {
         return usage_error("no input (a file, directory, glob or --manifest FILE)%s", NULL);
     if (c->n_gpus && c->jobs)
         return usage_error("--gpus runs one worker per device; leave out --jobs%s", NULL);
-    if (o->print_colors != COLORS_NEVER)
-        return usage_error("-pc colours the segments printed by transcribe; batch prints "
-                           "none%s",
+    if (o->print_colors != COLORS_NEVER || o->print_special)
+        return usage_error("-pc, --print-confidence and -ps style the segments printed by "
+                           "transcribe; batch prints none%s",
                            NULL);
     bool any = false;
     for (int f = 0; f < OUT_N_FORMATS; f++)

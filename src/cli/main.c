@@ -299,7 +299,10 @@ static int cmd_transcribe(int argc, char **argv) {
         whisperc_model_free(model);
         return failed;
     }
-    struct print_opts po = {.out = stdout, .colors = print_use_colors(o.print_colors, stdout)};
+    struct print_opts po = {.out = stdout,
+                            .colors = print_use_colors(o.print_colors, stdout),
+                            .confidence = o.print_confidence,
+                            .special = o.print_special};
     if (!o.no_prints) {
         fp.new_segment_fn = print_new_segments;
         fp.new_segment_user_data = &po;

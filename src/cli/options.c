@@ -94,6 +94,9 @@ void cli_usage(const char *prog) {
            "  -pc,  --print-colors      colour each printed token by its probability, red\n"
            "                            (unsure) to green, on a terminal without $NO_COLOR;\n"
            "                            --print-colors=always also into pipes\n"
+           "       --print-confidence   style them instead: inverse below p 0.33, underlined\n"
+           "                            below 0.66, else dim (=always as for -pc)\n"
+           "  -ps,  --print-special     print the timestamp tokens too (<|1.08|>)\n"
            "       --device auto|cpu|cuda  compute device (default auto); -ng, --no-gpu: cpu\n"
            "       --gpu N              CUDA device index (also -dev N, --device N)\n"
            "       --suppress-regex RE  never sample a token whose text RE (POSIX extended)\n"
@@ -219,6 +222,36 @@ static bool whisper_cpp_word_thold(const char *next) {
     return !errno && !*end && access(next, F_OK) != 0;
 }
 
+/* whisper.cpp's valued options that whisper-c accepts and does not use, and why. */
+static const struct unused_opt {
+    const char *name, *alias, *what, *why;
+} unused_opts[] = {
+    {"-wt", "--word-thold", "word threshold", "whisper-c's -wt alone turns on word timestamps"},
+    {"-vmsd", "--vad-max-speech-duration-s", "longest VAD span", "docs/vad.md"},
+    {"-vo", "--vad-samples-overlap", "VAD overlap", "docs/vad.md"},
+    {"-et", "--entropy-thold", "entropy threshold",
+     "a window falls back on its compression ratio, as openai-whisper's: "
+     "--compression-ratio-threshold"},
+    {"-ac", "--audio-ctx", "shortened encoder context",
+     "the encoder sees the whole 30 s window, for the reference's text"},
+    {"-p", "--processors", "split of a file into parts (the text changes at the cuts)",
+     "a file is transcribed whole with -t N threads; `whisper-c batch -j N` runs many files"},
+};
+
+/* The entry of `a`; not of -wt, whisper-c's own flag unless a number follows (the caller's
+ * whisper_cpp_word_thold). */
+static const struct unused_opt *whisper_cpp_unused(const char *a) {
+    for (size_t i = 0; i < sizeof unused_opts / sizeof *unused_opts; i++)
+        if ((i > 0 && strcmp(a, unused_opts[i].name) == 0) || strcmp(a, unused_opts[i].alias) == 0)
+            return &unused_opts[i];
+    return NULL;
+}
+
+/* Values that ask for what whisper-c does anyway: -ac 0 (the whole context), -p 1. */
+static bool is_ignored_default(const char *a, float v) {
+    return (is(a, "-ac", "--audio-ctx") && v == 0.0f) || (is(a, "-p", "--processors") && v == 1.0f);
+}
+
 /* Options that take a value; returns 1 if arg was one of them (consuming argv[*i+1]). */
 static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, int *rc) {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
@@ -289,12 +322,6 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         *rc = parse_float(a, v, 0.0f, 1.0f, &o->no_speech_thold);
     else if (is(a, "--compression-ratio-threshold", NULL))
         *rc = parse_float(a, v, 0.0f, 1e9f, &o->compression_ratio_thold);
-    else if (is(a, "-p", "--processors")) /* whisper.cpp's: parts of one file in parallel */
-        *rc = 2, fprintf(stderr,
-                         "whisper-c: %s is not supported (whisper.cpp's split of a file "
-                         "into parts, which changes the text at the cuts): -t N threads "
-                         "share one file, `whisper-c batch -j N` runs many files\n",
-                         a);
     else if (is(a, "-vm", "--vad-model"))
         o->vad_model = v;
     else if (is(a, "-vt", "--vad-threshold"))
@@ -318,17 +345,13 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         o->seed = v ? strtoull(v, &end, 10) : 0;
         if (!v || *end)
             *rc = 2, fprintf(stderr, "whisper-c: --seed needs a number\n");
-    } else if (is(a, "-vmsd", "--vad-max-speech-duration-s") ||
-               is(a, "-vo", "--vad-samples-overlap") || is(a, "--word-thold", NULL) ||
-               (is(a, "-wt", NULL) && whisper_cpp_word_thold(v))) {
-        float ignored; /* whisper.cpp's, so that its command lines run: checked, not used */
-        if (!(*rc = parse_float(a, v, 0.0f, 1e9f, &ignored)))
+    } else if ((is(a, "-wt", NULL) && whisper_cpp_word_thold(v)) || whisper_cpp_unused(a)) {
+        /* whisper.cpp's, so that its command lines run: checked, not used */
+        const struct unused_opt *u = whisper_cpp_unused(a) ? whisper_cpp_unused(a) : unused_opts;
+        float value;
+        if (!(*rc = parse_float(a, v, 0.0f, 1e9f, &value)) && !is_ignored_default(a, value))
             fprintf(stderr, "whisper-c: %s %s: whisper.cpp's %s, not used here (%s)\n", a, v,
-                    is(a, "-vmsd", "--vad-max-speech-duration-s") ? "longest VAD span"
-                    : is(a, "-vo", "--vad-samples-overlap")       ? "VAD overlap"
-                                                                  : "word threshold",
-                    is(a, "-wt", "--word-thold") ? "whisper-c's -wt alone turns on word timestamps"
-                                                 : "docs/vad.md");
+                    u->what, u->why);
     } else if (is(a, "--quant-weights", NULL)) {
         if (v && strcmp(v, "auto") == 0)
             o->quant_weights = WHISPERC_QUANT_AUTO;
@@ -397,6 +420,12 @@ static int parse_flag(struct cli_options *o, const char *a) {
         o->print_colors = COLORS_ALWAYS;
     else if (is(a, "--print-colors=never", NULL))
         o->print_colors = COLORS_NEVER;
+    else if (is(a, "--print-confidence", "--print-confidence=auto"))
+        o->print_colors = COLORS_AUTO, o->print_confidence = true;
+    else if (is(a, "--print-confidence=always", NULL))
+        o->print_colors = COLORS_ALWAYS, o->print_confidence = true;
+    else if (is(a, "-ps", "--print-special"))
+        o->print_special = true;
     else if (is(a, "-pp", "--print-progress"))
         o->print_progress = true;
     else if (is(a, "-np", "--no-prints"))

@@ -36,7 +36,8 @@ struct cli_options {
     /* srt/vtt with -wt (openai-whisper's ResultWriter options); 0: not given */
     int max_line_width, max_line_count, max_words_per_line;
     bool highlight_words;
-    enum print_colors print_colors; /* -pc */
+    enum print_colors print_colors;       /* -pc, or --print-confidence with print_confidence */
+    bool print_confidence, print_special; /* --print-confidence, -ps */
     bool vad; /* --vad and its settings, whisper.cpp's spellings and defaults */
     float vad_threshold;
     int vad_min_speech_ms, vad_min_silence_ms, vad_pad_ms;

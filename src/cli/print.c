@@ -1,6 +1,7 @@
 /* print.c — see print.h. */
 #include "print.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +25,13 @@ int print_color_index(float p) {
     return x >= PRINT_N_COLORS - 1 ? PRINT_N_COLORS - 1 : (int)x;
 }
 
+const char *print_token_style(float p, bool confidence, char *buf, size_t size) {
+    if (confidence) /* NaN: the lowest, as print_color_index */
+        return p >= 0.66f ? "\033[2m" : p >= 0.33f ? "\033[4m" : "\033[7m";
+    snprintf(buf, size, "\033[38;5;%dm", palette[print_color_index(p)]);
+    return buf;
+}
+
 /* Bytes of buf[0..n) that end on a character boundary; a UTF-8 character split across tokens
  * waits for its rest, so that no colour code lands inside it. Invalid bytes count as one. */
 static size_t complete_prefix(const unsigned char *buf, size_t n) {
@@ -40,14 +48,17 @@ static size_t complete_prefix(const unsigned char *buf, size_t n) {
     return pos;
 }
 
-static void print_colored(FILE *out, const whisperc_state *st, int i) {
+/* A segment token by token: styled by probability (po->colors) and with the timestamp tokens
+ * (po->special). */
+static void print_tokens(FILE *out, const struct print_opts *po, const whisperc_state *st, int i) {
     int ts_begin = whisperc_token_timestamp_begin(st);
     unsigned char pending[4];
     size_t n_pending = 0;
+    char style[32];
     for (int j = 0; j < whisperc_segment_n_tokens(st, i); j++) {
         int id = whisperc_segment_token_id(st, i, j);
         const char *t = whisperc_token_text(st, id);
-        if (id >= ts_begin || !t)
+        if ((id >= ts_begin && !po->special) || !t)
             continue;
         size_t n = strlen(t);
         unsigned char *buf = malloc(n_pending + n + 1);
@@ -59,10 +70,13 @@ static void print_colored(FILE *out, const whisperc_state *st, int i) {
         size_t k = complete_prefix(buf, n);
         if (n - k > sizeof pending) /* an invalid run: show it as it is */
             k = n;
-        if (k > 0)
-            fprintf(out, "\033[38;5;%dm%.*s\033[0m",
-                    palette[print_color_index(whisperc_segment_token_p(st, i, j))], (int)k,
-                    (const char *)buf);
+        if (k > 0 && po->colors)
+            fprintf(out, "%s%.*s\033[0m",
+                    print_token_style(whisperc_segment_token_p(st, i, j), po->confidence, style,
+                                      sizeof style),
+                    (int)k, (const char *)buf);
+        else
+            fwrite(buf, 1, k, out);
         n_pending = n - k;
         memcpy(pending, buf + k, n_pending);
         free(buf);
@@ -78,8 +92,8 @@ void print_new_segments(whisperc_state *st, int n_new, void *user_data) {
     for (int i = n - n_new; i < n; i++) {
         fprintf(out, "[%s --> %s]  ", format_timestamp(a, whisperc_segment_t0_ms(st, i), '.'),
                 format_timestamp(b, whisperc_segment_t1_ms(st, i), '.'));
-        if (po->colors)
-            print_colored(out, st, i);
+        if (po->colors || po->special)
+            print_tokens(out, po, st, i);
         else
             fputs(whisperc_segment_text(st, i), out);
         fputc('\n', out);
