@@ -301,6 +301,11 @@ struct whisperc_full_params {
     const int32_t *suppress_tokens;
     int n_suppress_tokens;
     const char *suppress_regex;
+    /* whisper.cpp's --diarize (appended in 0.1), for two-channel recordings with one speaker a
+     * channel, such as a call's: whisperc_full_file measures the file's two channels as it
+     * reads them, and whisperc_segment_speaker tells which is louder over each segment. Other
+     * calls, and inputs with another number of channels, leave the speakers unknown. */
+    bool diarize;
 };
 
 WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);
@@ -411,6 +416,10 @@ WHISPERC_API int64_t whisperc_segment_t0_ms(const whisperc_state *state, int i_s
 WHISPERC_API int64_t whisperc_segment_t1_ms(const whisperc_state *state, int i_segment);
 /* Decoding details of the window the segment came from. */
 WHISPERC_API float whisperc_segment_temperature(const whisperc_state *state, int i_segment);
+/* With params.diarize (whisperc_full_file, a two-channel file): 0 or 1, the channel whose sum
+ * of |sample| over the segment's time is over 1.1 times the other's (whisper.cpp's rule); -1:
+ * neither (both speak, or neither); -2: unknown (no such measure, or no such segment). */
+WHISPERC_API int whisperc_segment_speaker(const whisperc_state *state, int i_segment);
 WHISPERC_API float whisperc_segment_avg_logprob(const whisperc_state *state, int i_segment);
 WHISPERC_API float whisperc_segment_compression_ratio(const whisperc_state *state, int i_segment);
 WHISPERC_API float whisperc_segment_no_speech_prob(const whisperc_state *state, int i_segment);

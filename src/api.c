@@ -461,6 +461,7 @@ void whisperc_state_free(whisperc_state *st) {
     state_close(st);
     silero_vad_free(st->silero);
     free(st->silero_path);
+    audio_loudness_free(&st->loudness);
     free(st->suppress);
     free(st->regex);
     free(st->regex_ids);
@@ -541,6 +542,7 @@ struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strat
         /*.suppress_tokens =*/NULL,
         /*.n_suppress_tokens =*/0,
         /*.suppress_regex =*/NULL,
+        /*.diarize =*/false,
     };
     return p;
 }
@@ -969,6 +971,9 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     double t0 = wc_now_ms();
     double audio_ms = st->pending_audio_ms; /* set by whisperc_full_file */
     st->pending_audio_ms = 0;
+    if (!st->loudness_pending) /* the channels measured are those of another input */
+        audio_loudness_free(&st->loudness);
+    st->loudness_pending = false;
     transcript_free(&st->tr);
     st->has_result = false;
     st->errmsg[0] = '\0';
@@ -1153,14 +1158,21 @@ whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_ful
     double t0 = wc_now_ms();
     float *pcm = NULL;
     int n = 0;
-    int rc = whisperc_state_load_audio(st, params, path, &pcm, &n);
+    struct audio_limits lim = model_audio_limits(st->m, params);
+    bool diarize = params && params->size >= sizeof(size_t) && api_params_from(params).diarize;
+    lim.loudness = diarize ? &st->loudness : NULL;
+    size_t n_read = 0;
+    int rc = audio_load_limited(path, &lim, &pcm, &n_read, st->errmsg, sizeof st->errmsg);
+    rc = audio_out(rc, pcm, n_read, path, &pcm, &n, st->errmsg, sizeof st->errmsg);
     if (rc) {
+        audio_loudness_free(&st->loudness);
         api_batch_clear(st);
         transcript_free(&st->tr);
         st->has_result = false;
         return rc;
     }
     st->pending_audio_ms = wc_now_ms() - t0;
+    st->loudness_pending = diarize;
     rc = whisperc_full(st, params, pcm, n);
     free(pcm);
     return rc;

@@ -412,6 +412,8 @@ whisperc_status whisperc_full_batch(whisperc_state *st, const struct whisperc_fu
     st->has_result = false;
     st->errmsg[0] = '\0';
     st->pending_audio_ms = 0;
+    audio_loudness_free(&st->loudness); /* speakers unknown: whisperc_full_file's only */
+    st->loudness_pending = false;
     memset(&st->timings, 0, sizeof st->timings);
     st->timings.size = sizeof st->timings;
     if (!params || params->size < sizeof(size_t))

@@ -9,6 +9,7 @@
 #include "decoder/decoder_batch.h"
 #include "decoder/transcribe.h"
 #include "encoder/encoder.h"
+#include "frontend/audio.h"
 #include "libwhisperc.h"
 #include "model/model_file.h"
 #include "model/vocab.h"
@@ -59,6 +60,10 @@ struct whisperc_state {
     char *regex;        /* the suppress_regex matched into regex_ids */
     int32_t *regex_ids; /* ascending */
     int n_regex_ids;
+    /* whisperc_full_file's two channels with params.diarize (whisperc_segment_speaker);
+     * loudness_pending: measured for the whisperc_full call that comes next */
+    struct audio_loudness loudness;
+    bool loudness_pending;
 };
 
 /* ---- shared by api.c and api_batch.c ---- */

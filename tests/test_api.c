@@ -212,6 +212,42 @@ static void test_old_params(whisperc_state *st, const float *pcm, int n, const c
     CHECK(t.mel_ms > 0.0);
 }
 
+/* params.diarize: jfk's first 7.6 s on the left channel of a WAV, the rest on the right; its
+ * segments' speakers through whisperc_full_file, unknown (-2) for every other call. */
+static void test_diarize(whisperc_state *st, const float *pcm, int n) {
+    char path[] = "/tmp/wc_test_api_stereo_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    uint32_t data = (uint32_t)n * 4u, riff = 36 + data, fmt = 16, rate = 16000, bps = 64000;
+    uint16_t pcm_tag = 1, channels = 2, align = 4, bits = 16;
+    if (f) {
+        fwrite("RIFF", 1, 4, f), fwrite(&riff, 4, 1, f), fwrite("WAVEfmt ", 1, 8, f);
+        fwrite(&fmt, 4, 1, f), fwrite(&pcm_tag, 2, 1, f), fwrite(&channels, 2, 1, f);
+        fwrite(&rate, 4, 1, f), fwrite(&bps, 4, 1, f), fwrite(&align, 2, 1, f);
+        fwrite(&bits, 2, 1, f), fwrite("data", 1, 4, f), fwrite(&data, 4, 1, f);
+        for (int i = 0; i < n; i++) {
+            int16_t v = (int16_t)lrintf(fmaxf(-1.0f, fminf(pcm[i], 32767.0f / 32768)) * 32768),
+                    z = 0;
+            fwrite(i < 7.6 * 16000 ? &v : &z, 2, 1, f), fwrite(i < 7.6 * 16000 ? &z : &v, 2, 1, f);
+        }
+        fclose(f);
+    }
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    p.diarize = true;
+    CHECK(whisperc_full_file(st, &p, path) == WHISPERC_OK);
+    int ns = whisperc_n_segments(st), first = whisperc_segment_speaker(st, 0),
+        last = whisperc_segment_speaker(st, ns - 1);
+    printf("diarize: %d segments, speakers %d ... %d\n", ns, first, last);
+    CHECK(ns >= 2 && first == 0 && last == 1);
+    CHECK(whisperc_segment_speaker(st, ns) == -2 && whisperc_segment_speaker(st, -1) == -2 &&
+          whisperc_segment_speaker(NULL, 0) == -2);
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK && whisperc_segment_speaker(st, 0) == -2);
+    p.diarize = false;
+    CHECK(whisperc_full_file(st, &p, path) == WHISPERC_OK && whisperc_segment_speaker(st, 0) == -2);
+    unlink(path);
+}
+
 /* Whether no token of the result has one of the texts bad[n_bad]. */
 static bool tokens_avoid(whisperc_state *st, const char *const *bad, int n_bad) {
     for (int i = 0; i < whisperc_n_segments(st); i++)
@@ -791,6 +827,7 @@ int main(void) {
     test_callbacks(st, pcm, n);
     test_old_params(st, pcm, n, want);
     test_suppress(m, st, pcm, n, want);
+    test_diarize(st, pcm, n);
 
     free(want);
     free(pcm);

@@ -6,6 +6,7 @@ usage: test_cli.py WHISPER_C SHARED_DIR
 Every failure must print one clear line on stderr, exit nonzero and leave no output file (and no
 temporary file) behind. Exits 77 (skip) when the shared model is missing.
 """
+import array
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import wave
 
 import testlib
 from testlib import check
@@ -307,6 +309,64 @@ try:
                         (["--suppress-tokens", "99999"], "outside the vocabulary")):
         expect_failure(" ".join(bad), ["transcribe", "-m", model, "-t", "2", "-bs", "1"] + bad +
                        [jfk], tmp, needle=needle)
+
+    # -di (whisper.cpp's stereo diarization): jfk's first 7.6 s on the left channel, the rest
+    # on the right; each segment labelled with its channel in every format, "?" where both
+    # channels carry the same; a mono file warned about; standard input and --batch-size refused
+    def stereo(path, cut_s):
+        with wave.open(jfk) as w:
+            rate, x = w.getframerate(), array.array("h", w.readframes(w.getnframes()))
+        st = array.array("h", bytes(4 * len(x)))
+        for i, v in enumerate(x):
+            if cut_s is None:
+                st[2 * i] = st[2 * i + 1] = v
+            else:
+                st[2 * i + (i >= cut_s * rate)] = v
+        with wave.open(path, "wb") as w:
+            w.setnchannels(2), w.setsampwidth(2), w.setframerate(rate), w.writeframes(st)
+    split, both = os.path.join(tmp, "split.wav"), os.path.join(tmp, "both.wav")
+    stereo(split, 7.6), stereo(both, None)
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-di", "-osrt", "-ovtt", "-ocsv",
+             "-otxt", "-oj", "-of", out + "-di", split])
+    ok = r.returncode == 0
+    srt = open(out + "-di.srt").read() if ok else ""
+    vtt = open(out + "-di.vtt").read() if ok else ""
+    csv_ = open(out + "-di.csv").read() if ok else ""
+    txt = open(out + "-di.txt").read() if ok else ""
+    segs = json.load(open(out + "-di.json"))["segments"] if ok else []
+    want = ["0" if s["start"] < 7.0 else "1" for s in segs]
+    check(ok and len(segs) >= 2 and want[0] == "0" and want[-1] == "1" and
+          [s.get("speaker") for s in segs] == want and
+          re.findall(r"\(speaker (.)\)", r.stdout) == want and
+          re.findall(r"^\(speaker (.)\) ", srt, re.M) == want and
+          re.findall(r"^<v Speaker(.)>", vtt, re.M) == want and
+          re.findall(r"^\(speaker (.)\) ", txt, re.M) == want and
+          csv_.startswith("start,end,speaker,text\n") and
+          re.findall(r"^\d+,\d+,(.),", csv_, re.M) == want,
+          f"-di on a two-channel file: speakers {want} in stdout, srt, vtt, txt, csv, json "
+          f"({r.stderr.strip()[-200:]!r})")
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-di", "-oj", "-of", out + "-di2",
+             both])
+    segs = json.load(open(out + "-di2.json"))["segments"] if r.returncode == 0 else []
+    check(segs and all(s.get("speaker") == "?" for s in segs),
+          f"-di, the same on both channels: (speaker ?) ({[s.get('speaker') for s in segs]})")
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-di", "-oj", "-of", out + "-di3",
+             jfk])
+    segs = json.load(open(out + "-di3.json"))["segments"] if r.returncode == 0 else []
+    check(segs and all("speaker" not in s for s in segs) and
+          "not a two-channel recording" in r.stderr and "(speaker" not in r.stdout,
+          f"-di on a mono file: no speakers, a warning ({r.stderr.strip()[-160:]!r})")
+    r = subprocess.run([exe, "transcribe", "-m", model, "-di", "-"], input=b"", capture_output=True,
+                       timeout=60)
+    check(r.returncode == 2 and b"-di" in r.stderr, f"-di with standard input refused ({r.stderr!r})")
+    r = run(["batch", "-m", model, "-q", "-di", "--batch-size", "2", "-o", out + "-di-batch", split])
+    check(r.returncode == 2 and "-di" in r.stderr, f"batch -di --batch-size 2 refused ({r.stderr!r})")
+    r = run(["batch", "-m", model, "-t", "2", "-bs", "1", "-q", "-di", "--formats", "json", "-o",
+             out + "-di-batch", split])
+    jpath = os.path.join(out + "-di-batch", "split.json")
+    segs = json.load(open(jpath))["segments"] if os.path.exists(jpath) else []
+    check(r.returncode == 0 and [s.get("speaker") for s in segs][:1] == ["0"],
+          f"batch -di: speakers in the json ({r.stderr.strip()[-160:]!r})")
 
     # whisper.cpp's -vm (a Silero model file; tests/test_silero_vad.py runs a real one): a file
     # that is missing is an error naming it; without --vad it has no effect, and says so

@@ -58,7 +58,7 @@ void batch_usage(void) {
         "  -tp N  -tpi N  -lpt N  -nth N  --compression-ratio-threshold N\n"
         "  -wt  -ml N  -sow  --alignment-heads NAME  --max-line-width N  --max-line-count N\n"
         "  --max-words-per-line N  --highlight-words  -ot N  -d N  --vad (-vt -vspd -vsd -vp -vm)\n"
-        "  --suppress-regex RE  --suppress-tokens LIST\n"
+        "  --suppress-regex RE  --suppress-tokens LIST  -di\n"
         "  --device auto|cpu|cuda  --max-memory MIB  --quant-weights auto|widen|keep\n"
         "\n"
         "Exit status: 0 every item ok, 1 some failed (or an error), 2 usage, 130/143 interrupted\n"
@@ -189,6 +189,10 @@ static int finish(struct batch_config *c) {
         return usage_error("no input (a file, directory, glob or --manifest FILE)%s", NULL);
     if (c->n_gpus && c->jobs)
         return usage_error("--gpus runs one worker per device; leave out --jobs%s", NULL);
+    if (o->diarize && o->batch_size > 1)
+        return usage_error("-di measures each file's channels as whisperc_full_file reads it; "
+                           "--batch-size decodes files read ahead: use one or the other%s",
+                           NULL);
     if (o->print_colors != COLORS_NEVER || o->print_special)
         return usage_error("-pc, --print-confidence and -ps style the segments printed by "
                            "transcribe; batch prints none%s",

@@ -126,6 +126,7 @@ void cli_full_params(const struct cli_options *o, struct whisperc_full_params *f
     fp->n_suppress_tokens = o->n_suppress_tokens;
     fp->suppress_non_speech = !o->allow_non_speech;
     fp->suppress_regex = o->suppress_regex;
+    fp->diarize = o->diarize;
     fp->log_fn = log_to_stderr;
 }
 
@@ -339,6 +340,9 @@ static int cmd_transcribe(int argc, char **argv) {
             }
             continue;
         }
+        if (o.diarize && whisperc_n_segments(st) > 0 && whisperc_segment_speaker(st, 0) == -2)
+            fprintf(stderr, "whisper-c: %s: not a two-channel recording; -di labels no speakers\n",
+                    o.files[i]);
         if (strcmp(o.language, "auto") == 0 && whisperc_model_is_multilingual(model) &&
             !o.no_prints) /* as whisper.cpp: say what was detected */
             fprintf(stderr, "whisper-c: %s: auto-detected language: %s (p = %.2f)\n", o.files[i],

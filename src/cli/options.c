@@ -97,6 +97,9 @@ void cli_usage(const char *prog) {
            "       --print-confidence   style them instead: inverse below p 0.33, underlined\n"
            "                            below 0.66, else dim (=always as for -pc)\n"
            "  -ps,  --print-special     print the timestamp tokens too (<|1.08|>)\n"
+           "  -di,  --diarize           a two-channel recording with a speaker a channel (a\n"
+           "                            call): each segment labelled with the louder one,\n"
+           "                            (speaker 0), (speaker 1) or (speaker ?)\n"
            "       --device auto|cpu|cuda  compute device (default auto); -ng, --no-gpu: cpu\n"
            "       --gpu N              CUDA device index (also -dev N, --device N)\n"
            "       --suppress-regex RE  never sample a token whose text RE (POSIX extended)\n"
@@ -426,6 +429,8 @@ static int parse_flag(struct cli_options *o, const char *a) {
         o->print_colors = COLORS_ALWAYS, o->print_confidence = true;
     else if (is(a, "-ps", "--print-special"))
         o->print_special = true;
+    else if (is(a, "-di", "--diarize"))
+        o->diarize = true;
     else if (is(a, "-pp", "--print-progress"))
         o->print_progress = true;
     else if (is(a, "-np", "--no-prints"))
@@ -487,6 +492,11 @@ int cli_check_stdin(const struct cli_options *o, bool bench) {
     bool writes = o->out_json_full;
     for (int f = 0; f < OUT_N_FORMATS; f++)
         writes |= o->out[f];
+    if (n_stdin && o->diarize) {
+        fprintf(stderr, "whisper-c: -di measures a file's two channels as it reads them; "
+                        "standard input (-) is not a file\n");
+        return 2;
+    }
     if (n_stdin && writes && !o->output_base) {
         fprintf(stderr, "whisper-c: output files for standard input (-) need -of BASE\n");
         return 2;

@@ -38,6 +38,7 @@ struct cli_options {
     bool highlight_words;
     enum print_colors print_colors;       /* -pc, or --print-confidence with print_confidence */
     bool print_confidence, print_special; /* --print-confidence, -ps */
+    bool diarize;                         /* -di: a two-channel file's speakers */
     bool vad; /* --vad and its settings, whisper.cpp's spellings and defaults */
     float vad_threshold;
     int vad_min_speech_ms, vad_min_silence_ms, vad_pad_ms;

@@ -12,6 +12,7 @@ static int fill_segment(struct tr_segment *s, const whisperc_state *st, int i, b
     s->avg_logprob = whisperc_segment_avg_logprob(st, i);
     s->compression_ratio = whisperc_segment_compression_ratio(st, i);
     s->no_speech_prob = whisperc_segment_no_speech_prob(st, i);
+    s->speaker = whisperc_segment_speaker(st, i);
     int ts_begin = whisperc_token_timestamp_begin(st);
     s->n_tokens = whisperc_segment_n_tokens(st, i);
     s->tokens = calloc((size_t)s->n_tokens + 1, sizeof *s->tokens);
@@ -68,8 +69,15 @@ int cli_transcript_from_state(struct transcript *tr, const whisperc_state *st, b
         }
         if (!tr->segments[i].text)
             tr->segments[i].text = "";
+        tr->diarized |= tr->segments[i].speaker != -2;
     }
     return 0;
+}
+
+const char *cli_speaker_label(int speaker, bool id_only) {
+    if (id_only)
+        return speaker == 0 ? "0" : speaker == 1 ? "1" : "?";
+    return speaker == 0 ? "(speaker 0)" : speaker == 1 ? "(speaker 1)" : "(speaker ?)";
 }
 
 void cli_transcript_free(struct transcript *tr) {

@@ -33,6 +33,7 @@ struct tr_segment {
     int n_tokens;
     struct tr_word *words; /* owned; NULL when word timestamps are off */
     int n_words;
+    int speaker; /* with transcript.diarized: 0 or 1 (the louder channel), -1 neither */
 };
 
 struct transcript {
@@ -40,13 +41,19 @@ struct transcript {
     float language_prob;
     double duration_s;
     bool has_words;              /* word timestamps were asked for (segments may still have 0) */
+    bool diarized;               /* -di on a two-channel input: segments have speakers */
     struct tr_segment *segments; /* owned */
     int n_segments;
 };
 
-/* Copies the records of the state's last run. Returns 0, or -1 when out of memory (tr then
- * empty). The strings stay valid until the state's next run or free. */
+/* Copies the records of the state's last run (diarized when its segments have speakers).
+ * Returns 0, or -1 when out of memory (tr then empty). The strings stay valid until the
+ * state's next run or free. */
 int cli_transcript_from_state(struct transcript *tr, const whisperc_state *st, bool has_words);
 void cli_transcript_free(struct transcript *tr); /* arrays only; leaves tr empty */
+
+/* whisper.cpp's label of a diarized segment's speaker: "(speaker 0)", "(speaker ?)", or with
+ * id_only "0", "?". */
+const char *cli_speaker_label(int speaker, bool id_only);
 
 #endif /* WC_CLI_TRANSCRIPT_H */

@@ -52,6 +52,8 @@ static void write_txt(FILE *f, const struct transcript *tr) {
         const char *t = strip(tr->segments[i].text, &n);
         if (n == 0)
             continue;
+        if (tr->diarized)
+            fprintf(f, "%s ", cli_speaker_label(tr->segments[i].speaker, false));
         fwrite(t, 1, n, f);
         fputc('\n', f);
     }
@@ -59,12 +61,15 @@ static void write_txt(FILE *f, const struct transcript *tr) {
 
 /* RFC 4180: the text quoted, quotes doubled, so any csv reader gets it back. */
 static void write_csv(FILE *f, const struct transcript *tr) {
-    fputs("start,end,text\n", f);
+    fputs(tr->diarized ? "start,end,speaker,text\n" : "start,end,text\n", f);
     for (int i = 0; i < tr->n_segments; i++) {
         const struct tr_segment *s = &tr->segments[i];
         size_t n;
         const char *t = strip(s->text, &n);
-        fprintf(f, "%" PRId64 ",%" PRId64 ",\"", s->t0_ms, s->t1_ms);
+        fprintf(f, "%" PRId64 ",%" PRId64 ",", s->t0_ms, s->t1_ms);
+        if (tr->diarized)
+            fprintf(f, "%s,", cli_speaker_label(s->speaker, true));
+        fputc('"', f);
         for (size_t k = 0; k < n; k++) {
             if (t[k] == '"')
                 fputc('"', f);

@@ -100,6 +100,8 @@ static void segment(struct sbuf *b, const struct transcript *tr, int i, bool ful
     num(b, "%.6f", s->compression_ratio);
     sbuf_adds(b, ", \"no_speech_prob\": ");
     num(b, "%.6f", s->no_speech_prob);
+    if (tr->diarized)
+        sbuf_printf(b, ", \"speaker\": \"%s\"", cli_speaker_label(s->speaker, true));
     if (tr->has_words)
         words(b, s);
     sbuf_adds(b, "}");

@@ -196,6 +196,10 @@ int write_subtitles(FILE *f, const struct transcript *tr, bool srt, const struct
         if (n == 0)
             continue; /* an empty cue would end the cue list early */
         put_cue_head(&cw, tr->segments[i].t0_ms, tr->segments[i].t1_ms);
+        if (tr->diarized && srt) /* whisper.cpp's: a label in srt, a voice span in vtt */
+            fprintf(f, "%s ", cli_speaker_label(tr->segments[i].speaker, false));
+        else if (tr->diarized)
+            fprintf(f, "<v Speaker%s>", cli_speaker_label(tr->segments[i].speaker, true));
         put_text(f, t, n);
         fputs("\n\n", f);
     }

@@ -184,8 +184,9 @@ struct audio_src {
     SF_INFO info;
     float *chunk; /* [chunk_frames][info.channels] interleaved */
     sf_count_t chunk_frames;
-    size_t n_read; /* mono samples delivered so far */
-    double max_s;  /* 0: no limit */
+    size_t n_read;               /* mono samples delivered so far */
+    double max_s;                /* 0: no limit */
+    struct audio_loudness *loud; /* measured while read (two channels asked for), or NULL */
 };
 
 static size_t fd_read_at(void *user, void *buf, size_t n, int64_t off) {
@@ -304,6 +305,8 @@ static int src_open(struct audio_src *s, const char *path, const void *data, siz
     memset(s, 0, sizeof *s);
     s->path = path;
     s->fd = -1;
+    if (lim && lim->loudness)
+        audio_loudness_free(lim->loudness);
     int64_t n_bytes = (int64_t)size;
     if (data) {
         s->mem = (struct audio_mem){.data = data, .size = (sf_count_t)size};
@@ -349,6 +352,8 @@ static int src_open(struct audio_src *s, const char *path, const void *data, siz
         rc = check_limits(s, lim, err, err_size);
         if (rc)
             return rc;
+        if (s->info.channels == 2)
+            s->loud = lim->loudness;
     }
     s->chunk_frames = AUDIO_CHUNK_SAMPLES / s->info.channels;
     if (s->chunk_frames < 1)
@@ -362,6 +367,49 @@ static int src_open(struct audio_src *s, const char *path, const void *data, siz
 }
 
 /* Reads up to chunk_frames frames, averaged to mono, into mono[chunk_frames]; *n = 0 at the end. */
+void audio_loudness_free(struct audio_loudness *l) {
+    free(l->sum[0]);
+    free(l->sum[1]);
+    *l = (struct audio_loudness){0};
+}
+
+int audio_louder_channel(const struct audio_loudness *l, int64_t t0_ms, int64_t t1_ms) {
+    if (!l || l->n_frames == 0)
+        return -2;
+    int64_t f0 = t0_ms < 0 ? 0 : t0_ms / 10, f1 = t1_ms < 0 ? 0 : t1_ms / 10;
+    f0 = f0 < l->n_frames ? f0 : l->n_frames - 1;
+    f1 = f1 > f0 ? (f1 < l->n_frames ? f1 : l->n_frames) : f0 + 1;
+    double e0 = 0.0, e1 = 0.0;
+    for (int64_t f = f0; f < f1; f++)
+        e0 += l->sum[0][f], e1 += l->sum[1][f];
+    return e0 > 1.1 * e1 ? 0 : e1 > 1.1 * e0 ? 1 : -1;
+}
+
+/* Adds n interleaved two-channel frames, the first of them the input's frame `first`, to the
+ * 10 ms sums. */
+static int loudness_add(struct audio_loudness *l, const float *x, size_t n, size_t first,
+                        int rate) {
+    for (size_t i = 0; i < n; i++) {
+        int64_t f = (int64_t)((double)(first + i) * 100.0 / rate);
+        if (f >= l->cap) {
+            int64_t cap = l->cap ? 2 * l->cap : 1024;
+            cap = cap > f ? cap : f + 1;
+            for (int c = 0; c < 2; c++) {
+                double *p = realloc(l->sum[c], (size_t)cap * sizeof *p);
+                if (!p)
+                    return WHISPERC_ERR_NO_MEMORY;
+                memset(p + l->cap, 0, (size_t)(cap - l->cap) * sizeof *p);
+                l->sum[c] = p;
+            }
+            l->cap = cap;
+        }
+        l->sum[0][f] += fabs((double)x[2 * i]);
+        l->sum[1][f] += fabs((double)x[2 * i + 1]);
+        l->n_frames = f + 1 > l->n_frames ? f + 1 : l->n_frames;
+    }
+    return 0;
+}
+
 static int src_read(struct audio_src *s, float *mono, size_t *n, char *err, size_t err_size) {
     int nc = s->info.channels;
     sf_count_t got = sf_readf_float(s->snd, s->chunk, s->chunk_frames);
@@ -394,6 +442,10 @@ static int src_read(struct audio_src *s, float *mono, size_t *n, char *err, size
             return WHISPERC_ERR_AUDIO_FORMAT;
         }
         mono[i] = v;
+    }
+    if (s->loud && loudness_add(s->loud, s->chunk, *n, s->n_read, s->info.samplerate)) {
+        wc_errf(err, err_size, "%s: out of memory for the channels' loudness", s->path);
+        return WHISPERC_ERR_NO_MEMORY;
     }
     s->n_read += *n;
     if (s->max_s > 0 && (double)s->n_read > s->max_s * s->info.samplerate)
@@ -455,6 +507,8 @@ done:
         *rate = native ? src.info.samplerate : WC_SAMPLE_RATE;
     if (rs.soxr)
         soxr_delete(rs.soxr);
+    if (rc && src.loud)
+        audio_loudness_free(src.loud);
     src_close(&src);
     free(mono);
     if (rc) {

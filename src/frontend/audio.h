@@ -22,6 +22,21 @@
  * the file and the problem in err. */
 int audio_load(const char *path, float **out, size_t *n_samples, char *err, size_t err_size);
 
+/* A two-channel input's channels, measured for whisper.cpp's --diarize (one speaker a channel,
+ * as in a call's recording): the sum of |sample| of each over every 10 ms of the input, at its
+ * own rate. */
+struct audio_loudness {
+    int64_t n_frames; /* 0: nothing measured (the input had not two channels) */
+    int64_t cap;
+    double *sum[2]; /* [n_frames] each, owned */
+};
+
+void audio_loudness_free(struct audio_loudness *l); /* and back to nothing measured */
+
+/* 0 or 1: the channel whose sum over [t0_ms, t1_ms) is over 1.1 times the other's (at least
+ * its first 10 ms); -1: neither; -2: nothing measured. */
+int audio_louder_channel(const struct audio_loudness *l, int64_t t0_ms, int64_t t1_ms);
+
 /* Limits checked from the file's header before decoding, and again while decoding (a header
  * may understate the length). */
 struct audio_limits {
@@ -29,6 +44,9 @@ struct audio_limits {
     uint64_t max_bytes;       /* memory budget for the result; UINT64_MAX: none */
     double bytes_per_sample;  /* what each 16 kHz output sample will cost the caller in all */
     int64_t max_memory_bytes; /* where max_bytes came from, for the message (mem_budget) */
+    /* Out, or NULL: a two-channel input's loudness (audio_loudness_free'd first, so with no
+     * frames for any other input or on failure). */
+    struct audio_loudness *loudness;
 };
 
 /* audio_load with limits (NULL: none). Too long: WHISPERC_ERR_UNSUPPORTED; over the memory
