@@ -589,9 +589,11 @@ static int suppress_set(whisperc_state *st, const struct whisperc_full_params *p
     int32_t *ids = n ? realloc(st->suppress, n * sizeof *ids) : NULL;
     if (n && !ids)
         return api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory");
-    if (n) {
-        memcpy(ids, p->suppress_tokens, (size_t)p->n_suppress_tokens * sizeof *ids);
-        memcpy(ids + p->n_suppress_tokens, st->regex_ids, (size_t)st->n_regex_ids * sizeof *ids);
+    if (n) { /* either part may be empty, its pointer NULL: no memcpy from NULL */
+        for (int i = 0; i < p->n_suppress_tokens; i++)
+            ids[i] = p->suppress_tokens[i];
+        for (int i = 0; i < st->n_regex_ids; i++)
+            ids[p->n_suppress_tokens + i] = st->regex_ids[i];
         st->suppress = ids;
     }
     st->n_suppress = (int)n;

@@ -292,6 +292,9 @@ static void test_suppress(const whisperc_model *m, whisperc_state *st, const flo
     p.suppress_regex = "s";
     CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
     CHECK(strcmp(whisperc_full_text(st), want) == 0);
+    p.suppress_regex = "ask|[0-9]*"; /* " ask" is no match; nor is any token by matching "" */
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    CHECK(strcmp(whisperc_full_text(st), want) == 0);
     /* beams, and a batch of two with another regex in between (the kept matches renewed) */
     struct whisperc_full_params b = whisperc_full_default_params(WHISPERC_SAMPLING_BEAM_SEARCH);
     b.suppress_regex = " ?[Aa]sk";

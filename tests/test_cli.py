@@ -303,6 +303,11 @@ try:
              "", "-of", out + "-sup0", jfk])
     prm = json.load(open(out + "-sup0.json")).get("params", {}) if r.returncode == 0 else {}
     check(prm.get("suppress_tokens") == [], f"--suppress-tokens '': none ({prm.get('suppress_tokens')})")
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-ojf", "--suppress-tokens",
+             "", "-sns", "-of", out + "-sup1", jfk])
+    prm = json.load(open(out + "-sup1.json")).get("params", {}) if r.returncode == 0 else {}
+    check(prm.get("suppress_tokens") == [-1],
+          f"--suppress-tokens '' -sns: the non-speech set ({prm.get('suppress_tokens')})")
     for bad, needle in ((["--suppress-regex", "("], "suppress_regex '('"),
                         (["--suppress-tokens", "1,x"], "--suppress-tokens"),
                         (["--suppress-tokens", "-2"], "--suppress-tokens"),
@@ -345,6 +350,15 @@ try:
           re.findall(r"^\d+,\d+,(.),", csv_, re.M) == want,
           f"-di on a two-channel file: speakers {want} in stdout, srt, vtt, txt, csv, json "
           f"({r.stderr.strip()[-200:]!r})")
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-di", "-wt", "-osrt", "-ovtt",
+             "-of", out + "-diw", split])
+    srt = open(out + "-diw.srt").read() if r.returncode == 0 else ""
+    vtt = open(out + "-diw.vtt").read() if r.returncode == 0 else ""
+    check(re.findall(r"^\(speaker (.)\) ", srt, re.M) == want and
+          re.findall(r"^<v Speaker(.)>", vtt, re.M) == want,
+          f"-di -wt: word cues labelled too ({srt[:300]!r})")
+    r = run(["bench", "-m", model, "-di", split])
+    check(r.returncode == 2 and "-di" in r.stderr, f"bench -di refused ({r.stderr.strip()!r})")
     r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-di", "-oj", "-of", out + "-di2",
              both])
     segs = json.load(open(out + "-di2.json"))["segments"] if r.returncode == 0 else []

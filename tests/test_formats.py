@@ -246,6 +246,9 @@ try:
         check(auto.stdout == plain.stdout and styles and styles <= {"0", "2", "4", "7"} and
               re.sub(r"\033\[[0-9;]*m", "", forced.stdout) == plain.stdout,
               f"--print-confidence: no styles into a pipe, =always: {sorted(styles)}, same text")
+        last = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "--print-confidence=always",
+                    "--print-colors=always", jfk])
+        check("\033[38;5;" in last.stdout, "--print-confidence then -pc: the last one counts")
         special = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-ps", jfk])
         lines = special.stdout.splitlines()
         check(len(lines) == len(plain.stdout.splitlines()) and lines and

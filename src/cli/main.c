@@ -124,7 +124,7 @@ void cli_full_params(const struct cli_options *o, struct whisperc_full_params *f
     fp->alignment_heads = o->alignment_heads;
     fp->suppress_tokens = o->suppress_tokens;
     fp->n_suppress_tokens = o->n_suppress_tokens;
-    fp->suppress_non_speech = !o->allow_non_speech;
+    fp->suppress_non_speech = !o->allow_non_speech || o->suppress_nst;
     fp->suppress_regex = o->suppress_regex;
     fp->diarize = o->diarize;
     fp->log_fn = log_to_stderr;

@@ -108,7 +108,8 @@ void cli_usage(const char *prog) {
            "                            default) is the non-speech symbols, '' none at all\n"
            "  -fa, -nfa, -sns           whisper.cpp's --flash-attn, --no-flash-attn and\n"
            "                            --suppress-nst: accepted; whisper-c's attention is\n"
-           "                            always fused and non-speech tokens suppressed (-1)\n"
+           "                            always fused and non-speech tokens suppressed (-1;\n"
+           "                            -sns: even with --suppress-tokens '')\n"
            "       --seed N             seed for sampling at temperature > 0\n"
            "       --max-duration S     refuse audio longer than S seconds (default: no limit)\n"
            "       --max-memory MIB|off refuse a model or audio needing more memory (default:\n"
@@ -418,11 +419,11 @@ static int parse_flag(struct cli_options *o, const char *a) {
     else if (is(a, "--highlight-words", "--highlight_words"))
         o->highlight_words = true;
     else if (is(a, "-pc", "--print-colors") || is(a, "--print-colors=auto", NULL))
-        o->print_colors = COLORS_AUTO;
+        o->print_colors = COLORS_AUTO, o->print_confidence = false; /* the last one counts */
     else if (is(a, "--print-colors=always", NULL))
-        o->print_colors = COLORS_ALWAYS;
+        o->print_colors = COLORS_ALWAYS, o->print_confidence = false;
     else if (is(a, "--print-colors=never", NULL))
-        o->print_colors = COLORS_NEVER;
+        o->print_colors = COLORS_NEVER, o->print_confidence = false;
     else if (is(a, "--print-confidence", "--print-confidence=auto"))
         o->print_colors = COLORS_AUTO, o->print_confidence = true;
     else if (is(a, "--print-confidence=always", NULL))
@@ -448,9 +449,10 @@ static int parse_flag(struct cli_options *o, const char *a) {
     /* whisper.cpp's switches that whisper-c's defaults already answer: its attention is always
      * the fused (flash) kind where that is faster; non-speech tokens are suppressed, as
      * openai-whisper's suppress_tokens "-1" does */
-    else if (is(a, "-fa", "--flash-attn") || is(a, "-nfa", "--no-flash-attn") ||
-             is(a, "-sns", "--suppress-nst"))
+    else if (is(a, "-fa", "--flash-attn") || is(a, "-nfa", "--no-flash-attn"))
         ;
+    else if (is(a, "-sns", "--suppress-nst"))
+        o->suppress_nst = true;
     else
         return 0;
     return 1;
@@ -492,6 +494,10 @@ int cli_check_stdin(const struct cli_options *o, bool bench) {
     bool writes = o->out_json_full;
     for (int f = 0; f < OUT_N_FORMATS; f++)
         writes |= o->out[f];
+    if (bench && o->diarize) {
+        fprintf(stderr, "whisper-c: bench times the samples once decoded; -di is not timed\n");
+        return 2;
+    }
     if (n_stdin && o->diarize) {
         fprintf(stderr, "whisper-c: -di measures a file's two channels as it reads them; "
                         "standard input (-) is not a file\n");

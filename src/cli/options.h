@@ -54,6 +54,7 @@ struct cli_options {
     int32_t suppress_tokens[CLI_MAX_SUPPRESS];
     int n_suppress_tokens;
     bool allow_non_speech;
+    bool suppress_nst; /* -sns: the non-speech set, whatever --suppress-tokens says */
     const char *suppress_regex;
     double max_duration_s;             /* --max-duration: longest audio accepted; 0: no limit */
     int64_t max_memory_bytes;          /* --max-memory: 0 auto (available memory), -1 off */

@@ -22,7 +22,8 @@ struct cue_word {
     const struct tr_word *w;
     const char *s; /* the text as shown: a slice of w->text */
     size_t n;
-    bool nl; /* begins a new line of the cue */
+    bool nl;     /* begins a new line of the cue */
+    int speaker; /* its segment's (transcript.diarized) */
 };
 
 struct cue {
@@ -33,7 +34,8 @@ struct cue {
 struct cue_writer {
     FILE *f;
     bool srt, highlight;
-    int n_cues; /* written so far (srt numbers) */
+    bool diarized; /* cues open with their speaker's label */
+    int n_cues;    /* written so far (srt numbers) */
 };
 
 static size_t n_chars(const char *s, size_t n) {
@@ -55,12 +57,18 @@ static void put_text(FILE *f, const char *s, size_t n) {
     }
 }
 
-static void put_cue_head(struct cue_writer *cw, int64_t t0_ms, int64_t t1_ms) {
+/* The cue's number (srt), times and, diarized, whisper.cpp's label of its speaker: "(speaker
+ * 0) " in srt, a voice span "<v Speaker0>" in vtt. */
+static void put_cue_head(struct cue_writer *cw, int64_t t0_ms, int64_t t1_ms, int speaker) {
     char a[32], b[32];
     char sep = cw->srt ? ',' : '.';
     if (cw->srt)
         fprintf(cw->f, "%d\n", ++cw->n_cues);
     fprintf(cw->f, "%s --> %s\n", format_timestamp(a, t0_ms, sep), format_timestamp(b, t1_ms, sep));
+    if (cw->diarized && cw->srt)
+        fprintf(cw->f, "%s ", cli_speaker_label(speaker, false));
+    else if (cw->diarized)
+        fprintf(cw->f, "<v Speaker%s>", cli_speaker_label(speaker, true));
 }
 
 /* The cue's words; `underline` (-1: none) wrapped in <u></u> after its leading spaces. */
@@ -88,8 +96,9 @@ static void emit(struct cue_writer *cw, const struct cue *c) {
     if (c->n == 0)
         return;
     int64_t t0 = clamp0(c->v[0].w->t0_ms), t1 = clamp0(c->v[c->n - 1].w->t1_ms);
+    int speaker = c->v[0].speaker; /* a cue across segments: its first word's */
     if (!cw->highlight) {
-        put_cue_head(cw, t0, t1);
+        put_cue_head(cw, t0, t1, speaker);
         put_words(cw->f, c, -1);
         return;
     }
@@ -97,10 +106,10 @@ static void emit(struct cue_writer *cw, const struct cue *c) {
     for (int i = 0; i < c->n; i++) {
         int64_t w0 = clamp0(c->v[i].w->t0_ms), w1 = clamp0(c->v[i].w->t1_ms);
         if (last != w0) { /* the gap before this word, unhighlighted */
-            put_cue_head(cw, last, w0);
+            put_cue_head(cw, last, w0, speaker);
             put_words(cw->f, c, -1);
         }
-        put_cue_head(cw, w0, w1);
+        put_cue_head(cw, w0, w1, speaker);
         put_words(cw->f, c, i);
         last = w1;
     }
@@ -142,7 +151,8 @@ static int word_cues(struct cue_writer *cw, const struct transcript *tr,
             int n = seg->n_words - chunk < per_line ? seg->n_words - chunk : per_line;
             for (int i = 0; i < n; i++) {
                 const struct tr_word *w = &seg->words[chunk + i];
-                struct cue_word x = {.w = w, .s = w->text, .n = strlen(w->text)};
+                struct cue_word x = {
+                    .w = w, .s = w->text, .n = strlen(w->text), .speaker = seg->speaker};
                 size_t len = n_chars(x.s, x.n);
                 bool long_pause = !preserve && w->t0_ms - last > 3000;
                 bool has_room = line_len + len <= width;
@@ -181,7 +191,8 @@ static int word_cues(struct cue_writer *cw, const struct transcript *tr,
 }
 
 int write_subtitles(FILE *f, const struct transcript *tr, bool srt, const struct writer_opts *wo) {
-    struct cue_writer cw = {.f = f, .srt = srt, .highlight = wo->highlight_words};
+    struct cue_writer cw = {
+        .f = f, .srt = srt, .highlight = wo->highlight_words, .diarized = tr->diarized};
     if (!srt)
         fputs("WEBVTT\n\n", f);
     if (tr->has_words)
@@ -195,11 +206,7 @@ int write_subtitles(FILE *f, const struct transcript *tr, bool srt, const struct
             n--;
         if (n == 0)
             continue; /* an empty cue would end the cue list early */
-        put_cue_head(&cw, tr->segments[i].t0_ms, tr->segments[i].t1_ms);
-        if (tr->diarized && srt) /* whisper.cpp's: a label in srt, a voice span in vtt */
-            fprintf(f, "%s ", cli_speaker_label(tr->segments[i].speaker, false));
-        else if (tr->diarized)
-            fprintf(f, "<v Speaker%s>", cli_speaker_label(tr->segments[i].speaker, true));
+        put_cue_head(&cw, tr->segments[i].t0_ms, tr->segments[i].t1_ms, tr->segments[i].speaker);
         put_text(f, t, n);
         fputs("\n\n", f);
     }

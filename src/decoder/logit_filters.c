@@ -4,6 +4,7 @@
  */
 #include "decoder/logit_filters.h"
 
+#include <locale.h>
 #include <math.h>
 #include <regex.h>
 #include <stdio.h>
@@ -156,39 +157,46 @@ int logit_filters_suppress_set(const struct wc_vocab *v, const int32_t *non_spee
 int logit_filters_regex_set(const struct wc_vocab *v, const char *regex, int32_t **out, char *err,
                             size_t err_size) {
     *out = NULL;
-    /* whisper.cpp's std::regex_match: the whole token, not a part of it */
-    size_t len = strlen(regex);
-    char *whole = malloc(len + 5);
-    if (!whole)
+    /* Bytes, as whisper.cpp's std::regex on std::string: the C locale, whatever the host
+     * program's (a token may be part of a UTF-8 character); uselocale is the thread's own. */
+    locale_t c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    if (c_locale == (locale_t)0)
         return -1;
-    snprintf(whole, len + 5, "^(%s)$", regex);
+    locale_t old = uselocale(c_locale);
     regex_t re;
-    int rc = regcomp(&re, whole, REG_EXTENDED | REG_NOSUB);
-    free(whole);
+    int rc = regcomp(&re, regex, REG_EXTENDED);
     if (rc) {
         char why[160];
         regerror(rc, &re, why, sizeof why);
         snprintf(err, err_size, "suppress_regex '%s': %s", regex, why);
+        uselocale(old);
+        freelocale(c_locale);
         return -2;
     }
     int n = 0, cap = 0;
     int32_t *ids = NULL;
     for (int id = 0; id < v->eot && id < v->n_vocab; id++) {
-        if (regexec(&re, v->text[id], 0, NULL, 0) != 0)
+        /* whisper.cpp's std::regex_match: the whole token, NUL bytes included. POSIX picks
+         * the longest of the leftmost matches, so a match of the whole is found if any is. */
+        regmatch_t m = {.rm_so = 0, .rm_eo = v->text_len[id]};
+        if (regexec(&re, v->text[id], 1, &m, REG_STARTEND) != 0 || m.rm_so != 0 ||
+            m.rm_eo != v->text_len[id])
             continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 256;
             int32_t *grown = realloc(ids, (size_t)cap * sizeof *ids);
             if (!grown) {
                 free(ids);
-                regfree(&re);
-                return -1;
+                n = -1;
+                break;
             }
             ids = grown;
         }
         ids[n++] = id;
     }
     regfree(&re);
-    *out = ids;
+    uselocale(old);
+    freelocale(c_locale);
+    *out = n < 0 ? NULL : ids;
     return n;
 }

@@ -366,7 +366,6 @@ static int src_open(struct audio_src *s, const char *path, const void *data, siz
     return 0;
 }
 
-/* Reads up to chunk_frames frames, averaged to mono, into mono[chunk_frames]; *n = 0 at the end. */
 void audio_loudness_free(struct audio_loudness *l) {
     free(l->sum[0]);
     free(l->sum[1]);
@@ -410,6 +409,7 @@ static int loudness_add(struct audio_loudness *l, const float *x, size_t n, size
     return 0;
 }
 
+/* Reads up to chunk_frames frames, averaged to mono, into mono[chunk_frames]; *n = 0 at the end. */
 static int src_read(struct audio_src *s, float *mono, size_t *n, char *err, size_t err_size) {
     int nc = s->info.channels;
     sf_count_t got = sf_readf_float(s->snd, s->chunk, s->chunk_frames);
