@@ -332,15 +332,17 @@ try:
     split, both = os.path.join(tmp, "split.wav"), os.path.join(tmp, "both.wav")
     stereo(split, 7.6), stereo(both, None)
     r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-di", "-osrt", "-ovtt", "-ocsv",
-             "-otxt", "-oj", "-of", out + "-di", split])
+             "-otxt", "-ojf", "-of", out + "-di", split])
     ok = r.returncode == 0
     srt = open(out + "-di.srt").read() if ok else ""
     vtt = open(out + "-di.vtt").read() if ok else ""
     csv_ = open(out + "-di.csv").read() if ok else ""
     txt = open(out + "-di.txt").read() if ok else ""
-    segs = json.load(open(out + "-di.json"))["segments"] if ok else []
+    full = json.load(open(out + "-di.json")) if ok else {}
+    segs = full.get("segments", [])
     want = ["0" if s["start"] < 7.0 else "1" for s in segs]
     check(ok and len(segs) >= 2 and want[0] == "0" and want[-1] == "1" and
+          full["params"]["diarize"] is True and
           [s.get("speaker") for s in segs] == want and
           re.findall(r"\(speaker (.)\)", r.stdout) == want and
           re.findall(r"^\(speaker (.)\) ", srt, re.M) == want and

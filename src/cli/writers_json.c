@@ -156,7 +156,7 @@ static void params(struct sbuf *b, const struct whisperc_full_params *p) {
         sbuf_printf(b, "%s%d", i || p->suppress_non_speech ? ", " : "", (int)p->suppress_tokens[i]);
     sbuf_adds(b, "], ");
     key_string(b, "suppress_regex", p->suppress_regex);
-    sbuf_adds(b, "},\n");
+    sbuf_printf(b, ", \"diarize\": %s},\n", p->diarize ? "true" : "false");
 }
 
 int write_json(FILE *f, const struct transcript *tr, const struct writer_opts *wo) {
