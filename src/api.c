@@ -1093,6 +1093,21 @@ static struct audio_limits model_audio_limits(const whisperc_model *m,
     };
 }
 
+/* whisperc_model_load_audio, its arguments checked; with loudness, a stereo file's channels
+ * measured too (params.diarize). */
+static whisperc_status load_file(const whisperc_model *m, const struct whisperc_full_params *params,
+                                 const char *path, struct audio_loudness *loudness, float **out,
+                                 int *n_samples, char *errbuf, size_t errbuf_size) {
+    *out = NULL;
+    *n_samples = 0;
+    struct audio_limits lim = model_audio_limits(m, params);
+    lim.loudness = loudness;
+    float *pcm = NULL;
+    size_t n = 0;
+    int rc = audio_load_limited(path, &lim, &pcm, &n, errbuf, errbuf_size);
+    return audio_out(rc, pcm, n, path, out, n_samples, errbuf, errbuf_size);
+}
+
 whisperc_status whisperc_model_load_audio(const whisperc_model *m,
                                           const struct whisperc_full_params *params,
                                           const char *path, float **out, int *n_samples,
@@ -1101,13 +1116,7 @@ whisperc_status whisperc_model_load_audio(const whisperc_model *m,
         wc_errf(errbuf, errbuf_size, "model, path, out and n_samples must not be NULL");
         return WHISPERC_ERR_INVALID_ARG;
     }
-    *out = NULL;
-    *n_samples = 0;
-    struct audio_limits lim = model_audio_limits(m, params);
-    float *pcm = NULL;
-    size_t n = 0;
-    int rc = audio_load_limited(path, &lim, &pcm, &n, errbuf, errbuf_size);
-    return audio_out(rc, pcm, n, path, out, n_samples, errbuf, errbuf_size);
+    return load_file(m, params, path, NULL, out, n_samples, errbuf, errbuf_size);
 }
 
 /* whisperc_decode_audio and _fd, their arguments checked: the size bytes at data, or what fd
@@ -1160,12 +1169,9 @@ whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_ful
     double t0 = wc_now_ms();
     float *pcm = NULL;
     int n = 0;
-    struct audio_limits lim = model_audio_limits(st->m, params);
     bool diarize = params && params->size >= sizeof(size_t) && api_params_from(params).diarize;
-    lim.loudness = diarize ? &st->loudness : NULL;
-    size_t n_read = 0;
-    int rc = audio_load_limited(path, &lim, &pcm, &n_read, st->errmsg, sizeof st->errmsg);
-    rc = audio_out(rc, pcm, n_read, path, &pcm, &n, st->errmsg, sizeof st->errmsg);
+    int rc = load_file(st->m, params, path, diarize ? &st->loudness : NULL, &pcm, &n, st->errmsg,
+                       sizeof st->errmsg);
     if (rc) {
         audio_loudness_free(&st->loudness);
         api_batch_clear(st);

@@ -219,3 +219,20 @@ int test_draws_at_boundary(const float *row, int n_vocab, float temperature, dou
     }
     return fabs(acc - u * total) <= 1e-5 * total;
 }
+
+unsigned char *test_wav16(const int16_t *x, uint32_t n, uint16_t channels, uint32_t rate,
+                          size_t *size) {
+    uint32_t data = n * channels * 2u, byte_rate = rate * channels * 2u;
+    uint16_t align = (uint16_t)(channels * 2u), bits = 16, pcm = 1;
+    uint32_t riff = 36 + data, fmt_size = 16;
+    unsigned char *w = malloc(44 + (size_t)data);
+    if (!w)
+        return NULL;
+    memcpy(w, "RIFF", 4), memcpy(w + 4, &riff, 4), memcpy(w + 8, "WAVEfmt ", 8);
+    memcpy(w + 16, &fmt_size, 4), memcpy(w + 20, &pcm, 2), memcpy(w + 22, &channels, 2);
+    memcpy(w + 24, &rate, 4), memcpy(w + 28, &byte_rate, 4), memcpy(w + 32, &align, 2);
+    memcpy(w + 34, &bits, 2), memcpy(w + 36, "data", 4), memcpy(w + 40, &data, 4);
+    memcpy(w + 44, x, data);
+    *size = 44 + (size_t)data;
+    return w;
+}

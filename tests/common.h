@@ -66,4 +66,9 @@ uint16_t *test_round_f16(float *x, size_t n);
 int test_draws_at_boundary(const float *row, int n_vocab, float temperature, double u, int a,
                            int b);
 
+/* A 16-bit PCM WAV file's bytes (malloc'd, *size of them): n frames of `channels`
+ * interleaved samples at `rate`. */
+unsigned char *test_wav16(const int16_t *x, uint32_t n, uint16_t channels, uint32_t rate,
+                          size_t *size);
+
 #endif /* WC_TEST_COMMON_H */

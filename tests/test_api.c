@@ -215,24 +215,19 @@ static void test_old_params(whisperc_state *st, const float *pcm, int n, const c
 /* params.diarize: jfk's first 7.6 s on the left channel of a WAV, the rest on the right; its
  * segments' speakers through whisperc_full_file, unknown (-2) for every other call. */
 static void test_diarize(whisperc_state *st, const float *pcm, int n) {
+    int16_t *x = calloc(2 * (size_t)n, sizeof *x);
+    for (int i = 0; x && i < n; i++)
+        x[2 * i + (i >= 7.6 * 16000)] =
+            (int16_t)lrintf(fmaxf(-1.0f, fminf(pcm[i], 32767.0f / 32768)) * 32768);
+    size_t size = 0;
+    unsigned char *wav = x ? test_wav16(x, (uint32_t)n, 2, 16000, &size) : NULL;
     char path[] = "/tmp/wc_test_api_stereo_XXXXXX";
     int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    uint32_t data = (uint32_t)n * 4u, riff = 36 + data, fmt = 16, rate = 16000, bps = 64000;
-    uint16_t pcm_tag = 1, channels = 2, align = 4, bits = 16;
-    if (f) {
-        fwrite("RIFF", 1, 4, f), fwrite(&riff, 4, 1, f), fwrite("WAVEfmt ", 1, 8, f);
-        fwrite(&fmt, 4, 1, f), fwrite(&pcm_tag, 2, 1, f), fwrite(&channels, 2, 1, f);
-        fwrite(&rate, 4, 1, f), fwrite(&bps, 4, 1, f), fwrite(&align, 2, 1, f);
-        fwrite(&bits, 2, 1, f), fwrite("data", 1, 4, f), fwrite(&data, 4, 1, f);
-        for (int i = 0; i < n; i++) {
-            int16_t v = (int16_t)lrintf(fmaxf(-1.0f, fminf(pcm[i], 32767.0f / 32768)) * 32768),
-                    z = 0;
-            fwrite(i < 7.6 * 16000 ? &v : &z, 2, 1, f), fwrite(i < 7.6 * 16000 ? &z : &v, 2, 1, f);
-        }
-        fclose(f);
-    }
+    CHECK(fd >= 0 && wav && write(fd, wav, size) == (ssize_t)size);
+    if (fd >= 0)
+        close(fd);
+    free(wav);
+    free(x);
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     p.diarize = true;
     CHECK(whisperc_full_file(st, &p, path) == WHISPERC_OK);

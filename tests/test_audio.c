@@ -120,24 +120,6 @@ static void test_memory_decode(void) {
     printf("text from memory: %s\n", err);
 }
 
-/* A 16-bit PCM WAV in memory: n frames of `channels` interleaved samples at `rate`. */
-static unsigned char *wav16(const int16_t *x, uint32_t n, uint16_t channels, uint32_t rate,
-                            size_t *size) {
-    uint32_t data = n * channels * 2u, byte_rate = rate * channels * 2u;
-    uint16_t align = (uint16_t)(channels * 2u), bits = 16, pcm = 1;
-    uint32_t riff = 36 + data, fmt_size = 16;
-    unsigned char *w = malloc(44 + (size_t)data);
-    if (!w)
-        return NULL;
-    memcpy(w, "RIFF", 4), memcpy(w + 4, &riff, 4), memcpy(w + 8, "WAVEfmt ", 8);
-    memcpy(w + 16, &fmt_size, 4), memcpy(w + 20, &pcm, 2), memcpy(w + 22, &channels, 2);
-    memcpy(w + 24, &rate, 4), memcpy(w + 28, &byte_rate, 4), memcpy(w + 32, &align, 2);
-    memcpy(w + 34, &bits, 2), memcpy(w + 36, "data", 4), memcpy(w + 40, &data, 4);
-    memcpy(w + 44, x, data);
-    *size = 44 + (size_t)data;
-    return w;
-}
-
 /* -di's measure: a 22.05 kHz stereo file with a tone on the left for its first second and on
  * the right for its second; every 10 ms summed per channel; the louder channel of a span. */
 static void test_loudness(void) {
@@ -146,7 +128,7 @@ static void test_loudness(void) {
     for (uint32_t i = 0; x && i < n; i++)
         x[2 * i + (i >= rate)] = (int16_t)(8000 * sin(2 * M_PI * 300.0 * i / rate));
     size_t size = 0;
-    unsigned char *w = x ? wav16(x, n, 2, rate, &size) : NULL;
+    unsigned char *w = x ? test_wav16(x, n, 2, rate, &size) : NULL;
     CHECK(w != NULL);
     struct audio_loudness loud = {0};
     struct audio_limits lim = {.max_bytes = UINT64_MAX, .loudness = &loud};
@@ -166,13 +148,13 @@ static void test_loudness(void) {
     /* mono: nothing measured; a failing input leaves nothing either */
     int16_t mono[16000] = {0};
     free(w);
-    w = wav16(mono, 16000, 1, 16000, &size);
+    w = test_wav16(mono, 16000, 1, 16000, &size);
     CHECK(w && audio_load_memory(w, size, "mono", &lim, &pcm, &n_pcm, err, sizeof err) == 0);
     CHECK(loud.n_frames == 0 && audio_louder_channel(&loud, 0, 1000) == -2);
     CHECK(audio_louder_channel(NULL, 0, 1000) == -2);
     free(pcm);
     free(w);
-    w = x ? wav16(x, n, 2, rate, &size) : NULL;
+    w = x ? test_wav16(x, n, 2, rate, &size) : NULL;
     CHECK(w && audio_load_memory(w, size, "tones", &lim, &pcm, &n_pcm, err, sizeof err) == 0);
     free(pcm);
     CHECK(w && audio_load_memory(w, 40, "cut", &lim, &pcm, &n_pcm, err, sizeof err) != 0);

@@ -242,11 +242,12 @@ static const struct unused_opt {
      "a file is transcribed whole with -t N threads; `whisper-c batch -j N` runs many files"},
 };
 
-/* The entry of `a`; not of -wt, whisper-c's own flag unless a number follows (the caller's
- * whisper_cpp_word_thold). */
-static const struct unused_opt *whisper_cpp_unused(const char *a) {
+/* The entry of `a` followed by `next`; -wt only with a number next (whisper_cpp_word_thold),
+ * else it is whisper-c's own flag. */
+static const struct unused_opt *whisper_cpp_unused(const char *a, const char *next) {
     for (size_t i = 0; i < sizeof unused_opts / sizeof *unused_opts; i++)
-        if ((i > 0 && strcmp(a, unused_opts[i].name) == 0) || strcmp(a, unused_opts[i].alias) == 0)
+        if (strcmp(a, unused_opts[i].alias) == 0 ||
+            (strcmp(a, unused_opts[i].name) == 0 && (i > 0 || whisper_cpp_word_thold(next))))
             return &unused_opts[i];
     return NULL;
 }
@@ -259,6 +260,7 @@ static bool is_ignored_default(const char *a, float v) {
 /* Options that take a value; returns 1 if arg was one of them (consuming argv[*i+1]). */
 static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, int *rc) {
     const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    const struct unused_opt *u;
     if (is(a, "-m", "--model"))
         o->model = v;
     else if (is(a, "-l", "--language"))
@@ -349,9 +351,8 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         o->seed = v ? strtoull(v, &end, 10) : 0;
         if (!v || *end)
             *rc = 2, fprintf(stderr, "whisper-c: --seed needs a number\n");
-    } else if ((is(a, "-wt", NULL) && whisper_cpp_word_thold(v)) || whisper_cpp_unused(a)) {
+    } else if ((u = whisper_cpp_unused(a, v))) {
         /* whisper.cpp's, so that its command lines run: checked, not used */
-        const struct unused_opt *u = whisper_cpp_unused(a) ? whisper_cpp_unused(a) : unused_opts;
         float value;
         if (!(*rc = parse_float(a, v, 0.0f, 1e9f, &value)) && !is_ignored_default(a, value))
             fprintf(stderr, "whisper-c: %s %s: whisper.cpp's %s, not used here (%s)\n", a, v,

@@ -92,8 +92,9 @@ void print_new_segments(whisperc_state *st, int n_new, void *user_data) {
     for (int i = n - n_new; i < n; i++) {
         fprintf(out, "[%s --> %s]  ", format_timestamp(a, whisperc_segment_t0_ms(st, i), '.'),
                 format_timestamp(b, whisperc_segment_t1_ms(st, i), '.'));
-        if (whisperc_segment_speaker(st, i) != -2) /* -di: whisper.cpp's label */
-            fprintf(out, "%s", cli_speaker_label(whisperc_segment_speaker(st, i), false));
+        int speaker = whisperc_segment_speaker(st, i);
+        if (speaker != -2) /* -di: whisper.cpp's label */
+            fprintf(out, "%s", cli_speaker_label(speaker, false));
         if (po->colors || po->special)
             print_tokens(out, po, st, i);
         else

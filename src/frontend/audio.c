@@ -385,11 +385,14 @@ int audio_louder_channel(const struct audio_loudness *l, int64_t t0_ms, int64_t 
 }
 
 /* Adds n interleaved two-channel frames, the first of them the input's frame `first`, to the
- * 10 ms sums. */
+ * 10 ms sums: a run of frames at a time, no division per sample. */
 static int loudness_add(struct audio_loudness *l, const float *x, size_t n, size_t first,
                         int rate) {
-    for (size_t i = 0; i < n; i++) {
-        int64_t f = (int64_t)((double)(first + i) * 100.0 / rate);
+    for (size_t i = 0; i < n;) {
+        uint64_t g = first + i, r = (uint64_t)rate;
+        int64_t f = (int64_t)(g * 100 / r);
+        uint64_t next = ((uint64_t)(f + 1) * r + 99) / 100; /* frame f + 1's first sample */
+        size_t stop = next - first < n ? (size_t)(next - first) : n;
         if (f >= l->cap) {
             int64_t cap = l->cap ? 2 * l->cap : 1024;
             cap = cap > f ? cap : f + 1;
@@ -402,8 +405,11 @@ static int loudness_add(struct audio_loudness *l, const float *x, size_t n, size
             }
             l->cap = cap;
         }
-        l->sum[0][f] += fabs((double)x[2 * i]);
-        l->sum[1][f] += fabs((double)x[2 * i + 1]);
+        double s0 = 0.0, s1 = 0.0;
+        for (; i < stop; i++)
+            s0 += fabs((double)x[2 * i]), s1 += fabs((double)x[2 * i + 1]);
+        l->sum[0][f] += s0;
+        l->sum[1][f] += s1;
         l->n_frames = f + 1 > l->n_frames ? f + 1 : l->n_frames;
     }
     return 0;
