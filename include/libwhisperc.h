@@ -306,6 +306,12 @@ struct whisperc_full_params {
      * reads them, and whisperc_segment_speaker tells which is louder over each segment. Other
      * calls, and inputs with another number of channels, leave the speakers unknown. */
     bool diarize;
+    /* whisper.cpp's dtw_token_timestamps (appended in 0.1): every token's time from the
+     * alignment_heads' cross-attention (dynamic time warping, as word_timestamps align), read
+     * with whisperc_segment_token_t0_ms / _t1_ms, while the segments, their times and the
+     * decoding stay those of a run without it (word_timestamps moves segment bounds to the
+     * words). Costs one teacher-forced decoder pass a window. Default false. */
+    bool dtw_token_timestamps;
 };
 
 WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);
@@ -433,9 +439,9 @@ WHISPERC_API float whisperc_segment_token_p(const whisperc_state *state, int i_s
                                             int i_token);
 /* The token's bytes as text ("<|0.00|>" for timestamps); NULL if out of range. A token may hold
  * part of a UTF-8 character. */
-/* A token's span in milliseconds, from the word alignment (word_timestamps or max_len): text
- * tokens where the alignment enters and leaves them, a timestamp token at its own time; -1
- * without alignment. */
+/* A token's span in milliseconds, from the word alignment (word_timestamps, max_len or
+ * dtw_token_timestamps): text tokens where the alignment enters and leaves them, a timestamp
+ * token at its own time; -1 without alignment. */
 WHISPERC_API int64_t whisperc_segment_token_t0_ms(const whisperc_state *state, int i_segment,
                                                   int i_token);
 WHISPERC_API int64_t whisperc_segment_token_t1_ms(const whisperc_state *state, int i_segment,

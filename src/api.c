@@ -543,6 +543,7 @@ struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strat
         /*.n_suppress_tokens =*/0,
         /*.suppress_regex =*/NULL,
         /*.diarize =*/false,
+        /*.dtw_token_timestamps =*/false,
     };
     return p;
 }
@@ -639,7 +640,7 @@ int api_check_params(whisperc_state *st, const struct whisperc_full_params *p, i
                         p->max_context);
     if (p->max_len < 0)
         return api_fail(st, WHISPERC_ERR_INVALID_ARG, "max_len must be >= 0, got %d", p->max_len);
-    if (p->word_timestamps || p->max_len > 0) {
+    if (p->word_timestamps || p->max_len > 0 || p->dtw_token_timestamps) {
         struct wc_align_head *heads = NULL;
         int n = alignment_heads(&st->m->file->hp, p->alignment_heads, &heads);
         free(heads);

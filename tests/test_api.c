@@ -519,6 +519,88 @@ static void test_offset(whisperc_state *st, const float *jfk, int n_jfk) {
     free(pcm);
 }
 
+/* The token times of segment i, "t0-t1 " each. */
+static char *token_times(whisperc_state *st, int i) {
+    size_t cap = 1 << 14, len = 0;
+    char *d = malloc(cap);
+    d[0] = '\0';
+    for (int j = 0; j < whisperc_segment_n_tokens(st, i); j++)
+        len += (size_t)snprintf(d + len, len < cap ? cap - len : 0, "%lld-%lld ",
+                                (long long)whisperc_segment_token_t0_ms(st, i, j),
+                                (long long)whisperc_segment_token_t1_ms(st, i, j));
+    CHECK(len < cap);
+    return d;
+}
+
+/* dtw_token_timestamps: token times as word_timestamps gives them, while the segments, their
+ * times and the later windows' decoding stay those of a run without alignment (33 s: two
+ * windows; whisperc_full_batch the same). */
+static void test_dtw_tokens(whisperc_state *st, const float *jfk, int n_jfk) {
+    int n = 3 * n_jfk;
+    float *pcm = malloc((size_t)n * sizeof *pcm);
+    for (int i = 0; i < 3; i++)
+        memcpy(pcm + (size_t)i * n_jfk, jfk, (size_t)n_jfk * sizeof *pcm);
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    char *plain = result_digest(st, 0);
+    p.dtw_token_timestamps = true;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    char *dtw = result_digest(st, 0);
+    int tb = whisperc_token_timestamp_begin(st), n_seg = whisperc_n_segments(st);
+    CHECK(n_seg >= 4);
+    int64_t last = 0;
+    for (int i = 0; i < n_seg; i++) {
+        CHECK(whisperc_segment_n_words(st, i) == 0);
+        for (int j = 0; j < whisperc_segment_n_tokens(st, i); j++) {
+            int64_t t0 = whisperc_segment_token_t0_ms(st, i, j),
+                    t1 = whisperc_segment_token_t1_ms(st, i, j);
+            CHECK(t0 >= 0 && t1 >= t0);
+            if (whisperc_segment_token_id(st, i, j) < tb) { /* the path only moves forward */
+                CHECK(t0 >= last);
+                last = t0;
+            }
+        }
+    }
+    /* the segments' lines of both digests (token times aside) are the same */
+    char *a = plain, *b = dtw;
+    for (int i = 0; i < n_seg; i++) {
+        size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+        CHECK(la == lb && memcmp(a, b, la) == 0);
+        a = strchr(strchr(a, '\n') + 1, '\n') + 1;
+        b = strchr(strchr(b, '\n') + 1, '\n') + 1;
+    }
+    CHECK(*a == '\0' && *b == '\0');
+    const float *const in[2] = {jfk, pcm};
+    const int ns[2] = {n_jfk, n};
+    p.batch_size = 2;
+    CHECK(whisperc_full_batch(st, &p, in, ns, 2) == WHISPERC_OK);
+    CHECK(whisperc_batch_select(st, 1) == WHISPERC_OK);
+    char *batched = result_digest(st, 0);
+    CHECK(strcmp(batched, dtw) == 0);
+
+    /* one window: the token times of word_timestamps, which moves the segment bounds */
+    p.batch_size = 8;
+    CHECK(whisperc_full(st, &p, jfk, n_jfk) == WHISPERC_OK);
+    int64_t seg1_t0 = whisperc_segment_t0_ms(st, 1);
+    char *alone[2] = {token_times(st, 0), token_times(st, 1)};
+    p.word_timestamps = true;
+    CHECK(whisperc_full(st, &p, jfk, n_jfk) == WHISPERC_OK);
+    CHECK(whisperc_segment_t0_ms(st, 1) == 8060 && seg1_t0 == 7740);
+    for (int i = 0; i < 2; i++) {
+        char *with_words = token_times(st, i);
+        CHECK(strcmp(with_words, alone[i]) == 0);
+        free(with_words);
+        free(alone[i]);
+    }
+    p.word_timestamps = false;
+    p.alignment_heads = "large-v3";
+    CHECK(whisperc_full(st, &p, jfk, n_jfk) == WHISPERC_ERR_INVALID_ARG);
+    free(batched);
+    free(dtw);
+    free(plain);
+    free(pcm);
+}
+
 static void log_keep(whisperc_log_level level, const char *msg, void *user) {
     if (level == WHISPERC_LOG_INFO && strstr(msg, "keeping the quantized blocks"))
         *(int *)user += 1;
@@ -820,6 +902,7 @@ int main(void) {
     test_context(st, pcm, n);
     test_words(st, pcm, n, want);
     test_offset(st, pcm, n);
+    test_dtw_tokens(st, pcm, n);
     test_vad_model(st, pcm, n);
     test_quant_weights(pcm, n);
     test_callbacks(st, pcm, n);

@@ -315,6 +315,27 @@ try:
         expect_failure(" ".join(bad), ["transcribe", "-m", model, "-t", "2", "-bs", "1"] + bad +
                        [jfk], tmp, needle=needle)
 
+    # -dtw NAME (whisper.cpp's, its dotted large names too): token times in -ojf (t0, t1 and
+    # whisper.cpp's t_dtw in centiseconds, -1 on timestamps) and the segments of a run without
+    # it; a name that is not this model's shape refused
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-ojf", "-dtw", "tiny.en",
+             "-of", out + "-dtw", jfk])
+    j = json.load(open(out + "-dtw.json")) if r.returncode == 0 else {}
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-ojf", "-of", out + "-nodtw",
+             jfk])
+    plain = json.load(open(out + "-nodtw.json")) if r.returncode == 0 else {}
+    toks = [t for s in j.get("segments", []) for t in s["tokens"]]
+    text = [t for t in toks if not t["text"].startswith("<|")]
+    check(j.get("params", {}).get("dtw_token_timestamps") is True and len(text) > 10 and
+          all(t["t_dtw"] == round(t["t0"] * 100) and t["t1"] >= t["t0"] for t in text) and
+          all(t["t_dtw"] == -1 for t in toks if t["text"].startswith("<|")) and
+          [(s["start"], s["end"], s["text"]) for s in j.get("segments", [])] ==
+          [(s["start"], s["end"], s["text"]) for s in plain.get("segments", [])] and
+          "words" not in j.get("segments", [{}])[0],
+          f"-dtw tiny.en: token times, segments unchanged ({text[:2]})")
+    expect_failure("-dtw large.v3", ["transcribe", "-m", model, "-t", "2", "-bs", "1", "-dtw",
+                                     "large.v3", jfk], tmp, needle="large-v3")
+
     # -di (whisper.cpp's stereo diarization): jfk's first 7.6 s on the left channel, the rest
     # on the right; each segment labelled with its channel in every format, "?" where both
     # channels carry the same; a mono file warned about; standard input and --batch-size refused

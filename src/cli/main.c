@@ -122,6 +122,7 @@ void cli_full_params(const struct cli_options *o, struct whisperc_full_params *f
     fp->duration_ms = o->duration_ms;
     fp->split_on_word = o->split_on_word;
     fp->alignment_heads = o->alignment_heads;
+    fp->dtw_token_timestamps = o->dtw_token_timestamps;
     fp->suppress_tokens = o->suppress_tokens;
     fp->n_suppress_tokens = o->n_suppress_tokens;
     fp->suppress_non_speech = !o->allow_non_speech || o->suppress_nst;

@@ -70,6 +70,9 @@ void cli_usage(const char *prog) {
            "  -sow, --split-on-word     with -ml: cut only between words\n"
            "       --alignment-heads NAME  heads for the alignment: auto (default) or a model\n"
            "                            name (tiny.en, base, ..., large-v1, large-v3-turbo)\n"
+           "  -dtw, --dtw NAME          every token's time by the alignment with NAME's heads\n"
+           "                            (as --alignment-heads; whisper.cpp's large.v3 too),\n"
+           "                            segments unchanged: -ojf's token t0, t1 and t_dtw\n"
            "  -otxt, -osrt, -ovtt       write FILE.txt / .srt / .vtt\n"
            "  -oj,  --output-json       write FILE.json (segments, tokens, probabilities;\n"
            "                            words with -wt)\n"
@@ -211,6 +214,19 @@ static int parse_suppress_tokens(struct cli_options *o, const char *opt, const c
     return 0;
 }
 
+/* whisper.cpp's -dtw names the large models with dots ("large.v3.turbo"); whisper-c's
+ * --alignment-heads with dashes, as openai-whisper does. */
+static const char *dtw_heads_name(const char *v) {
+    static const char *const dotted[][2] = {{"large.v1", "large-v1"},
+                                            {"large.v2", "large-v2"},
+                                            {"large.v3", "large-v3"},
+                                            {"large.v3.turbo", "large-v3-turbo"}};
+    for (size_t i = 0; v && i < sizeof dotted / sizeof *dotted; i++)
+        if (strcmp(v, dotted[i][0]) == 0)
+            return dotted[i][1];
+    return v;
+}
+
 static bool is(const char *a, const char *s1, const char *s2) {
     return strcmp(a, s1) == 0 || (s2 && strcmp(a, s2) == 0);
 }
@@ -273,7 +289,10 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         o->hotwords = v;
     else if (is(a, "--alignment-heads", "--alignment_heads"))
         o->alignment_heads = v;
-    else if (is(a, "--suppress-regex", NULL))
+    else if (is(a, "-dtw", "--dtw")) {
+        o->dtw_token_timestamps = true;
+        o->alignment_heads = dtw_heads_name(v);
+    } else if (is(a, "--suppress-regex", NULL))
         o->suppress_regex = v;
     else if (is(a, "--suppress-tokens", "--suppress_tokens"))
         *rc = parse_suppress_tokens(o, a, v);

@@ -33,6 +33,7 @@ struct cli_options {
     int max_len;                 /* 0: off */
     int offset_ms, duration_ms;  /* -ot, -d: a part of each file (whisper.cpp's) */
     const char *alignment_heads; /* NULL: auto */
+    bool dtw_token_timestamps;   /* -dtw NAME: token times alone (its NAME: alignment_heads) */
     /* srt/vtt with -wt (openai-whisper's ResultWriter options); 0: not given */
     int max_line_width, max_line_count, max_words_per_line;
     bool highlight_words;

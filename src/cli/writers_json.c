@@ -3,9 +3,10 @@
  * segments with id, start, end, text, tokens (ids), temperature, avg_logprob,
  * compression_ratio, no_speech_prob, and words [{word, start, end, probability}] with word
  * timestamps), plus token_probs. -ojf (json_full) adds the model and the decoding parameters,
- * and its tokens are records {id, text, p, t0, t1} (as whisper.cpp's -ojf). Times in seconds; null
- * where there is none (a token time without alignment) or a number JSON cannot hold (a disabled
- * threshold, -inf). Strings go through batch_json.c's quoting (valid UTF-8 out for any input).
+ * and its tokens are records {id, text, p, t0, t1} (as whisper.cpp's -ojf; t_dtw too with -dtw).
+ * Times in seconds; null where there is none (a token time without alignment) or a number JSON
+ * cannot hold (a disabled threshold, -inf). Strings go through batch_json.c's quoting (valid
+ * UTF-8 out for any input).
  */
 #include <errno.h>
 #include <math.h>
@@ -54,7 +55,9 @@ static void words(struct sbuf *b, const struct tr_segment *s) {
     sbuf_adds(b, "]");
 }
 
-static void token_records(struct sbuf *b, const struct tr_segment *s) {
+/* with_dtw: whisper.cpp's t_dtw too, where the alignment enters a text token in centiseconds
+ * of the input (-1 for a timestamp token, as whisper.cpp's for any id >= <|endoftext|>). */
+static void token_records(struct sbuf *b, const struct tr_segment *s, bool with_dtw) {
     sbuf_adds(b, ", \"tokens\": [");
     for (int j = 0; j < s->n_tokens; j++) {
         const struct tr_token *t = &s->tokens[j];
@@ -66,12 +69,15 @@ static void token_records(struct sbuf *b, const struct tr_segment *s) {
         seconds(b, t->t0_ms);
         sbuf_adds(b, ", \"t1\": ");
         seconds(b, t->t1_ms);
+        if (with_dtw)
+            sbuf_printf(b, ", \"t_dtw\": %lld",
+                        t->timestamp || t->t0_ms < 0 ? -1LL : (long long)((t->t0_ms + 5) / 10));
         sbuf_adds(b, "}");
     }
     sbuf_adds(b, "]");
 }
 
-static void segment(struct sbuf *b, const struct transcript *tr, int i, bool full) {
+static void segment(struct sbuf *b, const struct transcript *tr, int i, bool full, bool with_dtw) {
     const struct tr_segment *s = &tr->segments[i];
     sbuf_printf(b, "    {\"id\": %d, \"start\": ", i);
     seconds(b, s->t0_ms);
@@ -80,7 +86,7 @@ static void segment(struct sbuf *b, const struct transcript *tr, int i, bool ful
     sbuf_adds(b, ", ");
     key_string(b, "text", s->text);
     if (full) {
-        token_records(b, s);
+        token_records(b, s, with_dtw);
     } else {
         sbuf_adds(b, ", \"tokens\": [");
         for (int j = 0; j < s->n_tokens; j++)
@@ -156,12 +162,15 @@ static void params(struct sbuf *b, const struct whisperc_full_params *p) {
         sbuf_printf(b, "%s%d", i || p->suppress_non_speech ? ", " : "", (int)p->suppress_tokens[i]);
     sbuf_adds(b, "], ");
     key_string(b, "suppress_regex", p->suppress_regex);
-    sbuf_printf(b, ", \"diarize\": %s},\n", p->diarize ? "true" : "false");
+    sbuf_printf(b, ", \"diarize\": %s, \"dtw_token_timestamps\": %s},\n",
+                p->diarize ? "true" : "false", p->dtw_token_timestamps ? "true" : "false");
 }
 
 int write_json(FILE *f, const struct transcript *tr, const struct writer_opts *wo) {
     struct sbuf b = {0};
     const bool full = wo->json_full;
+    const bool with_dtw =
+        full && wo->run && wo->run->params && wo->run->params->dtw_token_timestamps;
     sbuf_adds(&b, "{\n");
     if (full && wo->run) {
         model_info(&b, wo->run);
@@ -178,7 +187,7 @@ int write_json(FILE *f, const struct transcript *tr, const struct writer_opts *w
     num(&b, "%.3f", tr->duration_s);
     sbuf_adds(&b, ",\n  \"segments\": [\n");
     for (int i = 0; i < tr->n_segments; i++) {
-        segment(&b, tr, i, full);
+        segment(&b, tr, i, full, with_dtw);
         sbuf_adds(&b, i + 1 < tr->n_segments ? ",\n" : "\n");
     }
     sbuf_adds(&b, "  ]\n}\n");

@@ -358,11 +358,13 @@ static int setup(struct run *r, struct wc_transcript *out) {
     r->prompt_buf = malloc(((size_t)t->hp->n_text_ctx + (size_t)n) * sizeof *r->prompt_buf);
     if (!rc && (r->n_prefix < 0 || r->n_hotwords < 0 || !r->prompt_buf))
         rc = WHISPERC_ERR_NO_MEMORY;
-    if (!rc && (p->word_timestamps || p->max_len > 0)) {
+    if (!rc && (p->word_timestamps || p->max_len > 0 || p->dtw_token_timestamps)) {
         rc =
             word_aligner_init(&r->aligner, t->hp, v, t->dec, t->s, p->alignment_heads,
                               p->prepend_punctuations, p->append_punctuations, r->err, r->err_size);
         r->align_words = rc == 0;
+        /* dtw_token_timestamps alone: token times, the segments left as decoded */
+        r->aligner.tokens_only = !p->word_timestamps && p->max_len == 0;
     }
     return rc;
 }

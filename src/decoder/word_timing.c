@@ -203,6 +203,17 @@ static int token_times(struct word_aligner *a, struct wc_segment *s, const doubl
     return 0;
 }
 
+/* dtw_token_timestamps alone: each segment's token times, n_text[i] text tokens each, and
+ * nothing else of the segments changed. */
+static int time_tokens_only(struct word_aligner *a, struct wc_segment *seg, int n_seg,
+                            const int *n_text, const double *tok_time) {
+    double time_offset = (double)(seg[0].seek * 160) / 16000.0;
+    for (int i = 0, base = 0; i < n_seg; base += n_text[i++])
+        if (token_times(a, &seg[i], tok_time + base, time_offset))
+            return WHISPERC_ERR_NO_MEMORY;
+    return 0;
+}
+
 /* The index in s->tokens of its i-th text token. */
 static int text_token_index(const struct wc_segment *s, int eot, int i) {
     for (int k = 0; k < s->n_tokens; k++)
@@ -273,6 +284,13 @@ int add_word_timestamps(struct word_aligner *a, struct wc_segment *seg, int n_se
         rc = n_w < 0 ? -n_w : WHISPERC_ERR_NO_MEMORY;
         wc_errf(err, err_size, "word timestamps: %s",
                 a->s->errmsg[0] ? a->s->errmsg : "out of memory");
+        goto done;
+    }
+    if (a->tokens_only) {
+        if (time_tokens_only(a, seg, n_seg, n_text, tok_time)) {
+            rc = WHISPERC_ERR_NO_MEMORY;
+            wc_errf(err, err_size, "out of memory");
+        }
         goto done;
     }
     /* truncate long words at sentence boundaries */

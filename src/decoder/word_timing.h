@@ -28,6 +28,7 @@ struct word_aligner {
     int n_heads;
     const char *prepend, *append; /* punctuation joined to the next / previous word */
     bool on_spaces;               /* words are split at spaces (not zh, ja, th, lo, my, yue) */
+    bool tokens_only;             /* times the tokens only: no words, segment bounds kept */
     double last_speech;           /* last_speech_timestamp: end of the last word so far */
 };
 
@@ -41,7 +42,8 @@ void word_aligner_free(struct word_aligner *a);
 
 /* add_word_timestamps for seg[0..n_seg), the segments of one window whose audio features are
  * loaded in the decoder; sot[0..n_sot) is the SOT sequence without <|notimestamps|>, num_frames
- * the window's mel frames. Fills each segment's words and may move its t0/t1 to them.
+ * the window's mel frames. Fills each segment's token times and words, and may move its t0/t1
+ * to them; with a->tokens_only, the token times alone.
  * Returns 0, or a WHISPERC_ERR_* code with err filled. */
 int add_word_timestamps(struct word_aligner *a, struct wc_segment *seg, int n_seg,
                         const int32_t *sot, int n_sot, int num_frames, char *err, size_t err_size);
