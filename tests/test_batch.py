@@ -17,6 +17,7 @@ Over N ljspeech-dev clips (symbolic links; N = 60, or 20 in a sanitized build, w
     run's, in every format, after a SIGKILL mid-way and a resume; a group whose batched call
     fails gives each item the error it has alone; an output that cannot be placed fails its
     item only (a group's outputs are synced together)
+  - a full disk stops the run instead of failing the items after it (where unshare -rm works)
 Exits 77 (skip) when the shared model or audio is missing.
 """
 import glob
@@ -196,6 +197,29 @@ def test_shards(tmp, paths, ids):
     check(merged == sorted(want), f"--merge: results.jsonl has every id once, sorted ({len(merged)})")
     check(all(os.path.exists(os.path.join(out, i + ".txt")) for i in want),
           "sharded outputs in subdirectories named by the ids")
+    # four shards of two items started together, again and again (after the first round each
+    # skips everything): none trips over another's removal of .batch/ or of its lock file
+    two = os.path.join(tmp, "two.jsonl")
+    with open(two, "w") as f:
+        f.write("".join(json.dumps({"path": p, "id": i}) + "\n" for p, i in zip(paths, ids[:2])))
+    bad = []
+    for _ in range(25):
+        procs = [start([*common, "-j", "1", "--shard", f"{k}/4", "-o", out + "4", "--manifest",
+                        two, "-q"]) for k in range(4)]
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            if p.returncode != 0:
+                bad.append((p.returncode, err.strip()[-200:]))
+    check(not bad, f"four shards started together 25 times: every run exits 0 ({bad[:2]})")
+    # a failed line of an id that is not an input: the inputs are all ok (exit 0); without the
+    # inputs, a failed line is a failure
+    with open(os.path.join(out, "results.shard-0-of-2.jsonl"), "a") as f:
+        f.write(json.dumps({"id": "other/x", "status": "failed", "error": "elsewhere"}) + "\n")
+    r = batch(["--merge", out, "--manifest", manifest])
+    r2 = batch(["--merge", out])
+    check(r.returncode == 0 and r2.returncode == 1 and "1 failed" in r2.stderr,
+          f"--merge: another id's failed line counts without the inputs only ({r.returncode}, "
+          f"{r2.returncode})")
     os.unlink(os.path.join(out, "results.shard-1-of-2.jsonl"))
     r = batch(["--merge", out, "--manifest", manifest])
     check(r.returncode == 1 and "shard 1/2 has no results file" in r.stderr and
@@ -345,6 +369,41 @@ def test_batch_size(tmp, paths):
           f"({r.returncode}, {sorted((k, v['status']) for k, v in lines.items())})")
 
 
+def test_disk_full(tmp, paths):
+    """A full disk stops the run (exit 1, saying so) instead of failing every later item: the
+    items it could not write get no line and run again on resume. The output directory is a
+    48 KiB tmpfs in a user and mount namespace (skipped where unshare -rm is refused)."""
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
+        print("skip: a full disk (unshare -rm refused here)")
+        return
+    d = os.path.join(tmp, "full")
+    manifest = os.path.join(d, "list.txt")
+    os.makedirs(d)
+    with open(manifest, "w") as f:
+        f.write("".join(p + "\n" for p in paths))
+    for size in (1, 3):
+        out = os.path.join(d, f"out{size}")
+        os.makedirs(out)
+        script = (f'mount -t tmpfs -o size=48k none "{out}" || exit 99; "$@"; rc=$?; '
+                  f'cat "{out}/results.jsonl"; exit $rc')
+        r = subprocess.run(["unshare", "-rm", "sh", "-c", script, "sh", exe, "batch", *common,
+                            "--batch-size", str(size), "--formats", "txt,json", "-o", out,
+                            "--manifest", manifest], capture_output=True, text=True, timeout=900)
+        if r.returncode == 99:
+            print("skip: a full disk (no tmpfs mount here)")
+            return
+        lines = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+        what = f"--batch-size {size}, the disk full"
+        check(r.returncode == 1 and "No space left on device" in r.stderr and
+              "run the same command again to resume" in r.stderr,
+              f"{what}: exit 1, the run stops saying why ({r.returncode}, "
+              f"{r.stderr.strip()[-300:]!r})")
+        check(0 < len(lines) < len(paths) and all(l["status"] == "ok" for l in lines),
+              f"{what}: only the items written have a line, all ok "
+              f"({[l['status'] for l in lines]} of {len(paths)})")
+        no_sanitizer_report(r, what)
+
+
 def main():
     r = subprocess.run([exe, "batch", "--help"], capture_output=True, text=True)
     check(r.returncode == 0 and "--shard K/N" in r.stdout and "--batch-size N" in r.stdout,
@@ -370,6 +429,7 @@ def main():
         test_manifests(tmp, wavs)
         t3 = time.time()
         test_batch_size(tmp, wavs[:12])
+        test_disk_full(tmp, wavs[:8])
         print(f"        {n_files} files: kill/resume {t1 - t0:.0f} s, shards {t2 - t1:.0f} s, "
               f"failures and manifests {t3 - t2:.0f} s, --batch-size {time.time() - t3:.0f} s")
     finally:

@@ -358,18 +358,20 @@ def results(out):
     return [json.loads(l) for l in open(path).read().splitlines()] if os.path.exists(path) else []
 
 
-def batch_cmd(inputs, out, size):
+def batch_cmd(inputs, out, size, readers=0):
     return ["batch", "-m", model, "-j", "1", "-t", "2", "-bs", "1", "-l", "en", "--device", "cuda",
-            "--batch-size", str(size), "--formats", "txt", "-o", out, inputs]
+            "--batch-size", str(size), "--read-threads", str(readers), "--formats", "txt", "-o",
+            out, inputs]
 
 
-def batch_device_lost(tmp, size, n_items, n_failed):
+def batch_device_lost(tmp, size, n_items, n_failed, readers=0):
     inputs, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
     os.mkdir(inputs)
     for i in range(n_items):
         shutil.copy(jfk, os.path.join(inputs, f"c{i}.wav"))
-    what = f"batch --batch-size {size}, a kernel faults"
-    r = run(batch_cmd(inputs, out, size), FAKECUDA_FAIL_KERNEL="attn_gather:async@60")
+    what = f"batch --batch-size {size} --read-threads {readers}, a kernel faults"
+    # (with readers, the next group is read while the first runs: read, never started, no line)
+    r = run(batch_cmd(inputs, out, size, readers), FAKECUDA_FAIL_KERNEL="attn_gather:async@60")
     lines = results(out)
     check(r.returncode == 1 and "the GPU failed and cannot be used again by this process" in
           r.stderr and "run the same command again to resume" in r.stderr,
@@ -411,6 +413,7 @@ for test in (later_files,
              lambda t: batch_beams(t, 14),
              lambda t: batch_device_lost(t, 1, 3, 1),
              lambda t: batch_device_lost(t, 2, 3, 2),
+             lambda t: batch_device_lost(t, 2, 6, 2, readers=1),
              batch_small_memory):
     tmp = tempfile.mkdtemp(prefix="wc_gpu_faults_")
     try:

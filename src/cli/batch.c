@@ -99,22 +99,41 @@ static int open_session(const struct batch_config *c, struct session *s) {
     s->lock_fd = -1;
     if (strlen(dir) > 3800)
         return ERR("%s: path too long\n", dir), -1;
-    if (batch_mkdirs(dir, 0) != 0 || (mkdir(s->meta, 0777) != 0 && errno != EEXIST))
-        return ERR("%s: cannot create: %s\n", errno == EEXIST ? dir : s->meta, strerror(errno)), -1;
-    s->lock_fd = open(s->lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (s->lock_fd < 0)
-        return ERR("%s: cannot create: %s\n", s->lock, strerror(errno)), -1;
-    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        if (errno == EWOULDBLOCK) {
-            ERR("%s: another whisper-c batch run (%s) is writing here; wait for it or use "
-                "another --shard or -o\n",
-                dir, s->tag);
-            close(s->lock_fd);
-            s->lock_fd = -1; /* not ours: close_session must leave it alone */
-            return -1;
+    if (batch_mkdirs(dir, 0) != 0)
+        return ERR("%s: cannot create: %s\n", dir, strerror(errno)), -1;
+    /* A run that ends unlinks its lock and removes .batch: a run starting meanwhile may find
+     * .batch gone (ENOENT: again), or lock the unlinked file (its inode no longer the path's:
+     * again, or two runs would hold "the" lock). Holding the lock file that is linked keeps
+     * .batch from being removed. */
+    for (int tries = 0;; tries++) {
+        if (mkdir(s->meta, 0777) != 0 && errno != EEXIST)
+            return ERR("%s: cannot create: %s\n", s->meta, strerror(errno)), -1;
+        s->lock_fd = open(s->lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (s->lock_fd < 0 && errno == ENOENT && tries < 100)
+            continue;
+        if (s->lock_fd < 0)
+            return ERR("%s: cannot create: %s\n", s->lock, strerror(errno)), -1;
+        if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+            if (errno == EWOULDBLOCK) {
+                ERR("%s: another whisper-c batch run (%s) is writing here; wait for it or use "
+                    "another --shard or -o\n",
+                    dir, s->tag);
+                close(s->lock_fd);
+                s->lock_fd = -1; /* not ours: close_session must leave it alone */
+                return -1;
+            }
+            ERR("warning: %s: cannot lock (%s); make sure no other run uses this shard\n", s->lock,
+                strerror(errno));
+            break;
         }
-        ERR("warning: %s: cannot lock (%s); make sure no other run uses this shard\n", s->lock,
-            strerror(errno));
+        struct stat held, linked;
+        if (fstat(s->lock_fd, &held) == 0 && stat(s->lock, &linked) == 0 &&
+            held.st_dev == linked.st_dev && held.st_ino == linked.st_ino)
+            break;
+        close(s->lock_fd); /* the file an ending run unlinked */
+        s->lock_fd = -1;
+        if (tries >= 100)
+            return ERR("%s: the lock file keeps being replaced\n", s->lock), -1;
     }
     if (clean_staging(s->staging) != 0)
         return ERR("%s: %s\n", s->staging, strerror(errno)), -1;

@@ -74,17 +74,22 @@ static int report_missing_shards(const struct shard_file *f, int n) {
     return missing;
 }
 
-/* Ids of expect that results lacks; the first few are named. */
-static int report_missing_ids(const struct results *r, const struct batch_items *expect) {
+/* Ids of expect that results lacks (the first few named); *failed: those whose line says failed. */
+static int report_missing_ids(const struct results *r, const struct batch_items *expect,
+                              int *failed) {
     struct strmap have = {0};
     for (int i = 0; i < r->n; i++)
         if (strmap_put(&have, r->v[i].id, i) == -2)
             return strmap_free(&have), -1;
     int missing = 0;
-    for (int i = 0; i < expect->n; i++)
-        if (strmap_get(&have, expect->v[i].id) < 0 && ++missing <= MAX_LISTED)
+    *failed = 0;
+    for (int i = 0; i < expect->n; i++) {
+        int k = strmap_get(&have, expect->v[i].id);
+        *failed += k >= 0 && !r->v[k].ok;
+        if (k < 0 && ++missing <= MAX_LISTED)
             fprintf(stderr, "whisper-c batch: merge: no result for %s (%s)\n", expect->v[i].id,
                     expect->v[i].path);
+    }
     if (missing > MAX_LISTED)
         fprintf(stderr, "whisper-c batch: merge: … %d more ids without a result\n",
                 missing - MAX_LISTED);
@@ -109,7 +114,7 @@ static int load_all(const char *dir, const struct shard_file *f, int n, struct r
 }
 
 int batch_merge(const struct batch_config *c, const struct batch_items *expect) {
-    int n_files = 0, rc = 1, n_dup = 0, n_failed = 0;
+    int n_files = 0, rc = 1, n_dup = 0, n_failed = 0, inputs_failed = 0;
     struct shard_file *f = find_shard_files(c->out_dir, &n_files);
     struct results r = {0};
     char err[1024], dups[512], path[4200], tmp[4200];
@@ -119,16 +124,16 @@ int batch_merge(const struct batch_config *c, const struct batch_items *expect) 
         goto done;
     }
     int missing_shards = report_missing_shards(f, n_files);
-    if (load_all(c->out_dir, f, n_files, &r, err, sizeof err) != 0 ||
-        results_dedupe(&r, &n_dup, dups, sizeof dups) != 0) {
-        fprintf(stderr, "whisper-c batch: merge: %s\n", r.n ? err : "out of memory");
+    int loaded = load_all(c->out_dir, f, n_files, &r, err, sizeof err);
+    if (loaded != 0 || results_dedupe(&r, &n_dup, dups, sizeof dups) != 0) {
+        fprintf(stderr, "whisper-c batch: merge: %s\n", loaded ? err : "out of memory");
         goto done;
     }
     if (n_dup)
         fprintf(stderr, "whisper-c batch: merge: %d id(s) finished in two shard files: %s%s\n",
                 n_dup, dups, n_dup > 5 ? ", …" : "");
     qsort(r.v, (size_t)r.n, sizeof *r.v, cmp_line);
-    int missing_ids = expect ? report_missing_ids(&r, expect) : 0;
+    int missing_ids = expect ? report_missing_ids(&r, expect, &inputs_failed) : 0;
     snprintf(path, sizeof path, "%s/results.jsonl", c->out_dir);
     snprintf(tmp, sizeof tmp, "%s/.results.jsonl.merge-%ld", c->out_dir, (long)getpid());
     if (missing_ids < 0 || results_write(&r, path, tmp, err, sizeof err) != 0) {
@@ -145,7 +150,9 @@ int batch_merge(const struct batch_config *c, const struct batch_items *expect) 
             fprintf(stderr, ", %d of %d input(s) without a result", missing_ids, expect->n);
         fputc('\n', stderr);
     }
-    rc = n_failed || missing_ids || missing_shards ? 1 : 0;
+    /* with the inputs: whether each has an ok line (other ids' lines and a shard with nothing to
+     * do, hence no file, do not count); without: any failed line or missing shard file */
+    rc = expect ? inputs_failed || missing_ids : n_failed || missing_shards;
 done:
     for (int i = 0; f && i < n_files; i++)
         free(f[i].name);

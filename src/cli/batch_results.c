@@ -86,8 +86,13 @@ int results_dedupe(struct results *r, int *n_dup, char *dup_ids, size_t dup_size
         int k = strmap_get(&first, l->id);
         if (k < 0) {
             r->v[kept] = *l;
-            if (strmap_put(&first, r->v[kept].id, kept) == -2)
+            if (strmap_put(&first, r->v[kept].id, kept) == -2) {
+                /* leave r whole for results_free: v[kept + 1..i] were moved or freed */
+                int rest = r->n - i - 1;
+                memmove(&r->v[kept + 1], &r->v[i + 1], (size_t)rest * sizeof *r->v);
+                r->n = kept + 1 + rest;
                 return strmap_free(&first), -1;
+            }
             kept++;
             continue;
         }
@@ -129,8 +134,8 @@ int results_write(const struct results *r, const char *path, const char *tmp, ch
             b.n = 0;
         }
     }
-    if (rc == 0 && b.n > 0)
-        rc = results_append(fd, &b, true);
+    if (rc == 0 && (b.n > 0 || b.oom))
+        rc = b.oom ? (errno = ENOMEM, -1) : results_append(fd, &b, true);
     int e = errno;
     sbuf_free(&b);
     if (close(fd) != 0 && rc == 0)

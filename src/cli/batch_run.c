@@ -181,7 +181,7 @@ static void staged_base(const struct worker *w, int j, char *base, size_t size) 
 }
 
 /* Every chosen format of the state's selected result into its staging name (sync: each file
- * fsync'd; else the caller syncs them). */
+ * fsync'd; else the caller syncs them). Returns 0 or an errno value. */
 static int stage_outputs(struct worker *w, int j, const struct whisperc_full_params *fp,
                          double duration_s, bool sync, char *err, size_t es) {
     const struct batch_run *r = w->pool->run;
@@ -192,7 +192,7 @@ static int stage_outputs(struct worker *w, int j, const struct whisperc_full_par
 }
 
 /* Renames the staged outputs (rc 0) to DIR/<id>.<ext>; on a failure (rc != 0 before or here)
- * removes them. */
+ * removes them. Returns rc, or the errno value of a failure here. */
 static int place_outputs(struct worker *w, int j, const struct batch_item *it, int rc, char *err,
                          size_t es) {
     const struct batch_config *c = w->pool->run->cfg;
@@ -206,10 +206,11 @@ static int place_outputs(struct worker *w, int j, const struct batch_item *it, i
         snprintf(staged, sizeof staged, "%s.%s", base, ext);
         if ((size_t)snprintf(final, sizeof final, "%s/%s.%s", c->out_dir, it->id, ext) >=
             sizeof final)
-            rc = -1, snprintf(err, es, "%s/%s: path too long", c->out_dir, it->id);
+            rc = ENAMETOOLONG, snprintf(err, es, "%s/%s: path too long", c->out_dir, it->id);
         else if ((strchr(it->id, '/') && make_parents(final, strlen(c->out_dir)) != 0) ||
                  rename(staged, final) != 0)
-            rc = -1, snprintf(err, es, "%.900s: cannot write: %s", final, strerror(errno));
+            rc = errno ? errno : EIO,
+            snprintf(err, es, "%.900s: cannot write: %s", final, strerror(rc));
     }
     for (f = 0; f < OUT_N_FORMATS && rc != 0; f++) { /* nothing staged may outlive a failure */
         snprintf(staged, sizeof staged, "%s.%s", base, out_format_ext((enum out_format)f));
@@ -218,7 +219,8 @@ static int place_outputs(struct worker *w, int j, const struct batch_item *it, i
     return rc;
 }
 
-/* Writes every chosen format into staging/w<index>.<ext>, then renames them to DIR/<id>.<ext>. */
+/* Writes every chosen format into staging/w<index>.<ext>, then renames them to DIR/<id>.<ext>.
+ * Returns 0 or an errno value. */
 static int write_outputs(struct worker *w, const struct batch_item *it,
                          const struct whisperc_full_params *fp, double duration_s, char *err,
                          size_t es) {
@@ -314,6 +316,21 @@ static void device_lost(struct worker *w, const char *err) {
     pthread_mutex_unlock(&w->pool->mu);
 }
 
+/* A full disk or quota, or a file system turned read-only, would fail every item after it: the
+ * run stops instead and the item gets no line (it runs again on resume, once there is room).
+ * Returns whether e was such a failure. */
+static bool storage_lost(struct worker *w, int e, const char *err) {
+    if (e != ENOSPC && e != EDQUOT && e != EROFS)
+        return false;
+    struct batch_run *r = w->pool->run;
+    pthread_mutex_lock(&w->pool->mu);
+    if (!r->fatal[0])
+        snprintf(r->fatal, sizeof r->fatal,
+                 "%.400s; stopped: make room and run the same command again to resume", err);
+    pthread_mutex_unlock(&w->pool->mu);
+    return true;
+}
+
 static void process(struct worker *w, const struct batch_item *it,
                     const struct whisperc_full_params *fp) {
     double t0 = batch_now();
@@ -329,8 +346,11 @@ static void process(struct worker *w, const struct batch_item *it,
         const char *msg = whisperc_state_errmsg(w->st);
         snprintf(err, sizeof err, "%s", *msg ? msg : whisperc_status_str(rc));
     }
-    if (rc == WHISPERC_OK)
-        write_outputs(w, it, fp, -1, err, sizeof err);
+    if (rc == WHISPERC_OK && storage_lost(w, write_outputs(w, it, fp, -1, err, sizeof err), err)) {
+        atomic_store(&w->percent, 0);
+        finishing_end();
+        return;
+    }
     struct whisperc_timings tm = {.size = sizeof tm};
     bool timed = rc == WHISPERC_OK && whisperc_state_timings(w->st, &tm) == WHISPERC_OK;
     record(w, it, err[0] == '\0', timed ? tm.audio_seconds : -1,
@@ -352,6 +372,7 @@ struct group {
     double load_s[BATCH_MAX_GROUP];
     char err[BATCH_MAX_GROUP][512];
     char werr[BATCH_MAX_GROUP][1024]; /* per loaded item: writing its outputs failed */
+    int werrno[BATCH_MAX_GROUP];      /* and the errno value */
     /* what a reader needs, set when the group is taken */
     const struct batch_items *items;
     const whisperc_model *model;
@@ -451,8 +472,11 @@ static void group_one_by_one(struct worker *w, const struct group *g,
         }
         if (!finishing_begin())
             break;
-        if (rc == WHISPERC_OK)
-            write_outputs(w, g->it[j], fp, -1, err, sizeof err);
+        if (rc == WHISPERC_OK &&
+            storage_lost(w, write_outputs(w, g->it[j], fp, -1, err, sizeof err), err)) {
+            finishing_end();
+            break; /* this and the rest: no line */
+        }
         record(w, g->it[j], err[0] == '\0', g->n_samples[j] / 16000.0,
                rc == WHISPERC_OK ? whisperc_full_language(w->st) : NULL, batch_now() - t0, err);
         finishing_end();
@@ -493,22 +517,29 @@ static void group_run(struct worker *w, struct group *g, const struct whisperc_f
         for (int j = 0; j < g->n; j++) {
             g->werr[j][0] = '\0';
             whisperc_batch_select(w->st, j);
-            stage_outputs(w, j, fp, g->n_samples[j] / 16000.0, !w->group_sync, g->werr[j],
-                          sizeof g->werr[j]);
+            g->werrno[j] = stage_outputs(w, j, fp, g->n_samples[j] / 16000.0, !w->group_sync,
+                                         g->werr[j], sizeof g->werr[j]);
         }
         if (w->group_sync && sync_staging_fs(w) != 0) {
             int e = errno;
             for (int j = 0; j < g->n; j++)
-                if (!g->werr[j][0])
+                if (!g->werr[j][0]) {
+                    g->werrno[j] = e;
                     snprintf(g->werr[j], sizeof g->werr[j], "%s: cannot sync the outputs: %s",
                              w->pool->run->staging, strerror(e));
+                }
         }
         for (int j = 0; j < g->n; j++) {
             double dur = g->n_samples[j] / 16000.0;
             whisperc_batch_select(w->st, j);
             if (!finishing_begin())
                 break;
-            place_outputs(w, j, g->it[j], g->werr[j][0] ? -1 : 0, g->werr[j], sizeof g->werr[j]);
+            g->werrno[j] =
+                place_outputs(w, j, g->it[j], g->werrno[j], g->werr[j], sizeof g->werr[j]);
+            if (storage_lost(w, g->werrno[j], g->werr[j])) {
+                finishing_end();
+                continue; /* no line; the items written go on */
+            }
             record_line(w, g->it[j], g->werr[j][0] == '\0', dur, whisperc_full_language(w->st),
                         audio_s > 0 ? seconds * dur / audio_s : seconds / g->n, g->werr[j], false);
             finishing_end();
@@ -527,6 +558,13 @@ static void group_run(struct worker *w, struct group *g, const struct whisperc_f
         group_one_by_one(w, g, fp);
     }
     group_drop(g);
+}
+
+static bool run_failed(struct pool *p) {
+    pthread_mutex_lock(&p->mu);
+    bool failed = p->run->fatal[0] != '\0';
+    pthread_mutex_unlock(&p->mu);
+    return failed;
 }
 
 /* --batch-size: groups of items through whisperc_full_batch. With --read-threads, the next
@@ -564,7 +602,9 @@ static void run_groups(struct worker *w, const struct whisperc_full_params *fp, 
         w->read_wait_s += batch_now() - t0;
         struct group *t = cur;
         cur = next, next = t;
-        if (atomic_load(&stop_level) > 0)
+        /* read ahead, not started: no line when the run stops, for a signal or a fault (a
+         * spoiled GPU context would fail every item of it) */
+        if (atomic_load(&stop_level) > 0 || run_failed(w->pool))
             group_drop(cur);
     }
     free(cur), free(next);
@@ -687,10 +727,11 @@ static int start_workers(struct pool *p) {
         p->n_running++;
         pthread_mutex_unlock(&p->mu);
         if (pthread_create(&p->w[i].thread, NULL, worker_main, &p->w[i]) != 0) {
-            pthread_mutex_lock(&p->mu);
+            pthread_mutex_lock(&p->mu); /* the workers started read fatal */
             p->n_running--;
+            if (!r->fatal[0])
+                snprintf(r->fatal, sizeof r->fatal, "cannot start worker %d", i + 1);
             pthread_mutex_unlock(&p->mu);
-            snprintf(r->fatal, sizeof r->fatal, "cannot start worker %d", i + 1);
             return -1;
         }
         p->n_started++;

@@ -14,8 +14,8 @@ int cli_load_model(const struct cli_options *o, whisperc_model **model);
 /* Writes the formats want[] (by enum out_format) names, base + ".txt" etc., from the state's
  * last run as the options say (model and fp: what -ojf records; duration_s: the json's
  * duration, < 0 for the state's timings, which after whisperc_full_batch are the whole
- * batch's). Returns 0, or -1 with a
- * one-line message in err (then some formats may be written, none partially). */
+ * batch's). Returns 0, or an errno value (ENOMEM, ENOSPC, ...) with a one-line message in err
+ * (then some formats may be written, none partially). */
 int cli_write_outputs(const struct cli_options *o, const bool *want, const whisperc_state *st,
                       const whisperc_model *model, const struct whisperc_full_params *fp,
                       double duration_s, bool sync, const char *base, char *err, size_t err_size);

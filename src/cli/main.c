@@ -3,6 +3,7 @@
  * Transcription goes through libwhisperc.h only; `ptx` (ptx_cmd.c) reaches into the library's
  * kernel generators.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -184,7 +185,7 @@ int cli_write_outputs(const struct cli_options *o, const bool *want, const whisp
     struct transcript tr;
     if (cli_transcript_from_state(&tr, st, o->word_timestamps) != 0) {
         snprintf(err, err_size, "%s: out of memory for the outputs", base);
-        return -1;
+        return ENOMEM;
     }
     if (duration_s >= 0)
         tr.duration_s = duration_s;

@@ -5,10 +5,12 @@
 #include "writers.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *const format_ext[OUT_N_FORMATS] = {"txt", "srt", "vtt", "json",
@@ -118,28 +120,43 @@ int write_format(FILE *f, const struct transcript *tr, enum out_format fmt,
     return 0;
 }
 
+/* A new file "path.XXXXXXXX" (tmp), created as fopen would: mode 0666 less the umask.
+ * mkstemp's 0600 would need the umask read back, and umask() is process-wide: batch workers
+ * reading it at once could leave it 0 while another creates a file. */
+static int create_beside(const char *path, char *tmp, size_t size) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^ (uint64_t)getpid() << 40 ^
+                 (uint64_t)(uintptr_t)tmp; /* tmp: on this thread's stack */
+    for (int tries = 0; tries < 100; tries++) {
+        x ^= x << 13; /* xorshift64 */
+        x ^= x >> 7;
+        x ^= x << 17;
+        snprintf(tmp, size, "%s.%08llx", path, (unsigned long long)(x & 0xffffffffu));
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
 int write_output(const struct transcript *tr, enum out_format fmt, const struct writer_opts *wo,
                  const char *base, char *err, size_t err_size) {
     char path[4096], tmp[4096 + 16];
     if ((size_t)snprintf(path, sizeof path, "%s.%s", base, out_format_ext(fmt)) >= sizeof path) {
         snprintf(err, err_size, "%.900s.%s: path too long", base, out_format_ext(fmt));
-        return -1;
+        return ENAMETOOLONG;
     }
-    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd >= 0) { /* mkstemp makes 0600; give the file the mode a plain fopen would */
-        mode_t um = umask(0);
-        umask(um);
-        fchmod(fd, 0666 & ~um);
-    }
+    int fd = create_beside(path, tmp, sizeof tmp);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
-        snprintf(err, err_size, "%s: cannot create: %s", path, strerror(errno));
+        int e = errno ? errno : EIO;
+        snprintf(err, err_size, "%s: cannot create: %s", path, strerror(e));
         if (fd >= 0) {
             close(fd);
             unlink(tmp);
         }
-        return -1;
+        return e;
     }
     errno = 0;
     int oom = write_format(f, tr, fmt, wo) != 0;
@@ -155,9 +172,10 @@ int write_output(const struct transcript *tr, enum out_format fmt, const struct 
     if (bad || rename(tmp, path) != 0) {
         if (!bad)
             saved = errno;
-        snprintf(err, err_size, "%s: cannot write: %s", path, strerror(saved ? saved : EIO));
+        saved = saved ? saved : EIO;
+        snprintf(err, err_size, "%s: cannot write: %s", path, strerror(saved));
         unlink(tmp);
-        return -1;
+        return saved;
     }
     return 0;
 }

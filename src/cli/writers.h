@@ -43,7 +43,8 @@ struct writer_opts {
 /* "txt", "srt", …: the file extension without its dot. */
 const char *out_format_ext(enum out_format fmt);
 
-/* Writes base + "." + ext. Returns 0, or -1 with a one-line message in err. */
+/* Writes base + "." + ext. Returns 0, or the errno value of the failure (ENOSPC: a full disk)
+ * with a one-line message in err. */
 int write_output(const struct transcript *tr, enum out_format fmt, const struct writer_opts *wo,
                  const char *base, char *err, size_t err_size);
 
