@@ -151,7 +151,10 @@ struct whisperc_model_params {
 WHISPERC_API struct whisperc_model_params whisperc_model_default_params(void);
 
 /* Loads a whisper.cpp ggml .bin file (f32, f16 or quantized; any official size). On failure *out is
- * NULL and, if errbuf is not NULL, it receives one line naming the file and the problem. */
+ * NULL and, if errbuf is not NULL, it receives one line naming the file and the problem.
+ * A model on the CPU sets OpenBLAS to one thread (openblas_set_num_threads(1)): whisper-c
+ * spreads the work over its own n_threads, each calling OpenBLAS. That setting is the process's:
+ * a program that also calls OpenBLAS itself sets its own count again after loading. */
 WHISPERC_API whisperc_status whisperc_model_load(const char *path,
                                                  const struct whisperc_model_params *params,
                                                  whisperc_model **out, char *errbuf,

@@ -764,6 +764,9 @@ static int run_pcm(whisperc_state *st, const struct whisperc_full_params *p, con
     st->timings.n_windows = t.n_windows;
     st->timings.n_decode_tokens = t.n_decode_steps;
     st->timings.n_fallbacks = t.n_fallbacks;
+    /* under 10 ms of audio (or of the part asked for) is no window: 100 all the same */
+    if (!rc && !det && t.n_windows == 0 && p->progress_fn)
+        p->progress_fn(st, 100, p->progress_user_data);
     if (!rc && st->tr.i_language >= 0)
         api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "language: %s (p = %.2f)",
                 lang_code(st->tr.i_language), st->tr.language_prob);
@@ -1165,15 +1168,14 @@ whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_ful
                                    const char *path) {
     if (!st)
         return WHISPERC_ERR_INVALID_ARG;
-    if (!path)
-        return api_fail(st, WHISPERC_ERR_INVALID_ARG, "path is NULL");
     double t0 = wc_now_ms();
     float *pcm = NULL;
     int n = 0;
     bool diarize = params && params->size >= sizeof(size_t) && api_params_from(params).diarize;
-    int rc = load_file(st->m, params, path, diarize ? &st->loudness : NULL, &pcm, &n, st->errmsg,
-                       sizeof st->errmsg);
-    if (rc) {
+    int rc = path ? load_file(st->m, params, path, diarize ? &st->loudness : NULL, &pcm, &n,
+                              st->errmsg, sizeof st->errmsg)
+                  : (whisperc_status)api_fail(st, WHISPERC_ERR_INVALID_ARG, "path is NULL");
+    if (rc) { /* as any failed call: no results left from the last one */
         audio_loudness_free(&st->loudness);
         api_batch_clear(st);
         transcript_free(&st->tr);

@@ -519,6 +519,51 @@ static void test_offset(whisperc_state *st, const float *jfk, int n_jfk) {
     free(pcm);
 }
 
+/* Edges a review found: a prefix longer than the text context (refused, nothing written past
+ * the prompt's buffer, batched too), a max_initial_timestamp past the last timestamp (all of
+ * them allowed, no int overflow), progress 100 on audio too short for a window, and a NULL
+ * path clearing the last results as any failed call does. */
+static void test_edges(whisperc_state *st, const float *pcm, int n, const char *want) {
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    size_t len = 6 * 2000 + 1;
+    char *prefix = malloc(len);
+    for (int i = 0; i < 2000; i++)
+        memcpy(prefix + 6 * i, " hello", 6);
+    prefix[len - 1] = '\0';
+    p.prefix = prefix;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(strstr(whisperc_state_errmsg(st), "text positions") != NULL);
+    const float *const in[2] = {pcm, pcm};
+    const int ns[2] = {n, n};
+    CHECK(whisperc_full_batch(st, &p, in, ns, 2) == WHISPERC_ERR_INVALID_ARG);
+    /* the longest hotwords and previous text (223 tokens each) with the SOT sequence: the
+     * oldest previous tokens give way, where faster-whisper's arithmetic passes 448 */
+    p.prefix = NULL;
+    p.hotwords = prefix;
+    p.initial_prompt = prefix;
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK); /* the text: whatever such a prompt
+                                                            makes of it */
+    p.hotwords = p.initial_prompt = NULL;
+    free(prefix);
+    const float mits[2] = {1e9f, INFINITY};
+    for (int i = 0; i < 2; i++) {
+        p.max_initial_timestamp = mits[i];
+        CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+        CHECK(strcmp(whisperc_full_text(st), want) == 0);
+    }
+    p.max_initial_timestamp = 1.0f;
+    struct progress_log pl = {.monotonic = 1};
+    p.progress_fn = on_progress;
+    p.progress_user_data = &pl;
+    CHECK(whisperc_full(st, &p, pcm, 100) == WHISPERC_OK);
+    CHECK(pl.n_calls == 1 && pl.last == 100 && whisperc_n_segments(st) == 0);
+    p.progress_fn = NULL;
+    CHECK(whisperc_full_batch(st, &p, in, ns, 2) == WHISPERC_OK);
+    CHECK(whisperc_full_file(st, &p, NULL) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_batch_n_inputs(st) == 0);
+    check_empty_results(st);
+}
+
 /* The token times of segment i, "t0-t1 " each. */
 static char *token_times(whisperc_state *st, int i) {
     size_t cap = 1 << 14, len = 0;
@@ -903,6 +948,7 @@ int main(void) {
     test_words(st, pcm, n, want);
     test_offset(st, pcm, n);
     test_dtw_tokens(st, pcm, n);
+    test_edges(st, pcm, n, want);
     test_vad_model(st, pcm, n);
     test_quant_weights(pcm, n);
     test_callbacks(st, pcm, n);

@@ -277,16 +277,16 @@ static int start_open(struct decode_batch *d, int k, const struct decode_opts *o
     sl->r.temperature = o->temperature;
     int sot_index,
         n_initial = decode_initial_tokens(o, n_ctx, o->sample_len, v, d->seq, &sot_index);
-    bool oom = sl->kind == SLOT_BEAMS ? beam_init(&sl->bs, o, n_initial, n_ctx)
-                                      : hyp_set_init(&sl->hs, G, o->sample_len + 1);
-    if (oom)
-        return WHISPERC_ERR_NO_MEMORY;
     if (n_initial + 1 > n_ctx) {
         wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG,
                        "decoder: the prompt and prefix take %d of the %d text positions", n_initial,
                        n_ctx);
         return s->err;
     }
+    bool oom = sl->kind == SLOT_BEAMS ? beam_init(&sl->bs, o, n_initial, n_ctx)
+                                      : hyp_set_init(&sl->hs, G, o->sample_len + 1);
+    if (oom)
+        return WHISPERC_ERR_NO_MEMORY;
     sl->r.n_steps = 1;
     sl->n_initial = n_initial;
     sl->sot_index = sot_index;

@@ -84,6 +84,12 @@ int decode_initial_tokens(const struct decode_opts *o, int n_text_ctx, int sampl
         keep = o->max_context;
     int n_hot = o->hotwords && !o->prefix ? o->n_hotwords : 0;
     n_hot = n_hot >= half ? half - 1 : n_hot;
+    /* half - 1 hotwords and half - 1 previous tokens, with sot_prev and the SOT sequence, can
+     * pass n_ctx - 1 (faster-whisper's arithmetic, which then fails): the oldest previous
+     * tokens give way */
+    int room = n_text_ctx - 2 - o->n_sot_sequence - n_hot;
+    if (n_hot > 0 && keep > room)
+        keep = room > 0 ? room : 0;
     if (keep > 0 || n_hot > 0) {
         out[n++] = v->sot_prev;
         n = append_tokens(out, n, o->hotwords, n_hot);
@@ -98,6 +104,8 @@ int decode_initial_tokens(const struct decode_opts *o, int n_text_ctx, int sampl
             take = max_prefix;
         else if (max_prefix < 0)
             take = -max_prefix < take ? take + max_prefix : 0;
+        if (n + take + 1 > n_text_ctx) /* the reference's [-0:] takes all: out has no room */
+            return n + take;
         n = append_tokens(out, n, o->prefix + (o->n_prefix - take), take);
     }
     return n;

@@ -73,7 +73,8 @@ int beam_search(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v
 
 /* Shared with decode_batch.c, which must decode exactly as decode_window does. */
 /* The prompt, as DecodingTask._get_initial_tokens: out needs 2 * n_text_ctx + 8 tokens;
- * returns the length, *sot_index set. */
+ * returns the length, *sot_index set. A length past n_text_ctx - 1 (a prefix too long: the
+ * caller's error) is returned with the prefix not written. */
 int decode_initial_tokens(const struct decode_opts *o, int n_text_ctx, int sample_len,
                           const struct wc_vocab *v, int32_t *out, int *sot_index);
 int decode_argmax(const float *x, int n); /* the first maximum, as torch.argmax */

@@ -307,6 +307,18 @@ static int encode_text(const struct wc_vocab *v, const char *text, int32_t **out
     return n;
 }
 
+/* round(max_initial_timestamp / precision), precision = 30 s / n_audio_ctx; -1: no limit
+ * (`if options.max_initial_timestamp:`). Held to the last timestamp token: a larger value
+ * (or inf) allows them all, and the index plus the first timestamp's id stays an int. */
+static int initial_timestamp_index(float mit, const struct wc_hparams *hp,
+                                   const struct wc_vocab *v) {
+    if (!(mit > 0))
+        return -1;
+    double idx = nearbyint(mit / (30.0 / hp->n_audio_ctx)),
+           last = v->n_vocab - v->timestamp_begin - 1;
+    return idx < last ? (int)idx : (int)last;
+}
+
 static int setup(struct run *r, struct wc_transcript *out) {
     struct transcribe_ctx *t = r->t;
     const struct wc_vocab *v = t->vocab;
@@ -330,11 +342,7 @@ static int setup(struct run *r, struct wc_transcript *out) {
         .suppress = r->suppress,
         .n_suppress = n_sup,
         .timestamps = !p->no_timestamps,
-        /* round(max_initial_timestamp / precision), precision = 30 s / n_audio_ctx */
-        .max_initial_timestamp_index =
-            p->max_initial_timestamp > 0 /* `if options.max_initial_timestamp:` */
-                ? (int)nearbyint(p->max_initial_timestamp / (30.0 / t->hp->n_audio_ctx))
-                : -1,
+        .max_initial_timestamp_index = initial_timestamp_index(p->max_initial_timestamp, t->hp, v),
     };
     int32_t *blank = NULL; /* tokenizer.encode(" ") */
     if (vocab_encode(v, " ", &blank) < 1) {

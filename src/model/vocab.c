@@ -118,7 +118,9 @@ int vocab_init(struct wc_vocab *v, const struct wc_model_file *f, char *err, siz
             goto oom;
     for (int i = 0; i < N_TIMESTAMPS; i++) {
         char ts[16];
-        snprintf(ts, sizeof ts, "%.2f", i * 0.02); /* Python: f"{i * 0.02:.2f}" */
+        /* Python's f"{i * 0.02:.2f}", written without %f: a program's LC_NUMERIC would make it
+         * "0,02" */
+        snprintf(ts, sizeof ts, "%d.%02d", i / 50, i % 50 * 2);
         if (set_special(v, v->timestamp_begin + i, ts))
             goto oom;
     }
