@@ -319,7 +319,7 @@ try:
     # whisper.cpp's t_dtw in centiseconds, -1 on timestamps) and the segments of a run without
     # it; a name that is not this model's shape refused
     r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-ojf", "-dtw", "tiny.en",
-             "-of", out + "-dtw", jfk])
+             "-ls", "-of", out + "-dtw", jfk])
     j = json.load(open(out + "-dtw.json")) if r.returncode == 0 else {}
     r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-ojf", "-of", out + "-nodtw",
              jfk])
@@ -333,6 +333,13 @@ try:
           [(s["start"], s["end"], s["text"]) for s in plain.get("segments", [])] and
           "words" not in j.get("segments", [{}])[0],
           f"-dtw tiny.en: token times, segments unchanged ({text[:2]})")
+    # -ls (whisper.cpp's --log-score): FILE.score.txt, each token and its probability a line
+    score = open(out + "-dtw.score.txt").read().splitlines() if r.returncode == 0 else []
+    pairs = [l.rsplit("\t", 1) for l in score]
+    check(len(pairs) == len(toks) and all(len(x) == 2 and x[0] == t["text"] and
+                                          abs(float(x[1]) - t["p"]) < 2e-6
+                                          for x, t in zip(pairs, toks)),
+          f"-ls: a line a token, text<TAB>p ({score[:2]}, {len(score)} of {len(toks)})")
     expect_failure("-dtw large.v3", ["transcribe", "-m", model, "-t", "2", "-bs", "1", "-dtw",
                                      "large.v3", jfk], tmp, needle="large-v3")
 

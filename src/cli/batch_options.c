@@ -50,8 +50,8 @@ void batch_usage(void) {
         "       --stop-timeout S   after SIGTERM (or a second SIGINT) the running items are\n"
         "                          aborted; if they have not stopped S seconds later the run\n"
         "                          ends at once, resumable (default 5; 0: wait for them)\n"
-        "       --formats LIST     txt,srt,vtt,json,csv,tsv,lrc (default txt,json); or -otxt\n"
-        "                          -osrt -ovtt -oj -ojf -ocsv -otsv -olrc\n"
+        "       --formats LIST     txt,srt,vtt,json,csv,tsv,lrc,score.txt (default txt,json);\n"
+        "                          or -otxt -osrt -ovtt -oj -ojf -ocsv -otsv -olrc -ls\n"
         "  -q,  --quiet            no progress, no summary; errors only\n"
         "transcription options, as for `whisper-c transcribe`:\n"
         "  -m FILE  -l LANG  -tr  -t N  -bs N  -bo N  --prompt TEXT  -nt  -nf  --seed N\n"
@@ -119,8 +119,8 @@ static int parse_formats(struct batch_config *c, const char *s) {
                                       !strncmp(p, out_format_ext((enum out_format)f), n)))
             f++;
         if (f == OUT_N_FORMATS)
-            return usage_error("--formats takes txt, srt, vtt, json, csv, tsv, lrc separated by "
-                               "commas, got '%s'",
+            return usage_error("--formats takes txt, srt, vtt, json, csv, tsv, lrc, score.txt "
+                               "separated by commas, got '%s'",
                                s);
         c->formats[f] = true;
         p += n + (p[n] == ',');

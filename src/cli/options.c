@@ -79,6 +79,7 @@ void cli_usage(const char *prog) {
            "  -ojf, --output-json-full  FILE.json with model, parameters and token records\n"
            "  -ocsv, -otsv, -olrc       write FILE.csv (start,end,\"text\" in ms) / .tsv\n"
            "                            (start<TAB>end<TAB>text in ms) / .lrc (lyrics)\n"
+           "  -ls,  --log-score         write FILE.score.txt: each token<TAB>its probability\n"
            "  -of,  --output-file BASE  output path without extension (one FILE only)\n"
            "srt/vtt with -wt (as openai-whisper):\n"
            "       --max-line-width N   at most N characters per line\n"
@@ -432,6 +433,8 @@ static int parse_flag(struct cli_options *o, const char *a) {
         o->out[OUT_TSV] = true;
     else if (is(a, "-olrc", "--output-lrc"))
         o->out[OUT_LRC] = true;
+    else if (is(a, "-ls", "--log-score"))
+        o->out[OUT_SCORE] = true;
     else if (is(a, "-wt", "--word-timestamps"))
         o->word_timestamps = true;
     else if (is(a, "-sow", "--split-on-word"))

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 static const char *const format_ext[OUT_N_FORMATS] = {"txt", "srt", "vtt", "json",
-                                                      "csv", "tsv", "lrc"};
+                                                      "csv", "tsv", "lrc", "score.txt"};
 
 const char *out_format_ext(enum out_format fmt) {
     return fmt >= 0 && fmt < OUT_N_FORMATS ? format_ext[fmt] : "";
@@ -90,6 +90,15 @@ static void write_tsv(FILE *f, const struct transcript *tr) {
     }
 }
 
+/* whisper.cpp's -ls (--log-score): every token, timestamps included, and the probability it
+ * had when chosen, "text<TAB>p" a line (C++'s default float output: %g). */
+static void write_score(FILE *f, const struct transcript *tr) {
+    for (int i = 0; i < tr->n_segments; i++)
+        for (int j = 0; j < tr->segments[i].n_tokens; j++)
+            fprintf(f, "%s\t%g\n", tr->segments[i].tokens[j].text,
+                    (double)tr->segments[i].tokens[j].p);
+}
+
 /* [mm:ss.xx]text, minutes uncapped and hundredths truncated, as whisper.cpp. */
 static void write_lrc(FILE *f, const struct transcript *tr) {
     fputs("[by:whisper-c]\n", f);
@@ -115,6 +124,7 @@ int write_format(FILE *f, const struct transcript *tr, enum out_format fmt,
     case OUT_CSV: write_csv(f, tr); break;
     case OUT_TSV: write_tsv(f, tr); break;
     case OUT_LRC: write_lrc(f, tr); break;
+    case OUT_SCORE: write_score(f, tr); break;
     case OUT_N_FORMATS: break;
     }
     return 0;

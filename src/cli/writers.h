@@ -19,7 +19,17 @@
 #include "transcript.h"
 
 /* Append only: `whisper-c batch` indexes its format table with these. */
-enum out_format { OUT_TXT, OUT_SRT, OUT_VTT, OUT_JSON, OUT_CSV, OUT_TSV, OUT_LRC, OUT_N_FORMATS };
+enum out_format {
+    OUT_TXT,
+    OUT_SRT,
+    OUT_VTT,
+    OUT_JSON,
+    OUT_CSV,
+    OUT_TSV,
+    OUT_LRC,
+    OUT_SCORE, /* FILE.score.txt: whisper.cpp's -ls */
+    OUT_N_FORMATS
+};
 
 /* What -ojf records besides the results. */
 struct run_info {
