@@ -319,7 +319,7 @@ try:
     # whisper.cpp's t_dtw in centiseconds, -1 on timestamps) and the segments of a run without
     # it; a name that is not this model's shape refused
     r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-ojf", "-dtw", "tiny.en",
-             "-ls", "-of", out + "-dtw", jfk])
+             "-ls", "-osrt", "-on", "41", "-of", out + "-dtw", jfk])
     j = json.load(open(out + "-dtw.json")) if r.returncode == 0 else {}
     r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-ojf", "-of", out + "-nodtw",
              jfk])
@@ -340,6 +340,10 @@ try:
                                           abs(float(x[1]) - t["p"]) < 2e-6
                                           for x, t in zip(pairs, toks)),
           f"-ls: a line a token, text<TAB>p ({score[:2]}, {len(score)} of {len(toks)})")
+    # -on N (whisper.cpp's --offset-n): srt cues numbered from N + 1
+    srt = open(out + "-dtw.srt").read().split("\n\n") if r.returncode == 0 else []
+    check([c.split("\n")[0] for c in srt if c.strip()] == ["42", "43"],
+          f"-on 41: srt cues 42 and 43 ({srt[:1]})")
     expect_failure("-dtw large.v3", ["transcribe", "-m", model, "-t", "2", "-bs", "1", "-dtw",
                                      "large.v3", jfk], tmp, needle="large-v3")
 

@@ -178,6 +178,7 @@ int cli_write_outputs(const struct cli_options *o, const bool *want, const whisp
         .max_line_count = o->max_line_count,
         .max_words_per_line = o->max_words_per_line,
         .highlight_words = o->highlight_words,
+        .srt_index_offset = o->offset_n,
         .json_full = o->out_json_full,
         .run = &run,
         .no_sync = !sync,

@@ -74,6 +74,7 @@ void cli_usage(const char *prog) {
            "                            (as --alignment-heads; whisper.cpp's large.v3 too),\n"
            "                            segments unchanged: -ojf's token t0, t1 and t_dtw\n"
            "  -otxt, -osrt, -ovtt       write FILE.txt / .srt / .vtt\n"
+           "  -on,  --offset-n N        number the srt cues from N + 1 (default 0)\n"
            "  -oj,  --output-json       write FILE.json (segments, tokens, probabilities;\n"
            "                            words with -wt)\n"
            "  -ojf, --output-json-full  FILE.json with model, parameters and token records\n"
@@ -304,6 +305,8 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
             o->files[o->n_files++] = v;
     } else if (is(a, "-ot", "--offset-t"))
         *rc = parse_int(a, v, 0, INT32_MAX, &o->offset_ms);
+    else if (is(a, "-on", "--offset-n"))
+        *rc = parse_int(a, v, 0, INT32_MAX / 2, &o->offset_n);
     else if (is(a, "-d", "--duration"))
         *rc = parse_int(a, v, 0, INT32_MAX, &o->duration_ms);
     else if (is(a, "-ml", "--max-len"))

@@ -32,6 +32,7 @@ struct cli_options {
     bool word_timestamps, split_on_word;
     int max_len;                 /* 0: off */
     int offset_ms, duration_ms;  /* -ot, -d: a part of each file (whisper.cpp's) */
+    int offset_n;                /* -on: srt cue numbers start at offset_n + 1 (whisper.cpp's) */
     const char *alignment_heads; /* NULL: auto */
     bool dtw_token_timestamps;   /* -dtw NAME: token times alone (its NAME: alignment_heads) */
     /* srt/vtt with -wt (openai-whisper's ResultWriter options); 0: not given */

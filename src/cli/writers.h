@@ -44,6 +44,7 @@ struct writer_opts {
      * SubtitlesWriter.iterate_result); 0 = not given */
     int max_line_width, max_line_count, max_words_per_line;
     bool highlight_words;
+    int srt_index_offset;       /* srt cues numbered from this + 1 (whisper.cpp's -on N) */
     bool json_full;             /* OUT_JSON writes everything (whisper.cpp -ojf) */
     const struct run_info *run; /* json_full: may be NULL */
     bool no_sync;               /* write_output leaves the fsync to the caller (a batch group

@@ -191,8 +191,11 @@ static int word_cues(struct cue_writer *cw, const struct transcript *tr,
 }
 
 int write_subtitles(FILE *f, const struct transcript *tr, bool srt, const struct writer_opts *wo) {
-    struct cue_writer cw = {
-        .f = f, .srt = srt, .highlight = wo->highlight_words, .diarized = tr->diarized};
+    struct cue_writer cw = {.f = f,
+                            .srt = srt,
+                            .highlight = wo->highlight_words,
+                            .diarized = tr->diarized,
+                            .n_cues = wo->srt_index_offset};
     if (!srt)
         fputs("WEBVTT\n\n", f);
     if (tr->has_words)
