@@ -442,14 +442,14 @@ try:
             open(out + "-srt-plain.srt").read() == open(out + "-srt-wcpp.srt").read())
     check(same and r2.stderr.count("not used here") == 3,
           f"-wt 0.01 -vmsd 10 -vo 0.1: accepted, unused, the same srt ({r2.stderr.strip()[-120:]!r})")
-    # -et N, -ac N and -p N likewise (said to be unused), -ac 0 and -p 1 silently: they ask for
-    # what whisper-c does anyway
+    # -et N, -ac N, -p N and -oved NAME likewise (said to be unused), -ac 0 and -p 1 silently:
+    # they ask for what whisper-c does anyway
     r2 = run(srt + ["-et", "2.4", "--audio-ctx", "512", "-p", "4", "-ac", "0", "--processors", "1",
-                    "-of", out + "-srt-wcpp2", jfk])
+                    "-oved", "GPU", "-of", out + "-srt-wcpp2", jfk])
     same = (r2.returncode == 0 and
             open(out + "-srt-plain.srt").read() == open(out + "-srt-wcpp2.srt").read())
-    check(same and r2.stderr.count("not used here") == 3 and "-ac 0" not in r2.stderr,
-          f"-et 2.4 --audio-ctx 512 -p 4 -ac 0 --processors 1: accepted, the same srt "
+    check(same and r2.stderr.count("not used here") == 4 and "-ac 0" not in r2.stderr,
+          f"-et 2.4 --audio-ctx 512 -p 4 -ac 0 --processors 1 -oved GPU: accepted, the same srt "
           f"({r2.stderr.strip()[-200:]!r})")
 
     # default model via the environment, no flags

@@ -291,7 +291,13 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         o->hotwords = v;
     else if (is(a, "--alignment-heads", "--alignment_heads"))
         o->alignment_heads = v;
-    else if (is(a, "-dtw", "--dtw")) {
+    else if (is(a, "-oved", "--ov-e-device")) {
+        if (v)
+            fprintf(stderr,
+                    "whisper-c: %s %s: whisper.cpp's OpenVINO encoder device, not used here "
+                    "(--device cpu or cuda picks the backend)\n",
+                    a, v);
+    } else if (is(a, "-dtw", "--dtw")) {
         o->dtw_token_timestamps = true;
         o->alignment_heads = dtw_heads_name(v);
     } else if (is(a, "--suppress-regex", NULL))
