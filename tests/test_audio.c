@@ -120,6 +120,52 @@ static void test_memory_decode(void) {
     printf("text from memory: %s\n", err);
 }
 
+/* A FLAC stream that does not know its length (written to a pipe: 0 total samples, which
+ * libsndfile reports as SF_COUNT_MAX frames) decodes, and the limits hold as it is read; a
+ * sample at 44.1 kHz is none at 16 kHz: refused, not an empty success. */
+static void test_unknown_length(void) {
+    const char *path = shared_path("audio/jfk/jfk.flac");
+    size_t size = 0;
+    unsigned char *flac = read_all(path, &size);
+    if (!flac || size < 26 || memcmp(flac, "fLaC", 4) != 0) {
+        fprintf(stderr, "SKIP unknown length: %s missing\n", path);
+        free(flac);
+        return;
+    }
+    flac[21] &= 0xf0; /* STREAMINFO's 36-bit total samples */
+    memset(flac + 22, 0, 4);
+    char err[512];
+    float *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    CHECK(audio_load(path, &a, &na, err, sizeof err) == 0);
+    struct audio_limits lim = {.max_bytes = (uint64_t)na * 4 + 64};
+    CHECK(audio_load_memory(flac, size, "pipe", &lim, &b, &nb, err, sizeof err) == 0);
+    CHECK(a && b && na == nb && memcmp(a, b, na * sizeof(float)) == 0);
+    free(b);
+    b = NULL;
+    lim.max_bytes = (uint64_t)na * 2; /* half of it */
+    CHECK(audio_load_memory(flac, size, "pipe", &lim, &b, &nb, err, sizeof err) ==
+              WHISPERC_ERR_NO_MEMORY &&
+          !b && strstr(err, "pipe: over") == err);
+    printf("unknown length, half the memory: %s\n", err);
+    lim = (struct audio_limits){.max_bytes = UINT64_MAX, .max_s = 5};
+    CHECK(audio_load_memory(flac, size, "pipe", &lim, &b, &nb, err, sizeof err) ==
+              WHISPERC_ERR_UNSUPPORTED &&
+          !b);
+    int16_t one = 1000;
+    size_t wsize = 0;
+    unsigned char *w = test_wav16(&one, 1, 1, 44100, &wsize);
+    CHECK(audio_load_memory(w, wsize, "one", NULL, &b, &nb, err, sizeof err) ==
+              WHISPERC_ERR_AUDIO_FORMAT &&
+          !b && strstr(err, "one: no audio samples") == err);
+    float x = 0.5f;
+    CHECK(audio_resample(&x, 1, 192000, &b, &nb, err, sizeof err) == WHISPERC_ERR_AUDIO_FORMAT &&
+          !b);
+    free(w);
+    free(a);
+    free(flac);
+}
+
 /* -di's measure: a 22.05 kHz stereo file with a tone on the left for its first second and on
  * the right for its second; every 10 ms summed per channel; the louder channel of a span. */
 static void test_loudness(void) {
@@ -168,6 +214,7 @@ int main(void) {
     test_sine_resample();
     test_memory_decode();
     test_loudness();
+    test_unknown_length();
 
     /* bad inputs */
     char tmpl[] = "/tmp/wc_test_audio_XXXXXX";

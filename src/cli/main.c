@@ -234,8 +234,9 @@ static whisperc_status transcribe_input(whisperc_state *st, const whisperc_model
             return rc;
     }
     const char *msg = whisperc_state_errmsg(st);
-    /* audio errors name the file already; bad params are no file's */
-    if (rc == WHISPERC_ERR_INVALID_ARG || strncmp(msg, path, strlen(path)) == 0)
+    /* audio errors name the file already; the others get it, parameters' included: an offset
+     * past the end, say, is one file's */
+    if (strncmp(msg, path, strlen(path)) == 0)
         snprintf(err, err_size, "%s", msg);
     else
         snprintf(err, err_size, "%s: %s", path, msg);

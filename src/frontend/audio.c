@@ -157,6 +157,11 @@ int audio_resample(const float *in, size_t n_in, double rate_in, float **out, si
         if (!rc)
             rc = rs_push(&r, NULL, 0, &v, "resample", err, err_size);
         soxr_delete(r.soxr);
+        if (!rc && v.n == 0) { /* a few samples at a high rate make none at 16 kHz */
+            wc_errf(err, err_size, "resample: no audio samples at 16 kHz (%zu at %g Hz)", n_in,
+                    rate_in);
+            rc = WHISPERC_ERR_AUDIO_FORMAT;
+        }
         if (rc) {
             free(v.data);
             return rc;
@@ -184,9 +189,11 @@ struct audio_src {
     SF_INFO info;
     float *chunk; /* [chunk_frames][info.channels] interleaved */
     sf_count_t chunk_frames;
-    size_t n_read;               /* mono samples delivered so far */
-    double max_s;                /* 0: no limit */
-    struct audio_loudness *loud; /* measured while read (two channels asked for), or NULL */
+    size_t n_read;                  /* mono samples delivered so far */
+    double max_s;                   /* 0: no limit */
+    const struct audio_limits *lim; /* the memory budget, checked as the samples come (NULL:
+                                       none) */
+    struct audio_loudness *loud;    /* measured while read (two channels asked for), or NULL */
 };
 
 static size_t fd_read_at(void *user, void *buf, size_t n, int64_t off) {
@@ -246,10 +253,16 @@ static int too_long(const struct audio_src *s, double seconds, char *err, size_t
     return WHISPERC_ERR_UNSUPPORTED;
 }
 
-/* Duration and memory from the header's frame count, before anything is decoded. */
+/* Duration and memory from the header's frame count, before anything is decoded; both are
+ * checked again as the samples come (src_read, over_budget), for a header that understates the
+ * length or does not know it: a FLAC stream written to a pipe says 0, which libsndfile reports
+ * as SF_COUNT_MAX frames. */
 static int check_limits(struct audio_src *s, const struct audio_limits *lim, char *err,
                         size_t err_size) {
     s->max_s = lim->max_s > 0 ? lim->max_s : 0;
+    s->lim = lim->max_bytes != UINT64_MAX ? lim : NULL;
+    if (s->info.frames == SF_COUNT_MAX)
+        return 0;
     double seconds = (double)s->info.frames / s->info.samplerate;
     if (s->max_s > 0 && seconds > s->max_s)
         return too_long(s, seconds, err, err_size);
@@ -459,6 +472,22 @@ static int src_read(struct audio_src *s, float *mono, size_t *n, char *err, size
     return 0;
 }
 
+/* Whether n_out samples of output pass the memory budget (err filled). */
+static bool over_budget(const struct audio_src *s, size_t n_out, char *err, size_t err_size) {
+    const struct audio_limits *lim = s->lim;
+    if (!lim)
+        return false;
+    double need =
+        (double)n_out * (lim->bytes_per_sample > 0 ? lim->bytes_per_sample : sizeof(float));
+    if (need <= (double)lim->max_bytes)
+        return false;
+    char what[4200];
+    snprintf(what, sizeof what, "%s: over %.1f s of audio", s->path,
+             (double)n_out / WC_SAMPLE_RATE);
+    return mem_check(need >= 1.8e19 ? UINT64_MAX : (uint64_t)need, lim->max_bytes,
+                     lim->max_memory_bytes, what, err, err_size) != 0;
+}
+
 /* Decodes `path` (or the size bytes at data, which path then names) to mono; resample != 0: to
  * 16 kHz, chunk by chunk. */
 static int audio_decode(const char *path, const void *data, size_t size, int resample,
@@ -500,9 +529,12 @@ static int audio_decode(const char *path, const void *data, size_t size, int res
             if (!rc)
                 rc = rs_push(&rs, n ? mono : NULL, n, &v, path, err, err_size);
         }
+        if (!rc && over_budget(&src, v.n, err, err_size))
+            rc = WHISPERC_ERR_NO_MEMORY;
     }
-    if (!rc && src.n_read == 0) {
-        wc_errf(err, err_size, "%s: no audio samples", path);
+    if (!rc && v.n == 0) { /* none read, or a few at a high rate: none at 16 kHz */
+        wc_errf(err, err_size, "%s: no audio samples%s", path,
+                src.n_read ? " at 16 kHz (under a sample's worth)" : "");
         rc = WHISPERC_ERR_AUDIO_FORMAT;
     }
     goto done;
