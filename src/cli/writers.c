@@ -136,8 +136,9 @@ int write_format(FILE *f, const struct transcript *tr, enum out_format fmt,
 static int create_beside(const char *path, char *tmp, size_t size) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t x = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^ (uint64_t)getpid() << 40 ^
-                 (uint64_t)(uintptr_t)tmp; /* tmp: on this thread's stack */
+    uint64_t x = ((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^ (uint64_t)getpid() << 40 ^
+                  (uint64_t)(uintptr_t)tmp) |
+                 1; /* tmp: on this thread's stack; never 0 */
     for (int tries = 0; tries < 100; tries++) {
         x ^= x << 13; /* xorshift64 */
         x ^= x >> 7;
