@@ -196,7 +196,9 @@ typedef enum whisperc_strategy {
 typedef void (*whisperc_new_segment_fn)(whisperc_state *state, int n_new, void *user_data);
 /* Percent of the audio done, 0..100; 100 is always reported on success. */
 typedef void (*whisperc_progress_fn)(whisperc_state *state, int percent, void *user_data);
-/* Return true to stop: the run ends with WHISPERC_ERR_ABORTED within one window. */
+/* Return true to stop: asked after each window and before each decoder step (a token of every
+ * sequence), so the run ends with WHISPERC_ERR_ABORTED within one step, a few milliseconds on
+ * a GPU, tens on a CPU (an encoder pass, seconds for a large model on a CPU, is not cut). */
 typedef bool (*whisperc_abort_fn)(void *user_data);
 
 #define WHISPERC_MAX_TEMPERATURES 16

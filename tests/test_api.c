@@ -1,7 +1,7 @@
 /*
  * test_api.c — the public API (include/libwhisperc.h) as an embedder uses it: every entry
  * point given NULL, out-of-range or inconsistent arguments returns an error and never crashes;
- * progress and new-segment callbacks; abort within one window; params from an older header.
+ * progress and new-segment callbacks; abort between decoder steps; params from an older header.
  * Threads sharing one model: test_threads.c.
  *
  *   test_api            (model: ggml-tiny.en.bin from the shared material; exit 77 without it)
@@ -145,7 +145,11 @@ static void on_segment(whisperc_state *st, int n_new, void *user) {
     CHECK(n_new > 0 && n_new <= whisperc_n_segments(st));
     pl->n_new_total += n_new;
 }
-static bool abort_after_first_window(void *user) { return ++*(int *)user >= 1; }
+/* {calls, the call that returns true (0: none)} */
+static bool abort_at_call(void *user) {
+    int *c = user;
+    return ++c[0] == c[1];
+}
 
 /* jfk then ten LJSpeech clips, 78 s: three windows. Distinct speech, as jfk repeated gives
  * repetitive text that falls back through every temperature (five times the decoding work). */
@@ -188,13 +192,20 @@ static void test_callbacks(whisperc_state *st, const float *pcm, int n) {
     struct whisperc_timings t = {.size = sizeof t};
     CHECK(whisperc_state_timings(st, &t) == WHISPERC_OK && t.n_windows >= 3);
 
-    int n_windows_seen = 0;
-    p.abort_fn = abort_after_first_window;
-    p.abort_user_data = &n_windows_seen;
+    /* the abort callback is asked before every decoder step, not only after each window: the
+     * fifth call ends the run in its first window */
+    int calls[2] = {0, 0};
+    p.abort_fn = abort_at_call;
+    p.abort_user_data = calls;
+    CHECK(whisperc_full(st, &p, a, n_long) == WHISPERC_OK);
+    CHECK(whisperc_state_timings(st, &t) == WHISPERC_OK);
+    CHECK(calls[0] > t.n_decode_tokens / 2 && calls[0] > 3 * t.n_windows);
+    calls[0] = 0, calls[1] = 5;
     pl = (struct progress_log){.monotonic = 1};
     CHECK(whisperc_full(st, &p, a, n_long) == WHISPERC_ERR_ABORTED);
     CHECK(whisperc_state_timings(st, &t) == WHISPERC_OK);
-    CHECK(t.n_windows == 1 && n_windows_seen == 1);
+    CHECK(t.n_windows == 1 && calls[0] == 5 && pl.n_calls == 0);
+    CHECK(strstr(whisperc_state_errmsg(st), "aborted") != NULL);
     check_empty_results(st);
     free(a);
 }

@@ -584,7 +584,7 @@ int main(int argc, char **argv) {
     CHECK(strstr(whisperc_state_errmsg(st), "input 1") != NULL);
     CHECK(whisperc_batch_n_inputs(st) == 0);
     CHECK(whisperc_n_segments(st) == 0);
-    /* the abort callback ends the batched run after a window, with no results */
+    /* the abort callback (asked after every step) ends the batched run, with no results */
     int n_calls = 0;
     fp.abort_fn = abort_now;
     fp.abort_user_data = &n_calls;

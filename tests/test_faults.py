@@ -10,10 +10,11 @@ usage: test_faults.py WHISPER_C SHARED_DIR
     run with 143 / 130 and one line saying so, within 2 s also in a window of beam search (the
     run checks for a stop only between windows; the handler ends the process itself while no
     output is being written); no output file and no temporary file exist
-  - `whisper-c batch` stopped by ONE SIGTERM while its item is in a window of beam search that
-    outlasts --stop-timeout 1 (the abort is seen only at the end of a window): the watchdog ends
-    the process within 1 + 2 s, exit 143, one line saying so; no output or results line for the
-    item; then the same command resumes it to a complete result
+  - `whisper-c batch` stopped by ONE SIGTERM while its item is in a first window of beam search
+    5 / best-of 5 (about 9 s on one core): the abort is seen between decoder steps, so the run
+    ends within 4 s (0.04 s here), exit 143, long before --stop-timeout 30 (its watchdog: test_gpu_faults, a
+    hung GPU); no output or results line for the item; then the same command resumes it to a
+    complete result
   - `whisper-c batch --batch-size 2 --read-threads 2` stopped by SIGTERM after a group: outputs
     only for the items with a results line (the group read ahead is dropped); the rerun
     completes every item once
@@ -106,26 +107,26 @@ def stopped_by(tmp, sig, code, name, decoding=("-bs", "1")):
 
 
 def batch_one_sigterm(tmp):
-    """`timeout` and schedulers send one SIGTERM: the batch must end by itself even when its item
-    cannot be aborted soon (here a first window of beam search 5, best-of 5: about 9 s on one
-    core of this machine, several seconds anywhere)."""
+    """`timeout` and schedulers send one SIGTERM: the batch ends soon, also in a long window (a
+    first window of beam search 5, best-of 5: about 9 s on one core of this machine, several
+    seconds anywhere), as the abort is seen between decoder steps."""
     inputs = os.path.join(tmp, "in")
     os.mkdir(inputs)
     long_wav(os.path.join(inputs, "long.wav"), 3)
     out = os.path.join(tmp, "out")
     cmd = [exe, "batch", "-m", model, "-j", "1", "-t", "1", "-bs", "5", "-bo", "5",
-           "--stop-timeout", "1", "-o", out, inputs]
+           "--stop-timeout", "30", "-o", out, inputs]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)  # the model loaded, the first window begun
+    time.sleep(2.0)  # the model loaded, the first window decoding (also under a sanitizer)
     t0 = time.monotonic()
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=300)
     waited = time.monotonic() - t0
     check(p.returncode == 143, f"batch, one SIGTERM: exit 143 ({p.returncode})")
-    check(waited < 1 + 2, f"batch, one SIGTERM: ended {waited:.2f} s after it (--stop-timeout 1, "
-          f"under 3 s)")
-    check("did not stop within --stop-timeout of SIGTERM" in err and "resume" in err,
-          f"batch, one SIGTERM: the watchdog says so ({err.strip().splitlines()[-1:]})")
+    # (under a sanitizer the signal may land in the encoder's pass, which is not cut: 1.3 s)
+    check(waited < 4, f"batch, one SIGTERM: ended {waited:.2f} s after it, mid-window (under 4 s)")
+    check("terminated" in err and "did not stop" not in err,
+          f"batch, one SIGTERM: the items aborted, no watchdog ({err.strip().splitlines()[-3:]})")
     left = sorted(os.path.relpath(os.path.join(d, f), out)
                   for d, _, fs in os.walk(out) for f in fs)
     results = os.path.join(out, "results.jsonl")

@@ -28,15 +28,20 @@ each checked against the live allocations). Faults come from the fake's environm
     (--retry-failed) completes every item
   - `whisper-c batch --batch-size 4` in too little device memory: fewer lanes and fewer encoder
     windows, each with a warning, every item done
+  - `whisper-c batch` whose GPU hangs (a kernel that never ends: the abort is never seen),
+    stopped by ONE SIGTERM: the --stop-timeout 1 watchdog ends it within 1 + 2 s, exit 143, one
+    line saying so; no output or results line; the same command then completes the item
 Exits 77 (skip) when the shared model or audio is missing.
 """
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import testlib
 from testlib import check
@@ -51,7 +56,7 @@ REPORT = re.compile(r"fakecuda: (\d+) launches, (\d+) copies, (\d+) graph launch
                     r"(\d+) violations, (\d+) allocations live")
 
 
-def run(args, timeout=300, **fake):
+def fake_env(**fake):
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = fake_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH")
                                          else "")
@@ -65,7 +70,12 @@ def run(args, timeout=300, **fake):
     env.pop("WHISPERC_CUDA_CHAIN_CTAS", None)
     env.pop("WHISPERC_CROSS_KV", None)
     env.update({k: str(v) for k, v in fake.items()})
-    r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=timeout, env=env)
+    return env
+
+
+def run(args, timeout=300, **fake):
+    r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=timeout,
+                       env=fake_env(**fake))
     check("Sanitizer" not in r.stderr and "runtime error" not in r.stderr,
           f"{' '.join(args[:1] + [a for a in args if a.startswith('--')])}: no sanitizer report")
     return r
@@ -403,6 +413,39 @@ def batch_small_memory(tmp):
           f"({r.returncode}, {[l['status'] for l in lines]}, {r.stderr.strip()[-400:]!r})")
 
 
+def batch_hang(tmp):
+    """One SIGTERM (`timeout`, a scheduler) while the GPU hangs: the run still ends."""
+    inputs, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+    os.mkdir(inputs)
+    shutil.copy(jfk, os.path.join(inputs, "c0.wav"))
+    cmd = [exe] + batch_cmd(inputs, out, 1) + ["--stop-timeout", "1"]
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                         env=fake_env(FAKECUDA_FAIL_KERNEL="attn_gather:hang@20"))
+    err = []
+    for line in p.stderr:  # until the worker waits on the kernel that never ends
+        err.append(line)
+        if line.startswith("fakecuda: hanging"):
+            break
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    try:
+        err.append(p.stderr.read())
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    waited, err = time.monotonic() - t0, "".join(err)
+    check(p.returncode == 143 and waited < 1 + 2 and
+          "did not stop within --stop-timeout of SIGTERM" in err,
+          f"batch on a hung GPU, one SIGTERM: the watchdog ends it, exit 143 ({p.returncode}, "
+          f"{waited:.2f} s, {err.strip()[-300:]!r})")
+    check(not results(out) and not os.path.exists(os.path.join(out, "c0.txt")),
+          "batch on a hung GPU: no output and no results line")
+    r = run(batch_cmd(inputs, out, 1))
+    check(r.returncode == 0 and [l["status"] for l in results(out)] == ["ok"] and clean_exit(r),
+          f"batch on a hung GPU: the same command then completes the item ({r.returncode})")
+
+
 clean_runs()
 out_of_memory()
 no_device()
@@ -414,7 +457,8 @@ for test in (later_files,
              lambda t: batch_device_lost(t, 1, 3, 1),
              lambda t: batch_device_lost(t, 2, 3, 2),
              lambda t: batch_device_lost(t, 2, 6, 2, readers=1),
-             batch_small_memory):
+             batch_small_memory,
+             batch_hang):
     tmp = tempfile.mkdtemp(prefix="wc_gpu_faults_")
     try:
         test(tmp)

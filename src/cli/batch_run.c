@@ -41,7 +41,8 @@
 
 /* A signal handler can reach only these. 1: take no new item, 2: abort the running ones. A
  * signal after level 2 ends the process at once: an item stuck where it cannot be aborted (the
- * abort is seen between windows) must not keep it alive, and a run ended anywhere is resumable
+ * abort is seen between decoder steps: not in an encoder pass, a read from a hung filesystem,
+ * a GPU that hangs) must not keep it alive, and a run ended anywhere is resumable
  * as after SIGKILL (staging is emptied by the next run, results lines are single writes).
  * Reaching level 2 also arms alarm(stop_timeout_s): one SIGTERM (`timeout`, a scheduler) must
  * end the run too, so SIGALRM then does what a second signal would, except while a worker is

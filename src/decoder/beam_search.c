@@ -177,6 +177,10 @@ int beam_search(struct decoder *d, struct wc_stream *s, const struct wc_vocab *v
     bool on_backend = s->be->ops->logits_topk != NULL;
     for (bool ended = o->sample_len <= 0; !ended;) {
         if (b.i_step > 0) {
+            if (decode_aborted(o)) {
+                rc = WHISPERC_ERR_ABORTED;
+                goto out;
+            }
             int32_t last[WC_MAX_GROUP];
             for (int g = 0; g < G; g++)
                 last[g] = beam_last(&b, g);

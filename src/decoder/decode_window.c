@@ -167,6 +167,8 @@ static int sample_group(struct decoder *d, struct wc_stream *s, const struct wc_
     for (int i = 0; i < o->sample_len && n_active > 0; i++) {
         int rc = 0;
         if (i > 0) {
+            if (decode_aborted(o))
+                return WHISPERC_ERR_ABORTED;
             for (int k = 0; k < n_active; k++)
                 last[k] = hs->h[rows[k]].tok[hs->h[rows[k]].n - 1];
             (*n_steps)++;

@@ -37,7 +37,17 @@ struct decode_opts {
     const int32_t *hotwords; /* faster-whisper: before the previous text (not with a prefix) */
     int n_hotwords;
     int max_context; /* most previous-text tokens in the prompt; < 0: n_text_ctx / 2 - 1 */
+    /* asked before each decoder step after the prompt's: true ends the decoding with
+     * WHISPERC_ERR_ABORTED (a window of a large model on a CPU decodes for many seconds, too
+     * long to wait for a SIGTERM's abort); NULL: never */
+    bool (*abort_fn)(void *user);
+    void *abort_user;
 };
+
+/* o's abort callback, where it has one. */
+static inline bool decode_aborted(const struct decode_opts *o) {
+    return o->abort_fn && o->abort_fn(o->abort_user);
+}
 
 struct decode_result {
     int32_t *tokens; /* sampled tokens before EOT, owned (decode_result_free) */

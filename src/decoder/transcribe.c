@@ -157,6 +157,8 @@ static struct decode_opts window_opts(struct run *r, const int32_t *prompt, int 
         .hotwords = r->hotwords,
         .n_hotwords = r->n_hotwords,
         .max_context = p->max_context,
+        .abort_fn = p->abort_fn,
+        .abort_user = p->abort_user_data,
     };
 }
 
@@ -179,7 +181,9 @@ static int decode_with_fallback(struct run *r, const int32_t *prompt, int n_prom
             break;
     }
     t->decode_ms += wc_now_ms() - t0;
-    if (rc)
+    if (rc == WHISPERC_ERR_ABORTED)
+        wc_errf(r->err, r->err_size, "aborted by the caller");
+    else if (rc)
         wc_errf(r->err, r->err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
     return rc;
 }

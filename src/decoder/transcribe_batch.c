@@ -320,8 +320,14 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
         rc = WHISPERC_ERR_NO_MEMORY;
     }
     decoder_batch_reset(db);
-    for (bool idle = false; !rc && !idle;)
+    for (bool idle = false; !rc && !idle;) {
         rc = turn(&b, &next, outs, err, err_size, &idle);
+        /* between steps too, as decode_window: nothing is queued after a turn */
+        if (!rc && !idle && p->abort_fn && p->abort_fn(p->abort_user_data)) {
+            rc = WHISPERC_ERR_ABORTED;
+            wc_errf(err, err_size, "aborted by the caller");
+        }
+    }
     t->n_batch_steps += b.d.n_steps;
     for (int k = 0; b.lanes && k < B; k++)
         if (b.lanes[k].job)

@@ -25,11 +25,14 @@
  *   FAKECUDA_DEVICES=n        devices (default 1; 0: cuInit fails with CUDA_ERROR_NO_DEVICE)
  *   FAKECUDA_MEM_MB=n         device memory (default 81559, an H100's); cuMemAlloc past it fails
  *                             with CUDA_ERROR_OUT_OF_MEMORY
- *   FAKECUDA_FAIL_KERNEL=p[:async][@n]
+ *   FAKECUDA_FAIL_KERNEL=p[:async|:hang][@n]
  *                             the n-th (default 1st) launch of a kernel whose name starts with p
  *                             fails: at once with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, or with
  *                             :async as a fault inside the kernel would — the launch succeeds
- *                             and every later call returns CUDA_ERROR_ILLEGAL_ADDRESS (sticky)
+ *                             and every later call returns CUDA_ERROR_ILLEGAL_ADDRESS (sticky) —
+ *                             or with :hang as a kernel that never ends: the launch succeeds,
+ *                             and the next synchronisation (stream, event, context, blocking
+ *                             copy) never returns, after a line "fakecuda: hanging" on stderr
  *   FAKECUDA_NO_PDL_CAPTURE=1 a dependent launch (cuLaunchKernelEx with programmatic stream
  *                             serialization) while capturing fails as before CUDA 12.3, with
  *                             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and spoils the capture
@@ -52,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "fakecuda.h"
 
@@ -117,6 +121,8 @@ static int n_devices = 1, inited;
 static atomic_int sticky; /* a CUresult: a fault inside a kernel spoils the context */
 static char fail_prefix[128];
 static int fail_async, fail_at = 1, fail_seen;
+static int fail_hang;      /* FAKECUDA_FAIL_KERNEL=p:hang */
+static atomic_int hanging; /* the launch that hangs was made */
 static int no_pdl_capture; /* FAKECUDA_NO_PDL_CAPTURE=1 */
 static int no_pdl;         /* FAKECUDA_NO_PDL=1 */
 static int no_coop;        /* FAKECUDA_NO_COOP=1 (1), =capture (2), =early (3) */
@@ -180,8 +186,11 @@ static void configure(void) {
         if (at)
             *at = '\0', fail_at = atoi(at + 1) > 0 ? atoi(at + 1) : 1;
         char *colon = strchr(fail_prefix, ':');
-        if (colon)
-            fail_async = strcmp(colon + 1, "async") == 0, *colon = '\0';
+        if (colon) {
+            fail_async = strcmp(colon + 1, "async") == 0;
+            fail_hang = strcmp(colon + 1, "hang") == 0;
+            *colon = '\0';
+        }
     }
     e = getenv("FAKECUDA_NO_PDL_CAPTURE");
     no_pdl_capture = e && *e == '1';
@@ -231,6 +240,17 @@ int fakecuda_range_ok(const void *p, size_t n, const char *what) {
 }
 
 CUresult fakecuda_sticky(void) { return (CUresult)atomic_load(&sticky); }
+
+/* A call that waits for the device: after a launch that hangs, it never returns (pause: a
+ * signal handler runs, and may end the process, as with a real hung kernel). */
+static CUresult wait_device(void) {
+    if (atomic_load(&hanging)) {
+        fputs("fakecuda: hanging\n", stderr);
+        for (;;)
+            pause();
+    }
+    return fakecuda_sticky();
+}
 
 // ---------------------------------------------------------------------------------------------
 // init, errors, devices, context
@@ -351,7 +371,7 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 CUresult cuCtxSetCurrent(CUcontext c) {
     return c == &primary ? fakecuda_sticky() : CUDA_ERROR_INVALID_VALUE;
 }
-CUresult cuCtxSynchronize(void) { return fakecuda_sticky(); }
+CUresult cuCtxSynchronize(void) { return wait_device(); }
 
 // ---------------------------------------------------------------------------------------------
 // streams and memory
@@ -380,7 +400,7 @@ static CUresult not_capturing(CUstream s, const char *what) {
 
 CUresult cuStreamSynchronize(CUstream s) {
     CUresult r = not_capturing(s, "cuStreamSynchronize");
-    return r ? r : fakecuda_sticky();
+    return r ? r : wait_device();
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
@@ -492,7 +512,8 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) {
     return copy(NULL, (void *)d, h, n, 1, 0, 0, "cuMemcpyHtoD");
 }
 CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) {
-    return copy(NULL, h, (const void *)d, n, 0, 0, 0, "cuMemcpyDtoH");
+    CUresult r = wait_device();
+    return r ? r : copy(NULL, h, (const void *)d, n, 0, 0, 0, "cuMemcpyDtoH");
 }
 CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
     return copy(NULL, (void *)d, NULL, n, 1, 1, v, "cuMemsetD8");
@@ -655,7 +676,9 @@ static CUresult kernel_run(const struct fake_entry *e, const uint64_t *args, uns
                           i, (void *)(uintptr_t)args[i]);
     if (!r && fail_prefix[0] && strncmp(e->name, fail_prefix, strlen(fail_prefix)) == 0 &&
         ++fail_seen == fail_at) {
-        if (fail_async) /* the launch itself succeeds; what follows fails */
+        if (fail_hang)
+            atomic_store(&hanging, 1);
+        else if (fail_async) /* the launch itself succeeds; what follows fails */
             atomic_store(&sticky, CUDA_ERROR_ILLEGAL_ADDRESS);
         else
             r = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
@@ -774,7 +797,7 @@ CUresult cuEventRecord(CUevent e, CUstream s) {
 }
 CUresult cuEventSynchronize(CUevent e) {
     (void)e;
-    return fakecuda_sticky();
+    return wait_device();
 }
 CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
     *ms = 0.001f;
