@@ -1,7 +1,9 @@
 /*
  * test_audio.c — decoding, downmix and resampling (src/frontend/audio.c): jfk.flac (44.1 kHz
- * stereo 24-bit) must come out as the same speech as jfk.wav; a sine survives resampling; bad
- * inputs (missing, empty, not audio, unsupported encoding) give one line and the right code.
+ * stereo 24-bit) must come out as the same speech as jfk.wav; a sine survives resampling; more
+ * channels than two mix with ffmpeg's weights (downmix.c), by position where the file names
+ * them; bad inputs (missing, empty, not audio, unsupported encoding) give one line and the right
+ * code.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -11,8 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sndfile.h>
+
 #include "common.h"
 #include "frontend/audio.h"
+#include "frontend/downmix.h"
 #include "libwhisperc.h"
 
 static void expect_error(const char *path, int code) {
@@ -166,6 +171,100 @@ static void test_unknown_length(void) {
     free(flac);
 }
 
+static bool weights_are(int format, int nc, const int *map, const double *want) {
+    double w[16];
+    downmix_weights(format, nc, map, w);
+    for (int c = 0; c < nc; c++)
+        if (fabs(w[c] - want[c]) > 1e-12) {
+            printf("downmix %#x, %d channels, channel %d: %.6f, want %.6f\n", format, nc, c, w[c],
+                   want[c]);
+            return false;
+        }
+    return true;
+}
+
+/* A 16 kHz float file of nc channels, channel c constant at (c + 1) / 16, its positions named
+ * (WAVEX) where map is given; read back, each sample is the mix of those constants. */
+static void check_file_mix(const char *dir, int format, int nc, const int *map, const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    SF_INFO info = {.samplerate = 16000, .channels = nc, .format = format};
+    SNDFILE *f = sf_open(path, SFM_WRITE, &info);
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    if (map) /* returns 0 on WAVEX though the mask is written: the mix read back tells */
+        sf_command(f, SFC_SET_CHANNEL_MAP_INFO, (void *)map, nc * (int)sizeof *map);
+    float frames[1600 * 8];
+    for (int i = 0; i < 1600; i++)
+        for (int c = 0; c < nc; c++)
+            frames[i * nc + c] = (float)(c + 1) / 16.0f;
+    CHECK(sf_writef_float(f, frames, 1600) == 1600);
+    sf_close(f);
+    double w[8], want = 0.0;
+    downmix_weights(format, nc, map, w);
+    for (int c = 0; c < nc; c++)
+        want += w[c] * (c + 1) / 16.0;
+    float *x = NULL;
+    size_t n = 0;
+    char err[512];
+    CHECK(audio_load(path, &x, &n, err, sizeof err) == 0 && n == 1600);
+    bool same = x != NULL;
+    for (size_t i = 0; x && i < n; i++)
+        same = same && fabsf(x[i] - (float)want) <= 2e-6f; /* FLAC: 24-bit samples */
+    printf("%s: %s (%zu samples at %.6f, want %.6f)\n", name, same ? "OK" : "NOT OK", n,
+           x ? (double)x[0] : NAN, want);
+    CHECK(same);
+    free(x);
+}
+
+/* ffmpeg -ac 1's weights: C 1, L/R 1/sqrt 2, surround 1/2, LFE 0, over their sum past 1. */
+static void test_downmix(const char *dir) {
+    const double r = M_SQRT1_2, s51 = 1.0 + 2 * r + 2 * 0.5; /* 5.1's sum */
+    int wav = SF_FORMAT_WAV | SF_FORMAT_FLOAT, flac = SF_FORMAT_FLAC | SF_FORMAT_PCM_24;
+    int ogg = SF_FORMAT_OGG | SF_FORMAT_VORBIS;
+    CHECK(weights_are(wav, 1, NULL, (double[]){1}));
+    CHECK(weights_are(wav, 2, NULL, (double[]){.5, .5}));
+    /* no positions named: ffmpeg's default layouts, FLAC's and Vorbis's channel orders */
+    CHECK(weights_are(wav, 3, NULL, (double[]){.5, .5, 0})); /* 2.1 */
+    CHECK(
+        weights_are(flac, 3, NULL, (double[]){r / (1 + 2 * r), r / (1 + 2 * r), 1 / (1 + 2 * r)}));
+    CHECK(weights_are(ogg, 3, NULL, (double[]){r / (1 + 2 * r), 1 / (1 + 2 * r), r / (1 + 2 * r)}));
+    CHECK(weights_are(wav, 6, NULL,
+                      (double[]){r / s51, r / s51, 1 / s51, 0, .5 / s51, .5 / s51})); /* 5.1 */
+    CHECK(weights_are(ogg, 6, NULL, (double[]){r / s51, 1 / s51, r / s51, .5 / s51, .5 / s51, 0}));
+    double tenth[10] = {.1, .1, .1, .1, .1, .1, .1, .1, .1, .1};
+    CHECK(weights_are(wav, 10, NULL, tenth)); /* no layout: the average */
+    /* named: WAVEX's mask, CAF's layout */
+    int side51[6] = {SF_CHANNEL_MAP_FRONT_CENTER, SF_CHANNEL_MAP_FRONT_LEFT,
+                     SF_CHANNEL_MAP_FRONT_RIGHT,  SF_CHANNEL_MAP_SIDE_LEFT,
+                     SF_CHANNEL_MAP_SIDE_RIGHT,   SF_CHANNEL_MAP_LFE};
+    CHECK(
+        weights_are(wav, 6, side51, (double[]){1 / s51, r / s51, r / s51, .5 / s51, .5 / s51, 0}));
+    int bformat[4] = {SF_CHANNEL_MAP_AMBISONIC_B_W, SF_CHANNEL_MAP_AMBISONIC_B_X,
+                      SF_CHANNEL_MAP_AMBISONIC_B_Y, SF_CHANNEL_MAP_AMBISONIC_B_Z};
+    CHECK(weights_are(wav, 4, bformat, (double[]){1, 0, 0, 0}));
+    int tops[3] = {SF_CHANNEL_MAP_TOP_CENTER, SF_CHANNEL_MAP_TOP_FRONT_LEFT,
+                   SF_CHANNEL_MAP_TOP_FRONT_RIGHT};
+    CHECK(weights_are(wav, 3, tops, (double[]){1. / 3, 1. / 3, 1. / 3}));
+    /* through files: read back as mixed */
+    check_file_mix(dir, wav, 6, NULL, "51.wav");
+    /* WAVEX's mask (its channels in the mask's order): a quad, not ffmpeg's 4.0 guess */
+    int quad[4] = {SF_CHANNEL_MAP_FRONT_LEFT, SF_CHANNEL_MAP_FRONT_RIGHT, SF_CHANNEL_MAP_REAR_LEFT,
+                   SF_CHANNEL_MAP_REAR_RIGHT};
+    double sq = 2 * r + 1;
+    CHECK(weights_are(wav, 4, quad, (double[]){r / sq, r / sq, .5 / sq, .5 / sq}));
+    check_file_mix(dir, SF_FORMAT_WAVEX | SF_FORMAT_FLOAT, 4, quad, "quad.wav");
+    check_file_mix(dir, flac, 3, NULL, "30.flac");
+    check_file_mix(dir, wav, 2, NULL, "stereo.wav");
+    const char *names[] = {"51.wav", "quad.wav", "30.flac", "stereo.wav"};
+    for (int i = 0; i < 4; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+}
+
 /* -di's measure: a 22.05 kHz stereo file with a tone on the left for its first second and on
  * the right for its second; every 10 ms summed per channel; the louder channel of a span. */
 static void test_loudness(void) {
@@ -220,6 +319,7 @@ int main(void) {
     char tmpl[] = "/tmp/wc_test_audio_XXXXXX";
     char *dir = mkdtemp(tmpl);
     CHECK(dir != NULL);
+    test_downmix(dir);
     char path[512];
     snprintf(path, sizeof path, "%s/missing.wav", dir);
     expect_error(path, WHISPERC_ERR_IO);

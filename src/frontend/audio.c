@@ -2,10 +2,11 @@
  * audio.c — decode any file libsndfile reads to mono float, and resample it to 16 kHz with libsoxr.
  *
  * Stands in for openai-whisper audio.py load_audio() (ffmpeg -ac 1 -ar 16000): channels are
- * averaged, samples keep libsndfile's float scale (int16 / 32768), and the resampling filter
- * has ffmpeg's frequency response (see RS_PASSBAND_END). The file is read in chunks of
- * about AUDIO_CHUNK_SAMPLES and each chunk is downmixed (and, in audio_load, resampled) at once, so
- * no buffer of all frames times all channels, nor of the native-rate signal, ever exists.
+ * mixed with ffmpeg's weights (downmix.c: stereo averaged, 5.1 mostly its centre), samples keep
+ * libsndfile's float scale (int16 / 32768), and the resampling filter has ffmpeg's frequency
+ * response (see RS_PASSBAND_END). The file is read in chunks of about AUDIO_CHUNK_SAMPLES and each
+ * chunk is downmixed (and, in audio_load, resampled) at once, so no buffer of all frames times all
+ * channels, nor of the native-rate signal, ever exists.
  *
  * Not here: the spectrogram (mel.c). Unlike ffmpeg, samples are not quantised to 16 bits.
  */
@@ -24,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "frontend/downmix.h"
 #include "frontend/iff_check.h"
 #include "frontend/riff_check.h"
 #include "libwhisperc.h"
@@ -188,6 +190,7 @@ struct audio_src {
     SNDFILE *snd; /* per-handle errors only: never sf_strerror(NULL) */
     SF_INFO info;
     float *chunk; /* [chunk_frames][info.channels] interleaved */
+    double *mix;  /* [info.channels] downmix_weights, with two channels or more */
     sf_count_t chunk_frames;
     size_t n_read;                  /* mono samples delivered so far */
     double max_s;                   /* 0: no limit */
@@ -243,6 +246,24 @@ static void src_close(struct audio_src *s) {
     if (s->fd >= 0)
         close(s->fd);
     free(s->chunk);
+    free(s->mix);
+}
+
+/* The mono mix's weights, from the file's channel positions where it names them. */
+static int src_mix(struct audio_src *s, char *err, size_t err_size) {
+    int nc = s->info.channels;
+    int *map = malloc((size_t)nc * sizeof *map);
+    s->mix = malloc((size_t)nc * sizeof *s->mix);
+    if (!map || !s->mix) {
+        free(map);
+        wc_errf(err, err_size, "%s: out of memory", s->path);
+        return WHISPERC_ERR_NO_MEMORY;
+    }
+    bool named =
+        sf_command(s->snd, SFC_GET_CHANNEL_MAP_INFO, map, nc * (int)sizeof *map) == SF_TRUE;
+    downmix_weights(s->info.format, nc, named ? map : NULL, s->mix);
+    free(map);
+    return 0;
 }
 
 static int too_long(const struct audio_src *s, double seconds, char *err, size_t err_size) {
@@ -368,6 +389,8 @@ static int src_open(struct audio_src *s, const char *path, const void *data, siz
         if (s->info.channels == 2)
             s->loud = lim->loudness;
     }
+    if (s->info.channels > 1 && (rc = src_mix(s, err, err_size)))
+        return rc;
     s->chunk_frames = AUDIO_CHUNK_SAMPLES / s->info.channels;
     if (s->chunk_frames < 1)
         s->chunk_frames = 1;
@@ -441,11 +464,11 @@ static int src_read(struct audio_src *s, float *mono, size_t *n, char *err, size
     for (size_t i = 0; i < *n; i++) {
         const float *x = s->chunk + i * (size_t)nc;
         float v = x[0];
-        if (nc > 1) {
+        if (nc > 1) { /* stereo: (l + r) / 2 exactly, the weights being 1/2 */
             double sum = 0.0;
             for (int c = 0; c < nc; c++)
-                sum += x[c];
-            v = (float)(sum / nc);
+                sum += s->mix[c] * x[c];
+            v = (float)sum;
         }
         if (!isfinite(v)) {
             wc_errf(err, err_size, "%s: sample %zu (%.3f s) is NaN or infinite", s->path,

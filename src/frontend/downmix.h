@@ -1,0 +1,17 @@
+/*
+ * downmix.h — the weights that mix a file's channels to mono, as ffmpeg -ac 1 (openai-whisper's
+ * load_audio) mixes them, so that a 5.1 film gives the model its dialogue channel as ffmpeg
+ * would and not a plain average.
+ */
+#ifndef WC_FRONTEND_DOWNMIX_H
+#define WC_FRONTEND_DOWNMIX_H
+
+/* w[channels]: the weight of each channel, summing to 1 (at most 1: ffmpeg normalises a mix
+ * whose weights sum past 1, for its 16-bit output). sf_format: SF_INFO.format; map: the file's
+ * channel positions (SFC_GET_CHANNEL_MAP_INFO, SF_CHANNEL_MAP_*), or NULL where it has none: then
+ * the positions ffmpeg assumes for that format and number of channels. A channel ffmpeg drops
+ * (the LFE) weighs 0; channels no rule places (more than 8 unnamed, top or ambisonic ones) fall
+ * back to a plain average, but for an ambisonic file's W (omnidirectional) channel, alone. */
+void downmix_weights(int sf_format, int channels, const int *map, double *w);
+
+#endif
