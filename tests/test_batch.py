@@ -12,7 +12,8 @@ Over N ljspeech-dev clips (symbolic links; N = 60, or 20 in a sanitized build, w
   - a second run on the same directory while one runs is refused (the lock)
   - two shards of one manifest cover it exactly once, and --merge joins them
   - failures are recorded with their error and skipped until --retry-failed
-  - manifests: txt, csv (quoted fields, id column), jsonl; duplicate ids and bad rows rejected
+  - manifests: txt, csv (quoted fields, id column), jsonl; duplicate ids and bad rows rejected;
+    a quoted glob takes audio files only, unless its pattern names an extension
   - --batch-size 4 (whisperc_full_batch per worker): every output byte for byte the default
     run's, in every format, after a SIGKILL mid-way and a resume; a group whose batched call
     fails gives each item the error it has alone; an output that cannot be placed fails its
@@ -273,6 +274,26 @@ def test_manifests(tmp, paths):
           f"csv manifest: quoted fields, ids from the id column ({ids})")
     check(sorted(os.listdir(out)) == ["first.txt", "results.jsonl", "sec_ond.txt"],
           f"--formats txt: only txt outputs ({sorted(os.listdir(out))})")
+
+    # a quoted glob: its matches taken by audio extension, unless it names an extension itself
+    g = os.path.join(d, "g")
+    os.makedirs(g)
+    shutil.copy(paths[0], os.path.join(g, "a.flac"))
+    for name in ("a.txt", "notes.txt"):
+        with open(os.path.join(g, name), "w") as f:
+            f.write("not audio\n")
+    out = os.path.join(d, "out-glob")
+    r = batch([*common, "--formats", "txt", "-o", out, os.path.join(g, "*")])
+    ids = sorted(l["id"] for l in read_lines(os.path.join(out, "results.jsonl")))
+    check(r.returncode == 0 and ids == ["a"], f"glob 'g/*': the audio file only ({r.returncode}, {ids})")
+    r = batch([*common, "-o", os.path.join(d, "o-glob2"), os.path.join(g, "notes*")])
+    check(r.returncode == 1 and "no audio file matches" in r.stderr,
+          f"glob 'g/notes*': no audio file, refused ({r.returncode}, {r.stderr.strip()[-150:]})")
+    out = os.path.join(d, "out-glob3")
+    r = batch([*common, "--formats", "txt", "-o", out, os.path.join(g, "*.txt")])
+    st = sorted(l["status"] for l in read_lines(os.path.join(out, "results.jsonl")))
+    check(r.returncode == 1 and st == ["failed", "failed"],
+          f"glob 'g/*.txt': the files it names taken (and failed: not audio) ({r.returncode}, {st})")
 
     dup = os.path.join(d, "dup.jsonl")
     with open(dup, "w") as f:

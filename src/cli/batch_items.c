@@ -184,6 +184,16 @@ static size_t glob_root_len(const char *pattern) {
     return len;
 }
 
+/* A pattern whose name ends in a literal extension (as "*.sph") asks for those files; the
+ * matches of any other (a directory's star, "2024-*") are taken as a directory's are, by their
+ * audio extension, so that the transcripts, notes and sidecars beside them stay out. */
+static bool pattern_names_ext(const char *pattern) {
+    const char *base = strrchr(pattern, '/');
+    base = base ? base + 1 : pattern;
+    const char *dot = strrchr(base, '.');
+    return dot && dot[1] && !strpbrk(dot, "*?[");
+}
+
 static int add_glob(struct batch_items *it, const char *pattern, char *err, size_t es) {
     glob_t g;
     int grc = glob(pattern, 0, NULL, &g);
@@ -192,18 +202,22 @@ static int add_glob(struct batch_items *it, const char *pattern, char *err, size
     if (grc != 0)
         return snprintf(err, es, "%s: cannot expand the pattern", pattern), -1;
     char *root = strndup(pattern, glob_root_len(pattern));
-    int rc = root ? 0 : -1;
+    int rc = root ? 0 : -1, n_before = it->n;
+    bool any_file = pattern_names_ext(pattern);
     for (size_t i = 0; i < g.gl_pathc && rc == 0; i++) {
         const char *p = g.gl_pathv[i];
         const char *rel = strncmp(p, root, strlen(root)) == 0 ? p + strlen(root) : p;
         struct stat st;
         if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
             rc = walk(it, root, p, 0, err, es);
-        else if (stat(p, &st) == 0)
+        else if (stat(p, &st) == 0 && (any_file || has_audio_ext(p)))
             rc = add_item(it, p, rel, true, err, es);
     }
     if (!root)
         snprintf(err, es, "out of memory");
+    else if (rc == 0 && it->n == n_before)
+        rc = -1,
+        snprintf(err, es, "%s: no audio file matches (by extension: wav, flac, mp3, …)", pattern);
     free(root);
     globfree(&g);
     return rc;
