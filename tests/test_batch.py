@@ -11,7 +11,8 @@ Over N ljspeech-dev clips (symbolic links; N = 60, or 20 in a sanitized build, w
     has one line per input; a fourth run skips everything
   - a second run on the same directory while one runs is refused (the lock)
   - two shards of one manifest cover it exactly once, and --merge joins them
-  - failures are recorded with their error and skipped until --retry-failed
+  - failures are recorded with their error and skipped until --retry-failed (whose results
+    file stays as it was when its model does not load)
   - manifests: txt, csv (quoted fields, id column), jsonl; duplicate ids and bad rows rejected;
     a quoted glob takes audio files only, unless its pattern names an extension
   - --batch-size 4 (whisperc_full_batch per worker): every output byte for byte the default
@@ -249,6 +250,13 @@ def test_failures(tmp, paths):
     r = batch([*common, "-o", out, "--manifest", manifest])
     check(r.returncode == 1 and "1 failed before" in r.stderr and "0 to run" in r.stderr,
           f"rerun: the failure is skipped, exit still 1 ({r.returncode})")
+    res = os.path.join(out, "results.jsonl")
+    before = open(res).read()
+    r = batch([*common, "-m", os.path.join(d, "no-such-model.bin"), "-o", out, "--manifest",
+               manifest, "--retry-failed"])
+    check(r.returncode == 1 and open(res).read() == before,
+          f"--retry-failed whose model does not load: exit 1, results.jsonl as it was, the "
+          f"failure's line kept ({r.returncode})")
     os.unlink(bad)
     os.symlink(paths[2], bad)  # fixed: now an audio file
     r = batch([*common, "-o", out, "--manifest", manifest, "--retry-failed"])

@@ -181,42 +181,35 @@ static bool mark_items(const struct batch_config *c, struct results *res,
     return changed;
 }
 
-/* Compacts the results file, opens it for appending, lists the items to run. */
+/* Reads the results file and lists the items to run; *res keeps its lines, those of the items
+ * that run again marked to drop, and *rewrite says whether the file needs writing again
+ * (commit_plan, once the run can start: a --retry-failed whose model then fails to load must
+ * not lose the failures' lines). */
 static int plan(const struct batch_config *c, struct session *s, const struct batch_items *it,
-                const struct strmap *index, struct batch_run *run) {
-    struct results res = {0};
-    char err[1024], dups[256], tmp[4400];
+                const struct strmap *index, struct batch_run *run, struct results *res,
+                bool *rewrite) {
+    char err[1024], dups[256];
     int n_bad = 0, n_dup = 0, rc = -1;
-    bool rewrite = false;
+    *rewrite = false;
     char *state = calloc((size_t)it->n + 1, 1);
     int *todo = malloc(((size_t)it->n + 1) * sizeof *todo);
     if (!state || !todo) {
         ERR("out of memory\n");
         goto done;
     }
-    if (results_load(s->results, 0, &res, &n_bad, &rewrite, err, sizeof err) != 0) {
+    if (results_load(s->results, 0, res, &n_bad, rewrite, err, sizeof err) != 0) {
         ERR("%s\n", err);
         goto done;
     }
-    int n_lines = res.n;
+    int n_lines = res->n;
     if (n_bad)
         ERR("%s: %d unreadable line(s) dropped (from a killed run?)\n", s->results, n_bad);
-    if (results_dedupe(&res, &n_dup, dups, sizeof dups) != 0) {
+    if (results_dedupe(res, &n_dup, dups, sizeof dups) != 0) {
         ERR("out of memory\n");
         goto done;
     }
-    rewrite |= res.n != n_lines;
-    rewrite |= mark_items(c, &res, index, state);
-    snprintf(tmp, sizeof tmp, "%s/results.tmp", s->staging);
-    if (rewrite && results_write(&res, s->results, tmp, err, sizeof err) != 0) {
-        ERR("%s\n", err);
-        goto done;
-    }
-    run->results_fd = open(s->results, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
-    if (run->results_fd < 0) {
-        ERR("%s: cannot open: %s\n", s->results, strerror(errno));
-        goto done;
-    }
+    *rewrite |= res->n != n_lines;
+    *rewrite |= mark_items(c, res, index, state);
     struct batch_progress *p = &run->progress;
     p->n_items = it->n;
     for (int i = 0; i < it->n; i++) {
@@ -232,8 +225,20 @@ static int plan(const struct batch_config *c, struct session *s, const struct ba
 done:
     free(state);
     free(todo);
-    results_free(&res);
     return rc;
+}
+
+/* Writes the results file again where plan said so, and opens it for appending. */
+static int commit_plan(struct session *s, struct results *res, bool rewrite,
+                       struct batch_run *run) {
+    char err[1024], tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s/results.tmp", s->staging);
+    if (rewrite && results_write(res, s->results, tmp, err, sizeof err) != 0)
+        return ERR("%s\n", err), -1;
+    run->results_fd = open(s->results, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (run->results_fd < 0)
+        return ERR("%s: cannot open: %s\n", s->results, strerror(errno)), -1;
+    return 0;
 }
 
 /* One model for the CPU workers, or one per --gpus device. */
@@ -304,6 +309,7 @@ int cmd_batch(int argc, char **argv) {
     struct strmap index = {0};
     struct session s = {.lock_fd = -1};
     struct batch_run run = {.cfg = &c, .items = &items, .results_fd = -1};
+    struct results res = {0};
     whisperc_model *models[BATCH_MAX_GPUS] = {0};
     rc = 1;
     if (collect(&c, &items, &index) != 0)
@@ -312,17 +318,20 @@ int cmd_batch(int argc, char **argv) {
         rc = batch_merge(&c, c.n_inputs || c.n_manifests ? &items : NULL);
         goto done;
     }
-    if (open_session(&c, &s) != 0 || plan(&c, &s, &items, &index, &run) != 0)
+    bool rewrite = false;
+    if (open_session(&c, &s) != 0 || plan(&c, &s, &items, &index, &run, &res, &rewrite) != 0)
         goto done;
     say_plan(&c, &s, &run);
     run.staging = s.staging;
     run.models = models;
     run.progress.t_start = batch_now();
-    if (run.n_todo == 0)
-        rc = finish(&c, &run, 0);
-    else if (load_models(&c, models, &run.n_models) == 0)
-        rc = finish(&c, &run, batch_run_items(&run));
+    if (run.n_todo && load_models(&c, models, &run.n_models) != 0)
+        goto done; /* the results file as it was */
+    if (commit_plan(&s, &res, rewrite, &run) != 0)
+        goto done;
+    rc = finish(&c, &run, run.n_todo ? batch_run_items(&run) : 0);
 done:
+    results_free(&res);
     for (int i = 0; i < BATCH_MAX_GPUS; i++)
         whisperc_model_free(models[i]);
     if (run.results_fd >= 0)
