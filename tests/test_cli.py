@@ -156,8 +156,8 @@ try:
         check(r.returncode == 0 and len(top) == 5 and top[0].split()[0] == "de",
               f"-dl: five languages, German first ({r.stdout.strip()!r})")
 
-    # standard input ("-"): the file's transcript; output files need -of; read once; a
-    # terminal is never waited on
+    # standard input ("-"): the file's transcript; a format without -of goes to stdout (as
+    # whisper.cpp's); read once; a terminal is never waited on
     with open(jfk, "rb") as fh:
         r = subprocess.run([exe, "transcribe", "-m", model, "-t", "2", "-bs", "1", "-bo", "1",
                             "-np", "-otxt", "-of", os.path.join(tmp, "stdin"), "-"], stdin=fh,
@@ -166,10 +166,26 @@ try:
     check(" ".join(txt.split()) == " ".join(want_greedy.split()),
           f"jfk.wav through stdin: the reference text ({txt.strip()!r}, {r.stderr.strip()!r})")
     with open(jfk, "rb") as fh:
-        r = subprocess.run([exe, "transcribe", "-m", model, "-otxt", "-"], stdin=fh,
-                           capture_output=True, text=True, timeout=60)
-    check(r.returncode == 2 and "-of" in r.stderr, f"-otxt for stdin without -of: usage error "
-          f"({r.stderr.strip()!r})")
+        r = subprocess.run([exe, "transcribe", "-m", model, "-t", "2", "-bs", "1", "-bo", "1",
+                            "-osrt", "-"], stdin=fh, capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0 and r.stdout.startswith("1\n00:00:00,000 --> ") and
+          "[00:" not in r.stdout and not os.path.exists("-.srt"),
+          f"-osrt for stdin without -of: the srt on stdout, no segments printed ({r.stdout[:80]!r})")
+    r = run(["transcribe", "-m", model, "-otxt", "-", jfk])
+    check(r.returncode == 2 and "-of" in r.stderr, f"-otxt for stdin among other inputs without "
+          f"-of: usage error ({r.stderr.strip()!r})")
+    # whisper.cpp's console flags: -np prints the results still (only them), -nt runs the texts
+    # on without timestamps, -of - puts the first format on stdout and names the others
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-bo", "1", "-np", "-nt", jfk])
+    check(r.returncode == 0 and r.stdout.count("\n") == 1 and "[" not in r.stdout and
+          r.stdout.endswith("for your country.\n") and "Americans ask not" in r.stdout,
+          f"-np -nt: the text on one line, no timestamps ({r.stdout!r})")
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-bo", "1", "-otxt", "-ovtt",
+             "-of", "-", jfk])
+    check(r.returncode == 0 and " ".join(r.stdout.split()) == " ".join(want_greedy.split()) and
+          "vtt not written" in r.stderr and not os.path.exists("-.txt"),
+          f"-of - with -otxt -ovtt: the txt on stdout, the vtt named as not written "
+          f"({r.stdout!r}, {r.stderr.strip()!r})")
     r = run(["transcribe", "-m", model, "-", "-"])
     check(r.returncode == 2 and "once" in r.stderr, f"stdin twice: usage error ({r.stderr.strip()!r})")
     r = subprocess.run([exe, "transcribe", "-m", model, "-"], stdin=subprocess.DEVNULL,

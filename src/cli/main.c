@@ -191,7 +191,9 @@ int cli_write_outputs(const struct cli_options *o, const bool *want, const whisp
     if (duration_s >= 0)
         tr.duration_s = duration_s;
     int rc = 0;
-    for (int f = 0; f < OUT_N_FORMATS && rc == 0; f++)
+    if (strcmp(base, "-") == 0) /* -of -, or standard input without -of */
+        rc = write_output_stdout(&tr, want, &wo, err, err_size);
+    for (int f = 0; f < OUT_N_FORMATS && rc == 0 && strcmp(base, "-") != 0; f++)
         if (want[f])
             rc = write_output(&tr, (enum out_format)f, &wo, base, err, err_size);
     cli_transcript_free(&tr);
@@ -307,8 +309,14 @@ static int cmd_transcribe(int argc, char **argv) {
     struct print_opts po = {.out = stdout,
                             .colors = print_use_colors(o.print_colors, stdout),
                             .confidence = o.print_confidence,
-                            .special = o.print_special};
-    if (!o.no_prints) {
+                            .special = o.print_special,
+                            .no_timestamps = o.no_timestamps};
+    /* -np too: whisper.cpp's prints only the results; none where a format goes to stdout */
+    bool writes = o.out_json_full;
+    for (int f = 0; f < OUT_N_FORMATS; f++)
+        writes |= o.out[f];
+    const char *base0 = o.output_base ? o.output_base : o.files[0];
+    if (!(writes && strcmp(base0, "-") == 0)) {
         fp.new_segment_fn = print_new_segments;
         fp.new_segment_user_data = &po;
     }
@@ -326,6 +334,8 @@ static int cmd_transcribe(int argc, char **argv) {
         atomic_store(&current_file, o.files[i]);
         char msg[1024] = "";
         whisperc_status rc = transcribe_input(st, model, &fp, o.files[i], msg, sizeof msg);
+        if (po.line_open) /* -nt's run-on text ends with its file */
+            fputc('\n', stdout), po.line_open = false;
         int sig = atomic_load(&stop_signal);
         if (sig) {
             fprintf(stderr, "whisper-c: %s: stopped by %s; no output written for it\n", o.files[i],

@@ -88,7 +88,7 @@ void cli_usage(const char *prog) {
            "       --max-words-per-line N  at most N words per cue (without --max-line-width)\n"
            "       --highlight-words    one cue per word, the word underlined (<u>)\n"
            "  -pp,  --print-progress    print progress to stderr\n"
-           "  -np,  --no-prints         print no segments to stdout\n"
+           "  -np,  --no-prints         print nothing but the results (no detected language)\n"
            "       --vad                transcribe only the speech; times stay the file's\n"
            "  -vt,  --vad-threshold P   speech probability that starts speech (default 0.5)\n"
            "  -vspd, --vad-min-speech-duration-ms N   shorter speech is dropped (default 250)\n"
@@ -535,8 +535,9 @@ int cli_check_stdin(const struct cli_options *o, bool bench) {
                         "standard input (-) is not a file\n");
         return 2;
     }
-    if (n_stdin && writes && !o->output_base) {
-        fprintf(stderr, "whisper-c: output files for standard input (-) need -of BASE\n");
+    if (n_stdin && writes && !o->output_base && o->n_files > 1) { /* alone: to stdout */
+        fprintf(stderr, "whisper-c: output files for standard input (-) among other inputs "
+                        "need -of BASE\n");
         return 2;
     }
     return 0;

@@ -85,13 +85,14 @@ static void print_tokens(FILE *out, const struct print_opts *po, const whisperc_
 }
 
 void print_new_segments(whisperc_state *st, int n_new, void *user_data) {
-    const struct print_opts *po = user_data;
+    struct print_opts *po = user_data;
     FILE *out = po->out ? po->out : stdout;
     int n = whisperc_n_segments(st);
     char a[32], b[32];
     for (int i = n - n_new; i < n; i++) {
-        fprintf(out, "[%s --> %s]  ", format_timestamp(a, whisperc_segment_t0_ms(st, i), '.'),
-                format_timestamp(b, whisperc_segment_t1_ms(st, i), '.'));
+        if (!po->no_timestamps)
+            fprintf(out, "[%s --> %s]  ", format_timestamp(a, whisperc_segment_t0_ms(st, i), '.'),
+                    format_timestamp(b, whisperc_segment_t1_ms(st, i), '.'));
         int speaker = whisperc_segment_speaker(st, i);
         if (speaker != -2) /* -di: whisper.cpp's label */
             fprintf(out, "%s", cli_speaker_label(speaker, false));
@@ -99,7 +100,9 @@ void print_new_segments(whisperc_state *st, int n_new, void *user_data) {
             print_tokens(out, po, st, i);
         else
             fputs(whisperc_segment_text(st, i), out);
-        fputc('\n', out);
+        po->line_open = po->no_timestamps && speaker == -2;
+        if (!po->line_open)
+            fputc('\n', out);
     }
     fflush(out);
 }

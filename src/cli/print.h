@@ -21,6 +21,10 @@ struct print_opts {
     bool colors;     /* resolved: print_use_colors() */
     bool confidence; /* styles instead of colours (resolved likewise) */
     bool special;    /* -ps: the timestamp tokens' text too ("<|1.08|>") */
+    /* -nt: as whisper.cpp, no "[t0 --> t1]" and the segments' texts run on (but with -di's
+     * labels, a line each); line_open then says a file's text wants its closing newline */
+    bool no_timestamps;
+    bool line_open;
 };
 
 /* -pc and --print-confidence (auto): only when out is a terminal and $NO_COLOR is unset;

@@ -151,6 +151,31 @@ static int create_beside(const char *path, char *tmp, size_t size) {
     return -1;
 }
 
+int write_output_stdout(const struct transcript *tr, const bool *want, const struct writer_opts *wo,
+                        char *err, size_t err_size) {
+    static const enum out_format order[] = {OUT_TXT,  OUT_VTT, OUT_SRT,   OUT_CSV,
+                                            OUT_JSON, OUT_LRC, OUT_SCORE, OUT_TSV};
+    bool written = false;
+    for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+        if (!want[order[i]])
+            continue;
+        if (written) {
+            fprintf(stderr, "whisper-c: -of -: %s not written (one format goes to stdout)\n",
+                    out_format_ext(order[i]));
+            continue;
+        }
+        written = true;
+        errno = 0;
+        int oom = write_format(stdout, tr, order[i], wo) != 0;
+        if (oom || fflush(stdout) != 0 || ferror(stdout)) {
+            int e = oom ? ENOMEM : errno ? errno : EIO;
+            snprintf(err, err_size, "standard output: cannot write: %s", strerror(e));
+            return e;
+        }
+    }
+    return 0;
+}
+
 int write_output(const struct transcript *tr, enum out_format fmt, const struct writer_opts *wo,
                  const char *base, char *err, size_t err_size) {
     char path[4096], tmp[4096 + 16];

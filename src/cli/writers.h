@@ -59,6 +59,12 @@ const char *out_format_ext(enum out_format fmt);
 int write_output(const struct transcript *tr, enum out_format fmt, const struct writer_opts *wo,
                  const char *base, char *err, size_t err_size);
 
+/* -of - (and standard input without -of), as whisper.cpp: the first of the formats in want, in
+ * whisper.cpp's order (txt, vtt, srt, csv, json, lrc, score; then tsv), to stdout; each other
+ * one named on stderr as not written. Returns 0 or an errno value, err filled. */
+int write_output_stdout(const struct transcript *tr, const bool *want, const struct writer_opts *wo,
+                        char *err, size_t err_size);
+
 /* The format to f (writers_*.c); wo may be NULL (defaults). Returns 0, or -1 when out of
  * memory; write errors show in ferror(f). */
 int write_format(FILE *f, const struct transcript *tr, enum out_format fmt,
