@@ -12,7 +12,7 @@ Over N ljspeech-dev clips (symbolic links; N = 60, or 20 in a sanitized build, w
   - a second run on the same directory while one runs is refused (the lock)
   - two shards of one manifest cover it exactly once, and --merge joins them
   - failures are recorded with their error and skipped until --retry-failed (whose results
-    file stays as it was when its model does not load)
+    file stays as it was when its model does not load or its decoding states do not fit)
   - manifests: txt, csv (quoted fields, id column), jsonl; duplicate ids and bad rows rejected;
     a quoted glob takes audio files only, unless its pattern names an extension
   - --batch-size 4 (whisperc_full_batch per worker): every output byte for byte the default
@@ -257,6 +257,10 @@ def test_failures(tmp, paths):
     check(r.returncode == 1 and open(res).read() == before,
           f"--retry-failed whose model does not load: exit 1, results.jsonl as it was, the "
           f"failure's line kept ({r.returncode})")
+    r = batch([*common, "--max-memory", "100", "-o", out, "--manifest", manifest, "--retry-failed"])
+    check(r.returncode == 1 and "decoding state" in r.stderr and open(res).read() == before,
+          f"--retry-failed whose decoding states do not fit: exit 1, results.jsonl as it was "
+          f"({r.returncode}, {r.stderr.strip()[-120:]!r})")
     os.unlink(bad)
     os.symlink(paths[2], bad)  # fixed: now an audio file
     r = batch([*common, "-o", out, "--manifest", manifest, "--retry-failed"])

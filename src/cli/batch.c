@@ -183,8 +183,8 @@ static bool mark_items(const struct batch_config *c, struct results *res,
 
 /* Reads the results file and lists the items to run; *res keeps its lines, those of the items
  * that run again marked to drop, and *rewrite says whether the file needs writing again
- * (commit_plan, once the run can start: a --retry-failed whose model then fails to load must
- * not lose the failures' lines). */
+ * (commit_plan, once the run can start: a --retry-failed whose model or decoding states then
+ * fail must not lose the failures' lines). */
 static int plan(const struct batch_config *c, struct session *s, const struct batch_items *it,
                 const struct strmap *index, struct batch_run *run, struct results *res,
                 bool *rewrite) {
@@ -228,16 +228,29 @@ done:
     return rc;
 }
 
-/* Writes the results file again where plan said so, and opens it for appending. */
-static int commit_plan(struct session *s, struct results *res, bool rewrite,
-                       struct batch_run *run) {
-    char err[1024], tmp[4400];
-    snprintf(tmp, sizeof tmp, "%s/results.tmp", s->staging);
-    if (rewrite && results_write(res, s->results, tmp, err, sizeof err) != 0)
-        return ERR("%s\n", err), -1;
-    run->results_fd = open(s->results, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+struct commit {
+    struct session *s;
+    struct results *res;
+    bool rewrite;
+};
+
+/* batch_run.ready: writes the results file again where plan said so (the lines then no longer
+ * needed freed), and opens it for appending. */
+static int commit_plan(struct batch_run *run, void *ctx) {
+    struct commit *cm = ctx;
+    char tmp[4400];
+    snprintf(tmp, sizeof tmp, "%s/results.tmp", cm->s->staging);
+    int rc = cm->rewrite
+                 ? results_write(cm->res, cm->s->results, tmp, run->fatal, sizeof run->fatal)
+                 : 0;
+    results_free(cm->res);
+    if (rc)
+        return -1;
+    run->results_fd = open(cm->s->results, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
     if (run->results_fd < 0)
-        return ERR("%s: cannot open: %s\n", s->results, strerror(errno)), -1;
+        return snprintf(run->fatal, sizeof run->fatal, "%.400s: cannot open: %s", cm->s->results,
+                        strerror(errno)),
+               -1;
     return 0;
 }
 
@@ -325,11 +338,14 @@ int cmd_batch(int argc, char **argv) {
     run.staging = s.staging;
     run.models = models;
     run.progress.t_start = batch_now();
-    if (run.n_todo && load_models(&c, models, &run.n_models) != 0)
-        goto done; /* the results file as it was */
-    if (commit_plan(&s, &res, rewrite, &run) != 0)
-        goto done;
-    rc = finish(&c, &run, run.n_todo ? batch_run_items(&run) : 0);
+    struct commit cm = {.s = &s, .res = &res, .rewrite = rewrite};
+    run.ready = commit_plan;
+    run.ready_ctx = &cm;
+    if (run.n_todo == 0) {
+        rc = commit_plan(&run, &cm) == 0 ? finish(&c, &run, 0) : (ERR("%s\n", run.fatal), 1);
+    } else if (load_models(&c, models, &run.n_models) == 0) { /* else the results as they were */
+        rc = finish(&c, &run, batch_run_items(&run));
+    }
 done:
     results_free(&res);
     for (int i = 0; i < BATCH_MAX_GPUS; i++)

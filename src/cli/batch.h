@@ -114,6 +114,11 @@ struct batch_run {
     struct batch_progress progress;
     int signal; /* SIGINT or SIGTERM if one stopped the run */
     char fatal[512];
+    /* Called once every worker's state exists, before any item starts (batch.c writes the
+     * results file again there and opens it, so that a run that cannot start leaves it as it
+     * was): nonzero, with fatal filled, stops the run. */
+    int (*ready)(struct batch_run *r, void *ctx);
+    void *ready_ctx;
 };
 
 /* Runs the to-do items on cfg->jobs workers. Returns 0 when every item ran (some may have

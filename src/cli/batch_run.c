@@ -721,6 +721,8 @@ static int start_workers(struct pool *p) {
             return -1;
         }
     }
+    if (r->ready && r->ready(r, r->ready_ctx) != 0)
+        return -1;
     /* counted running before it starts: a worker with nothing to do may end (and count itself
      * out) before pthread_create returns */
     for (int i = 0; i < r->cfg->jobs; i++) {
