@@ -207,10 +207,13 @@ static int add_glob(struct batch_items *it, const char *pattern, char *err, size
     for (size_t i = 0; i < g.gl_pathc && rc == 0; i++) {
         const char *p = g.gl_pathv[i];
         const char *rel = strncmp(p, root, strlen(root)) == 0 ? p + strlen(root) : p;
+        const char *name = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+        if (!strcmp(name, ".") || !strcmp(name, "..")) /* '.*' matches them: not the inputs */
+            continue;
         struct stat st;
         if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
             rc = walk(it, root, p, 0, err, es);
-        else if (stat(p, &st) == 0 && (any_file || has_audio_ext(p)))
+        else if (stat(p, &st) == 0 && (any_file || has_audio_ext(name)))
             rc = add_item(it, p, rel, true, err, es);
     }
     if (!root)
