@@ -241,6 +241,12 @@ static void test_downmix(const char *dir) {
                      SF_CHANNEL_MAP_SIDE_RIGHT,   SF_CHANNEL_MAP_LFE};
     CHECK(
         weights_are(wav, 6, side51, (double[]){1 / s51, r / s51, r / s51, .5 / s51, .5 / s51, 0}));
+    /* a WAVEX mask of fewer bits than channels (libsndfile leaves the rest unnamed): as ffmpeg,
+     * no layout, so 4.0's (L R C S) */
+    int partial[4] = {SF_CHANNEL_MAP_FRONT_LEFT, SF_CHANNEL_MAP_FRONT_RIGHT, SF_CHANNEL_MAP_INVALID,
+                      SF_CHANNEL_MAP_INVALID};
+    double s40 = 2 * r + 1.5;
+    CHECK(weights_are(wav, 4, partial, (double[]){r / s40, r / s40, 1 / s40, .5 / s40}));
     int bformat[4] = {SF_CHANNEL_MAP_AMBISONIC_B_W, SF_CHANNEL_MAP_AMBISONIC_B_X,
                       SF_CHANNEL_MAP_AMBISONIC_B_Y, SF_CHANNEL_MAP_AMBISONIC_B_Z};
     CHECK(weights_are(wav, 4, bformat, (double[]){1, 0, 0, 0}));

@@ -467,7 +467,8 @@ static int src_read(struct audio_src *s, float *mono, size_t *n, char *err, size
         if (nc > 1) { /* stereo: (l + r) / 2 exactly, the weights being 1/2 */
             double sum = 0.0;
             for (int c = 0; c < nc; c++)
-                sum += s->mix[c] * x[c];
+                if (s->mix[c] != 0.0) /* as ffmpeg: a dropped channel's NaN is no sample */
+                    sum += s->mix[c] * x[c];
             v = (float)sum;
         }
         if (!isfinite(v)) {

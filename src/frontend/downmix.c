@@ -62,6 +62,13 @@ static const char *default_order(int sf_format, int channels) {
 }
 
 void downmix_weights(int sf_format, int channels, const int *map, double *w) {
+    static const char codes[] = "CLRSF";
+    static const enum pos code_pos[] = {P_C, P_LR, P_LR, P_S, P_LFE};
+    /* a map with unnamed channels (libsndfile's for a WAVEX mask of fewer bits than channels)
+     * is no map: ffmpeg ignores such a mask */
+    for (int c = 0; map && c < channels; c++)
+        if (map[c] == SF_CHANNEL_MAP_INVALID)
+            map = NULL;
     const char *order = map ? NULL : default_order(sf_format, channels);
     double sum = 0.0;
     int i_w = -1; /* an ambisonic W channel */
@@ -72,8 +79,8 @@ void downmix_weights(int sf_format, int channels, const int *map, double *w) {
             if (map[c] == SF_CHANNEL_MAP_AMBISONIC_B_W)
                 i_w = c;
         } else if (order) {
-            const char *at = strchr("CLRSF", order[c]);
-            p = at ? (enum pos[]){P_C, P_LR, P_LR, P_S, P_LFE}[at - "CLRSF"] : P_NONE;
+            const char *at = strchr(codes, order[c]);
+            p = at ? code_pos[at - codes] : P_NONE;
         } else if (channels <= 2) {
             p = channels == 1 ? P_C : P_LR;
         }

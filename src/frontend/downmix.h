@@ -10,8 +10,9 @@
  * whose weights sum past 1, for its 16-bit output). sf_format: SF_INFO.format; map: the file's
  * channel positions (SFC_GET_CHANNEL_MAP_INFO, SF_CHANNEL_MAP_*), or NULL where it has none: then
  * the positions ffmpeg assumes for that format and number of channels. A channel ffmpeg drops
- * (the LFE) weighs 0; channels no rule places (more than 8 unnamed, top or ambisonic ones) fall
- * back to a plain average, but for an ambisonic file's W (omnidirectional) channel, alone. */
+ * (the LFE) weighs 0; channels no rule places (more than 8 unnamed, or only top ones) fall back
+ * to a plain average. One choice of ours, not ffmpeg's (which guesses a speaker layout for the
+ * count): an ambisonic B-format file gives its W (omnidirectional) channel alone. */
 void downmix_weights(int sf_format, int channels, const int *map, double *w);
 
 #endif
