@@ -361,6 +361,10 @@ static int batched_vad(whisperc_state *st, const struct whisperc_full_params *p,
         rc = api_vad_model(st, p, &silero);
     for (int i = 0; i < n && !rc; i++) {
         size_t n_speech = 0;
+        if (p->abort_fn && p->abort_fn(p->abort_user_data)) {
+            rc = api_fail(st, WHISPERC_ERR_ABORTED, "aborted by the caller");
+            break;
+        }
         rc = api_vad_speech(st, p, pcm[i], n_samples[i], &speech[i], &n_speech, &maps[i]);
         vad_ms += st->timings.vad_ms, vad_seconds += st->timings.vad_seconds;
         if (!rc && n_speech > (size_t)INT32_MAX)

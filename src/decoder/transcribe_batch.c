@@ -71,6 +71,15 @@ struct batch_run {
     int *prepared, n_prepared, prepared_at;
 };
 
+/* The caller's abort callback (params.abort_fn), asked between steps, inputs and encoder
+ * passes: true, err filled, when it asks to stop. */
+static bool aborted(const struct transcribe_ctx *t, char *err, size_t err_size) {
+    if (!t->p->abort_fn || !t->p->abort_fn(t->p->abort_user_data))
+        return false;
+    wc_errf(err, err_size, "aborted by the caller");
+    return true;
+}
+
 /* Ends input i's job and frees its log-Mel (the job points into it). */
 static void retire(struct batch_run *b, struct transcribe_job *j, int i) {
     transcribe_job_free(j);
@@ -83,6 +92,9 @@ static int fill_lanes(struct batch_run *b, int *next, struct wc_transcript *outs
                       size_t err_size) {
     for (int k = 0; k < b->d.n_slots; k++) {
         while (!b->lanes[k].job && *next < b->src->n) {
+            /* an input's start may be a language detection, an encoder pass */
+            if (aborted(b->t, err, err_size))
+                return WHISPERC_ERR_ABORTED;
             int i = (*next)++;
             struct transcribe_job *j = NULL;
             int rc = b->src->mel(b->src->user, i, &b->mels[i], err, err_size);
@@ -133,6 +145,8 @@ static int start_windows(struct batch_run *b, int n_need, char *err, size_t err_
     int n_max = t->enc->n_windows, rc = 0;
     bool ready = b->prepared_at == t->n_windows; /* no encoder pass wrote the input since */
     for (int k0 = 0; k0 < n_need && !rc; k0 += n_max) {
+        if (k0 > 0 && aborted(t, err, err_size)) /* a large model's pass takes seconds */
+            return WHISPERC_ERR_ABORTED;
         int n = n_need - k0 < n_max ? n_need - k0 : n_max;
         double t0 = wc_now_ms();
         /* each window straight into the encoder's input, which the pass's upload reads as it
@@ -323,10 +337,8 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
     for (bool idle = false; !rc && !idle;) {
         rc = turn(&b, &next, outs, err, err_size, &idle);
         /* between steps too, as decode_window: nothing is queued after a turn */
-        if (!rc && !idle && p->abort_fn && p->abort_fn(p->abort_user_data)) {
+        if (!rc && !idle && aborted(t, err, err_size))
             rc = WHISPERC_ERR_ABORTED;
-            wc_errf(err, err_size, "aborted by the caller");
-        }
     }
     t->n_batch_steps += b.d.n_steps;
     for (int k = 0; b.lanes && k < B; k++)
