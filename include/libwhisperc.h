@@ -169,6 +169,17 @@ WHISPERC_API int whisperc_model_n_mels(const whisperc_model *model);
 /* "cpu" or "cuda": where the weights live. */
 WHISPERC_API const char *whisperc_model_backend(const whisperc_model *model);
 
+/* The model's dimensions as its file gives them (whisper.cpp's whisper_model_n_audio_ctx, …).
+ * (Appended in 0.1.) */
+struct whisperc_model_dims {
+    size_t size; /* set by the caller: sizeof(struct whisperc_model_dims) */
+    int n_vocab, n_audio_ctx, n_audio_state, n_audio_head, n_audio_layer;
+    int n_text_ctx, n_text_state, n_text_head, n_text_layer, n_mels;
+    int ftype; /* the file's weight type: 0 f32, 1 f16, else ggml's quantized (8: q5_0, …) */
+};
+WHISPERC_API whisperc_status whisperc_model_dims(const whisperc_model *model,
+                                                 struct whisperc_model_dims *out);
+
 /* ---------------------------------------------------------------------------------------- */
 /* State                                                                                     */
 

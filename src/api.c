@@ -301,6 +301,30 @@ int whisperc_model_n_vocab(const whisperc_model *m) { return m ? m->vocab.n_voca
 int whisperc_model_n_mels(const whisperc_model *m) { return m ? m->file->hp.n_mels : 0; }
 const char *whisperc_model_backend(const whisperc_model *m) { return m ? m->be->ops->name : NULL; }
 
+whisperc_status whisperc_model_dims(const whisperc_model *m, struct whisperc_model_dims *out) {
+    if (!m || !out || out->size < sizeof(size_t))
+        return WHISPERC_ERR_INVALID_ARG;
+    const struct wc_hparams *hp = &m->file->hp;
+    struct whisperc_model_dims d = {
+        .size = sizeof d,
+        .n_vocab = hp->n_vocab,
+        .n_audio_ctx = hp->n_audio_ctx,
+        .n_audio_state = hp->n_audio_state,
+        .n_audio_head = hp->n_audio_head,
+        .n_audio_layer = hp->n_audio_layer,
+        .n_text_ctx = hp->n_text_ctx,
+        .n_text_state = hp->n_text_state,
+        .n_text_head = hp->n_text_head,
+        .n_text_layer = hp->n_text_layer,
+        .n_mels = hp->n_mels,
+        .ftype = hp->ftype,
+    };
+    size_t n = out->size < sizeof d ? out->size : sizeof d;
+    memcpy(out, &d, n);
+    out->size = n;
+    return WHISPERC_OK;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* State                                                                                     */
 

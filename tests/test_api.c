@@ -32,6 +32,8 @@ static void test_null_args(const char *model_path) {
     CHECK(whisperc_model_type(NULL) == NULL);
     CHECK(!whisperc_model_is_multilingual(NULL));
     CHECK(whisperc_model_n_vocab(NULL) == 0 && whisperc_model_n_mels(NULL) == 0);
+    struct whisperc_model_dims dims = {.size = sizeof dims};
+    CHECK(whisperc_model_dims(NULL, &dims) == WHISPERC_ERR_INVALID_ARG);
     CHECK(whisperc_model_backend(NULL) == NULL);
 
     whisperc_state *st = (whisperc_state *)1;
@@ -929,6 +931,17 @@ int main(void) {
     CHECK(rss_map > 0 && rss_map < 4 * 1024);
     free(real);
     CHECK(strcmp(whisperc_model_type(m), "tiny") == 0 && !whisperc_model_is_multilingual(m));
+    /* tiny.en's dimensions; a caller's older, shorter struct gets its fields only */
+    struct whisperc_model_dims dims = {.size = sizeof dims};
+    CHECK(whisperc_model_dims(m, &dims) == WHISPERC_OK && dims.size == sizeof dims);
+    CHECK(dims.n_vocab == 51864 && dims.n_audio_ctx == 1500 && dims.n_audio_state == 384 &&
+          dims.n_audio_head == 6 && dims.n_audio_layer == 4 && dims.n_text_ctx == 448 &&
+          dims.n_text_state == 384 && dims.n_text_head == 6 && dims.n_text_layer == 4 &&
+          dims.n_mels == 80 && dims.ftype == 1);
+    struct whisperc_model_dims short_dims = {.size = offsetof(struct whisperc_model_dims, n_mels)};
+    short_dims.n_mels = -7; /* beyond size: untouched */
+    CHECK(whisperc_model_dims(m, &short_dims) == WHISPERC_OK && short_dims.n_mels == -7 &&
+          short_dims.n_text_layer == 4);
     CHECK(whisperc_state_new(m, NULL) == WHISPERC_ERR_INVALID_ARG);
     whisperc_state *st = NULL;
     CHECK(whisperc_state_new(m, &st) == WHISPERC_OK);

@@ -131,6 +131,46 @@ static void test_json(void) {
     free(s);
 }
 
+/* whisper.cpp's -oj/-ojf sections beside openai-whisper's: result, transcription with its
+ * timestamps and offsets, -ojf's tokens with a character split over two tokens merged. */
+static void test_json_whisper_cpp(void) {
+    struct tr_token tok[4] = {
+        {.id = 50363, .text = "<|0.00|>", .p = 0.5f, .t0_ms = -1, .t1_ms = -1, .timestamp = true},
+        {.id = 7, .text = " \xe2\x9c", .p = 0.25f, .t0_ms = 20, .t1_ms = 200},
+        {.id = 8, .text = "\x93", .p = 0.75f, .t0_ms = 200, .t1_ms = 400},
+        {.id = 9, .text = " ok", .p = 1.0f, .t0_ms = 400, .t1_ms = 900}};
+    struct tr_segment segs[2] = {seg2[0], seg2[1]};
+    segs[0].tokens = tok, segs[0].n_tokens = 4;
+    struct transcript tr = {.text = "x", .language = "en", .segments = segs, .n_segments = 2};
+    struct whisperc_full_params fp = {.n_temperatures = 1, .translate = true};
+    struct run_info ri = {.model_path = "m.bin",
+                          .model_type = "tiny",
+                          .backend = "cpu",
+                          .dims = {.n_vocab = 51864, .n_audio_ctx = 1500, .n_text_layer = 4},
+                          .params = &fp};
+    struct writer_opts wo = {.run = &ri};
+    char *s = render(&tr, OUT_JSON, &wo);
+    expect_has("json whisper.cpp params", s,
+               "\"params\": {\"model\": \"m.bin\", \"language\": \"auto\", \"translate\": true}");
+    expect_has("json whisper.cpp model", s, "\"vocab\": 51864, \"audio\": {\"ctx\": 1500, ");
+    expect_has("json whisper.cpp result", s, "\"result\": {\"language\": \"en\"},");
+    expect_has("json whisper.cpp transcription", s,
+               "\"transcription\": [\n    {\"timestamps\": {\"from\": \"00:00:00,000\", \"to\": "
+               "\"00:00:01,500\"}, \"offsets\": {\"from\": 0, \"to\": 1500}, \"text\": \" He said");
+    CHECK(strstr(s, "\"tokens\": [{") == NULL); /* -oj: no token records */
+    free(s);
+    wo.json_full = true;
+    s = render(&tr, OUT_JSON, &wo);
+    expect_has("json-full whisper.cpp timestamp token", s,
+               "{\"text\": \"<|0.00|>\", \"id\": 50363, \"p\": 0.5, \"t_dtw\": -1}");
+    expect_has("json-full whisper.cpp merged character", s,
+               "{\"text\": \" \xe2\x9c\x93\", \"timestamps\": {\"from\": \"00:00:00,020\", \"to\": "
+               "\"00:00:00,400\"}, \"offsets\": {\"from\": 20, \"to\": 400}, \"id\": 7, \"p\": "
+               "0.25, \"t_dtw\": -1}");
+    expect_has("json-full whisper.cpp next token", s, "{\"text\": \" ok\", ");
+    free(s);
+}
+
 static void test_segment_cues(void) {
     struct transcript tr = {.text = "x", .language = "en", .segments = seg2, .n_segments = 2};
     char *s = render(&tr, OUT_SRT, NULL);
@@ -228,6 +268,7 @@ int main(void) {
     test_timestamps();
     test_line_formats();
     test_json();
+    test_json_whisper_cpp();
     test_segment_cues();
     test_word_cues();
     test_atomic_write();

@@ -164,15 +164,17 @@ int cli_write_outputs(const struct cli_options *o, const bool *want, const whisp
         any |= want[f];
     if (!any)
         return 0;
-    const struct run_info run = {
+    struct run_info run = {
         .model_path = o->model ? o->model : default_model_path(),
         .model_type = whisperc_model_type(model),
         .backend = whisperc_model_backend(model),
         .multilingual = whisperc_model_is_multilingual(model),
         .n_vocab = whisperc_model_n_vocab(model),
         .n_mels = whisperc_model_n_mels(model),
+        .dims = {.size = sizeof run.dims},
         .params = fp,
     };
+    whisperc_model_dims(model, &run.dims);
     const struct writer_opts wo = {
         .max_line_width = o->max_line_width,
         .max_line_count = o->max_line_count,
