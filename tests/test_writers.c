@@ -81,6 +81,14 @@ static void test_line_formats(void) {
               "[00:00.00]He said \"hi\", \\ ok tab line \x01\x7f\n"
               "[62:03.45]caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80 bad\xff --> end\n");
     free(s);
+    struct tr_segment di[2] = {seg2[0], seg2[1]};
+    di[0].speaker = 1, di[1].speaker = -1;
+    struct transcript trd = {.text = "x", .segments = di, .n_segments = 2, .diarized = true};
+    s = render(&trd, OUT_LRC, NULL);
+    expect_has("lrc -di: whisper.cpp's labels", s,
+               "[00:00.00](speaker 1) He said \"hi\", \\ ok tab line \x01\x7f\n"
+               "[62:03.45](speaker ?) caf");
+    free(s);
     s = render(&tr, OUT_TXT, NULL);
     expect_eq("txt", s,
               "He said \"hi\", \\ ok\ttab\nline \x01\x7f\n"

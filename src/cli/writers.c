@@ -106,6 +106,8 @@ static void write_lrc(FILE *f, const struct transcript *tr) {
         int64_t ms = tr->segments[i].t0_ms < 0 ? 0 : tr->segments[i].t0_ms;
         fprintf(f, "[%02" PRId64 ":%02d.%02d]", ms / 60000, (int)(ms / 1000 % 60),
                 (int)(ms % 1000 / 10));
+        if (tr->diarized) /* -di: whisper.cpp's label before the text */
+            fprintf(f, "%s ", cli_speaker_label(tr->segments[i].speaker, false));
         put_one_line(f, tr->segments[i].text);
         fputc('\n', f);
     }
