@@ -119,8 +119,7 @@ static void test_json(void) {
     struct run_info ri = {.model_path = "m\\.bin",
                           .model_type = "tiny",
                           .backend = "cpu",
-                          .n_vocab = 51864,
-                          .n_mels = 80,
+                          .dims = {.n_vocab = 51864, .n_mels = 80},
                           .params = &fp};
     struct writer_opts wo = {.json_full = true, .run = &ri};
     s = render(&tr, OUT_JSON, &wo);

@@ -169,8 +169,6 @@ int cli_write_outputs(const struct cli_options *o, const bool *want, const whisp
         .model_type = whisperc_model_type(model),
         .backend = whisperc_model_backend(model),
         .multilingual = whisperc_model_is_multilingual(model),
-        .n_vocab = whisperc_model_n_vocab(model),
-        .n_mels = whisperc_model_n_mels(model),
         .dims = {.size = sizeof run.dims},
         .params = fp,
     };

@@ -35,8 +35,7 @@ enum out_format {
 struct run_info {
     const char *model_path, *model_type, *backend;
     bool multilingual;
-    int n_vocab, n_mels;
-    struct whisperc_model_dims dims; /* whisper.cpp's JSON "model" */
+    struct whisperc_model_dims dims; /* n_vocab, n_mels, and whisper.cpp's JSON "model" */
     const struct whisperc_full_params *params;
 };
 

@@ -129,7 +129,7 @@ static void model_info(struct sbuf *b, const struct run_info *ri) {
     sbuf_adds(b, ", ");
     key_string(b, "type", ri->model_type);
     sbuf_printf(b, ", \"multilingual\": %s, \"n_vocab\": %d, \"n_mels\": %d, ",
-                ri->multilingual ? "true" : "false", ri->n_vocab, ri->n_mels);
+                ri->multilingual ? "true" : "false", d->n_vocab, d->n_mels);
     key_string(b, "backend", ri->backend);
     /* whisper.cpp's */
     sbuf_printf(b,
