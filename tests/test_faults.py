@@ -11,7 +11,7 @@ usage: test_faults.py WHISPER_C SHARED_DIR
     run checks for a stop only between windows; the handler ends the process itself while no
     output is being written); no output file and no temporary file exist
   - `whisper-c batch` stopped by ONE SIGTERM while its item is in a first window of beam search
-    5 / best-of 5 (about 9 s on one core): the abort is seen between decoder steps, so the run
+    5 / best-of 5 (about 7 s on one core): the abort is seen between decoder steps, so the run
     ends within 4 s (0.04 s here), exit 143, long before --stop-timeout 30 (its watchdog: test_gpu_faults, a
     hung GPU); no output or results line for the item; then the same command resumes it to a
     complete result
@@ -108,11 +108,12 @@ def stopped_by(tmp, sig, code, name, decoding=("-bs", "1")):
 
 def batch_one_sigterm(tmp):
     """`timeout` and schedulers send one SIGTERM: the batch ends soon, also in a long window (a
-    first window of beam search 5, best-of 5: about 9 s on one core of this machine, several
-    seconds anywhere), as the abort is seen between decoder steps."""
+    window of beam search 5, best-of 5: about 7 s on one core of this machine, several seconds
+    anywhere), as the abort is seen between decoder steps. (One window, jfk twice: the resumed
+    run decodes it again: 82 s under ASan, 110 s with three times.)"""
     inputs = os.path.join(tmp, "in")
     os.mkdir(inputs)
-    long_wav(os.path.join(inputs, "long.wav"), 3)
+    long_wav(os.path.join(inputs, "long.wav"), 2)
     out = os.path.join(tmp, "out")
     cmd = [exe, "batch", "-m", model, "-j", "1", "-t", "1", "-bs", "5", "-bo", "5",
            "--stop-timeout", "30", "-o", out, inputs]
@@ -142,9 +143,9 @@ def batch_one_sigterm(tmp):
     text = open(os.path.join(out, "long.txt")).read() if os.path.exists(
         os.path.join(out, "long.txt")) else ""
     js = os.path.join(out, "long.json")
-    check(text.count("fellow Americans") == 3 and os.path.exists(js) and
-          json.load(open(js))["text"].count("fellow Americans") == 3,
-          "batch resumed: long.txt and long.json whole (3 times the speech)")
+    check(text.count("fellow Americans") == 2 and os.path.exists(js) and
+          json.load(open(js))["text"].count("fellow Americans") == 2,
+          "batch resumed: long.txt and long.json whole (twice the speech)")
     no_sanitizer_report(r.stderr, "batch resumed")
 
 
