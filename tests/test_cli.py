@@ -244,16 +244,18 @@ try:
             env={"OPENBLAS_CORETYPE": "Prescott"})
     check(r.returncode == 0 and "(OpenBLAS Prescott kernels)" in r.stdout,
           f"OPENBLAS_CORETYPE set by the user is kept ({r.stdout[:120]!r})")
-    # with OpenBLAS made to say "Prescott" (tests/fake_corename.c, preloaded): the command starts
-    # again with the variable set, once, so the model load has nothing to warn about; started
-    # through the dynamic loader it cannot, and warns. (A sanitizer's runtime must be loaded
-    # first: not there.)
+    # with OpenBLAS made to say "Prescott" (tests/fake_corename.c, preloaded) and its choice not
+    # made again in the process (WHISPERC_BLAS_RESELECT=0, as where OpenBLAS has no functions
+    # for it; test_blas_core checks those): the command starts again with the variable set,
+    # once, so the model load has nothing to warn about; started through the dynamic loader it
+    # cannot, and warns. (A sanitizer's runtime must be loaded first: not there.)
     shim = os.environ.get("WHISPERC_FAKE_CORENAME", "")
     ldso = "/lib64/ld-linux-x86-64.so.2"
     if ({"avx2", "fma"} <= flags and os.path.exists(shim) and os.path.exists(ldso)
             and os.environ.get("WHISPERC_SANITIZE", "none") == "none"):
         env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
         env["LD_PRELOAD"] = shim
+        env["WHISPERC_BLAS_RESELECT"] = "0"
         args = ["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-oj", "-of",
                 os.path.join(tmp, "reexec"), jfk]
         r = subprocess.run([exe] + args, capture_output=True, text=True, env=env, timeout=600)

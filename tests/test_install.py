@@ -8,9 +8,11 @@ in examples/ built against the installed header and libraries through pkg-config
 - examples/simple.c, linked with the shared library, transcribes jfk;
 - examples/simple.c, linked with the static library (pkg-config --static), does the same;
 - examples/parallel.c with 4 threads sharing one model gives the transcripts of 1 thread.
-SANITIZE is the build's b_sanitize option: the examples are built with the same flags. They
-run with the OPENBLAS_CORETYPE whisperc_blas_coretype_advice() names, if any (76 s without it
-on a CPU newer than Debian's OpenBLAS, 8 s with it).
+SANITIZE is the build's b_sanitize option: the examples are built with the same flags. On a
+CPU with AVX2 and FMA, a program linked with the library never runs OpenBLAS's Prescott
+kernels (the library has OpenBLAS choose again where it fell back to them: 76 s for this test
+on a CPU newer than Debian's OpenBLAS, 8 s after); where it could not, the examples run with the
+OPENBLAS_CORETYPE whisperc_blas_coretype_advice() names.
 """
 import os
 import pathlib
@@ -72,16 +74,23 @@ except FileNotFoundError:
 
 libdir = pathlib.Path(pkg("--variable=libdir")[0])
 run_env = dict(os.environ, LD_LIBRARY_PATH=str(libdir), ASAN_OPTIONS="detect_leaks=1")
-# The examples start as any program embedding the library does: where the distribution's
-# OpenBLAS does not know this CPU (its kernels then 15 times slower), with the
-# OPENBLAS_CORETYPE the library advises, as its warning tells a user to.
+# A program embedding the library, where the distribution's OpenBLAS does not know this CPU
+# (its fallback kernels 15 times slower here): the library has OpenBLAS choose again as it is
+# loaded (src/cpu/blas_core.c), so on a CPU with AVX2 and FMA the kernels are never Prescott's.
+# Where it could not, the examples run with the OPENBLAS_CORETYPE it advises, as its warning
+# tells a user to.
 advice = tmp / "advice.c"
 advice.write_text("#include <stdio.h>\n#include <libwhisperc.h>\n"
                   "int main(void) { const char *c = whisperc_blas_coretype_advice();\n"
-                  "    puts(c ? c : \"\"); return 0; }\n")
+                  "    printf(\"%s %s\\n\", whisperc_blas_core(), c ? c : \"-\"); return 0; }\n")
 run([cc, "-std=c11", *warn, *san, *cflags, advice, "-o", tmp / "advice", *libs])
-core = run([tmp / "advice"], env=run_env).stdout.strip()
-if core:
+kernels, core = run([tmp / "advice"], env=run_env).stdout.split()
+print(f"OpenBLAS kernels in a program linked with the library: {kernels}")
+flags = set(open("/proc/cpuinfo").read().split()) if os.path.exists("/proc/cpuinfo") else set()
+if {"avx2", "fma"} <= flags and "OPENBLAS_CORETYPE" not in os.environ:
+    check(kernels.lower() != "prescott", f"an embedding program never runs OpenBLAS's Prescott "
+          f"fallback on an AVX2 CPU ({kernels})")
+if core != "-":
     print(f"note: OPENBLAS_CORETYPE={core} for the examples")
     run_env["OPENBLAS_CORETYPE"] = core
 simple = tmp / "simple"
