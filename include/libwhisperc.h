@@ -69,11 +69,14 @@ WHISPERC_API const char *whisperc_blas_core(void);
 /* The OPENBLAS_CORETYPE this CPU should run with, when OpenBLAS did not recognise it (an
  * OpenBLAS older than the CPU) and fell back to kernels without AVX2, which make the encoder
  * about 15 times slower on the CPU: "SkylakeX" or "Haswell". NULL when its choice is fine, the
- * variable is already set, or the CPU is not x86-64. When the library is loaded it sets the
- * variable and has OpenBLAS choose again, in the process (unless WHISPERC_BLAS_RESELECT=0 is
- * in the environment), so this is NULL after that. Where that OpenBLAS cannot choose again,
- * set the variable in the environment the program starts with: the whisper-c command
- * re-executes itself with it; whisperc_model_load logs this advice as a warning. */
+ * variable is already set, or the CPU is not x86-64. When the library is loaded it has
+ * OpenBLAS choose again with the variable set (and unset after), which changes the kernels of
+ * the whole process, the program's own products included: only while the process runs no
+ * threads but OpenBLAS's own (a program linked with the library, before main), and not with
+ * WHISPERC_BLAS_RESELECT=0 in the environment or in a set-user-ID program. This is NULL after
+ * that. Where OpenBLAS could not choose again, set the variable in the environment the program
+ * starts with: the whisper-c command re-executes itself with it; whisperc_model_load logs this
+ * advice as a warning. */
 WHISPERC_API const char *whisperc_blas_coretype_advice(void);
 
 /* Status codes. Append only; values never change. A state stays usable after any of them but

@@ -8,18 +8,22 @@
 #include <sys/stat.h>
 
 #include "blas_reexec.h"
+#include "cpu/blas_core.h"
 #include "util.h"
 
 int test_failures = 0;
 
 #ifdef __GLIBC__
-/* A test program starts again with OPENBLAS_CORETYPE set where OpenBLAS misjudged the CPU, as
- * the whisper-c command does (blas_reexec.h): on such a CPU the golden and batch tests would
- * run the encoder about 15 times slower. glibc passes main's arguments to constructors. (This
- * file's object is in every test that checks anything: CHECK counts into test_failures.) */
+/* Where OpenBLAS misjudged the CPU, a test program has it choose again as the library does when
+ * it is loaded (src/cpu/blas_core.c; this constructor may run before the library's), else starts
+ * again with OPENBLAS_CORETYPE set, as the whisper-c command does (blas_reexec.h): on such a
+ * CPU the golden and batch tests would run the encoder about 15 times slower. glibc passes
+ * main's arguments to constructors. (This file's object is in every test that checks anything:
+ * CHECK counts into test_failures.) */
 __attribute__((constructor)) static void test_blas_core(int argc, char **argv) {
     (void)argc;
-    cli_blas_reexec(argv);
+    if (!blas_core_reselect())
+        cli_blas_reexec(argv);
 }
 #endif
 

@@ -231,7 +231,8 @@ try:
           "x real time)" in r.stdout,
           f"bench --synthetic --throughput 3: windows, waves, steps ({r.stdout[-400:]!r})")
     # OpenBLAS's kernels named; where it fell back to Prescott's (SSE3) on a CPU with AVX2 and
-    # FMA, the command started again with OPENBLAS_CORETYPE (blas_reexec.c): not Prescott's
+    # FMA, the library had it choose again as it was loaded (src/cpu/blas_core.c), or the
+    # command started again with OPENBLAS_CORETYPE (blas_reexec.c): not Prescott's
     head = r.stdout.splitlines()[0] if r.stdout else ""
     flags = set()
     if os.path.exists("/proc/cpuinfo"):

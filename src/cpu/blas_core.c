@@ -7,10 +7,10 @@
  * Rapids (family 6, model 207), where tiny.en's encoder took 5.0 s a window instead of 0.29 s
  * with the Skylake-X kernels that the CPU's AVX-512 runs. OpenBLAS reads OPENBLAS_CORETYPE
  * when it chooses, while it is loaded, before any code of ours runs. So when the library is
- * loaded, before anything has multiplied a matrix, it sets the variable and has OpenBLAS choose
- * again (blas_core_reselect) through the two functions its own start runs; where that OpenBLAS
- * has no such functions, the whisper-c command re-executes itself with the variable set, and a
- * program embedding the library is told at model load (api.c).
+ * loaded, it has OpenBLAS choose again with the variable set (blas_core_reselect) through the
+ * two functions its own start runs; where that OpenBLAS has no such functions (or other threads
+ * run), the whisper-c command re-executes itself with the variable set, and a program
+ * embedding the library is told at model load (api.c).
  */
 #define _GNU_SOURCE /* dladdr */
 #include "cpu/blas_core.h"
@@ -18,6 +18,7 @@
 #include <cblas.h>
 #include <dlfcn.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -60,37 +61,65 @@ const char *whisperc_blas_coretype_advice(void) {
 #endif
 }
 
+/* The threads of this process, from /proc/self/status; -1 where it cannot tell. */
+static int process_threads(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    int n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
 /* OpenBLAS's gotoblas_dynamic_quit() forgets its choice of kernels and gotoblas_dynamic_init()
- * makes it again, reading OPENBLAS_CORETYPE: what OpenBLAS's own start does, in a
- * DYNAMIC_ARCH build, exported though not in its header. They are looked up in the OpenBLAS
- * that answers openblas_get_corename for us (a library opened RTLD_LOCAL is not in the global
- * scope). Called before any product has run, the new kernels are those a start with the
- * variable set would have chosen; the buffers OpenBLAS allocates at its first product are sized
- * for every core it supports. */
+ * makes it again, reading OPENBLAS_CORETYPE: what OpenBLAS's own start does, in a DYNAMIC_ARCH
+ * build, exported though not in its header. They are looked up in the OpenBLAS that answers
+ * openblas_get_corename for us (a library opened RTLD_LOCAL is not in the global scope), else
+ * in the global scope. Nothing OpenBLAS set up at its start depends on the choice: its buffers
+ * are of one size for every core, a product's blocking is read from the chosen table as it
+ * starts. But a product running meanwhile on another thread would mix two tables (or find
+ * none), so this is done only while the process has no threads but OpenBLAS's own. The
+ * variable is unset again: a child process, or another OpenBLAS loaded later, chooses for
+ * itself. */
 bool blas_core_reselect(void) {
     const char *core = whisperc_blas_coretype_advice();
     const char *off = getenv("WHISPERC_BLAS_RESELECT");
-    if (!core || (off && strcmp(off, "0") == 0) || getauxval(AT_SECURE))
+    const char *now = openblas_get_corename();
+    /* "Unknown": OpenBLAS has not chosen yet (a static link, our constructor first) */
+    if (!core || (off && strcmp(off, "0") == 0) || getauxval(AT_SECURE) || !now ||
+        strcasecmp(now, "Unknown") == 0)
         return false;
+    int threads = process_threads();
+    if (threads < 1 || threads > openblas_get_num_threads())
+        return false;
+    void (*quit)(void) = NULL, (*init)(void) = NULL;
     Dl_info info;
-    if (!dladdr((void *)openblas_get_corename, &info) || !info.dli_fname)
-        return false;
-    void *lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    if (!lib)
-        return false;
-    void (*quit)(void) = (void (*)(void))dlsym(lib, "gotoblas_dynamic_quit");
-    void (*init)(void) = (void (*)(void))dlsym(lib, "gotoblas_dynamic_init");
+    void *lib = NULL;
+    if (dladdr((void *)openblas_get_corename, &info) && info.dli_fname)
+        lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    /* (a non-PIE program's own address of the function names the program: the global scope) */
+    void *scope = lib ? lib : RTLD_DEFAULT;
+    quit = (void (*)(void))dlsym(scope, "gotoblas_dynamic_quit");
+    init = (void (*)(void))dlsym(scope, "gotoblas_dynamic_init");
     bool done = false;
     if (quit && init && setenv("OPENBLAS_CORETYPE", core, 0) == 0) {
         quit();
         init();
-        done = true;
+        unsetenv("OPENBLAS_CORETYPE");
+        /* an OpenBLAS without that core's table keeps a fallback: then the warning stays */
+        done = !blas_core_pre_avx2(openblas_get_corename());
     }
-    dlclose(lib);
+    if (lib)
+        dlclose(lib);
     return done;
 }
 
-/* When the library is loaded: the process (or the program that opened the library) has not
- * started threads of its own that multiply yet. WHISPERC_BLAS_RESELECT=0 leaves OpenBLAS's
- * choice alone (the model load then warns). */
+/* When the library is loaded: in a program linked with it, before main; in one that opens it,
+ * only where no other thread runs (above). WHISPERC_BLAS_RESELECT=0 leaves OpenBLAS's choice
+ * alone: the whisper-c command then starts itself again, and the model load warns an
+ * embedding program. */
 __attribute__((constructor)) static void blas_core_at_load(void) { blas_core_reselect(); }
