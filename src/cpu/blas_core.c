@@ -96,15 +96,14 @@ bool blas_core_reselect(void) {
     int threads = process_threads();
     if (threads < 1 || threads > openblas_get_num_threads())
         return false;
-    void (*quit)(void) = NULL, (*init)(void) = NULL;
     Dl_info info;
     void *lib = NULL;
     if (dladdr((void *)openblas_get_corename, &info) && info.dli_fname)
         lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     /* (a non-PIE program's own address of the function names the program: the global scope) */
     void *scope = lib ? lib : RTLD_DEFAULT;
-    quit = (void (*)(void))dlsym(scope, "gotoblas_dynamic_quit");
-    init = (void (*)(void))dlsym(scope, "gotoblas_dynamic_init");
+    void (*quit)(void) = (void (*)(void))dlsym(scope, "gotoblas_dynamic_quit");
+    void (*init)(void) = (void (*)(void))dlsym(scope, "gotoblas_dynamic_init");
     bool done = false;
     if (quit && init && setenv("OPENBLAS_CORETYPE", core, 0) == 0) {
         quit();
