@@ -314,6 +314,13 @@ def test_manifests(tmp, paths):
     r = batch([*common, "-o", os.path.join(d, "o2"), "--manifest", dup])
     check(r.returncode == 1 and "duplicate id 'same'" in r.stderr and paths[0] in r.stderr and
           paths[1] in r.stderr, f"duplicate ids: refused, both paths named ({r.stderr.strip()[:200]})")
+    with open(dup, "w") as f:
+        f.write(json.dumps({"path": paths[0], "id": "Spk1/Utt"}) + "\n")
+        f.write(json.dumps({"path": paths[1], "id": "spk1/utt"}) + "\n")
+    r = batch([*common, "-o", os.path.join(d, "o2"), "--manifest", dup])
+    check(r.returncode == 1 and "'Spk1/Utt' and 'spk1/utt' differ only in case" in r.stderr and
+          paths[0] in r.stderr and paths[1] in r.stderr,
+          f"ids differing only in case: refused, both paths named ({r.stderr.strip()[:200]})")
     badcsv = os.path.join(d, "bad.csv")
     with open(badcsv, "w") as f:
         f.write(f'path,id\n{paths[0]},a\n"{paths[1]}"x,b\n')

@@ -267,6 +267,42 @@ int items_add_manifest(struct batch_items *it, const char *file, char *err, size
 
 // ---------------------------------------------------------------------------------------------
 
+/* Fails naming both paths where two ids differ only in the case of ASCII letters: on a
+ * case-insensitive file system (macOS's, Windows's, an SMB or exFAT mount; or wherever out/ is
+ * copied later) their outputs would be the same files, one item's overwriting the other's
+ * while the results file calls both done. */
+static int check_case(const struct batch_items *it, char *err, size_t es) {
+    struct strmap folded = {0};
+    char **keys = calloc((size_t)it->n + 1, sizeof *keys);
+    int rc = keys ? 0 : -2;
+    for (int i = 0; i < it->n && rc == 0; i++) {
+        if (!(keys[i] = strdup(it->v[i].id))) {
+            rc = -2;
+            break;
+        }
+        for (char *c = keys[i]; *c; c++)
+            if (*c >= 'A' && *c <= 'Z')
+                *c = (char)(*c - 'A' + 'a');
+        int old = strmap_put(&folded, keys[i], i);
+        if (old >= 0) {
+            snprintf(err, es,
+                     "ids '%s' and '%s' differ only in case, so their outputs would be the same "
+                     "files on a case-insensitive file system: %s and %s (give ids in a manifest)",
+                     it->v[old].id, it->v[i].id, it->v[old].path, it->v[i].path);
+            rc = -1;
+        } else if (old == -2) {
+            rc = -2;
+        }
+    }
+    if (rc == -2)
+        snprintf(err, es, "out of memory");
+    strmap_free(&folded);
+    for (int i = 0; keys && i < it->n; i++)
+        free(keys[i]);
+    free(keys);
+    return rc ? -1 : 0;
+}
+
 int items_index(const struct batch_items *it, struct strmap *map, char *err, size_t es) {
     for (int i = 0; i < it->n; i++) {
         int old = strmap_put(map, it->v[i].id, i);
@@ -278,7 +314,7 @@ int items_index(const struct batch_items *it, struct strmap *map, char *err, siz
             return -1;
         }
     }
-    return 0;
+    return check_case(it, err, es);
 }
 
 void items_keep_shard(struct batch_items *it, int k, int n) {

@@ -40,7 +40,9 @@ int items_add_manifest(struct batch_items *it, const char *file, char *err, size
  * whole); NULL if nothing usable is left or out of memory. Caller frees. */
 char *items_make_id(const char *s, bool drop_extension);
 
-/* Fills map (id → index). Fails naming both paths when two items share an id. */
+/* Fills map (id → index). Fails naming both paths when two items share an id, or have ids
+ * that differ only in the case of ASCII letters (the same files on a case-insensitive file
+ * system). */
 int items_index(const struct batch_items *it, struct strmap *map, char *err, size_t err_size);
 
 /* Keeps only shard k of n (0 <= k < n): the items whose str_hash(id) % n == k, in order. */
