@@ -29,8 +29,9 @@
  * - Strings and records returned by accessors belong to the state and stay valid until the next
  *   whisperc_full*() call on that state or whisperc_state_free().
  * - Parameter structs are passed by const pointer; their first field `size` is set by the
- *   defaults function, and fields are only ever appended, so binaries built against an older
- *   header keep working. Always start from the defaults function.
+ *   defaults function (inline: it tells the library the size this header gives the struct),
+ *   and fields are only ever appended, so binaries built against an older header keep working.
+ *   Always start from the defaults function.
  * - The library prints nothing. Diagnostics go to the log callback of the params, if set.
  * - Callbacks run on the thread that called whisperc_full*().
  */
@@ -153,7 +154,17 @@ struct whisperc_model_params {
     whisperc_quant_mode quant_weights;
 };
 
-WHISPERC_API struct whisperc_model_params whisperc_model_default_params(void);
+/* The defaults written into *params: at most `size` bytes (the caller's own
+ * sizeof(struct whisperc_model_params)), params->size set. Call it through
+ * whisperc_model_default_params(), which passes the size this header knows: a library built
+ * with a longer header then writes nothing past a shorter struct. */
+WHISPERC_API void whisperc_model_params_init(struct whisperc_model_params *params, size_t size);
+
+static inline struct whisperc_model_params whisperc_model_default_params(void) {
+    struct whisperc_model_params p;
+    whisperc_model_params_init(&p, sizeof p);
+    return p;
+}
 
 /* Loads a whisper.cpp ggml .bin file (f32, f16 or quantized; any official size). On failure *out is
  * NULL and, if errbuf is not NULL, it receives one line naming the file and the problem.
@@ -335,7 +346,18 @@ struct whisperc_full_params {
     bool dtw_token_timestamps;
 };
 
-WHISPERC_API struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy);
+/* The defaults for strategy written into *params: at most `size` bytes (the caller's own
+ * sizeof(struct whisperc_full_params)), params->size set. Call it through
+ * whisperc_full_default_params(), which passes the size this header knows: a library built
+ * with a longer header then writes nothing past a shorter struct. */
+WHISPERC_API void whisperc_full_params_init(struct whisperc_full_params *params, size_t size,
+                                            whisperc_strategy strategy);
+
+static inline struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy) {
+    struct whisperc_full_params p;
+    whisperc_full_params_init(&p, sizeof p, strategy);
+    return p;
+}
 
 /* Transcribes 16 kHz mono float samples in [-1, 1]. Results replace the state's previous ones. */
 WHISPERC_API whisperc_status whisperc_full(whisperc_state *state,

@@ -62,7 +62,20 @@ void api_log(whisperc_log_fn fn, void *user, whisperc_log_level level, const cha
 /* ---------------------------------------------------------------------------------------- */
 /* Model                                                                                     */
 
-struct whisperc_model_params whisperc_model_default_params(void) {
+/* The library's defaults into a caller's struct of `size` bytes (the header's inline
+ * defaults functions pass their sizeof): a caller built against an older header gets the fields
+ * it has, and no byte past them is written; one built against a newer header gets zeros in the
+ * fields this library does not know, and a size that says so. */
+static void params_out(void *out, size_t size, const void *defaults, size_t our_size) {
+    if (!out || size < sizeof(size_t))
+        return;
+    memset(out, 0, size);
+    size_t n = size < our_size ? size : our_size;
+    memcpy(out, defaults, n);
+    memcpy(out, &n, sizeof n); /* the size field comes first in every params struct */
+}
+
+void whisperc_model_params_init(struct whisperc_model_params *out, size_t size) {
     struct whisperc_model_params p = {
         /*.size =*/sizeof(struct whisperc_model_params),
         /*.device =*/WHISPERC_DEVICE_AUTO,
@@ -72,7 +85,7 @@ struct whisperc_model_params whisperc_model_default_params(void) {
         /*.max_memory_bytes =*/0,
         /*.quant_weights =*/WHISPERC_QUANT_AUTO,
     };
-    return p;
+    params_out(out, size, &p, sizeof p);
 }
 
 /* Params from a caller compiled against any header version: defaults, then its fields. */
@@ -510,7 +523,8 @@ const char *whisperc_state_errmsg(const whisperc_state *st) {
 /* ---------------------------------------------------------------------------------------- */
 /* Transcription                                                                             */
 
-struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy) {
+void whisperc_full_params_init(struct whisperc_full_params *out, size_t size,
+                               whisperc_strategy strategy) {
     /* openai-whisper transcribe() and DecodingOptions defaults */
     struct whisperc_full_params p = {
         /*.size =*/sizeof(struct whisperc_full_params),
@@ -569,7 +583,7 @@ struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strat
         /*.diarize =*/false,
         /*.dtw_token_timestamps =*/false,
     };
-    return p;
+    params_out(out, size, &p, sizeof p);
 }
 
 int api_fail(whisperc_state *st, int rc, const char *fmt, ...) {

@@ -225,6 +225,33 @@ static void test_old_params(whisperc_state *st, const float *pcm, int n, const c
     t.decode_ms = -7.0; /* beyond size: must stay untouched */
     CHECK(whisperc_state_timings(st, &t) == WHISPERC_OK && t.decode_ms == -7.0);
     CHECK(t.mel_ms > 0.0);
+
+    /* The defaults into an older caller's shorter struct: no byte written past its size */
+    struct whisperc_full_params q;
+    memset(&q, 0xab, sizeof q);
+    size_t old = offsetof(struct whisperc_full_params, seed);
+    whisperc_full_params_init(&q, old, WHISPERC_SAMPLING_BEAM_SEARCH);
+    CHECK(q.size == old && q.beam_size == 5 && q.best_of == 5 && q.temperatures[1] == 0.2f);
+    const unsigned char *past = (const unsigned char *)&q + old;
+    for (size_t i = 0; i < sizeof q - old; i++)
+        CHECK(past[i] == 0xab);
+    struct whisperc_model_params mq;
+    memset(&mq, 0xab, sizeof mq);
+    whisperc_model_params_init(&mq, offsetof(struct whisperc_model_params, max_memory_bytes));
+    CHECK(mq.size == offsetof(struct whisperc_model_params, max_memory_bytes) &&
+          mq.device == WHISPERC_DEVICE_AUTO && mq.log_fn == NULL);
+    CHECK(((const unsigned char *)&mq.max_memory_bytes)[0] == 0xab);
+    /* ... and a newer caller's longer one: the fields this library lacks are zero, the size
+     * says which it knows */
+    struct {
+        struct whisperc_full_params p;
+        unsigned char later[24];
+    } newer;
+    memset(&newer, 0xab, sizeof newer);
+    whisperc_full_params_init(&newer.p, sizeof newer, WHISPERC_SAMPLING_GREEDY);
+    CHECK(newer.p.size == sizeof newer.p && newer.p.best_of == 1);
+    for (size_t i = 0; i < sizeof newer.later; i++)
+        CHECK(newer.later[i] == 0);
 }
 
 /* params.diarize: jfk's first 7.6 s on the left channel of a WAV, the rest on the right; its
