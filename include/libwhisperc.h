@@ -410,7 +410,8 @@ WHISPERC_API whisperc_status whisperc_batch_select(whisperc_state *state, int i_
  * <|startoftranscript|> is restricted to the language tokens. probs[i] (i < n_probs; may be
  * NULL when n_probs is 0) receives the probability of language i (whisperc_lang_code(i)), 0 for
  * languages the model does not know; *i_lang (may be NULL) the most probable. Multilingual
- * models only (WHISPERC_ERR_UNSUPPORTED otherwise). params: threads (language is ignored). */
+ * models only (WHISPERC_ERR_UNSUPPORTED otherwise). params: threads (language is ignored).
+ * The results of the last whisperc_full*() stay as they were. */
 WHISPERC_API whisperc_status whisperc_detect_language(whisperc_state *state,
                                                       const struct whisperc_full_params *params,
                                                       const float *pcm16k, int n_samples,
@@ -493,7 +494,6 @@ WHISPERC_API const char *whisperc_token_text(const whisperc_state *state, int to
 /* First id of the timestamp tokens: id - this is the time in 20 ms steps; -1 if state is NULL. */
 WHISPERC_API int whisperc_token_timestamp_begin(const whisperc_state *state);
 
-/* Language transcribed ("en"), and the probability of the detected language (1.0 when given). */
 /* Words of a segment (whisperc_full_params.word_timestamps; else 0 words). A word's text keeps
  * its leading space and the punctuation merged into it; times are in milliseconds of the
  * input; p is the mean probability of its tokens. */
@@ -503,12 +503,16 @@ WHISPERC_API int64_t whisperc_word_t0_ms(const whisperc_state *state, int i_segm
 WHISPERC_API int64_t whisperc_word_t1_ms(const whisperc_state *state, int i_segment, int i_word);
 WHISPERC_API float whisperc_word_p(const whisperc_state *state, int i_segment, int i_word);
 
+/* Language transcribed ("en"), and the probability of the detected language (1.0 when given).
+ * With vad on a multilingual model asked to detect, audio with no speech gives "en" with
+ * probability 0: no language was detected. */
 WHISPERC_API const char *whisperc_full_language(const whisperc_state *state);
 WHISPERC_API float whisperc_full_language_prob(const whisperc_state *state);
 /* The whole transcript, as openai-whisper's result["text"]. */
 WHISPERC_API const char *whisperc_full_text(const whisperc_state *state);
 
-/* Where the time of the last whisperc_full*() went, in milliseconds. */
+/* Where the time of the last whisperc_full*() or whisperc_detect_language() went, in
+ * milliseconds. */
 struct whisperc_timings {
     size_t size;      /* set by the caller: sizeof(struct whisperc_timings) */
     double audio_ms;  /* decode + resample (whisperc_full_file only) */

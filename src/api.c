@@ -730,6 +730,7 @@ struct callbacks {
     whisperc_state *st;
     const struct whisperc_full_params *p;
     const struct time_map *map; /* with VAD: gathered speech to the input's times */
+    bool done_reported;         /* progress 100 given */
 };
 
 static bool on_window(void *user, int n_new, int percent) {
@@ -742,6 +743,7 @@ static bool on_window(void *user, int n_new, int percent) {
         cb->p->new_segment_fn(cb->st, n_new, cb->p->new_segment_user_data);
     if (cb->p->progress_fn)
         cb->p->progress_fn(cb->st, percent, cb->p->progress_user_data);
+    cb->done_reported |= percent >= 100;
     return cb->p->abort_fn && cb->p->abort_fn(cb->p->abort_user_data);
 }
 
@@ -783,7 +785,7 @@ static int run_pcm(whisperc_state *st, const struct whisperc_full_params *p, con
     st->timings.mel_ms = wc_now_ms() - t0;
     if (rc)
         return rc;
-    struct callbacks cb = {st, p, map};
+    struct callbacks cb = {st, p, map, false};
     struct transcribe_ctx t = api_transcribe_ctx(st, p, i_lang, on_window, &cb);
     if (det) {
         rc = detect_only(&t, &mel, det);
@@ -802,8 +804,9 @@ static int run_pcm(whisperc_state *st, const struct whisperc_full_params *p, con
     st->timings.n_windows = t.n_windows;
     st->timings.n_decode_tokens = t.n_decode_steps;
     st->timings.n_fallbacks = t.n_fallbacks;
-    /* under 10 ms of audio (or of the part asked for) is no window: 100 all the same */
-    if (!rc && !det && t.n_windows == 0 && p->progress_fn)
+    /* under 10 ms of audio (or of the part asked for) is no window (language detection may
+     * have run on it): 100 all the same */
+    if (!rc && !det && !cb.done_reported && p->progress_fn)
         p->progress_fn(st, 100, p->progress_user_data);
     if (!rc && st->tr.i_language >= 0)
         api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "language: %s (p = %.2f)",
@@ -892,7 +895,9 @@ int api_no_speech_transcript(whisperc_state *st, int i_lang, struct wc_transcrip
     if (!out->text)
         return api_fail(st, WHISPERC_ERR_NO_MEMORY, "out of memory");
     out->i_language = i_lang;
-    out->language_prob = 1.0f;
+    /* a multilingual model asked to detect has detected nothing: "en", as whisper.cpp, but
+     * with probability 0 */
+    out->language_prob = i_lang >= 0 || !st->m->vocab.multilingual ? 1.0f : 0.0f;
     return 0;
 }
 
@@ -1015,11 +1020,13 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     double t0 = wc_now_ms();
     double audio_ms = st->pending_audio_ms; /* set by whisperc_full_file */
     st->pending_audio_ms = 0;
-    if (!st->loudness_pending) /* the channels measured are those of another input */
-        audio_loudness_free(&st->loudness);
-    st->loudness_pending = false;
-    transcript_free(&st->tr);
-    st->has_result = false;
+    if (!det) { /* detection is no whisperc_full*: the last results stay as they are */
+        if (!st->loudness_pending) /* the channels measured are those of another input */
+            audio_loudness_free(&st->loudness);
+        st->loudness_pending = false;
+        transcript_free(&st->tr);
+        st->has_result = false;
+    }
     st->errmsg[0] = '\0';
     memset(&st->timings, 0, sizeof st->timings);
     st->timings.size = sizeof st->timings;
@@ -1054,9 +1061,11 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
         rc = run_full(st, &p, pcm16k, n_samples, i_lang, det);
     st->timings.audio_seconds = n_samples / (double)WC_SAMPLE_RATE;
     st->timings.total_ms = wc_now_ms() - t0 + audio_ms;
-    st->has_result = rc == 0 && !det;
-    if (!st->has_result)
-        transcript_free(&st->tr);
+    if (!det) {
+        st->has_result = rc == 0;
+        if (!st->has_result)
+            transcript_free(&st->tr);
+    }
     return rc;
 }
 
@@ -1076,7 +1085,6 @@ whisperc_status whisperc_detect_language(whisperc_state *st,
                                          const float *pcm16k, int n_samples, float *probs,
                                          int n_probs, int *i_lang) {
     struct detect_req det = {probs, n_probs < 0 ? 0 : n_probs, i_lang};
-    api_batch_clear(st);
     return full_or_detect(st, params, pcm16k, n_samples, &det);
 }
 
@@ -1213,7 +1221,10 @@ whisperc_status whisperc_full_file(whisperc_state *st, const struct whisperc_ful
     int rc = path ? load_file(st->m, params, path, diarize ? &st->loudness : NULL, &pcm, &n,
                               st->errmsg, sizeof st->errmsg)
                   : (whisperc_status)api_fail(st, WHISPERC_ERR_INVALID_ARG, "path is NULL");
-    if (rc) { /* as any failed call: no results left from the last one */
+    if (rc) { /* as any failed call: no results nor timings left from the last one */
+        memset(&st->timings, 0, sizeof st->timings);
+        st->timings.size = sizeof st->timings;
+        st->timings.total_ms = wc_now_ms() - t0;
         audio_loudness_free(&st->loudness);
         api_batch_clear(st);
         transcript_free(&st->tr);

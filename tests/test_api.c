@@ -214,6 +214,69 @@ static void test_callbacks(whisperc_state *st, const float *pcm, int n) {
     free(a);
 }
 
+static void note_progress(whisperc_state *st, int percent, void *user) {
+    (void)st;
+    *(int *)user = percent;
+}
+
+/* whisperc_detect_language leaves the last transcription's results as they were (it is no
+ * whisperc_full*): a random-weight multilingual model of tiny dimensions, real window size. */
+static void test_detect_keeps_results(const float *pcm, int n) {
+    struct ggml_synth_opts o = ggml_synth_default_opts();
+    o.multilingual = 1;
+    o.n_audio_ctx = 1500;
+    o.n_text_ctx = 448;
+    char path[] = "/tmp/wc_test_api_ml_XXXXXX";
+    CHECK(ggml_synth_write_temp(path, &o) == 0);
+    struct whisperc_model_params mp = whisperc_model_default_params();
+    mp.device = WHISPERC_DEVICE_CPU;
+    whisperc_model *m = NULL;
+    whisperc_state *st = NULL;
+    CHECK(whisperc_model_load(path, &mp, &m, NULL, 0) == WHISPERC_OK);
+    unlink(path);
+    CHECK(m && whisperc_state_new(m, &st) == WHISPERC_OK);
+    if (!st) {
+        whisperc_model_free(m);
+        return;
+    }
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    p.language = "de";
+    p.n_temperatures = 1;
+    p.sample_len = 8;
+    int n2 = n < 2 * 16000 ? n : 2 * 16000;
+    CHECK(whisperc_full(st, &p, pcm, n2) == WHISPERC_OK);
+    const char *text = whisperc_full_text(st);
+    char *kept = text ? strdup(text) : NULL;
+    int ns = whisperc_n_segments(st);
+    float probs[128] = {0};
+    int lang = -1;
+    CHECK(whisperc_detect_language(st, &p, pcm, n2, probs, 128, &lang) == WHISPERC_OK);
+    CHECK(lang >= 0 && probs[lang] > 0.0f);
+    CHECK(whisperc_full_text(st) == text && kept && strcmp(text, kept) == 0);
+    CHECK(whisperc_n_segments(st) == ns && strcmp(whisperc_full_language(st), "de") == 0);
+    /* a failed detection leaves them too */
+    CHECK(whisperc_detect_language(st, &p, pcm, 0, probs, 128, &lang) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_full_text(st) == text && whisperc_n_segments(st) == ns);
+    free(kept);
+
+    /* under 10 ms of audio after language detection: no window, progress 100 all the same */
+    int last = -1;
+    p.language = NULL;
+    p.progress_fn = note_progress;
+    p.progress_user_data = &last;
+    CHECK(whisperc_full(st, &p, pcm, 100) == WHISPERC_OK && last == 100);
+    /* no speech found by vad where the language was to be detected: none was */
+    float *silence = calloc(16000, sizeof *silence);
+    p.progress_fn = NULL;
+    p.vad = true;
+    CHECK(silence && whisperc_full(st, &p, silence, 16000) == WHISPERC_OK);
+    CHECK(whisperc_n_segments(st) == 0 && strcmp(whisperc_full_language(st), "en") == 0 &&
+          whisperc_full_language_prob(st) == 0.0f);
+    free(silence);
+    whisperc_state_free(st);
+    whisperc_model_free(m);
+}
+
 /* A caller built against an older header passes a shorter struct: the rest are defaults. */
 static void test_old_params(whisperc_state *st, const float *pcm, int n, const char *want) {
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
@@ -1007,6 +1070,7 @@ int main(int argc, char **argv) {
     test_quant_weights(pcm, n);
     test_callbacks(st, pcm, n);
     test_old_params(st, pcm, n, want);
+    test_detect_keeps_results(pcm, n);
     test_suppress(m, st, pcm, n, want);
     test_diarize(st, pcm, n);
 
