@@ -1,7 +1,8 @@
 /*
  * test_vocab.c — the vocabulary of the real tiny.en and base files (src/model/vocab.c, bpe.c)
  * against openai-whisper's tokenizer: tests/data/tokenizer-fixture.txt, written by
- * tools/gen-tokenizer-fixture.py (the line formats are described there).
+ * tools/gen-tokenizer-fixture.py (the line formats are described there); and max_len's cuts
+ * (segment_wrap.c) between characters that span tokens.
  *
  * Usage: test_vocab <fixture>. Exit 77 when the shared models are missing.
  */
@@ -10,6 +11,8 @@
 #include <string.h>
 
 #include "common.h"
+#include "decoder/segment_wrap.h"
+#include "decoder/transcribe.h"
 #include "libwhisperc.h"
 #include "model/bpe.h"
 #include "model/model_file.h"
@@ -294,6 +297,48 @@ static void check_invariants(const struct wc_vocab *v, const char *name) {
     free(dec);
 }
 
+/* The id of the one-byte token b, or -1 */
+static int byte_token(const struct wc_vocab *v, unsigned char b) {
+    for (int id = 0; id < v->eot; id++)
+        if (v->text_len[id] == 1 && (unsigned char)v->text[id][0] == b)
+            return id;
+    return -1;
+}
+
+/* max_len cuts between characters only, though byte-level BPE spreads one over tokens: "a語b"
+ * as a, E8, AA, 9E, b at max_len 1 is a, 語, b (cut at any token, each piece decoded alone,
+ * the character was lost to U+FFFDs). */
+static void check_wrap_chars(const struct wc_vocab *v) {
+    const unsigned char bytes[5] = {'a', 0xe8, 0xaa, 0x9e, 'b'};
+    struct wc_transcript tr = {0};
+    struct wc_segment *s = tr.seg = calloc(1, sizeof *tr.seg);
+    if (!s)
+        return;
+    tr.n_seg = tr.cap_seg = 1;
+    s->n_tokens = 5;
+    s->tokens = malloc(5 * sizeof *s->tokens);
+    s->token_p = calloc(5, sizeof *s->token_p);
+    s->token_t0 = malloc(5 * sizeof *s->token_t0);
+    s->token_t1 = malloc(5 * sizeof *s->token_t1);
+    for (int k = 0; s->tokens && s->token_t0 && s->token_t1 && k < 5; k++) {
+        s->tokens[k] = byte_token(v, bytes[k]);
+        CHECK(s->tokens[k] >= 0);
+        s->token_t0[k] = k * 0.1;
+        s->token_t1[k] = (k + 1) * 0.1;
+    }
+    s->t1 = 0.5;
+    s->text = s->tokens ? vocab_decode(v, s->tokens, 5) : NULL;
+    CHECK(s->text && strcmp(s->text, "a\xe8\xaa\x9e"
+                                     "b") == 0);
+    CHECK(wrap_segments(&tr, 0, 1, false, v) == 0);
+    CHECK(tr.n_seg == 3);
+    const char *want[3] = {"a", "\xe8\xaa\x9e", "b"};
+    for (int i = 0; i < tr.n_seg && i < 3; i++)
+        CHECK(strcmp(tr.seg[i].text, want[i]) == 0);
+    CHECK(tr.n_seg < 2 || (tr.seg[1].t0 == 0.1 && tr.seg[1].t1 == 0.4));
+    transcript_free(&tr);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s tokenizer-fixture.txt\n", argv[0]);
@@ -353,6 +398,7 @@ int main(int argc, char **argv) {
 
     for (int e = 0; e < N_ENC; e++)
         check_invariants(&vs[e], enc_names[e]);
+    check_wrap_chars(&vs[GPT2]);
 
     /* bad vocabulary sizes */
     struct wc_model_file bad = *files[1];

@@ -59,24 +59,27 @@ static int make_piece(struct wc_segment *p, const struct wc_segment *s, int k0, 
     return 0;
 }
 
-/* Cut points: token indices where a new piece starts (cuts[0] = 0, cuts[n] = n_tokens). */
+/* Cut points: token indices where a new piece starts (cuts[0] = 0, cuts[n] = n_tokens).
+ * Characters are counted on the tokens' bytes, a character where its lead byte is: a token
+ * that starts inside a character (byte-level BPE splits many CJK characters) is no cut point,
+ * since each piece's text is decoded alone and would lose the character to U+FFFDs. */
 static int find_cuts(const struct wc_segment *s, int max_len, bool on_word,
                      const struct wc_vocab *v, int *cuts) {
     int n = 0, len = 0;
     cuts[n++] = 0;
     for (int k = 0; k < s->n_tokens; k++) {
         int id = s->tokens[k];
-        if (id >= v->eot)
+        if (id >= v->eot || id < 0)
             continue;
         bool word_start = !on_word;
         for (int i = 0; i < s->n_words && !word_start; i++)
             word_start = s->words[i].tok0 == k;
-        char *t = vocab_decode(v, &id, 1);
-        if (!t)
-            return -1;
-        int tl = utf8_len(t);
-        free(t);
-        if (word_start && len > 0 && len + tl > max_len) {
+        const unsigned char *t = (const unsigned char *)v->text[id];
+        int tl = 0;
+        for (int b = 0; b < v->text_len[id]; b++)
+            tl += (t[b] & 0xc0) != 0x80;
+        bool char_start = v->text_len[id] > 0 && (t[0] & 0xc0) != 0x80;
+        if (word_start && char_start && len > 0 && len + tl > max_len) {
             cuts[n++] = k;
             len = 0;
         }
