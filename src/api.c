@@ -1036,6 +1036,8 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
                         "params must come from "
                         "whisperc_full_default_params()");
     struct whisperc_full_params p = api_params_from(params);
+    if (det) /* ignored (the header): a language this model lacks is no error here */
+        p.language = NULL;
     int i_lang = -1;
     int rc = api_check_samples(st, &p, pcm16k, n_samples);
     if (!rc)

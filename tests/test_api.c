@@ -252,6 +252,9 @@ static void test_detect_keeps_results(const float *pcm, int n) {
     int lang = -1;
     CHECK(whisperc_detect_language(st, &p, pcm, n2, probs, 128, &lang) == WHISPERC_OK);
     CHECK(lang >= 0 && probs[lang] > 0.0f);
+    p.language = "xx"; /* ignored by detection */
+    CHECK(whisperc_detect_language(st, &p, pcm, n2, NULL, 0, &lang) == WHISPERC_OK);
+    p.language = "de";
     CHECK(whisperc_full_text(st) == text && kept && strcmp(text, kept) == 0);
     CHECK(whisperc_n_segments(st) == ns && strcmp(whisperc_full_language(st), "de") == 0);
     /* a failed detection leaves them too */
