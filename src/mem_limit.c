@@ -35,26 +35,50 @@ static int meminfo_available(uint64_t *bytes) {
     return found;
 }
 
-/* Limit minus usage of the cgroup this process sees at /sys/fs/cgroup (a container's own
- * namespace root). An unlimited cgroup reports "max" (v2) or a value near INT64_MAX (v1). */
-static int cgroup_available(uint64_t *bytes) {
-    uint64_t limit, usage;
-    if (read_u64("/sys/fs/cgroup/memory.max", &limit) == 0 &&
-        read_u64("/sys/fs/cgroup/memory.current", &usage) == 0) {
-    } else if (read_u64("/sys/fs/cgroup/memory/memory.limit_in_bytes", &limit) == 0 &&
-               read_u64("/sys/fs/cgroup/memory/memory.usage_in_bytes", &usage) == 0) {
-    } else {
+/* The value of `key` (a line "key N") in a cgroup's memory.stat, or -1. */
+static int stat_value(const char *path, const char *key, uint64_t *v) {
+    FILE *f = fopen(path, "re");
+    if (!f)
         return -1;
+    char line[256];
+    size_t kl = strlen(key);
+    int found = -1;
+    while (found && fgets(line, sizeof line, f))
+        if (strncmp(line, key, kl) == 0 && line[kl] == ' ' && sscanf(line + kl, "%" SCNu64, v) == 1)
+            found = 0;
+    fclose(f);
+    return found;
+}
+
+int mem_cgroup_available_at(const char *root, uint64_t *bytes) {
+    char p_limit[4200], p_usage[4200], p_stat[4200];
+    uint64_t limit, usage, inactive = 0;
+    const char *inactive_key = "inactive_file";
+    snprintf(p_limit, sizeof p_limit, "%s/memory.max", root);
+    snprintf(p_usage, sizeof p_usage, "%s/memory.current", root);
+    snprintf(p_stat, sizeof p_stat, "%s/memory.stat", root);
+    if (read_u64(p_limit, &limit) != 0 || read_u64(p_usage, &usage) != 0) {
+        snprintf(p_limit, sizeof p_limit, "%s/memory/memory.limit_in_bytes", root);
+        snprintf(p_usage, sizeof p_usage, "%s/memory/memory.usage_in_bytes", root);
+        snprintf(p_stat, sizeof p_stat, "%s/memory/memory.stat", root);
+        inactive_key = "total_inactive_file";
+        if (read_u64(p_limit, &limit) != 0 || read_u64(p_usage, &usage) != 0)
+            return -1;
     }
     if (limit >= (UINT64_C(1) << 60))
         return -1;
+    /* usage counts the page cache, this process's model file's pages among them: what the
+     * kernel drops first under the limit (docker stats counts the same way) */
+    if (stat_value(p_stat, inactive_key, &inactive) == 0)
+        usage = inactive < usage ? usage - inactive : 0;
     *bytes = usage < limit ? limit - usage : 0;
     return 0;
 }
 
 int mem_available(uint64_t *bytes) {
     uint64_t a, c;
-    int have_a = meminfo_available(&a) == 0, have_c = cgroup_available(&c) == 0;
+    int have_a = meminfo_available(&a) == 0,
+        have_c = mem_cgroup_available_at("/sys/fs/cgroup", &c) == 0;
     if (!have_a && !have_c)
         return -1;
     *bytes = have_a && have_c ? (a < c ? a : c) : have_a ? a : c;

@@ -10,9 +10,14 @@
 #include <stdint.h>
 
 /* Bytes available now: the smaller of MemAvailable and the cgroup's limit minus its usage
- * (cgroup v2 memory.max/current or v1 memory.limit_in_bytes/usage_in_bytes). Returns 0 and
- * sets *bytes, or -1 when neither can be read (then no check should be made). */
+ * (cgroup v2 memory.max/current or v1 memory.limit_in_bytes/usage_in_bytes, less the inactive
+ * page cache of memory.stat). Returns 0 and sets *bytes, or -1 when neither can be read (then
+ * no check should be made). */
 int mem_available(uint64_t *bytes);
+
+/* The cgroup's part of that, from the cgroup file system mounted at root ("/sys/fs/cgroup");
+ * -1 where it has no limit or none can be read. */
+int mem_cgroup_available_at(const char *root, uint64_t *bytes);
 
 /* The budget for a params field max_memory_bytes: > 0 is taken as is; 0 means
  * mem_available(); < 0 (or nothing readable) means no limit, UINT64_MAX. */
