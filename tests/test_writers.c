@@ -190,6 +190,13 @@ static void test_segment_cues(void) {
     expect_has("vtt header", s, "WEBVTT\n\n00:00:00.000 --> 00:00:01.500\n");
     expect_has("vtt > 1 h", s, "01:02:03.450 --> 01:02:05.000\n");
     free(s);
+    /* "--->" is no "-->" after one replace, and newline tokens' blank lines would end the cue */
+    struct tr_segment odd = {.text = " a ---> b\n\nc\n \n d\n", .t0_ms = 0, .t1_ms = 900};
+    tr = (struct transcript){.text = "x", .segments = &odd, .n_segments = 1};
+    s = render(&tr, OUT_SRT, NULL);
+    expect_eq("srt arrows and blank lines", s,
+              "1\n00:00:00,000 --> 00:00:00,900\na -> b\nc\n d\n\n");
+    free(s);
 }
 
 /* Two segments of words; a pause of 5 s before "later". */
@@ -251,6 +258,14 @@ static void test_word_cues(void) {
               "00:00:01.700 --> 00:00:02.000\n<u>Five</u> later\n\n"
               "00:00:02.000 --> 00:00:07.000\nFive later\n\n"
               "00:00:07.000 --> 00:00:07.400\nFive <u>later</u>\n\n");
+    free(s);
+    /* words meet in put_text: "--" then ">" is no "-->", a word of newlines no blank line */
+    struct tr_word wc[4] = {
+        {" a--", 0, 400, 1}, {">", 400, 500, 1}, {"\n\n", 500, 600, 1}, {" b", 600, 900, 1}};
+    segs[0] = (struct tr_segment){.text = "x", .t1_ms = 900, .words = wc, .n_words = 4};
+    s = render(&tr, OUT_VTT, NULL);
+    expect_eq("vtt words' arrows and blank lines", s,
+              "WEBVTT\n\n00:00:00.000 --> 00:00:00.900\na->\n b\n\n");
     free(s);
 }
 

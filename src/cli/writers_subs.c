@@ -47,14 +47,49 @@ static size_t n_chars(const char *s, size_t n) {
 
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-/* A cue's text with "-->" shown as "->" (it would end the timing line's grammar). */
-static void put_text(FILE *f, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        if (i + 3 <= n && memcmp(s + i, "-->", 3) == 0)
-            fputs("->", f), i += 2;
-        else
-            fputc(s[i], f);
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+/* Writes a cue's text s[0..n) (modified). "-->" would read as a timing line: it is shown as
+ * "->" (openai-whisper's replace) until none is left, where one replace turns "--->" into
+ * "-->" (and the words of a cue meet only here). A line of nothing or spaces would end the cue
+ * (the text of newline tokens, "\n\n"): such lines are left out. */
+static void put_text_in_place(FILE *f, char *s, size_t n) {
+    for (size_t i = 0; i + 3 <= n;) {
+        if (memcmp(s + i, "-->", 3) != 0) {
+            i++;
+            continue;
+        }
+        memmove(s + i, s + i + 1, n - i - 1);
+        n--;
+        i = i > 0 ? i - 1 : 0; /* a '-' before may now start one */
     }
+    bool first = true;
+    for (size_t a = 0; a <= n;) { /* line [a, b) */
+        size_t b = a, k = a;
+        while (b < n && s[b] != '\n')
+            b++;
+        while (k < b && is_blank(s[k]))
+            k++;
+        if (k < b) {
+            if (!first)
+                fputc('\n', f);
+            fwrite(s + a, 1, b - a, f);
+            first = false;
+        }
+        a = b + 1;
+    }
+}
+
+/* put_text_in_place on a copy (out of memory: the text as it is). */
+static void put_text(FILE *f, const char *s, size_t n) {
+    char *copy = malloc(n + 1);
+    if (!copy) {
+        fwrite(s, 1, n, f);
+        return;
+    }
+    memcpy(copy, s, n);
+    put_text_in_place(f, copy, n);
+    free(copy);
 }
 
 /* The cue's number (srt), times and, diarized, whisper.cpp's label of its speaker: "(speaker
@@ -71,8 +106,9 @@ static void put_cue_head(struct cue_writer *cw, int64_t t0_ms, int64_t t1_ms, in
         fprintf(cw->f, "<v Speaker%s>", cli_speaker_label(speaker, true));
 }
 
-/* The cue's words; `underline` (-1: none) wrapped in <u></u> after its leading spaces. */
-static void put_words(FILE *f, const struct cue *c, int underline) {
+/* The cue's words as they are; `underline` (-1: none) wrapped in <u></u> after its leading
+ * spaces. */
+static void write_words(FILE *f, const struct cue *c, int underline) {
     for (int i = 0; i < c->n; i++) {
         const struct cue_word *w = &c->v[i];
         if (w->nl)
@@ -80,14 +116,28 @@ static void put_words(FILE *f, const struct cue *c, int underline) {
         size_t lead = 0;
         while (i == underline && lead < w->n && is_space(w->s[lead]))
             lead++;
-        put_text(f, w->s, lead);
+        fwrite(w->s, 1, lead, f);
         if (i == underline)
             fputs("<u>", f);
-        put_text(f, w->s + lead, w->n - lead);
+        fwrite(w->s + lead, 1, w->n - lead, f);
         if (i == underline)
             fputs("</u>", f);
     }
-    fputs("\n\n", f);
+}
+
+/* The cue's words through put_text, which sees them together (out of memory: as they are). */
+static void put_words(FILE *out, const struct cue *c, int underline) {
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    if (f)
+        write_words(f, c, underline);
+    if (f && fclose(f) == 0)
+        put_text_in_place(out, text, n);
+    else
+        write_words(out, c, underline);
+    free(text);
+    fputs("\n\n", out);
 }
 
 static int64_t clamp0(int64_t ms) { return ms < 0 ? 0 : ms; }
