@@ -283,6 +283,13 @@ static void test_atomic_write(void) {
     snprintf(base, sizeof base, "%s/no/out", dir);
     CHECK(write_output(&tr, OUT_TSV, NULL, base, err, sizeof err) != 0);
     expect_has("error names the file", err, "/no/out.tsv: cannot create");
+    /* a name with no room for the temporary's 9 more bytes (NAME_MAX 255) */
+    char lbase[512], lpath[520];
+    snprintf(lbase, sizeof lbase, "%s/%0244d", dir, 7); /* + ".srt": 248 bytes */
+    CHECK(write_output(&tr, OUT_SRT, NULL, lbase, err, sizeof err) == 0);
+    snprintf(lpath, sizeof lpath, "%s.srt", lbase);
+    CHECK(stat(lpath, &st) == 0 && st.st_size > 0);
+    unlink(lpath);
     CHECK(rmdir(dir) == 0); /* empty: no temporary file left */
 }
 

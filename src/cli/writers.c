@@ -132,7 +132,8 @@ int write_format(FILE *f, const struct transcript *tr, enum out_format fmt,
     return 0;
 }
 
-/* A new file "path.XXXXXXXX" (tmp), created as fopen would: mode 0666 less the umask.
+/* A new file "path.XXXXXXXX" (tmp), or ".wc-XXXXXXXX" in path's directory where path's name
+ * leaves no room for 9 more bytes (NAME_MAX), created as fopen would: mode 0666 less the umask.
  * mkstemp's 0600 would need the umask read back, and umask() is process-wide: batch workers
  * reading it at once could leave it 0 while another creates a file. */
 static int create_beside(const char *path, char *tmp, size_t size) {
@@ -141,11 +142,18 @@ static int create_beside(const char *path, char *tmp, size_t size) {
     uint64_t x = ((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^ (uint64_t)getpid() << 40 ^
                   (uint64_t)(uintptr_t)tmp) |
                  1; /* tmp: on this thread's stack; never 0 */
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash ? (int)(slash + 1 - path) : 0;
+    bool beside = strlen(path + dir_len) + 9 <= 255;
     for (int tries = 0; tries < 100; tries++) {
         x ^= x << 13; /* xorshift64 */
         x ^= x >> 7;
         x ^= x << 17;
-        snprintf(tmp, size, "%s.%08llx", path, (unsigned long long)(x & 0xffffffffu));
+        if (beside)
+            snprintf(tmp, size, "%s.%08llx", path, (unsigned long long)(x & 0xffffffffu));
+        else
+            snprintf(tmp, size, "%.*s.wc-%08llx", dir_len, path,
+                     (unsigned long long)(x & 0xffffffffu));
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0 || errno != EEXIST)
             return fd;
