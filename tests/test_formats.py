@@ -257,6 +257,15 @@ try:
               f"-ps: each segment between its timestamp tokens ({lines[:1]})")
         r = run(["transcribe", "-m", model, "--highlight-words", jfk])
         check(r.returncode == 2 and "-wt" in r.stderr, "--highlight-words without -wt refused")
+        # openai-whisper's spelling takes its True or False
+        srts = []
+        for v in ("True", "False"):
+            base = os.path.join(tmp, "hw" + v)
+            r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-d", "3000", "-wt", "-np",
+                     "-osrt", "-of", base, "--highlight_words", v, jfk])
+            srts.append(open(base + ".srt").read() if r.returncode == 0 else "")
+        check(srts[0].count("<u>") > 1 and srts[1] and "<u>" not in srts[1],
+              "--highlight_words True / False (openai-whisper's spelling) read as a value")
         # batch: the new formats, json-full; -pc refused
         out = os.path.join(tmp, "batch")
         r = run(["batch", "-m", model, "-t", "2", "-q", "-o", out, "--formats", "csv,tsv,lrc",

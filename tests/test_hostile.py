@@ -406,6 +406,9 @@ def cases(tmp):
         "fail", ["--max-duration", "'-5'"])
     add("arg-maxmem-0", "--max-memory 0", T("-m", model, "--max-memory", "0", jfk), "fail",
         ["--max-memory"])
+    add("arg-mc-empty", "-mc ''", T("-m", model, "-mc", "", jfk), "fail", ["-mc", "got ''"])
+    add("arg-seed-neg", "--seed -1", T("-m", model, "--seed", "-1", jfk), "fail",
+        ["--seed", "'-1'"])
     add("arg-m-novalue", "-m with no value", ["transcribe", jfk, "-m"], "fail",
         ["-m needs a value"])
     add("arg-lang", "-l xx", T("-m", model, "-l", "xx", jfk), "fail", ["unknown language 'xx'"])

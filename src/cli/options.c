@@ -152,7 +152,7 @@ static int parse_int(const char *opt, const char *s, int lo, int hi, int *out) {
     char *end;
     errno = 0;
     long v = s ? strtol(s, &end, 10) : 0;
-    if (!s || errno || *end || v < lo || v > hi) {
+    if (!s || errno || *end || end == s || v < lo || v > hi) {
         fprintf(stderr, "whisper-c: %s needs a number in %d..%d, got '%s'\n", opt, lo, hi,
                 s ? s : "");
         return 2;
@@ -281,6 +281,8 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
     const struct unused_opt *u;
     if (is(a, "-m", "--model"))
         o->model = v;
+    else if (!strcmp(a, "--highlight_words") && v && (!strcmp(v, "True") || !strcmp(v, "False")))
+        o->highlight_words = v[0] == 'T'; /* openai-whisper's spelling takes its str2bool */
     else if (is(a, "-l", "--language"))
         o->language = v;
     else if (is(a, "--prompt", NULL))
@@ -376,10 +378,12 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         else if (!(*rc = parse_int(a, v, 1, 1 << 30, &mib)))
             o->max_memory_bytes = (int64_t)mib << 20;
     } else if (is(a, "--seed", NULL)) {
-        char *end;
-        o->seed = v ? strtoull(v, &end, 10) : 0;
-        if (!v || *end)
-            *rc = 2, fprintf(stderr, "whisper-c: --seed needs a number\n");
+        char *end = NULL;
+        errno = 0;
+        o->seed = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+        if (v && (!end || *end || errno))
+            *rc = 2, fprintf(stderr, "whisper-c: --seed needs a number in 0..%llu, got '%s'\n",
+                             ULLONG_MAX, v);
     } else if ((u = whisper_cpp_unused(a, v))) {
         /* whisper.cpp's, so that its command lines run: checked, not used */
         float value;
