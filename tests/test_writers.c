@@ -231,6 +231,17 @@ static void test_word_cues(void) {
               "00:00:01.200 --> 00:00:02.000\nf\xc3\xbc\xc3\xbcr.\nFive\n\n"
               "00:00:07.000 --> 00:00:07.400\nlater\n\n");
     free(s);
+    /* a pause of exactly 3 s is "more than 3 s" where Python's floats say so: 4.15 - 1.15 is,
+     * 7.15 - 4.15 is not */
+    struct tr_word wp[3] = {{" a", 1150, 1300, 1}, {" b", 4150, 4300, 1}, {" c", 7150, 7250, 1}};
+    struct tr_segment sp = {
+        .text = " a b c", .t0_ms = 1150, .t1_ms = 7250, .words = wp, .n_words = 3};
+    struct transcript tp = {.segments = &sp, .n_segments = 1, .has_words = true};
+    s = render(&tp, OUT_VTT, &wo);
+    expect_eq("vtt 3 s pauses as floats", s,
+              "WEBVTT\n\n00:00:01.150 --> 00:00:01.300\na\n\n"
+              "00:00:04.150 --> 00:00:07.250\nb c\n\n");
+    free(s);
     /* width without count: lines broken, but a cue still per segment */
     wo = (struct writer_opts){.max_line_width = 9};
     s = render(&tr, OUT_VTT, &wo);

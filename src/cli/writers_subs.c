@@ -204,7 +204,8 @@ static int word_cues(struct cue_writer *cw, const struct transcript *tr,
                 struct cue_word x = {
                     .w = w, .s = w->text, .n = strlen(w->text), .speaker = seg->speaker};
                 size_t len = n_chars(x.s, x.n);
-                bool long_pause = !preserve && w->t0_ms - last > 3000;
+                /* in seconds, as utils.py's floats: 4.15 - 1.15 > 3.0 there */
+                bool long_pause = !preserve && w->t0_ms / 1000.0 - last / 1000.0 > 3.0;
                 bool has_room = line_len + len <= width;
                 bool seg_break = i == 0 && c.n > 0 && preserve;
                 if (line_len > 0 && has_room && !long_pause && !seg_break) {
