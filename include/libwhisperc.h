@@ -466,6 +466,9 @@ WHISPERC_API int64_t whisperc_segment_t0_ms(const whisperc_state *state, int i_s
 WHISPERC_API int64_t whisperc_segment_t1_ms(const whisperc_state *state, int i_segment);
 /* Decoding details of the window the segment came from. */
 WHISPERC_API float whisperc_segment_temperature(const whisperc_state *state, int i_segment);
+/* The window's first mel frame (10 ms each) in the input: openai-whisper's segment["seek"];
+ * with offset_ms or vad, where that window's audio starts in the input. -1: no such segment. */
+WHISPERC_API int whisperc_segment_seek(const whisperc_state *state, int i_segment);
 /* With params.diarize (whisperc_full_file, a two-channel file): 0 or 1, the channel whose sum
  * of |sample| over the segment's time is over 1.1 times the other's (whisper.cpp's rule); -1:
  * neither (both speak, or neither); -2: unknown (no such measure, or no such segment). */

@@ -35,6 +35,11 @@ int64_t whisperc_segment_t1_ms(const whisperc_state *st, int i) {
     return s ? to_ms(s->t1) : 0;
 }
 
+int whisperc_segment_seek(const whisperc_state *st, int i) {
+    const struct wc_segment *s = segment(st, i);
+    return s ? s->seek : -1;
+}
+
 int whisperc_segment_speaker(const whisperc_state *st, int i) {
     const struct wc_segment *s = segment(st, i);
     return s ? audio_louder_channel(&st->loudness, to_ms(s->t0), to_ms(s->t1)) : -2;

@@ -562,8 +562,11 @@ static char *result_digest(whisperc_state *st, int64_t shift_ms) {
     d[0] = '\0';
 #define ADD(...) (len += (size_t)snprintf(d + len, len < cap ? cap - len : 0, __VA_ARGS__))
     for (int i = 0; i < whisperc_n_segments(st); i++) {
-        ADD("[%lld %lld]%s\n", (long long)(whisperc_segment_t0_ms(st, i) + shift_ms),
-            (long long)(whisperc_segment_t1_ms(st, i) + shift_ms), whisperc_segment_text(st, i));
+        ADD("[%lld %lld, window at frame %lld]%s\n",
+            (long long)(whisperc_segment_t0_ms(st, i) + shift_ms),
+            (long long)(whisperc_segment_t1_ms(st, i) + shift_ms),
+            (long long)(whisperc_segment_seek(st, i) + shift_ms / 10),
+            whisperc_segment_text(st, i));
         for (int j = 0; j < whisperc_segment_n_tokens(st, i); j++)
             ADD(" %d@%lld-%lld", whisperc_segment_token_id(st, i, j),
                 (long long)(whisperc_segment_token_t0_ms(st, i, j) + shift_ms),
@@ -603,6 +606,9 @@ static void test_offset(whisperc_state *st, const float *jfk, int n_jfk, bool sa
         CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
         char *got = result_digest(st, 0);
         CHECK(whisperc_n_segments(st) >= 2 && strcmp(got, want) == 0);
+        CHECK(whisperc_segment_seek(st, 0) >= cases[k].offset_ms / 10 &&
+              whisperc_segment_seek(st, whisperc_n_segments(st) - 1) > cases[k].offset_ms / 10 &&
+              whisperc_segment_seek(st, -1) == -1); /* two windows */
         if (strcmp(got, want))
             fprintf(stderr, "offset %d duration %d vad %d:\n%s\nwant\n%s\n", p.offset_ms,
                     p.duration_ms, (int)p.vad, got, want);

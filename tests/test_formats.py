@@ -80,6 +80,8 @@ def check_json(path, want_words, full):
     for i, s in enumerate(segs):
         where = f"{path}: segment {i}"
         check(s["id"] == i and s["start"] <= s["end"], f"{where}: id, start <= end")
+        check(isinstance(s.get("seek"), int) and 0 <= s["seek"] <= s["start"] * 100 + 1,
+              f"{where}: seek, the window's first frame, at or before its start")
         check(s["start"] >= last - 0.001 or not want_words, f"{where}: starts in order")
         last = s["start"]
         for k in ("temperature", "avg_logprob", "compression_ratio", "no_speech_prob"):

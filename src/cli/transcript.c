@@ -8,6 +8,7 @@ static int fill_segment(struct tr_segment *s, const whisperc_state *st, int i, b
     s->text = whisperc_segment_text(st, i);
     s->t0_ms = whisperc_segment_t0_ms(st, i);
     s->t1_ms = whisperc_segment_t1_ms(st, i);
+    s->seek = whisperc_segment_seek(st, i);
     s->temperature = whisperc_segment_temperature(st, i);
     s->avg_logprob = whisperc_segment_avg_logprob(st, i);
     s->compression_ratio = whisperc_segment_compression_ratio(st, i);

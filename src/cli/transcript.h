@@ -28,6 +28,7 @@ struct tr_word {
 struct tr_segment {
     const char *text;
     int64_t t0_ms, t1_ms;
+    int seek; /* its window's first mel frame in the input */
     float temperature, avg_logprob, compression_ratio, no_speech_prob;
     struct tr_token *tokens; /* owned */
     int n_tokens;

@@ -86,7 +86,7 @@ static void token_records(struct sbuf *b, const struct tr_segment *s, bool with_
 
 static void segment(struct sbuf *b, const struct transcript *tr, int i, bool full, bool with_dtw) {
     const struct tr_segment *s = &tr->segments[i];
-    sbuf_printf(b, "    {\"id\": %d, \"start\": ", i);
+    sbuf_printf(b, "    {\"id\": %d, \"seek\": %d, \"start\": ", i, s->seek);
     seconds(b, s->t0_ms);
     sbuf_adds(b, ", \"end\": ");
     seconds(b, s->t1_ms);

@@ -107,6 +107,8 @@ void segments_remap(struct wc_segment *seg, int n_seg, const struct time_map *m)
     for (int i = 0; i < n_seg; i++) {
         struct wc_segment *s = &seg[i];
         remap_pair(m, &s->t0, &s->t1);
+        /* its window's first frame (10 ms each), as openai-whisper's seek: of the input */
+        s->seek = (int)lround(time_map_start(m, s->seek * 0.01) * 100.0);
         for (int j = 0; j < s->n_words; j++)
             remap_pair(m, &s->words[j].t0, &s->words[j].t1);
         for (int j = 0; s->token_t0 && s->token_t1 && j < s->n_tokens; j++)
