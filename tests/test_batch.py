@@ -321,6 +321,15 @@ def test_manifests(tmp, paths):
     check(r.returncode == 1 and "'Spk1/Utt' and 'spk1/utt' differ only in case" in r.stderr and
           paths[0] in r.stderr and paths[1] in r.stderr,
           f"ids differing only in case: refused, both paths named ({r.stderr.strip()[:200]})")
+    with open(dup, "w") as f:
+        f.write(json.dumps({"path": paths[0], "id": "take"}) + "\n")
+        f.write(json.dumps({"path": paths[1], "id": "take.score"}) + "\n")
+    r = batch([*common, "-o", os.path.join(d, "o2"), "--manifest", dup, "-otxt", "-ls"])
+    check(r.returncode == 1 and "would both write take.score.txt" in r.stderr,
+          f"ids whose outputs meet (take's score.txt, take.score's txt): refused "
+          f"({r.stderr.strip()[:200]})")
+    r = batch([*common, "-o", os.path.join(d, "o2b"), "--manifest", dup, "--formats", "txt"])
+    check(r.returncode == 0, f"the same ids without score.txt: run ({r.stderr.strip()[-200:]})")
     badcsv = os.path.join(d, "bad.csv")
     with open(badcsv, "w") as f:
         f.write(f'path,id\n{paths[0]},a\n"{paths[1]}"x,b\n')

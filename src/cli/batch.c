@@ -48,6 +48,13 @@ static int collect(const struct batch_config *c, struct batch_items *it, struct 
         rc = items_add_manifest(it, c->manifests[i], err, sizeof err);
     if (rc == 0)
         rc = items_index(it, index, err, sizeof err);
+    const char *exts[OUT_N_FORMATS];
+    int n_exts = 0;
+    for (int f = 0; f < OUT_N_FORMATS; f++)
+        if (c->formats[f])
+            exts[n_exts++] = out_format_ext((enum out_format)f);
+    if (rc == 0 && !c->merge)
+        rc = items_check_outputs(it, exts, n_exts, err, sizeof err);
     if (rc) {
         ERR("%s\n", err);
         return -1;

@@ -267,39 +267,52 @@ int items_add_manifest(struct batch_items *it, const char *file, char *err, size
 
 // ---------------------------------------------------------------------------------------------
 
-/* Fails naming both paths where two ids differ only in the case of ASCII letters: on a
- * case-insensitive file system (macOS's, Windows's, an SMB or exFAT mount; or wherever out/ is
- * copied later) their outputs would be the same files, one item's overwriting the other's
- * while the results file calls both done. */
-static int check_case(const struct batch_items *it, char *err, size_t es) {
-    struct strmap folded = {0};
-    char **keys = calloc((size_t)it->n + 1, sizeof *keys);
-    int rc = keys ? 0 : -2;
-    for (int i = 0; i < it->n && rc == 0; i++) {
-        if (!(keys[i] = strdup(it->v[i].id))) {
+int items_check_outputs(const struct batch_items *it, const char *const *exts, int n_exts,
+                        char *err, size_t es) {
+    struct strmap names = {0};
+    size_t n_keys = (size_t)it->n * (size_t)n_exts;
+    char **keys = calloc(n_keys + 1, sizeof *keys);
+    int *owner = calloc(n_keys + 1, sizeof *owner); /* key k's item */
+    int rc = keys && owner ? 0 : -2;
+    for (size_t k = 0; k < n_keys && rc == 0; k++) {
+        int i = (int)(k / (size_t)n_exts);
+        const char *ext = exts[k % (size_t)n_exts];
+        size_t len = strlen(it->v[i].id) + 1 + strlen(ext) + 1;
+        if (!(keys[k] = malloc(len))) {
             rc = -2;
             break;
         }
-        for (char *c = keys[i]; *c; c++)
+        snprintf(keys[k], len, "%s.%s", it->v[i].id, ext);
+        owner[k] = i;
+        for (char *c = keys[k]; *c; c++) /* as a case-insensitive file system compares */
             if (*c >= 'A' && *c <= 'Z')
                 *c = (char)(*c - 'A' + 'a');
-        int old = strmap_put(&folded, keys[i], i);
-        if (old >= 0) {
-            snprintf(err, es,
-                     "ids '%s' and '%s' differ only in case, so their outputs would be the same "
-                     "files on a case-insensitive file system: %s and %s (give ids in a manifest)",
-                     it->v[old].id, it->v[i].id, it->v[old].path, it->v[i].path);
-            rc = -1;
-        } else if (old == -2) {
+        int old = strmap_put(&names, keys[k], (int)k);
+        if (old == -2) {
             rc = -2;
+        } else if (old >= 0) {
+            const struct batch_item *x = &it->v[owner[old]], *y = &it->v[i];
+            if (strcasecmp(x->id, y->id) == 0)
+                snprintf(err, es,
+                         "ids '%s' and '%s' differ only in case: on a case-insensitive file "
+                         "system (macOS, Windows, SMB, exFAT) their outputs are the same files: "
+                         "%s and %s (give ids in a manifest)",
+                         x->id, y->id, x->path, y->path);
+            else
+                snprintf(err, es,
+                         "ids '%s' and '%s' would both write %s.%s: %s and %s (give ids in a "
+                         "manifest)",
+                         x->id, y->id, y->id, ext, x->path, y->path);
+            rc = -1;
         }
     }
     if (rc == -2)
         snprintf(err, es, "out of memory");
-    strmap_free(&folded);
-    for (int i = 0; keys && i < it->n; i++)
-        free(keys[i]);
+    strmap_free(&names);
+    for (size_t k = 0; keys && k < n_keys; k++)
+        free(keys[k]);
     free(keys);
+    free(owner);
     return rc ? -1 : 0;
 }
 
@@ -314,7 +327,7 @@ int items_index(const struct batch_items *it, struct strmap *map, char *err, siz
             return -1;
         }
     }
-    return check_case(it, err, es);
+    return 0;
 }
 
 void items_keep_shard(struct batch_items *it, int k, int n) {

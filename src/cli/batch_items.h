@@ -40,10 +40,15 @@ int items_add_manifest(struct batch_items *it, const char *file, char *err, size
  * whole); NULL if nothing usable is left or out of memory. Caller frees. */
 char *items_make_id(const char *s, bool drop_extension);
 
-/* Fills map (id → index). Fails naming both paths when two items share an id, or have ids
- * that differ only in the case of ASCII letters (the same files on a case-insensitive file
- * system). */
+/* Fills map (id → index). Fails naming both paths when two items share an id. */
 int items_index(const struct batch_items *it, struct strmap *map, char *err, size_t err_size);
+
+/* Fails naming both paths when two items' outputs (id.ext for the n_exts extensions) would be
+ * one file, their names compared with ASCII letters' case ignored: ids that differ only in
+ * case (Spk1/Utt, spk1/utt) are one file on macOS's, Windows's, an SMB or exFAT mount, or
+ * wherever the outputs are copied later; ids x and x.score are with txt and score.txt. */
+int items_check_outputs(const struct batch_items *it, const char *const *exts, int n_exts,
+                        char *err, size_t err_size);
 
 /* Keeps only shard k of n (0 <= k < n): the items whose str_hash(id) % n == k, in order. */
 void items_keep_shard(struct batch_items *it, int k, int n);
