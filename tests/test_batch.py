@@ -226,6 +226,14 @@ def test_shards(tmp, paths, ids):
     r = batch(["--merge", out, "--manifest", manifest])
     check(r.returncode == 1 and "shard 1/2 has no results file" in r.stderr and
           "no result for" in r.stderr, f"--merge names a missing shard and its ids ({r.returncode})")
+    # --shard 0/1 (a job array of one task) writes its shard file, which --merge joins
+    r = batch([*common, "--shard", "0/1", "-o", out + "1", "--manifest", two, "-q"])
+    r2 = batch(["--merge", out + "1", "--manifest", two])
+    check(r.returncode == 0 and r2.returncode == 0 and
+          os.path.exists(os.path.join(out + "1", "results.shard-0-of-1.jsonl")) and
+          len(read_lines(os.path.join(out + "1", "results.jsonl"))) == 2,
+          f"--shard 0/1: its shard file, merged ({r.returncode}, {r2.returncode}, "
+          f"{r2.stderr.strip()[-200:]})")
 
 
 def test_failures(tmp, paths):

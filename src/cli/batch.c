@@ -92,11 +92,11 @@ static int clean_staging(const char *dir) {
 /* Creates DIR, takes this tag's lock (one run per shard and directory), cleans staging. */
 static int open_session(const struct batch_config *c, struct session *s) {
     const char *dir = c->out_dir;
-    if (c->shard_n > 1)
+    if (c->shard_n > 0) /* --shard K/1 too: a generic job script's, which --merge then reads */
         snprintf(s->tag, sizeof s->tag, "shard-%d-of-%d", c->shard_k, c->shard_n);
     else
         snprintf(s->tag, sizeof s->tag, "all");
-    if (c->shard_n > 1)
+    if (c->shard_n > 0)
         snprintf(s->results, sizeof s->results, "%s/results.%s.jsonl", dir, s->tag);
     else
         snprintf(s->results, sizeof s->results, "%s/results.jsonl", dir);
@@ -283,7 +283,7 @@ static void say_plan(const struct batch_config *c, const struct session *s,
     if (c->quiet)
         return;
     char shard[64] = "";
-    if (c->shard_n > 1)
+    if (c->shard_n > 0)
         snprintf(shard, sizeof shard, " in shard %d/%d", c->shard_k, c->shard_n);
     ERR("%d item(s)%s: %d done before, %d failed before%s, %d to run; results in %s\n", p->n_items,
         shard, p->n_done_before, p->n_failed_before,

@@ -36,9 +36,9 @@ struct batch_config {
     int n_inputs;
     const char *manifests[BATCH_MAX_MANIFESTS];
     int n_manifests;
-    int jobs;      /* workers */
-    int n_threads; /* CPU threads per worker */
-    int shard_k, shard_n;
+    int jobs;             /* workers */
+    int n_threads;        /* CPU threads per worker */
+    int shard_k, shard_n; /* --shard K/N; shard_n 0: not given (one results.jsonl) */
     int gpus[BATCH_MAX_GPUS];
     int n_gpus;
     int stop_timeout_s; /* --stop-timeout: an abort may take this long, then the run ends */

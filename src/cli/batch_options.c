@@ -212,8 +212,6 @@ static int finish(struct batch_config *c) {
     c->n_threads = o->n_threads ? o->n_threads : cores / c->jobs > 0 ? cores / c->jobs : 1;
     if (c->read_threads < 0) /* a GPU worker leaves the cores idle; CPU workers use them all */
         c->read_threads = c->n_gpus ? (cores < 8 ? cores : 8) : 0;
-    if (c->shard_n == 0)
-        c->shard_n = 1;
     return 0;
 }
 
