@@ -72,6 +72,32 @@ def file_size_limit(tmp):
     no_sanitizer_report(r.stderr, "ulimit -f")
 
 
+def batch_results_limit(tmp):
+    """The results file at the file-size limit: its append fails (exit 1), and the part of the
+    line that fitted is taken back, so no partial line is left for the next line to join."""
+    out = os.path.join(tmp, "out")
+    os.makedirs(out)
+    res = os.path.join(out, "results.jsonl")
+    def line(i):  # other items' lines, kept as they are
+        return json.dumps({"id": f"other/x{i:04d}", "path": "x.wav", "status": "ok",
+                           "duration": 1.0, "language": "en", "seconds": 1.0, "rtf": 1.0,
+                           "error": None}) + "\n"
+    limit = 8192
+    with open(res, "w") as f:
+        while f.tell() + len(line(0)) <= limit - 40:  # 40 bytes left: a line's start fits
+            f.write(line(f.tell()))
+    before = open(res, "rb").read()
+    r = subprocess.run([exe, "batch", "-m", model, "-t", "2", "-bs", "1", "-q", "--formats", "txt",
+                        "-o", out, jfk], capture_output=True, text=True, timeout=600,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE,
+                                                             (limit, limit)))
+    after = open(res, "rb").read()
+    check(r.returncode == 1 and "cannot append to the results file" in r.stderr and
+          after == before, f"batch, results file at the size limit: exit 1, no partial line "
+          f"({r.returncode}, {len(before)} -> {len(after)} bytes, {r.stderr.strip()[-150:]})")
+    no_sanitizer_report(r.stderr, "batch, results file at the size limit")
+
+
 def long_wav(path, repeats):
     """jfk.wav repeated: several 30 s windows."""
     with wave.open(jfk) as w:
@@ -188,6 +214,7 @@ def batch_read_ahead_sigterm(tmp):
 for test in (batch_one_sigterm,
              batch_read_ahead_sigterm,
              file_size_limit,
+             batch_results_limit,
              lambda t: stopped_by(t, signal.SIGTERM, 143, "SIGTERM"),
              lambda t: stopped_by(t, signal.SIGINT, 130, "SIGINT"),
              lambda t: stopped_by(t, signal.SIGTERM, 143, "SIGTERM", ("-bs", "5", "-bo", "5"))):

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "batch.h"
@@ -189,13 +190,22 @@ void results_format(struct sbuf *b, const struct batch_item *item, bool ok, doub
 }
 
 int results_append(int fd, const struct sbuf *line, bool sync) {
+    struct stat st;
+    off_t before = fstat(fd, &st) == 0 ? st.st_size : -1;
     size_t done = 0;
     while (done < line->n) { /* one write() in practice; loop only on a short write */
         ssize_t w = write(fd, line->p + done, line->n - done);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
+        if (w <= 0) {
+            /* a short write then ENOSPC or EFBIG: no part of a line may stay, where the next
+             * line (another worker's, once the failed item's files are gone) would join it */
+            int e = w < 0 ? errno : EIO;
+            if (done > 0 && before >= 0 && ftruncate(fd, before) != 0)
+                e = errno;
+            errno = e;
             return -1;
+        }
         done += (size_t)w;
     }
     return !sync || fdatasync(fd) == 0 || errno == EINVAL ? 0 : -1;
