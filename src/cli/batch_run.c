@@ -766,6 +766,11 @@ int batch_run_items(struct batch_run *r) {
     if (start_workers(&p) != 0)
         atomic_store(&stop_level, 2); /* let the started ones end at once */
     supervise(&p);
+    /* every worker is done: a signal from here on (freeing GPU states can take a while) stops
+     * nothing, and the stop timeout has nothing left to wait for */
+    atomic_store(&stop_timeout_s, 0); /* nor does a late SIGTERM arm it again */
+    alarm(0);
+    r->signal = atomic_load(&stop_signal);
     for (int i = 0; i < p.n_started; i++) /* every thread created, ended early or not */
         pthread_join(p.w[i].thread, NULL);
     for (int i = 0; i < r->cfg->jobs; i++)
@@ -773,11 +778,9 @@ int batch_run_items(struct batch_run *r) {
 
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    alarm(0); /* the items stopped in time */
     sigaction(SIGALRM, &old_alarm, NULL);
     if (!p.quiet)
         progress_show(&r->progress, p.tty, true);
-    r->signal = atomic_load(&stop_signal);
     pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);
     free(p.w);
