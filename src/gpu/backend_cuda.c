@@ -66,13 +66,21 @@ static int upload_f32_as_f16(struct cuda_model *m, uint64_t dst, const void *src
     return rc;
 }
 
+/* Host to device, done when it returns: cuMemcpyHtoD from pageable memory returns once the
+ * bytes are staged, its DMA maybe still running, and the states' non-blocking streams do not
+ * wait for the legacy stream it uses. The sync also reports a failed copy here, at load. */
+static int copy_weights(struct cuda_model *m, uint64_t dst, const void *src, size_t bytes) {
+    int rc = model_check(m, m->cu.memcpy_htod(dst, src, bytes), "cuMemcpyHtoD");
+    return rc ? rc : model_check(m, m->cu.ctx_synchronize(), "cuMemcpyHtoD (weights)");
+}
+
 /* A [rows][cols] matrix as fp16 on the device: fp16 sources copied as they are. */
 static int upload_half(struct cuda_model *m, const void **out, const void *src,
                        enum wc_dtype src_dtype, size_t n) {
     uint64_t dst = 0;
     int rc = weights_alloc(m, n * 2, &dst);
     if (!rc && src_dtype == WC_F16)
-        rc = model_check(m, m->cu.memcpy_htod(dst, src, n * 2), "cuMemcpyHtoD");
+        rc = copy_weights(m, dst, src, n * 2);
     else if (!rc)
         rc = upload_f32_as_f16(m, dst, src, n);
     if (rc && dst)
@@ -114,7 +122,7 @@ static int cuda_upload_f32(struct wc_backend *be, float **out, const void *src,
     uint64_t dst = 0;
     int rc = weights_alloc(m, n * sizeof(float), &dst);
     if (!rc && n)
-        rc = model_check(m, m->cu.memcpy_htod(dst, host, n * sizeof(float)), "cuMemcpyHtoD");
+        rc = copy_weights(m, dst, host, n * sizeof(float));
     free(host);
     if (rc && dst)
         arena_release(&m->weights, dst);
