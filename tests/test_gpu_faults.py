@@ -293,6 +293,17 @@ def out_of_memory():
         check(r.returncode == 1 and cuda_says in r.stderr and clean_exit(r),
               f"{mb} MiB, --device cuda: exit 1 with the reason ({r.returncode}, "
               f"{r.stderr.strip()[:300]!r})")
+    # a device too full for a stream (cuStreamCreate out of memory) is out of memory too: auto
+    # takes the CPU
+    r = transcribe("--device", "auto", "-bs", "1", FAKECUDA_FAIL_STREAM=1)
+    check(r.returncode == 0 and "no room for a decoding state" in r.stderr and
+          "running on the CPU" in r.stderr and right_text(r) and clean_exit(r),
+          f"no stream, --device auto: one line, then the CPU's transcript ({r.returncode}, "
+          f"{r.stderr.strip()[:300]!r})")
+    r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_STREAM=1)
+    check(r.returncode == 1 and "NO_MEMORY" in r.stderr and clean_exit(r),
+          f"no stream, --device cuda: exit 1, out of memory ({r.returncode}, "
+          f"{r.stderr.strip()[:300]!r})")
 
 
 def no_device():

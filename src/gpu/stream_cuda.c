@@ -111,9 +111,12 @@ int cuda_stream_check(struct wc_stream *s, CUresult r, const char *what) {
                        "one that failed)",
                        msg, cs->last_kernel,
                        cs->last_in_graph ? ", at the end of a step graph" : "");
-    else
-        wc_stream_fail(s, kernel_fault(r) ? WHISPERC_ERR_DEVICE : WHISPERC_ERR_BACKEND, "cuda: %s",
-                       msg);
+    else /* out of memory as any: a caller may try less, or --device auto the CPU */
+        wc_stream_fail(s,
+                       kernel_fault(r)                 ? WHISPERC_ERR_DEVICE
+                       : r == CUDA_ERROR_OUT_OF_MEMORY ? WHISPERC_ERR_NO_MEMORY
+                                                       : WHISPERC_ERR_BACKEND,
+                       "cuda: %s", msg);
     return s->err;
 }
 
@@ -130,7 +133,9 @@ int cublas_stream_check(struct wc_stream *s, cublasStatus_t st, const char *what
     }
     char msg[sizeof s->errmsg];
     cublas_check(&cs->m->blas, st, what, msg, sizeof msg);
-    wc_stream_fail(s, WHISPERC_ERR_BACKEND, "cuda: %s", msg);
+    wc_stream_fail(s,
+                   st == CUBLAS_STATUS_ALLOC_FAILED ? WHISPERC_ERR_NO_MEMORY : WHISPERC_ERR_BACKEND,
+                   "cuda: %s", msg);
     return s->err;
 }
 

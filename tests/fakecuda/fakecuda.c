@@ -33,6 +33,8 @@
  *                             or with :hang as a kernel that never ends: the launch succeeds,
  *                             and the next synchronisation (stream, event, context, blocking
  *                             copy) never returns, after a line "fakecuda: hanging" on stderr
+ *   FAKECUDA_FAIL_STREAM=1    cuStreamCreate fails with CUDA_ERROR_OUT_OF_MEMORY (a device too
+ *                             full for a stream's resources)
  *   FAKECUDA_NO_PDL_CAPTURE=1 a dependent launch (cuLaunchKernelEx with programmatic stream
  *                             serialization) while capturing fails as before CUDA 12.3, with
  *                             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and spoils the capture
@@ -125,6 +127,7 @@ static int fail_hang;      /* FAKECUDA_FAIL_KERNEL=p:hang */
 static atomic_int hanging; /* the launch that hangs was made */
 static int no_pdl_capture; /* FAKECUDA_NO_PDL_CAPTURE=1 */
 static int no_pdl;         /* FAKECUDA_NO_PDL=1 */
+static int fail_stream;    /* FAKECUDA_FAIL_STREAM=1 */
 static int no_coop;        /* FAKECUDA_NO_COOP=1 (1), =capture (2), =early (3) */
 static unsigned coop_most; /* the largest cooperative grid launched (FAKECUDA_REPORT=2 says) */
 static long n_launch, n_copy, n_graph_launch, n_violation;
@@ -192,6 +195,8 @@ static void configure(void) {
             *colon = '\0';
         }
     }
+    e = getenv("FAKECUDA_FAIL_STREAM");
+    fail_stream = e && *e == '1';
     e = getenv("FAKECUDA_NO_PDL_CAPTURE");
     no_pdl_capture = e && *e == '1';
     e = getenv("FAKECUDA_NO_PDL");
@@ -378,6 +383,8 @@ CUresult cuCtxSynchronize(void) { return wait_device(); }
 
 CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
     (void)flags;
+    if (fail_stream)
+        return *s = NULL, CUDA_ERROR_OUT_OF_MEMORY;
     *s = calloc(1, sizeof **s);
     return *s ? fakecuda_sticky() : CUDA_ERROR_OUT_OF_MEMORY;
 }
