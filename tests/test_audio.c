@@ -218,6 +218,45 @@ static void check_file_mix(const char *dir, int format, int nc, const int *map, 
     free(x);
 }
 
+/* Loaded samples are clipped as ffmpeg's s16le output clips them, to [-1, 32767 / 32768], at
+ * 16 kHz and after resampling; audio_read (the native rate, no model input) keeps them. */
+static void test_clip(const char *dir) {
+    static const float in[5] = {2.0f, -3.0f, 0.5f, 1.0f, -1.0f};
+    const float top = 32767.0f / 32768.0f, want[5] = {top, -1.0f, 0.5f, top, -1.0f};
+    for (int rate = 16000; rate <= 48000; rate += 32000) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/loud%d.wav", dir, rate);
+        SF_INFO info = {
+            .samplerate = rate, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_FLOAT};
+        SNDFILE *f = sf_open(path, SFM_WRITE, &info);
+        CHECK(f != NULL);
+        if (!f)
+            return;
+        float x[4800];
+        for (int i = 0; i < 4800; i++) /* 16 kHz: the five values; 48 kHz: a loud sine */
+            x[i] = rate == 16000 ? in[i % 5] : 3.0f * sinf(2.0f * (float)M_PI * 440.0f * i / rate);
+        CHECK(sf_write_float(f, x, 4800) == 4800);
+        sf_close(f);
+        float *a = NULL;
+        size_t n = 0;
+        char err[512];
+        CHECK(audio_load(path, &a, &n, err, sizeof err) == 0);
+        float lo = 0.0f, hi = 0.0f;
+        for (size_t i = 0; a && i < n; i++) {
+            lo = fminf(lo, a[i]), hi = fmaxf(hi, a[i]);
+            if (rate == 16000)
+                CHECK(a[i] == want[i % 5]);
+        }
+        CHECK(a && lo == -1.0f && hi == top);
+        free(a);
+        int r = 0;
+        CHECK(audio_read(path, &a, &n, &r, err, sizeof err) == 0 && r == rate && a &&
+              fabsf(a[0] - x[0]) < 1e-6f && (rate != 16000 || a[1] == -3.0f));
+        free(a);
+        unlink(path);
+    }
+}
+
 /* ffmpeg -ac 1's weights: C 1, L/R 1/sqrt 2, surround 1/2, LFE 0, over their sum past 1. */
 static void test_downmix(const char *dir) {
     const double r = M_SQRT1_2, s51 = 1.0 + 2 * r + 2 * 0.5; /* 5.1's sum */
@@ -326,6 +365,7 @@ int main(void) {
     char *dir = mkdtemp(tmpl);
     CHECK(dir != NULL);
     test_downmix(dir);
+    test_clip(dir);
     char path[512];
     snprintf(path, sizeof path, "%s/missing.wav", dir);
     expect_error(path, WHISPERC_ERR_IO);

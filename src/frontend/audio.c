@@ -8,7 +8,9 @@
  * chunk is downmixed (and, in audio_load, resampled) at once, so no buffer of all frames times all
  * channels, nor of the native-rate signal, ever exists.
  *
- * Not here: the spectrogram (mel.c). Unlike ffmpeg, samples are not quantised to 16 bits.
+ * Not here: the spectrogram (mel.c). Unlike ffmpeg, samples are not quantised to 16 bits; but
+ * they are clipped as its 16-bit output clips them, to [-1, 32767 / 32768] after the mix and
+ * the resampling: a loud MP3 or float file peaks past 1, and resampling overshoots near it.
  */
 #include "frontend/audio.h"
 
@@ -528,7 +530,8 @@ static int audio_decode(const char *path, const void *data, size_t size, int res
     if (rc)
         goto done;
     native = !resample || src.info.samplerate == WC_SAMPLE_RATE;
-    double hint = (double)src.info.frames * (native ? 1.0 : WC_SAMPLE_RATE / src.info.samplerate);
+    double hint =
+        (double)src.info.frames * (native ? 1.0 : (double)WC_SAMPLE_RATE / src.info.samplerate);
     if (fvec_reserve(&v, hint > 0 && hint < AUDIO_RESERVE_MAX ? (size_t)hint + 1 : 1)) {
         rc = WHISPERC_ERR_NO_MEMORY;
         goto oom;
@@ -556,6 +559,8 @@ static int audio_decode(const char *path, const void *data, size_t size, int res
         if (!rc && over_budget(&src, v.n, err, err_size))
             rc = WHISPERC_ERR_NO_MEMORY;
     }
+    for (size_t i = 0; !rc && resample && i < v.n; i++) /* ffmpeg's s16le output clips */
+        v.data[i] = fminf(fmaxf(v.data[i], -1.0f), 32767.0f / 32768.0f);
     if (!rc && v.n == 0) { /* none read, or a few at a high rate: none at 16 kHz */
         wc_errf(err, err_size, "%s: no audio samples%s", path,
                 src.n_read ? " at 16 kHz (under a sample's worth)" : "");
