@@ -160,11 +160,13 @@ struct whisperc_model_params {
  * with a longer header then writes nothing past a shorter struct. */
 WHISPERC_API void whisperc_model_params_init(struct whisperc_model_params *params, size_t size);
 
+#ifndef WHISPERC_NO_INLINE_DEFAULTS /* (the library's exported one, for older binaries) */
 static inline struct whisperc_model_params whisperc_model_default_params(void) {
     struct whisperc_model_params p;
     whisperc_model_params_init(&p, sizeof p);
     return p;
 }
+#endif
 
 /* Loads a whisper.cpp ggml .bin file (f32, f16 or quantized; any official size). On failure *out is
  * NULL and, if errbuf is not NULL, it receives one line naming the file and the problem.
@@ -353,11 +355,13 @@ struct whisperc_full_params {
 WHISPERC_API void whisperc_full_params_init(struct whisperc_full_params *params, size_t size,
                                             whisperc_strategy strategy);
 
+#ifndef WHISPERC_NO_INLINE_DEFAULTS
 static inline struct whisperc_full_params whisperc_full_default_params(whisperc_strategy strategy) {
     struct whisperc_full_params p;
     whisperc_full_params_init(&p, sizeof p, strategy);
     return p;
 }
+#endif
 
 /* Transcribes 16 kHz mono float samples in [-1, 1]. Results replace the state's previous ones. */
 WHISPERC_API whisperc_status whisperc_full(whisperc_state *state,

@@ -73,6 +73,11 @@ except FileNotFoundError:
     print(f"note: no C++ compiler ({cxx}); C++ check skipped")
 
 libdir = pathlib.Path(pkg("--variable=libdir")[0])
+# binaries built before the defaults functions became inline still find them
+syms = {l.split()[-1] for l in run(["nm", "-D", "--defined-only", libdir / "libwhisperc.so"])
+        .stdout.splitlines()}
+check({"whisperc_full_default_params", "whisperc_model_default_params", "whisperc_full_params_init",
+       "whisperc_model_params_init"} <= syms, "the defaults functions, old and sized, exported")
 run_env = dict(os.environ, LD_LIBRARY_PATH=str(libdir), ASAN_OPTIONS="detect_leaks=1")
 # A program embedding the library, where the distribution's OpenBLAS does not know this CPU
 # (its fallback kernels 15 times slower here): the library has OpenBLAS choose again as it is
