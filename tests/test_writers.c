@@ -278,6 +278,17 @@ static void test_word_cues(void) {
     expect_eq("vtt words' arrows and blank lines", s,
               "WEBVTT\n\n00:00:00.000 --> 00:00:00.900\na->\n b\n\n");
     free(s);
+    /* a cue of nothing but newlines is left out, its srt number not taken */
+    struct tr_word wn[3] = {{" a", 0, 400, 1}, {"\n\n", 400, 500, 1}, {" b", 600, 900, 1}};
+    struct tr_segment sn[3] = {
+        {.text = " a", .t1_ms = 400, .words = wn, .n_words = 1},
+        {.text = "\n\n", .t0_ms = 400, .t1_ms = 500, .words = wn + 1, .n_words = 1},
+        {.text = " b", .t0_ms = 600, .t1_ms = 900, .words = wn + 2, .n_words = 1}};
+    struct transcript tn = {.segments = sn, .n_segments = 3, .has_words = true};
+    s = render(&tn, OUT_SRT, NULL);
+    expect_eq("srt: no empty word cue", s,
+              "1\n00:00:00,000 --> 00:00:00,400\na\n\n2\n00:00:00,600 --> 00:00:00,900\nb\n\n");
+    free(s);
 }
 
 static void test_atomic_write(void) {

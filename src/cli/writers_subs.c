@@ -49,11 +49,11 @@ static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c ==
 
 static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
-/* Writes a cue's text s[0..n) (modified). "-->" would read as a timing line: it is shown as
- * "->" (openai-whisper's replace) until none is left, where one replace turns "--->" into
- * "-->" (and the words of a cue meet only here). A line of nothing or spaces would end the cue
- * (the text of newline tokens, "\n\n"): such lines are left out. */
-static void put_text_in_place(FILE *f, char *s, size_t n) {
+/* A cue's text s[0..n) made safe in place; returns its new length. "-->" would read as a
+ * timing line: it is shown as "->" (openai-whisper's replace) until none is left, where one
+ * replace turns "--->" into "-->" (and the words of a cue meet only here). A line of nothing or
+ * spaces would end the cue (the text of newline tokens, "\n\n"): such lines are left out. */
+static size_t clean_text(char *s, size_t n) {
     for (size_t i = 0; i + 3 <= n;) {
         if (memcmp(s + i, "-->", 3) != 0) {
             i++;
@@ -63,7 +63,7 @@ static void put_text_in_place(FILE *f, char *s, size_t n) {
         n--;
         i = i > 0 ? i - 1 : 0; /* a '-' before may now start one */
     }
-    bool first = true;
+    size_t w = 0;                 /* written; never past a, the line being read */
     for (size_t a = 0; a <= n;) { /* line [a, b) */
         size_t b = a, k = a;
         while (b < n && s[b] != '\n')
@@ -71,16 +71,17 @@ static void put_text_in_place(FILE *f, char *s, size_t n) {
         while (k < b && is_blank(s[k]))
             k++;
         if (k < b) {
-            if (!first)
-                fputc('\n', f);
-            fwrite(s + a, 1, b - a, f);
-            first = false;
+            if (w > 0)
+                s[w++] = '\n';
+            memmove(s + w, s + a, b - a);
+            w += b - a;
         }
         a = b + 1;
     }
+    return w;
 }
 
-/* put_text_in_place on a copy (out of memory: the text as it is). */
+/* clean_text on a copy, written (out of memory: the text as it is). */
 static void put_text(FILE *f, const char *s, size_t n) {
     char *copy = malloc(n + 1);
     if (!copy) {
@@ -88,7 +89,7 @@ static void put_text(FILE *f, const char *s, size_t n) {
         return;
     }
     memcpy(copy, s, n);
-    put_text_in_place(f, copy, n);
+    fwrite(copy, 1, clean_text(copy, n), f);
     free(copy);
 }
 
@@ -125,19 +126,29 @@ static void write_words(FILE *f, const struct cue *c, int underline) {
     }
 }
 
-/* The cue's words through put_text, which sees them together (out of memory: as they are). */
-static void put_words(FILE *out, const struct cue *c, int underline) {
+/* A cue of c's words, their text made safe as a whole (clean_text); none where nothing is
+ * left of it, since an empty cue would end the cue list (out of memory: the words as they
+ * are). */
+static void put_cue(struct cue_writer *cw, int64_t t0_ms, int64_t t1_ms, int speaker,
+                    const struct cue *c, int underline) {
     char *text = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&text, &n);
     if (f)
         write_words(f, c, underline);
-    if (f && fclose(f) == 0)
-        put_text_in_place(out, text, n);
-    else
-        write_words(out, c, underline);
+    if (f && fclose(f) == 0) {
+        n = clean_text(text, n);
+        if (n > 0) {
+            put_cue_head(cw, t0_ms, t1_ms, speaker);
+            fwrite(text, 1, n, cw->f);
+            fputs("\n\n", cw->f);
+        }
+    } else {
+        put_cue_head(cw, t0_ms, t1_ms, speaker);
+        write_words(cw->f, c, underline);
+        fputs("\n\n", cw->f);
+    }
     free(text);
-    fputs("\n\n", out);
 }
 
 static int64_t clamp0(int64_t ms) { return ms < 0 ? 0 : ms; }
@@ -148,19 +159,15 @@ static void emit(struct cue_writer *cw, const struct cue *c) {
     int64_t t0 = clamp0(c->v[0].w->t0_ms), t1 = clamp0(c->v[c->n - 1].w->t1_ms);
     int speaker = c->v[0].speaker; /* a cue across segments: its first word's */
     if (!cw->highlight) {
-        put_cue_head(cw, t0, t1, speaker);
-        put_words(cw->f, c, -1);
+        put_cue(cw, t0, t1, speaker, c, -1);
         return;
     }
     int64_t last = t0;
     for (int i = 0; i < c->n; i++) {
         int64_t w0 = clamp0(c->v[i].w->t0_ms), w1 = clamp0(c->v[i].w->t1_ms);
-        if (last != w0) { /* the gap before this word, unhighlighted */
-            put_cue_head(cw, last, w0, speaker);
-            put_words(cw->f, c, -1);
-        }
-        put_cue_head(cw, w0, w1, speaker);
-        put_words(cw->f, c, i);
+        if (last != w0) /* the gap before this word, unhighlighted */
+            put_cue(cw, last, w0, speaker, c, -1);
+        put_cue(cw, w0, w1, speaker, c, i);
         last = w1;
     }
 }
