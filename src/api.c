@@ -808,7 +808,7 @@ static int run_pcm(whisperc_state *st, const struct whisperc_full_params *p, con
      * have run on it): 100 all the same */
     if (!rc && !det && !cb.done_reported && p->progress_fn)
         p->progress_fn(st, 100, p->progress_user_data);
-    if (!rc && st->tr.i_language >= 0)
+    if (!rc && !det && st->tr.i_language >= 0) /* (detection leaves the last results) */
         api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_INFO, "language: %s (p = %.2f)",
                 lang_code(st->tr.i_language), st->tr.language_prob);
     return rc;

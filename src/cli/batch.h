@@ -83,8 +83,9 @@ void results_free(struct results *r);
 /* The summary line of one item, newline included. duration < 0 or language NULL: null. */
 void results_format(struct sbuf *b, const struct batch_item *item, bool ok, double duration_s,
                     const char *language, double seconds, const char *error);
-/* Appends a whole line with one write() and, if sync, syncs it. Returns 0 or -1 (errno); on
- * failure no part of the line stays in the file. */
+/* Appends a whole line with one write() and, if sync, syncs it. Returns 0 or -1 (errno); a
+ * write that fails part way is truncated back (where ftruncate can), a failed sync leaves
+ * the line written. */
 int results_append(int fd, const struct sbuf *line, bool sync);
 
 // ---- the run (batch_run.c, batch_progress.c) -----------------------------------------------
