@@ -349,6 +349,11 @@ static void test_diarize(whisperc_state *st, const float *pcm, int n) {
     p.diarize = false;
     CHECK(whisperc_full_file(st, &p, path) == WHISPERC_OK && whisperc_segment_speaker(st, 0) == -2);
     unlink(path);
+    /* a file that cannot be read leaves neither results nor the last call's timings */
+    struct whisperc_timings t = {.size = sizeof t};
+    CHECK(whisperc_full_file(st, &p, path) == WHISPERC_ERR_IO && whisperc_n_segments(st) == 0);
+    CHECK(whisperc_state_timings(st, &t) == WHISPERC_OK && t.decode_ms == 0.0 &&
+          t.audio_seconds == 0.0 && t.n_windows == 0);
 }
 
 /* Whether no token of the result has one of the texts bad[n_bad]. */
