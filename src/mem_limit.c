@@ -17,26 +17,9 @@ static int read_u64(const char *path, uint64_t *v) {
     return ok ? 0 : -1;
 }
 
-static int meminfo_available(uint64_t *bytes) {
-    FILE *f = fopen("/proc/meminfo", "re");
-    if (!f)
-        return -1;
-    char line[256];
-    int found = -1;
-    while (fgets(line, sizeof line, f)) {
-        uint64_t kb;
-        if (sscanf(line, "MemAvailable: %" SCNu64 " kB", &kb) == 1) {
-            *bytes = kb * 1024;
-            found = 0;
-            break;
-        }
-    }
-    fclose(f);
-    return found;
-}
-
-/* The value of `key` (a line "key N") in a cgroup's memory.stat, or -1. */
-static int stat_value(const char *path, const char *key, uint64_t *v) {
+/* The number after `key` on its line ("key N": /proc/meminfo, a cgroup's memory.stat); 0, or
+ * -1 when there is none. */
+static int key_value(const char *path, const char *key, uint64_t *v) {
     FILE *f = fopen(path, "re");
     if (!f)
         return -1;
@@ -69,16 +52,17 @@ int mem_cgroup_available_at(const char *root, uint64_t *bytes) {
         return -1;
     /* usage counts the page cache, this process's model file's pages among them: what the
      * kernel drops first under the limit (docker stats counts the same way) */
-    if (stat_value(p_stat, inactive_key, &inactive) == 0)
+    if (key_value(p_stat, inactive_key, &inactive) == 0)
         usage = inactive < usage ? usage - inactive : 0;
     *bytes = usage < limit ? limit - usage : 0;
     return 0;
 }
 
 int mem_available(uint64_t *bytes) {
-    uint64_t a, c;
-    int have_a = meminfo_available(&a) == 0,
+    uint64_t kb = 0, c = 0;
+    int have_a = key_value("/proc/meminfo", "MemAvailable:", &kb) == 0,
         have_c = mem_cgroup_available_at("/sys/fs/cgroup", &c) == 0;
+    uint64_t a = kb * 1024;
     if (!have_a && !have_c)
         return -1;
     *bytes = have_a && have_c ? (a < c ? a : c) : have_a ? a : c;
