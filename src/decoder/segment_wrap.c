@@ -12,11 +12,12 @@
 #include "libwhisperc.h"
 #include "model/vocab.h"
 
-static int utf8_len(const char *s) {
-    int n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xc0) != 0x80;
-    return n;
+/* Characters in s[0..n): its bytes that are no UTF-8 continuation byte. */
+static int utf8_len(const char *s, size_t n) {
+    int c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return c;
 }
 
 /* The piece of s made of tokens [k0, k1) (with words whose first token lies in it). */
@@ -74,11 +75,8 @@ static int find_cuts(const struct wc_segment *s, int max_len, bool on_word,
         bool word_start = !on_word;
         for (int i = 0; i < s->n_words && !word_start; i++)
             word_start = s->words[i].tok0 == k;
-        const unsigned char *t = (const unsigned char *)v->text[id];
-        int tl = 0;
-        for (int b = 0; b < v->text_len[id]; b++)
-            tl += (t[b] & 0xc0) != 0x80;
-        bool char_start = v->text_len[id] > 0 && (t[0] & 0xc0) != 0x80;
+        int tl = utf8_len(v->text[id], (size_t)v->text_len[id]);
+        bool char_start = v->text_len[id] > 0 && ((unsigned char)v->text[id][0] & 0xc0) != 0x80;
         if (word_start && char_start && len > 0 && len + tl > max_len) {
             cuts[n++] = k;
             len = 0;
@@ -132,7 +130,7 @@ int wrap_segments(struct wc_transcript *out, int first, int max_len, bool split_
                   const struct wc_vocab *v) {
     for (int i = first; i < out->n_seg; i++) {
         struct wc_segment *s = &out->seg[i];
-        if (!s->token_t0 || s->n_tokens == 0 || utf8_len(s->text) <= max_len)
+        if (!s->token_t0 || s->n_tokens == 0 || utf8_len(s->text, strlen(s->text)) <= max_len)
             continue;
         /* room for one piece per token */
         if (out->n_seg + s->n_tokens > out->cap_seg) {
