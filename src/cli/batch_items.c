@@ -271,9 +271,8 @@ int items_check_outputs(const struct batch_items *it, const char *const *exts, i
                         char *err, size_t es) {
     struct strmap names = {0};
     size_t n_keys = (size_t)it->n * (size_t)n_exts;
-    char **keys = calloc(n_keys + 1, sizeof *keys);
-    int *owner = calloc(n_keys + 1, sizeof *owner); /* key k's item */
-    int rc = keys && owner ? 0 : -2;
+    char **keys = calloc(n_keys + 1, sizeof *keys); /* key k: item k / n_exts */
+    int rc = keys ? 0 : -2;
     for (size_t k = 0; k < n_keys && rc == 0; k++) {
         int i = (int)(k / (size_t)n_exts);
         const char *ext = exts[k % (size_t)n_exts];
@@ -283,7 +282,6 @@ int items_check_outputs(const struct batch_items *it, const char *const *exts, i
             break;
         }
         snprintf(keys[k], len, "%s.%s", it->v[i].id, ext);
-        owner[k] = i;
         for (char *c = keys[k]; *c; c++) /* as a case-insensitive file system compares */
             if (*c >= 'A' && *c <= 'Z')
                 *c = (char)(*c - 'A' + 'a');
@@ -291,7 +289,7 @@ int items_check_outputs(const struct batch_items *it, const char *const *exts, i
         if (old == -2) {
             rc = -2;
         } else if (old >= 0) {
-            const struct batch_item *x = &it->v[owner[old]], *y = &it->v[i];
+            const struct batch_item *x = &it->v[old / n_exts], *y = &it->v[i];
             if (strcasecmp(x->id, y->id) == 0)
                 snprintf(err, es,
                          "ids '%s' and '%s' differ only in case: on a case-insensitive file "
@@ -312,7 +310,6 @@ int items_check_outputs(const struct batch_items *it, const char *const *exts, i
     for (size_t k = 0; keys && k < n_keys; k++)
         free(keys[k]);
     free(keys);
-    free(owner);
     return rc ? -1 : 0;
 }
 
