@@ -545,6 +545,7 @@ static int audio_decode(const char *path, const void *data, size_t size, int res
         }
     }
     for (size_t n = 1; !rc && n > 0;) {
+        size_t from = v.n;
         if (native) {
             rc = fvec_reserve(&v, (size_t)src.chunk_frames);
             if (rc)
@@ -556,11 +557,11 @@ static int audio_decode(const char *path, const void *data, size_t size, int res
             if (!rc)
                 rc = rs_push(&rs, n ? mono : NULL, n, &v, path, err, err_size);
         }
+        for (size_t i = from; !rc && resample && i < v.n; i++) /* ffmpeg's s16le output clips */
+            v.data[i] = fminf(fmaxf(v.data[i], -1.0f), 32767.0f / 32768.0f);
         if (!rc && over_budget(&src, v.n, err, err_size))
             rc = WHISPERC_ERR_NO_MEMORY;
     }
-    for (size_t i = 0; !rc && resample && i < v.n; i++) /* ffmpeg's s16le output clips */
-        v.data[i] = fminf(fmaxf(v.data[i], -1.0f), 32767.0f / 32768.0f);
     if (!rc && v.n == 0) { /* none read, or a few at a high rate: none at 16 kHz */
         wc_errf(err, err_size, "%s: no audio samples%s", path,
                 src.n_read ? " at 16 kHz (under a sample's worth)" : "");
