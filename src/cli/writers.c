@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -144,7 +145,7 @@ static int create_beside(const char *path, char *tmp, size_t size) {
                  1; /* tmp: on this thread's stack; never 0 */
     const char *slash = strrchr(path, '/');
     int dir_len = slash ? (int)(slash + 1 - path) : 0;
-    bool beside = strlen(path + dir_len) + 9 <= 255;
+    bool beside = strlen(path + dir_len) + 9 <= NAME_MAX;
     for (int tries = 0; tries < 100; tries++) {
         x ^= x << 13; /* xorshift64 */
         x ^= x >> 7;
