@@ -6,6 +6,8 @@ usage: test_faults.py WHISPER_C SHARED_DIR
   - a file-size limit (ulimit -f, set in the child) makes writing the outputs fail with one
     "File too large" line and a non-zero exit; the previous output files are intact and no
     temporary file is left
+  - `whisper-c batch` with its results file 40 bytes short of that limit: exit 1, and the part
+    of the item's line that fitted is taken back (no partial line for the next one to join)
   - SIGTERM and SIGINT while a 33 s file is being transcribed (after its first window) end the
     run with 143 / 130 and one line saying so, within 2 s also in a window of beam search (the
     run checks for a stop only between windows; the handler ends the process itself while no
