@@ -9,11 +9,11 @@ the "GPU" are meaningless; what runs is every allocation, copy, launch and graph
 each checked against the live allocations). Faults come from the fake's environment:
 
   - clean runs (greedy, with and without dependent launches, and the default beam search, all
-    through step graphs; beam search batched over 2 inputs and over 14, 70-row steps; bench
-    --synthetic --throughput, with short prompts fed as step rows and long ones prefilled;
-    bench --synthetic with dependent launches, where capturing them fails (graphs kept) and
-    where the driver refuses them): exit 0, no rule broken, nothing
-    left allocated at exit
+    through step graphs; beam search batched over 2 inputs, over 14 (70-row steps) and over 64
+    of 10 beams (640-row steps, graphs kept); bench --synthetic --throughput, with short prompts
+    fed as step rows and long ones prefilled; bench --synthetic with dependent launches, where
+    capturing them fails (graphs kept) and where the driver refuses them): exit 0, no rule
+    broken, nothing left allocated at exit
   - device memory too small for the weights / for a decoding state beside them: --device auto
     says so in one line and transcribes on the CPU (the right text); --device cuda fails with
     the reason
@@ -261,22 +261,24 @@ def clean_runs():
               f"bench --synthetic {fake}: step graphs on, {want!r} ({rep}, {graphs})")
 
 
-def batch_beams(tmp, n):
-    """batch --batch-size n with beam search (the default): every window's beams stepped
-    together on the fake GPU, exit 0, no rule broken. The inputs are the same clip, so their
-    windows step in lockstep: every step has 5 n rows, and graphs > 0 says steps of that many
-    rows replay as graphs (14 inputs: 70 rows, past 64)."""
+def batch_beams(tmp, n, beams=5):
+    """batch --batch-size n with beam search (5 beams: the default): every window's beams
+    stepped together on the fake GPU, exit 0, no rule broken. The inputs are the same clip, so
+    their windows step in lockstep: every step has beams x n rows, and graphs > 0 with no
+    failure line says steps of that many rows replay as graphs (14 inputs: 70 rows, past 64;
+    64 inputs of 10 beams: 640 rows, whose step tables pass 1 MiB of staging)."""
     inputs, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
     os.mkdir(inputs)
     for i in range(n):
         shutil.copy(jfk, os.path.join(inputs, f"c{i}.wav"))
     cmd = batch_cmd(inputs, out, n)
     i = cmd.index("-bs")
-    r = run(cmd[:i] + cmd[i + 2:])
+    r = run(cmd[:i + 1] + [str(beams)] + cmd[i + 2:])
     rep, st = report(r), sorted(l["status"] for l in results(out))
-    check(r.returncode == 0 and st == ["ok"] * n and clean_exit(r) and rep["graphs"] > 0,
-          f"batch --batch-size {n}, beam search: all done, {5 * n}-row steps as graphs, no rule "
-          f"broken ({rep}, {st})")
+    check(r.returncode == 0 and st == ["ok"] * n and clean_exit(r) and rep["graphs"] > 0
+          and "step graphs: failed" not in r.stderr,
+          f"batch --batch-size {n}, {beams} beams: all done, {beams * n}-row steps as graphs, no "
+          f"rule broken ({rep}, {st}, {r.stderr[-300:]!r})")
 
 
 def out_of_memory():
@@ -465,6 +467,7 @@ for test in (later_files,
              batch_launch_refused,
              lambda t: batch_beams(t, 2),
              lambda t: batch_beams(t, 14),
+             lambda t: batch_beams(t, 64, 10),
              lambda t: batch_device_lost(t, 1, 3, 1),
              lambda t: batch_device_lost(t, 2, 3, 2),
              lambda t: batch_device_lost(t, 2, 6, 2, readers=1),

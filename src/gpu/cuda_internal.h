@@ -379,7 +379,7 @@ void cuda_timer_mark(struct wc_stream *s, int slot);
 double cuda_timer_elapsed_ms(struct wc_stream *s, int a, int b);
 
 /* Staging (stream_cuda.c): `bytes` of the stream's pinned memory until the next sync, or NULL
- * when they do not fit (the sync after grows it) or are too many to stage (over 1 MiB). */
+ * when they do not fit (the sync after grows it) or are too many to stage (over 2 MiB). */
 void *cuda_stage_take(struct cuda_stream *cs, size_t bytes);
 void cuda_stage_init(struct cuda_stream *cs);
 void cuda_stage_free(struct cuda_stream *cs);

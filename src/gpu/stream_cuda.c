@@ -18,9 +18,11 @@
 /* Pinned staging to start with: a batch step's uploads (~15 KB for 8 rows) many times over. */
 #define STAGE_MIN       ((size_t)256 << 10)
 #define STAGE_ALIGN     64
-/* Larger copies (a step's logits, an encoder's input) go pageable, as the driver bounces them
- * through its own pinned buffers anyway; the staging grows to at most STAGE_MAX. */
-#define STAGE_MAX_BLOCK ((size_t)1 << 20)
+/* Larger copies (an encoder's input, many rows' logits) go pageable, as the driver bounces
+ * them through its own pinned buffers anyway; the staging grows to at most STAGE_MAX. A block
+ * must hold the largest step's tables, or its graph is refused: 1,024 rows (CUDA_GRAPH_KEYS) of
+ * a 448-token context as int32 slots, 1.8 MB (decoder_batch.c step_ops). */
+#define STAGE_MAX_BLOCK ((size_t)2 << 20)
 #define STAGE_MAX       ((size_t)8 << 20)
 
 /* Without pinned memory (cuMemHostAlloc failing) copies go pageable and steps run plain. */
