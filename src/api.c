@@ -185,9 +185,11 @@ static uint64_t state_memory_bytes(const struct whisperc_model *m, int n_group, 
 static int state_fits(struct whisperc_model *m, char *err, size_t err_size) {
     const struct wc_backend_ops *op = m->be->ops;
     struct wc_stream *s = NULL;
+    struct api_thread held = api_thread_enter(m->be);
     int rc = op->stream_new(m->be, 1, &s);
     if (rc) {
         wc_errf(err, err_size, "cannot create a stream");
+        api_thread_leave(held);
         return rc;
     }
     void *p = op->alloc(s, state_memory_bytes(m, 5, 1, 1, 1));
@@ -197,6 +199,7 @@ static int state_fits(struct whisperc_model *m, char *err, size_t err_size) {
     if (p)
         op->release(s, p);
     op->stream_free(s);
+    api_thread_leave(held);
     return rc;
 }
 
@@ -261,8 +264,10 @@ whisperc_status whisperc_model_load(const char *path, const struct whisperc_mode
     if (!rc)
         rc = open_backend(&p, &m->be, errbuf, errbuf_size);
     if (!rc) {
+        struct api_thread held = api_thread_enter(m->be);
         settle_keep_quant(m, &p, path);
         rc = weights_upload(&m->w, m->be, m->file, m->keep_quant, errbuf, errbuf_size);
+        api_thread_leave(held);
 #ifdef WC_HAVE_CUDA
         const char *why = cuda_backend_errmsg(m->be); /* the reason, kept by the backend */
         /* only after a failure: errbuf holds the caller's bytes, not a string, before one */
@@ -481,7 +486,9 @@ whisperc_status whisperc_state_new_v2(const whisperc_model *m, whisperc_state **
     }
     st->m = m;
     st->n_threads = default_threads();
+    struct api_thread held = api_thread_enter(m->be);
     int rc = state_open(st, errbuf, errbuf_size);
+    api_thread_leave(held);
     if (rc) {
         free(st);
         return rc;
@@ -495,7 +502,9 @@ void whisperc_state_free(whisperc_state *st) {
         return;
     api_batch_clear(st);
     transcript_free(&st->tr);
+    struct api_thread held = api_thread_enter(st->m->be);
     state_close(st);
+    api_thread_leave(held);
     silero_vad_free(st->silero);
     free(st->silero_path);
     audio_loudness_free(&st->loudness);
@@ -1071,15 +1080,26 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     return rc;
 }
 
+/* full_or_detect with the caller's thread given back as it was */
+static whisperc_status full_or_detect_held(whisperc_state *st,
+                                           const struct whisperc_full_params *params,
+                                           const float *pcm16k, int n_samples,
+                                           const struct detect_req *det) {
+    struct api_thread held = api_thread_enter(st ? st->m->be : NULL);
+    whisperc_status rc = full_or_detect(st, params, pcm16k, n_samples, det);
+    api_thread_leave(held);
+    return rc;
+}
+
 whisperc_status api_full(whisperc_state *st, const struct whisperc_full_params *params,
                          const float *pcm16k, int n_samples) {
-    return full_or_detect(st, params, pcm16k, n_samples, NULL);
+    return full_or_detect_held(st, params, pcm16k, n_samples, NULL);
 }
 
 whisperc_status whisperc_full(whisperc_state *st, const struct whisperc_full_params *params,
                               const float *pcm16k, int n_samples) {
     api_batch_clear(st);
-    return full_or_detect(st, params, pcm16k, n_samples, NULL);
+    return full_or_detect_held(st, params, pcm16k, n_samples, NULL);
 }
 
 whisperc_status whisperc_detect_language(whisperc_state *st,
@@ -1087,7 +1107,7 @@ whisperc_status whisperc_detect_language(whisperc_state *st,
                                          const float *pcm16k, int n_samples, float *probs,
                                          int n_probs, int *i_lang) {
     struct detect_req det = {probs, n_probs < 0 ? 0 : n_probs, i_lang};
-    return full_or_detect(st, params, pcm16k, n_samples, &det);
+    return full_or_detect_held(st, params, pcm16k, n_samples, &det);
 }
 
 /* The decoded samples as the API hands them out: at most INT32_MAX of them. */

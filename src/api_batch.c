@@ -405,11 +405,8 @@ static int batched_vad(whisperc_state *st, const struct whisperc_full_params *p,
     return rc;
 }
 
-whisperc_status whisperc_full_batch(whisperc_state *st, const struct whisperc_full_params *params,
-                                    const float *const *pcm16k, const int *n_samples,
-                                    int n_inputs) {
-    if (!st)
-        return WHISPERC_ERR_INVALID_ARG;
+static whisperc_status full_batch(whisperc_state *st, const struct whisperc_full_params *params,
+                                  const float *const *pcm16k, const int *n_samples, int n_inputs) {
     double t0 = wc_now_ms();
     api_batch_clear(st);
     transcript_free(&st->tr);
@@ -476,4 +473,15 @@ whisperc_status whisperc_full_batch(whisperc_state *st, const struct whisperc_fu
     memset(&st->batch_tr[0], 0, sizeof st->batch_tr[0]);
     st->has_result = true;
     return WHISPERC_OK;
+}
+
+whisperc_status whisperc_full_batch(whisperc_state *st, const struct whisperc_full_params *params,
+                                    const float *const *pcm16k, const int *n_samples,
+                                    int n_inputs) {
+    if (!st)
+        return WHISPERC_ERR_INVALID_ARG;
+    struct api_thread held = api_thread_enter(st->m->be);
+    whisperc_status rc = full_batch(st, params, pcm16k, n_samples, n_inputs);
+    api_thread_leave(held);
+    return rc;
 }

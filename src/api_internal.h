@@ -89,6 +89,20 @@ int api_state_budget_check(const struct whisperc_model *m, const whisperc_state 
 uint64_t api_batch_memory_bytes(const struct wc_hparams *hp, enum wc_dtype cross_kv, int n_lanes,
                                 int n_windows);
 
+/* A public call's hold on its caller's thread for the backend's ops (backend.h thread_enter):
+ * what api_thread_leave needs to give the thread back as it was (a CUDA context current). */
+struct api_thread {
+    struct wc_backend *be;
+    void *held;
+};
+static inline struct api_thread api_thread_enter(struct wc_backend *be) {
+    return (struct api_thread){be, be && be->ops->thread_enter ? be->ops->thread_enter(be) : NULL};
+}
+static inline void api_thread_leave(struct api_thread t) {
+    if (t.be && t.be->ops->thread_leave)
+        t.be->ops->thread_leave(t.be, t.held);
+}
+
 /* Records the message in st->errmsg; returns rc. */
 int api_fail(whisperc_state *st, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -136,12 +136,16 @@ static void cuda_backend_free(struct wc_backend *be) {
         return;
     struct cuda_model *m = be->impl;
     if (m) {
+        CUcontext caller = m->ctx;
         if (m->ctx) {
+            m->cu.ctx_get_current(&caller);
             m->cu.ctx_set_current(m->ctx);
             m->cu.ctx_synchronize();
             arena_free(&m->weights);
         }
         cuda_kernel_cache_free(m); /* modules need the context, which is still retained */
+        if (m->ctx && caller != m->ctx)
+            m->cu.ctx_set_current(caller);
         if (m->ctx)
             m->cu.primary_ctx_release(m->dev.dev);
         cublas_api_unload(&m->blas);
@@ -150,6 +154,20 @@ static void cuda_backend_free(struct wc_backend *be) {
         free(m);
     }
     free(be);
+}
+
+/* The caller's current context (NULL: none); ours where the driver cannot say. */
+static void *cuda_thread_enter(struct wc_backend *be) {
+    struct cuda_model *m = be->impl;
+    CUcontext c = NULL;
+    return m->cu.ctx_get_current(&c) == CUDA_SUCCESS ? (void *)c : (void *)m->ctx;
+}
+
+static void cuda_thread_leave(struct wc_backend *be, void *held) {
+    struct cuda_model *m = be->impl;
+    CUcontext now = NULL;
+    if (m->cu.ctx_get_current(&now) == CUDA_SUCCESS && now != (CUcontext)held)
+        m->cu.ctx_set_current((CUcontext)held);
 }
 
 static const struct wc_backend_ops cuda_ops = {
@@ -164,6 +182,8 @@ static const struct wc_backend_ops cuda_ops = {
     .linear_merge_windows = 1,
     .host_cores_free = 1,
     .backend_free = cuda_backend_free,
+    .thread_enter = cuda_thread_enter,
+    .thread_leave = cuda_thread_leave,
     .upload_mat = cuda_upload_mat,
     .upload_conv = cuda_upload_conv,
     .upload_f32 = cuda_upload_f32,
@@ -243,12 +263,16 @@ static int open_device(struct cuda_model *m, int gpu_index, char *err, size_t er
         wc_errf(err, err_size, "CUDA unavailable: %s", why);
         return WHISPERC_ERR_UNSUPPORTED;
     }
+    /* the context is tried here, and the caller's put back: ops make ours current */
+    CUcontext caller = NULL;
+    m->cu.ctx_get_current(&caller);
     if (cuda_check(&m->cu, m->cu.primary_ctx_retain(&m->ctx, m->dev.dev),
                    "cuDevicePrimaryCtxRetain", why, sizeof why) ||
         cuda_check(&m->cu, m->cu.ctx_set_current(m->ctx), "cuCtxSetCurrent", why, sizeof why)) {
         wc_errf(err, err_size, "CUDA device %d (%s): %s", gpu_index, m->dev.name, why);
         return WHISPERC_ERR_BACKEND;
     }
+    m->cu.ctx_set_current(caller);
     snprintf(m->device_desc, sizeof m->device_desc, "%s (sm_%d, %.1f GiB)", m->dev.name, m->dev.sm,
              (double)m->dev.total_mem / (1024.0 * 1024.0 * 1024.0));
     return 0;

@@ -77,6 +77,7 @@ int cuda_api_load(struct cuda_api *api, char *err, size_t err_size) {
         {(void **)&api->primary_ctx_retain, "cuDevicePrimaryCtxRetain"},
         {(void **)&api->primary_ctx_release, "cuDevicePrimaryCtxRelease_v2"},
         {(void **)&api->ctx_set_current, "cuCtxSetCurrent"},
+        {(void **)&api->ctx_get_current, "cuCtxGetCurrent"},
         {(void **)&api->ctx_synchronize, "cuCtxSynchronize"},
         {(void **)&api->stream_create, "cuStreamCreate"},
         {(void **)&api->stream_destroy, "cuStreamDestroy_v2"},

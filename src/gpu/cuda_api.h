@@ -27,6 +27,7 @@ struct cuda_api {
     CUresult (*primary_ctx_retain)(CUcontext *, CUdevice);
     CUresult (*primary_ctx_release)(CUdevice);
     CUresult (*ctx_set_current)(CUcontext);
+    CUresult (*ctx_get_current)(CUcontext *);
     CUresult (*ctx_synchronize)(void);
     CUresult (*stream_create)(CUstream *, unsigned int);
     CUresult (*stream_destroy)(CUstream);

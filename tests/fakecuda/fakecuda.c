@@ -132,6 +132,10 @@ static int no_coop;        /* FAKECUDA_NO_COOP=1 (1), =capture (2), =early (3) *
 static unsigned coop_most; /* the largest cooperative grid launched (FAKECUDA_REPORT=2 says) */
 static long n_launch, n_copy, n_graph_launch, n_violation;
 static struct CUctx_st primary;
+/* The calling thread's current context: NULL, the primary one, or `foreign`, which
+ * cuCtxCreate makes (a program's own context, as a test holds one around its calls). */
+static _Thread_local CUcontext current;
+static struct CUctx_st foreign;
 
 /* FAKECUDA_REPORT=2: launches per kernel name (the host's launch structure: what a step costs) */
 #define MAX_NAMES 512
@@ -245,6 +249,26 @@ int fakecuda_range_ok(const void *p, size_t n, const char *what) {
 }
 
 CUresult fakecuda_sticky(void) { return (CUresult)atomic_load(&sticky); }
+
+long fakecuda_violations(void) {
+    pthread_mutex_lock(&mu);
+    long n = n_violation;
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+
+/* A call that works in the calling thread's current context, made while the primary one is not
+ * current: on a real driver it would have used the caller's context (another device's), or
+ * failed with none. */
+static CUresult need_ctx(const char *what) {
+    if (current == &primary)
+        return CUDA_SUCCESS;
+    pthread_mutex_lock(&mu);
+    CUresult r = violation(CUDA_ERROR_INVALID_CONTEXT, "%s with %s current", what,
+                           current ? "another context" : "no context");
+    pthread_mutex_unlock(&mu);
+    return r;
+}
 
 /* A call that waits for the device: after a launch that hangs, it never returns (pause: a
  * signal handler runs, and may end the process, as with a real hung kernel). */
@@ -374,15 +398,39 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
 }
 
 CUresult cuCtxSetCurrent(CUcontext c) {
-    return c == &primary ? fakecuda_sticky() : CUDA_ERROR_INVALID_VALUE;
+    if (c && c != &primary && c != &foreign)
+        return CUDA_ERROR_INVALID_VALUE;
+    current = c;
+    return c == &primary ? fakecuda_sticky() : CUDA_SUCCESS;
 }
-CUresult cuCtxSynchronize(void) { return wait_device(); }
+CUresult cuCtxGetCurrent(CUcontext *c) {
+    *c = current;
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxCreate_v2(CUcontext *c, unsigned int flags, CUdevice d) {
+    (void)flags, (void)d;
+    *c = current = &foreign; /* made current, as the driver does */
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxDestroy_v2(CUcontext c) {
+    if (c != &foreign)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (current == c)
+        current = NULL;
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxSynchronize(void) {
+    CUresult r = need_ctx("cuCtxSynchronize");
+    return r ? r : wait_device();
+}
 
 // ---------------------------------------------------------------------------------------------
 // streams and memory
 
 CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
     (void)flags;
+    if (need_ctx("cuStreamCreate"))
+        return *s = NULL, CUDA_ERROR_INVALID_CONTEXT;
     if (fail_stream)
         return *s = NULL, CUDA_ERROR_OUT_OF_MEMORY;
     *s = calloc(1, sizeof **s);
@@ -411,6 +459,8 @@ CUresult cuStreamSynchronize(CUstream s) {
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+    if (need_ctx("cuMemAlloc"))
+        return CUDA_ERROR_INVALID_CONTEXT;
     if (fakecuda_sticky())
         return fakecuda_sticky();
     if (bytes == 0)
@@ -494,6 +544,8 @@ static CUresult copy_run(const struct fake_node *c, const char *what) {
 /* Done now, or recorded in the stream's capture. */
 static CUresult copy(CUstream s, void *dst, const void *src, size_t n, int dev_dst, int set,
                      unsigned char value, const char *what) {
+    if (need_ctx(what))
+        return CUDA_ERROR_INVALID_CONTEXT;
     if (fakecuda_sticky())
         return fakecuda_sticky();
     struct fake_node node = {.kind = set ? NODE_SET : NODE_COPY,
@@ -537,6 +589,8 @@ CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) {
 
 CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags) {
     (void)flags;
+    if (need_ctx("cuMemHostAlloc"))
+        return *p = NULL, CUDA_ERROR_INVALID_CONTEXT;
     *p = malloc(bytes ? bytes : 1);
     return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
@@ -598,6 +652,8 @@ static int parse_entry(const char *at, struct fake_entry *e) {
 
 CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned int n, CUjit_option *opt,
                             void **val) {
+    if (need_ctx("cuModuleLoadDataEx"))
+        return CUDA_ERROR_INVALID_CONTEXT;
     if (fakecuda_sticky())
         return fakecuda_sticky();
     const char *ptx = image;
@@ -708,6 +764,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
                         unsigned by, unsigned bz, unsigned smem, CUstream s, void **params,
                         void **extra) {
     const struct fake_entry *e = (const struct fake_entry *)(void *)f;
+    if (need_ctx("cuLaunchKernel"))
+        return CUDA_ERROR_INVALID_CONTEXT;
     if (fakecuda_sticky())
         return fakecuda_sticky();
     if (!e || extra || gx == 0 || gy == 0 || gz == 0 || gy > 65535 || gz > 65535 || bx == 0 ||
@@ -732,6 +790,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 /* cuLaunchKernel's checks and effect, after the attributes' own */
 CUresult cuLaunchKernelEx(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra) {
     const struct fake_entry *e = (const struct fake_entry *)(void *)f;
+    if (need_ctx("cuLaunchKernelEx"))
+        return CUDA_ERROR_INVALID_CONTEXT;
     if (fakecuda_sticky())
         return fakecuda_sticky();
     int ok = cfg && e && (cfg->numAttrs == 0 || cfg->attrs), coop = 0;
@@ -794,6 +854,8 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int b
 
 CUresult cuEventCreate(CUevent *e, unsigned int flags) {
     (void)flags;
+    if (need_ctx("cuEventCreate"))
+        return *e = NULL, CUDA_ERROR_INVALID_CONTEXT;
     *e = calloc(1, sizeof **e);
     return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
@@ -854,6 +916,8 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long 
 }
 
 CUresult cuGraphLaunch(CUgraphExec x, CUstream s) {
+    if (need_ctx("cuGraphLaunch"))
+        return CUDA_ERROR_INVALID_CONTEXT;
     if (fakecuda_sticky())
         return fakecuda_sticky();
     CUresult r = not_capturing(s, "cuGraphLaunch");

@@ -9,5 +9,7 @@
 int fakecuda_range_ok(const void *p, size_t n, const char *what);
 /* The context's sticky error (CUDA_SUCCESS until an injected fault inside a kernel). */
 CUresult fakecuda_sticky(void);
+/* Broken rules counted so far (a test's own check, through dlsym). */
+long fakecuda_violations(void);
 
 #endif /* FAKECUDA_H */
