@@ -186,9 +186,10 @@ static int state_fits(struct whisperc_model *m, char *err, size_t err_size) {
     const struct wc_backend_ops *op = m->be->ops;
     struct wc_stream *s = NULL;
     struct api_thread held = api_thread_enter(m->be);
-    int rc = op->stream_new(m->be, 1, &s);
+    char why[256];
+    int rc = op->stream_new(m->be, 1, &s, why, sizeof why);
     if (rc) {
-        wc_errf(err, err_size, "cannot create a stream");
+        wc_errf(err, err_size, "cannot create a stream: %s", why);
         api_thread_leave(held);
         return rc;
     }
@@ -433,7 +434,8 @@ static void state_close(whisperc_state *st);
 static int state_open(whisperc_state *st, char *err, size_t err_size) {
     const struct whisperc_model *m = st->m;
     const struct wc_hparams *hp = &m->file->hp;
-    int rc = m->be->ops->stream_new(m->be, st->n_threads, &st->s);
+    char why[256] = "";
+    int rc = m->be->ops->stream_new(m->be, st->n_threads, &st->s, why, sizeof why);
     if (!rc) {
         st->audio_features =
             m->be->ops->alloc(st->s, (size_t)hp->n_audio_ctx * hp->n_audio_state * sizeof(float));
@@ -445,7 +447,9 @@ static int state_open(whisperc_state *st, char *err, size_t err_size) {
         rc = decoder_init(&st->dec, st->s, hp, &m->w);
     if (rc) {
         wc_errf(err, err_size, "cannot create a decoding state: %s",
-                st->s && st->s->errmsg[0] ? st->s->errmsg : whisperc_status_str(rc));
+                st->s && st->s->errmsg[0] ? st->s->errmsg
+                : why[0]                  ? why
+                                          : whisperc_status_str(rc));
         state_close(st);
     }
     return rc;

@@ -160,7 +160,9 @@ struct wc_backend_ops {
                       size_t n);
 
     /* ---- state level ---- */
-    int (*stream_new)(struct wc_backend *be, int n_threads, struct wc_stream **out);
+    /* 0, or the status with the reason in err (err_size bytes; NULL takes none) */
+    int (*stream_new)(struct wc_backend *be, int n_threads, struct wc_stream **out, char *err,
+                      size_t err_size);
     void (*stream_free)(struct wc_stream *s);
     int (*stream_set_threads)(struct wc_stream *s, int n_threads);
     /* Activation memory for this stream; NULL (and a sticky error) when out of memory. */

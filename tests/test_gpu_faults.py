@@ -296,16 +296,18 @@ def out_of_memory():
               f"{mb} MiB, --device cuda: exit 1 with the reason ({r.returncode}, "
               f"{r.stderr.strip()[:300]!r})")
     # a device too full for a stream (cuStreamCreate out of memory) is out of memory too: auto
-    # takes the CPU
+    # takes the CPU; both say the driver's reason
+    why = "cuStreamCreate: CUDA_ERROR_OUT_OF_MEMORY"
     r = transcribe("--device", "auto", "-bs", "1", FAKECUDA_FAIL_STREAM=1)
-    check(r.returncode == 0 and "no room for a decoding state" in r.stderr and
-          "running on the CPU" in r.stderr and right_text(r) and clean_exit(r),
-          f"no stream, --device auto: one line, then the CPU's transcript ({r.returncode}, "
-          f"{r.stderr.strip()[:300]!r})")
+    check(r.returncode == 0 and "no room for a decoding state" in r.stderr and why in r.stderr
+          and "running on the CPU" in r.stderr and right_text(r) and clean_exit(r),
+          f"no stream, --device auto: one line with the reason, then the CPU's transcript "
+          f"({r.returncode}, {r.stderr.strip()[:300]!r})")
     r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_STREAM=1)
-    check(r.returncode == 1 and "NO_MEMORY" in r.stderr and clean_exit(r),
-          f"no stream, --device cuda: exit 1, out of memory ({r.returncode}, "
-          f"{r.stderr.strip()[:300]!r})")
+    check(r.returncode == 1 and "cannot create a decoding state: cuda: " + why in r.stderr
+          and clean_exit(r),
+          f"no stream, --device cuda: exit 1, out of memory, the driver's reason "
+          f"({r.returncode}, {r.stderr.strip()[:300]!r})")
 
 
 def no_device():

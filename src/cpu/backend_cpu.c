@@ -148,13 +148,15 @@ static int cpu_stream_set_threads(struct wc_stream *s, int n_threads) {
     return 0;
 }
 
-static int cpu_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out) {
+static int cpu_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out, char *err,
+                          size_t err_size) {
     *out = NULL;
     struct wc_stream *s = calloc(1, sizeof *s);
     struct cpu_stream *cs = calloc(1, sizeof *cs);
     if (!s || !cs) {
         free(s);
         free(cs);
+        wc_errf(err, err_size, "cpu: out of memory for a stream");
         return WHISPERC_ERR_NO_MEMORY;
     }
     s->be = be;
@@ -163,6 +165,10 @@ static int cpu_stream_new(struct wc_backend *be, int n_threads, struct wc_stream
         cs->timer_ms[i] = NAN;
     int rc = cpu_stream_set_threads(s, n_threads);
     if (rc) {
+        wc_errf(err, err_size,
+                rc == WHISPERC_ERR_NO_MEMORY ? "cpu: out of memory for %d threads"
+                                             : "cpu: cannot start %d threads",
+                n_threads);
         cpu_stream_free(s);
         return rc;
     }

@@ -363,7 +363,8 @@ void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *
                         int n_rows, int n_vocab);
 
 /* Stream-level entry points (stream_cuda.c) for the ops table. */
-int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out);
+int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out, char *err,
+                    size_t err_size);
 void cuda_stream_free(struct wc_stream *s);
 int cuda_stream_set_threads(struct wc_stream *s, int n_threads);
 void *cuda_alloc(struct wc_stream *s, size_t bytes);

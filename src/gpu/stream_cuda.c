@@ -197,7 +197,8 @@ int cuda_stream_set_threads(struct wc_stream *s, int n_threads) {
     return 0;
 }
 
-int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out) {
+int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out, char *err,
+                    size_t err_size) {
     (void)n_threads;
     *out = NULL;
     struct cuda_model *m = be->impl;
@@ -206,6 +207,7 @@ int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out
     if (!s || !cs) {
         free(s);
         free(cs);
+        wc_errf(err, err_size, "cuda: out of host memory for a stream");
         return WHISPERC_ERR_NO_MEMORY;
     }
     s->be = be;
@@ -238,7 +240,8 @@ int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out
                                  "cublasSetMathMode"))
             cuda_stage_init(cs);
     int rc = s->err;
-    if (rc) { /* stream_new returns only the code (backend.h); the message goes with s */
+    if (rc) {
+        wc_errf(err, err_size, "%s", s->errmsg);
         cuda_stream_free(s);
         return rc;
     }
