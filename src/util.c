@@ -117,12 +117,17 @@ void wc_stream_fail(struct wc_stream *s, int code, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* Length of the whitespace character at p (Python str.isspace), 0 if none. */
-static size_t py_space_len(const unsigned char *p) {
+/* Length of the whitespace character at p (Python str.isspace), 0 if none; n > 0 bytes
+ * readable. */
+static size_t py_space_len(const unsigned char *p, size_t n) {
     if (*p == ' ' || (*p >= 0x09 && *p <= 0x0d) || (*p >= 0x1c && *p <= 0x1f))
         return 1;
+    if (n < 2)
+        return 0;
     if (p[0] == 0xc2 && (p[1] == 0x85 || p[1] == 0xa0))
         return 2;
+    if (n < 3)
+        return 0;
     if (p[0] == 0xe1 && p[1] == 0x9a && p[2] == 0x80) /* U+1680 */
         return 3;
     if (p[0] == 0xe2 && p[1] == 0x80 &&
@@ -135,25 +140,31 @@ static size_t py_space_len(const unsigned char *p) {
     return 0;
 }
 
-char *wc_py_strip(char *s) {
-    unsigned char *p = (unsigned char *)s;
+const char *wc_py_strip_span(const char *s, size_t n, size_t *out_n) {
+    const unsigned char *p = (const unsigned char *)s, *stop = p + n;
     size_t k;
-    while (*p && (k = py_space_len(p)) > 0)
+    while (p < stop && (k = py_space_len(p, (size_t)(stop - p))) > 0)
         p += k;
     /* find the end of the last non-space character */
-    unsigned char *end = p, *q = p;
-    while (*q) {
-        k = py_space_len(q);
+    const unsigned char *end = p, *q = p;
+    while (q < stop) {
+        k = py_space_len(q, (size_t)(stop - q));
         if (k) {
             q += k;
         } else {
             q++;
-            while ((*q & 0xc0) == 0x80)
+            while (q < stop && (*q & 0xc0) == 0x80)
                 q++;
             end = q;
         }
     }
-    size_t n = (size_t)(end - p);
+    *out_n = (size_t)(end - p);
+    return (const char *)p;
+}
+
+char *wc_py_strip(char *s) {
+    size_t n;
+    const char *p = wc_py_strip_span(s, strlen(s), &n);
     memmove(s, p, n);
     s[n] = '\0';
     return s;

@@ -112,5 +112,7 @@ bool wc_sample_draws_ok(const struct wc_sample_draw *draws, int n_draws, int n_r
 /* Strips leading and trailing whitespace in place as Python's str.strip() does (ASCII and the
  * Unicode White_Space characters, UTF-8 encoded). Returns s. */
 char *wc_py_strip(char *s);
+/* The same on s[0..n), which stays as it is: the stripped text's start, its length in *out_n. */
+const char *wc_py_strip_span(const char *s, size_t n, size_t *out_n);
 
 #endif /* WC_UTIL_H */

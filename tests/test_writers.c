@@ -96,6 +96,43 @@ static void test_line_formats(void) {
     free(s);
 }
 
+/* Python's str.strip() takes Unicode's spaces too: a no-break space (U+00A0) or an ideographic
+ * one (U+3000) at a segment's or a word's edge is gone in txt, srt and word cues, as in
+ * openai-whisper's files; one inside stays. */
+static void test_unicode_strip(void) {
+    struct tr_segment seg = {.text = "\xc2\xa0\xe3\x80\x80"
+                                     "Bonjour\xc2\xa0!\xe3\x80\x80 ",
+                             .t0_ms = 0,
+                             .t1_ms = 900};
+    struct transcript tr = {.text = "x", .segments = &seg, .n_segments = 1};
+    char *s = render(&tr, OUT_TXT, NULL);
+    expect_eq("txt: Unicode spaces stripped", s, "Bonjour\xc2\xa0!\n");
+    free(s);
+    s = render(&tr, OUT_SRT, NULL);
+    expect_eq("srt: Unicode spaces stripped", s,
+              "1\n00:00:00,000 --> 00:00:00,900\nBonjour\xc2\xa0!\n\n");
+    free(s);
+    struct tr_word w[2] = {{"\xe3\x80\x80"
+                            "a",
+                            0, 400, 1},
+                           {"\xe3\x80\x80"
+                            "b\xc2\xa0",
+                            5000, 5400, 1}};
+    seg = (struct tr_segment){.text = "a b", .t1_ms = 5400, .words = w, .n_words = 2};
+    tr.has_words = true;
+    struct writer_opts wo = {.max_line_width = 40, .max_line_count = 2};
+    s = render(&tr, OUT_SRT, &wo); /* the pause starts a cue, each word stripped there */
+    expect_eq("srt words: Unicode spaces stripped", s,
+              "1\n00:00:00,000 --> 00:00:00,400\na\n\n2\n00:00:05,000 --> 00:00:05,400\nb\n\n");
+    free(s);
+    /* a segment of nothing but such spaces writes nothing */
+    seg = (struct tr_segment){.text = "\xc2\xa0\xe2\x80\x83", .t1_ms = 900};
+    tr.has_words = false;
+    s = render(&tr, OUT_TXT, NULL);
+    expect_eq("txt: a segment of Unicode spaces", s, "");
+    free(s);
+}
+
 static void test_json(void) {
     struct tr_token tok[2] = {
         {.id = 50363, .text = "<|0.00|>", .p = 0.5f, .t0_ms = -1, .t1_ms = -1, .timestamp = true},
@@ -318,6 +355,7 @@ static void test_atomic_write(void) {
 int main(void) {
     test_timestamps();
     test_line_formats();
+    test_unicode_strip();
     test_json();
     test_json_whisper_cpp();
     test_segment_cues();

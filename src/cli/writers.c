@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util.h" /* wc_py_strip_span */
+
 static const char *const format_ext[OUT_N_FORMATS] = {"txt", "srt", "vtt", "json",
                                                       "csv", "tsv", "lrc", "score.txt"};
 
@@ -29,17 +31,9 @@ const char *format_timestamp(char *buf, int64_t ms, char sep) {
     return buf;
 }
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-/* s without surrounding whitespace (as Python's str.strip() on ASCII): start and length. */
-static const char *strip(const char *s, size_t *n) {
-    while (is_space(*s))
-        s++;
-    *n = strlen(s);
-    while (*n > 0 && is_space(s[*n - 1]))
-        (*n)--;
-    return s;
-}
+/* s without surrounding whitespace (as openai-whisper's str.strip(), Unicode's too): start and
+ * length. */
+static const char *strip(const char *s, size_t *n) { return wc_py_strip_span(s, strlen(s), n); }
 
 /* The stripped text on one line: tabs and line breaks become spaces (tsv, lrc). */
 static void put_one_line(FILE *f, const char *s) {

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h" /* wc_py_strip_span */
 #include "writers.h"
 
 struct cue_word {
@@ -218,10 +219,7 @@ static int word_cues(struct cue_writer *cw, const struct transcript *tr,
                 if (line_len > 0 && has_room && !long_pause && !seg_break) {
                     line_len += len; /* the line goes on */
                 } else {
-                    while (x.n > 0 && is_space(*x.s))
-                        x.s++, x.n--;
-                    while (x.n > 0 && is_space(x.s[x.n - 1]))
-                        x.n--;
+                    x.s = wc_py_strip_span(x.s, x.n, &x.n); /* word.strip() */
                     if ((c.n > 0 && wo->max_line_count > 0 &&
                          (long_pause || line_count >= wo->max_line_count)) ||
                         seg_break) { /* a new cue */
@@ -259,12 +257,9 @@ int write_subtitles(FILE *f, const struct transcript *tr, bool srt, const struct
     if (tr->has_words)
         return word_cues(&cw, tr, wo);
     for (int i = 0; i < tr->n_segments; i++) {
+        size_t n;
         const char *t = tr->segments[i].text;
-        while (is_space(*t))
-            t++;
-        size_t n = strlen(t);
-        while (n > 0 && is_space(t[n - 1]))
-            n--;
+        t = wc_py_strip_span(t, strlen(t), &n); /* text.strip(), Unicode's spaces too */
         if (n == 0)
             continue; /* an empty cue would end the cue list early */
         put_cue_head(&cw, tr->segments[i].t0_ms, tr->segments[i].t1_ms, tr->segments[i].speaker);
