@@ -171,6 +171,52 @@ static void test_unknown_length(void) {
     free(flac);
 }
 
+/* A WAV recording never closed (its data chunk's size left at 0, the RIFF size right, at the
+ * header's or 0; a byte of a torn sample after) decodes to the end of the file, as ffmpeg
+ * reads it: the samples of the whole file, from a path and from memory. */
+static void test_unclosed_wav(const char *dir) {
+    const char *path = shared_path("audio/jfk/jfk.wav");
+    size_t size = 0;
+    unsigned char *wav = read_all(path, &size);
+    unsigned char *data = NULL;
+    for (size_t i = 12; wav && i + 8 <= size && !data; i++)
+        data = memcmp(wav + i, "data", 4) == 0 ? wav + i : NULL;
+    if (!data) {
+        fprintf(stderr, "SKIP unclosed WAV: %s missing\n", path);
+        free(wav);
+        return;
+    }
+    char err[512], out[512];
+    float *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    CHECK(audio_load(path, &a, &na, err, sizeof err) == 0);
+    unsigned char *cut = malloc(size + 1);
+    const uint32_t riff_sizes[3] = {(uint32_t)(size - 8), (uint32_t)(data - wav), 0};
+    for (int v = 0; cut && v < 3; v++) {
+        memcpy(cut, wav, size);
+        cut[size] = 0x55; /* half a sample */
+        for (int k = 0; k < 4; k++)
+            cut[4 + k] = (unsigned char)(riff_sizes[v] >> 8 * k);
+        memset(cut + (data - wav) + 4, 0, 4);
+        snprintf(out, sizeof out, "%s/unclosed%d.wav", dir, v);
+        write_file(out, cut, size + 1);
+        CHECK(audio_load(out, &b, &nb, err, sizeof err) == 0);
+        bool same = a && b && na == nb && memcmp(a, b, na * sizeof(float)) == 0;
+        free(b);
+        b = NULL;
+        CHECK(audio_load_memory(cut, size + 1, "mem", NULL, &b, &nb, err, sizeof err) == 0);
+        same = same && b && na == nb && memcmp(a, b, na * sizeof(float)) == 0;
+        printf("unclosed WAV (RIFF size %u), data size 0: %s\n", riff_sizes[v],
+               same ? "the whole file's samples" : "NOT the file's samples");
+        CHECK(same);
+        free(b);
+        b = NULL;
+    }
+    free(cut);
+    free(a);
+    free(wav);
+}
+
 static bool weights_are(int format, int nc, const int *map, const double *want) {
     double w[16];
     downmix_weights(format, nc, map, w);
@@ -366,6 +412,7 @@ int main(void) {
     CHECK(dir != NULL);
     test_downmix(dir);
     test_clip(dir);
+    test_unclosed_wav(dir);
     char path[512];
     snprintf(path, sizeof path, "%s/missing.wav", dir);
     expect_error(path, WHISPERC_ERR_IO);

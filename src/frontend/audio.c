@@ -178,17 +178,27 @@ int audio_resample(const float *in, size_t n_in, double rate_in, float **out, si
 
 // ---- reading with libsndfile
 
-/* A file held in memory, read through libsndfile's virtual I/O as a file would be: seeks past
- * the end are allowed and reads there return nothing. */
+/* A file held in memory. */
 struct audio_mem {
     const unsigned char *data;
+    sf_count_t size;
+};
+
+/* A file (read_at over its fd or memory) as libsndfile's virtual I/O reads it: seeks past the
+ * end are allowed and reads there return nothing; the bytes of `fix` (at: -1, none) are read in
+ * place of the file's. */
+struct audio_view {
+    riff_read_fn read_at;
+    void *user;
     sf_count_t size, pos;
+    struct riff_unsized fix;
 };
 
 struct audio_src {
     const char *path; /* the file's name, or what stands for the memory in messages */
     int fd;           /* ours; libsndfile is told not to close it; -1 for memory */
     struct audio_mem mem;
+    struct audio_view view;
     SNDFILE *snd; /* per-handle errors only: never sf_strerror(NULL) */
     SF_INFO info;
     float *chunk; /* [chunk_frames][info.channels] interleaved */
@@ -216,31 +226,37 @@ static size_t mem_read_at(void *user, void *buf, size_t n, int64_t off) {
     return n;
 }
 
-static sf_count_t mem_filelen(void *user) { return ((const struct audio_mem *)user)->size; }
+static sf_count_t view_filelen(void *user) { return ((const struct audio_view *)user)->size; }
 
-static sf_count_t mem_seek(sf_count_t off, int whence, void *user) {
-    struct audio_mem *m = user;
-    sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->size;
+static sf_count_t view_seek(sf_count_t off, int whence, void *user) {
+    struct audio_view *v = user;
+    sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? v->pos : v->size;
     if ((whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END) ||
         (off > 0 && base > INT64_MAX - off) || base + off < 0)
         return -1;
-    m->pos = base + off;
-    return m->pos;
+    v->pos = base + off;
+    return v->pos;
 }
 
-static sf_count_t mem_read(void *ptr, sf_count_t count, void *user) {
-    struct audio_mem *m = user;
-    size_t n = mem_read_at(m, ptr, count > 0 ? (size_t)count : 0, m->pos);
-    m->pos += (sf_count_t)n;
+static sf_count_t view_read(void *ptr, sf_count_t count, void *user) {
+    struct audio_view *v = user;
+    size_t n =
+        v->pos < v->size ? v->read_at(v->user, ptr, count > 0 ? (size_t)count : 0, v->pos) : 0;
+    for (int k = 0; k < 4 && v->fix.at >= 0; k++) {
+        int64_t i = v->fix.at + k - v->pos;
+        if (i >= 0 && i < (int64_t)n)
+            ((unsigned char *)ptr)[i] = v->fix.size[k];
+    }
+    v->pos += (sf_count_t)n;
     return (sf_count_t)n;
 }
 
-static sf_count_t mem_write(const void *ptr, sf_count_t count, void *user) {
+static sf_count_t view_write(const void *ptr, sf_count_t count, void *user) {
     (void)ptr, (void)count, (void)user;
     return 0;
 }
 
-static sf_count_t mem_tell(void *user) { return ((const struct audio_mem *)user)->pos; }
+static sf_count_t view_tell(void *user) { return ((const struct audio_view *)user)->pos; }
 
 static void src_close(struct audio_src *s) {
     if (s->snd)
@@ -363,11 +379,21 @@ static int src_open(struct audio_src *s, const char *path, const void *data, siz
         rc = iff_check(read_at, user, n_bytes, path, err, err_size);
     if (rc)
         return rc;
-    if (data) {
-        SF_VIRTUAL_IO io = {mem_filelen, mem_seek, mem_read, mem_write, mem_tell};
-        s->snd = sf_open_virtual(&io, SFM_READ, &s->info, &s->mem);
-    } else {
+    SF_VIRTUAL_IO io = {view_filelen, view_seek, view_read, view_write, view_tell};
+    s->view = (struct audio_view){read_at, user, n_bytes, 0, {.at = -1}};
+    if (data)
+        s->snd = sf_open_virtual(&io, SFM_READ, &s->info, &s->view);
+    else
         s->snd = sf_open_fd(s->fd, SFM_READ, &s->info, SF_FALSE);
+    /* a WAV recording never closed: its data read to the end of the file, as ffmpeg does */
+    if (s->snd && s->info.frames == 0 &&
+        ((s->info.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_WAV ||
+         (s->info.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_WAVEX) &&
+        riff_unsized_data(read_at, user, n_bytes, &s->view.fix)) {
+        sf_close(s->snd);
+        memset(&s->info, 0, sizeof s->info);
+        s->view.pos = 0;
+        s->snd = sf_open_virtual(&io, SFM_READ, &s->info, &s->view);
     }
     if (!s->snd) {
         wc_errf(err, err_size, "%s: not an audio format libsndfile can read", path);

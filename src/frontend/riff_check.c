@@ -111,8 +111,10 @@ static int64_t data_end(const struct walk *w, int64_t body, uint32_t size, uint3
     return body + len;
 }
 
-int riff_check(riff_read_fn read, void *user, int64_t file_size, const char *what, char *err,
-               size_t err_size) {
+/* The walk of riff_check; *unsized (when not NULL): where the first data chunk starts if its
+ * declared size is 0 with bytes after it (else left as it is). */
+static int walk_chunks(riff_read_fn read, void *user, int64_t file_size, const char *what,
+                       char *err, size_t err_size, struct riff_unsized *unsized) {
     struct walk w = {read, user, file_size, false, what, err, err_size};
     uint32_t riff, riff_size, wave;
     if (!read_u32(&w, 0, false, &riff) || !read_u32(&w, 8, false, &wave) ||
@@ -133,6 +135,14 @@ int riff_check(riff_read_fn read, void *user, int64_t file_size, const char *wha
             return 0; /* libsndfile: "End", or a 0 marker */
         int64_t body = pos + 8, next = body + size;
         pad = size & 1;
+        if (m == MARKER('d', 'a', 't', 'a') && size == 0 && body < file_size && !rf64 && unsized &&
+            unsized->at < 0) {
+            int64_t n = file_size - body;
+            uint32_t v = n < 0xfffffffe ? (uint32_t)n : 0xfffffffeu; /* 0xffffffff: streamed */
+            unsized->at = pos + 4;
+            for (int k = 0; k < 4; k++)
+                unsized->size[k] = (unsigned char)(v >> (w.big_endian ? 24 - 8 * k : 8 * k));
+        }
         if (m == MARKER('d', 'a', 't', 'a')) {
             next = data_end(&w, body, size, riff_size, ds64_size);
             pad = 0;
@@ -169,4 +179,15 @@ int riff_check(riff_read_fn read, void *user, int64_t file_size, const char *wha
         pos = next;
     }
     return 0;
+}
+
+int riff_check(riff_read_fn read, void *user, int64_t file_size, const char *what, char *err,
+               size_t err_size) {
+    return walk_chunks(read, user, file_size, what, err, err_size, NULL);
+}
+
+bool riff_unsized_data(riff_read_fn read, void *user, int64_t file_size, struct riff_unsized *out) {
+    char err[8];
+    out->at = -1;
+    return walk_chunks(read, user, file_size, "", err, sizeof err, out) == 0 && out->at >= 0;
 }

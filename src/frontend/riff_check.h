@@ -13,6 +13,7 @@
 #ifndef WC_RIFF_CHECK_H
 #define WC_RIFF_CHECK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,5 +25,17 @@ typedef size_t (*riff_read_fn)(void *user, void *buf, size_t n, int64_t off);
  * in err, starting with `what` (the file name). */
 int riff_check(riff_read_fn read, void *user, int64_t file_size, const char *what, char *err,
                size_t err_size);
+
+/* A WAV file whose data chunk says 0 bytes but has samples after it: a recorder that stopped
+ * before it wrote the size back (killed, crashed, a full disk). libsndfile reads no frames
+ * from it (it takes the rest of the file only where the RIFF size says 8 too); ffmpeg, and so
+ * openai-whisper, reads to the end. `at`: the offset of the size field; `size`: the rest of
+ * the file, in the file's byte order, to read in its place. */
+struct riff_unsized {
+    int64_t at;
+    unsigned char size[4];
+};
+/* true, with *out, for such a RIFF or RIFX file (riff_check's walk: the first data chunk). */
+bool riff_unsized_data(riff_read_fn read, void *user, int64_t file_size, struct riff_unsized *out);
 
 #endif /* WC_RIFF_CHECK_H */
