@@ -338,6 +338,15 @@ def test_manifests(tmp, paths):
           f"({r.stderr.strip()[:200]})")
     r = batch([*common, "-o", os.path.join(d, "o2b"), "--manifest", dup, "--formats", "txt"])
     check(r.returncode == 0, f"the same ids without score.txt: run ({r.stderr.strip()[-200:]})")
+    for ids, said in ((("a", "A.txt/b"), "id 'A.txt/b' writes into a directory a.txt, but id 'a'"),
+                      (("x", "Results.jsonl/y"), "id 'Results.jsonl/y' writes into a directory "
+                       "results.jsonl, the name of a results file")):
+        with open(dup, "w") as f:
+            for p, i in zip(paths, ids):
+                f.write(json.dumps({"path": p, "id": i}) + "\n")
+        r = batch([*common, "-o", os.path.join(d, "o2c"), "--manifest", dup, "--formats", "txt"])
+        check(r.returncode == 1 and said in r.stderr,
+              f"ids {ids}: a file where a directory goes, refused ({r.stderr.strip()[:200]})")
     badcsv = os.path.join(d, "bad.csv")
     with open(badcsv, "w") as f:
         f.write(f'path,id\n{paths[0]},a\n"{paths[1]}"x,b\n')

@@ -267,6 +267,13 @@ int items_add_manifest(struct batch_items *it, const char *file, char *err, size
 
 // ---------------------------------------------------------------------------------------------
 
+/* s in lower case, as a case-insensitive file system compares names (ASCII) */
+static void fold_case(char *s) {
+    for (char *c = s; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+}
+
 int items_check_outputs(const struct batch_items *it, const char *const *exts, int n_exts,
                         char *err, size_t es) {
     struct strmap names = {0};
@@ -282,9 +289,7 @@ int items_check_outputs(const struct batch_items *it, const char *const *exts, i
             break;
         }
         snprintf(keys[k], len, "%s.%s", it->v[i].id, ext);
-        for (char *c = keys[k]; *c; c++) /* as a case-insensitive file system compares */
-            if (*c >= 'A' && *c <= 'Z')
-                *c = (char)(*c - 'A' + 'a');
+        fold_case(keys[k]);
         int old = strmap_put(&names, keys[k], (int)k);
         if (old == -2) {
             rc = -2;
@@ -303,6 +308,38 @@ int items_check_outputs(const struct batch_items *it, const char *const *exts, i
                          x->id, y->id, y->id, ext, x->path, y->path);
             rc = -1;
         }
+    }
+    /* a file where another item needs a directory: 'a' writes a.txt, 'a.txt/b' writes into a
+     * directory a.txt; so does one named results...jsonl beside the results file */
+    for (int i = 0; i < it->n && rc == 0; i++) {
+        char *dir = strdup(it->v[i].id);
+        if (!dir) {
+            rc = -2;
+            break;
+        }
+        fold_case(dir);
+        for (char *slash = strchr(dir, '/'); slash && rc == 0; slash = strchr(slash + 1, '/')) {
+            *slash = '\0';
+            int k = strmap_get(&names, dir);
+            size_t n = strlen(dir);
+            if (k >= 0) {
+                const struct batch_item *x = &it->v[k / n_exts];
+                snprintf(err, es,
+                         "id '%s' writes into a directory %s, but id '%s' writes a file of that "
+                         "name: %s and %s (give ids in a manifest)",
+                         it->v[i].id, dir, x->id, it->v[i].path, x->path);
+                rc = -1;
+            } else if (!strchr(dir, '/') && n >= 13 && strncmp(dir, "results", 7) == 0 &&
+                       strcmp(dir + n - 6, ".jsonl") == 0) {
+                snprintf(err, es,
+                         "id '%s' writes into a directory %s, the name of a results file: %s "
+                         "(give ids in a manifest)",
+                         it->v[i].id, dir, it->v[i].path);
+                rc = -1;
+            }
+            *slash = '/';
+        }
+        free(dir);
     }
     if (rc == -2)
         snprintf(err, es, "out of memory");

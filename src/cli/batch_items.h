@@ -46,7 +46,9 @@ int items_index(const struct batch_items *it, struct strmap *map, char *err, siz
 /* Fails naming both paths when two items' outputs (id.ext for the n_exts extensions) would be
  * one file, their names compared with ASCII letters' case ignored: ids that differ only in
  * case (Spk1/Utt, spk1/utt) are one file on macOS's, Windows's, an SMB or exFAT mount, or
- * wherever the outputs are copied later; ids x and x.score are with txt and score.txt. */
+ * wherever the outputs are copied later; ids x and x.score are with txt and score.txt. Fails
+ * too when an item's output is a file where another's id needs a directory (ids a and a.txt/b
+ * with txt), or an id's first directory has a results file's name (results...jsonl). */
 int items_check_outputs(const struct batch_items *it, const char *const *exts, int n_exts,
                         char *err, size_t err_size);
 
