@@ -9,11 +9,12 @@ the "GPU" are meaningless; what runs is every allocation, copy, launch and graph
 each checked against the live allocations). Faults come from the fake's environment:
 
   - clean runs (greedy, with and without dependent launches, and the default beam search, all
-    through step graphs; beam search batched over 2 inputs, over 14 (70-row steps) and over 64
-    of 10 beams (640-row steps, graphs kept); bench --synthetic --throughput, with short prompts
-    fed as step rows and long ones prefilled; bench --synthetic with dependent launches, where
-    capturing them fails (graphs kept) and where the driver refuses them): exit 0, no rule
-    broken, nothing left allocated at exit
+    through step graphs, also after the staging's first pinned allocation failed; beam search
+    batched over 2 inputs, over 14 (70-row steps) and over 64 of 10 beams (640-row steps,
+    graphs kept); bench --synthetic --throughput, with short prompts fed as step rows and long
+    ones prefilled; bench --synthetic with dependent launches, where capturing them fails
+    (graphs kept) and where the driver refuses them): exit 0, no rule broken, nothing left
+    allocated at exit
   - device memory too small for the weights / for a decoding state beside them: --device auto
     says so in one line and transcribes on the CPU (the right text); --device cuda fails with
     the reason
@@ -112,6 +113,12 @@ def clean_runs():
     rep = report(r)
     check(r.returncode == 0 and clean_exit(r) and rep["launches"] > 0 and rep["graphs"] > 0,
           f"the same with plain launches (WHISPERC_CUDA_PDL=0), no rule broken ({rep})")
+    # no pinned memory for the stream's staging at first: copies go pageable, and once a sync
+    # gets it, steps run as graphs again
+    r = transcribe("--device", "cuda", "-bs", "1", FAKECUDA_FAIL_HOSTALLOC=1)
+    rep = report(r)
+    check(r.returncode == 0 and clean_exit(r) and rep["graphs"] > 0,
+          f"the stream's first pinned allocation refused: step graphs later, no rule broken ({rep})")
     # a step's projections on tensor cores (gemv_tc, the default): one tile a CTA for a lane,
     # four for a step of 20 rows; launched (graphed) with no rule broken; WHISPERC_CUDA_GEMV=f16
     # launches gemv_f16 instead

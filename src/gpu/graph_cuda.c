@@ -89,8 +89,10 @@ int cuda_step_graph_begin(struct wc_stream *s, int key) {
         return 0;
     const char *why = graphs_unavailable(cs);
     if (why) {
-        g->off = 1;
-        snprintf(g->why, sizeof g->why, "%s", why);
+        if (cs->stage.host) { /* no staging yet: plain until a sync gets it (stream_cuda.c) */
+            g->off = 1;
+            snprintf(g->why, sizeof g->why, "%s", why);
+        }
         return 0;
     }
     struct cuda_step_graph *sg = &g->g[key];

@@ -25,7 +25,8 @@
 #define STAGE_MAX_BLOCK ((size_t)2 << 20)
 #define STAGE_MAX       ((size_t)8 << 20)
 
-/* Without pinned memory (cuMemHostAlloc failing) copies go pageable and steps run plain. */
+/* Without pinned memory (cuMemHostAlloc failing) copies go pageable and steps run plain until
+ * a later sync's allocation succeeds (cuda_stage_done). */
 void cuda_stage_init(struct cuda_stream *cs) {
     void *p = NULL;
     if (cs->m->cu.mem_host_alloc(&p, STAGE_MIN, 0) != CUDA_SUCCESS)
@@ -76,6 +77,8 @@ void cuda_stage_done(struct wc_stream *s) {
     st->n_defer = 0;
     size_t want = st->want < STAGE_MAX ? st->want : STAGE_MAX;
     st->used = st->want = 0;
+    if (!st->host && want > 0 && want < STAGE_MIN) /* none yet: at least the first size */
+        want = STAGE_MIN;
     if (want <= st->bytes || s->err)
         return;
     /* grow to what the last stretch between syncs asked for: the next one likely asks the same */

@@ -123,12 +123,13 @@ static int n_devices = 1, inited;
 static atomic_int sticky; /* a CUresult: a fault inside a kernel spoils the context */
 static char fail_prefix[128];
 static int fail_async, fail_at = 1, fail_seen;
-static int fail_hang;      /* FAKECUDA_FAIL_KERNEL=p:hang */
-static atomic_int hanging; /* the launch that hangs was made */
-static int no_pdl_capture; /* FAKECUDA_NO_PDL_CAPTURE=1 */
-static int no_pdl;         /* FAKECUDA_NO_PDL=1 */
-static int fail_stream;    /* FAKECUDA_FAIL_STREAM=1 */
-static int no_coop;        /* FAKECUDA_NO_COOP=1 (1), =capture (2), =early (3) */
+static int fail_hang;              /* FAKECUDA_FAIL_KERNEL=p:hang */
+static atomic_int hanging;         /* the launch that hangs was made */
+static int no_pdl_capture;         /* FAKECUDA_NO_PDL_CAPTURE=1 */
+static int no_pdl;                 /* FAKECUDA_NO_PDL=1 */
+static int fail_stream;            /* FAKECUDA_FAIL_STREAM=1 */
+static atomic_int fail_host_alloc; /* FAKECUDA_FAIL_HOSTALLOC=N: the first N cuMemHostAlloc */
+static int no_coop;                /* FAKECUDA_NO_COOP=1 (1), =capture (2), =early (3) */
 static unsigned coop_most; /* the largest cooperative grid launched (FAKECUDA_REPORT=2 says) */
 static long n_launch, n_copy, n_graph_launch, n_violation;
 static struct CUctx_st primary;
@@ -201,6 +202,8 @@ static void configure(void) {
     }
     e = getenv("FAKECUDA_FAIL_STREAM");
     fail_stream = e && *e == '1';
+    e = getenv("FAKECUDA_FAIL_HOSTALLOC");
+    atomic_store(&fail_host_alloc, e ? atoi(e) : 0);
     e = getenv("FAKECUDA_NO_PDL_CAPTURE");
     no_pdl_capture = e && *e == '1';
     e = getenv("FAKECUDA_NO_PDL");
@@ -591,6 +594,8 @@ CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags) {
     (void)flags;
     if (need_ctx("cuMemHostAlloc"))
         return *p = NULL, CUDA_ERROR_INVALID_CONTEXT;
+    if (atomic_load(&fail_host_alloc) > 0 && atomic_fetch_sub(&fail_host_alloc, 1) > 0)
+        return *p = NULL, CUDA_ERROR_OUT_OF_MEMORY;
     *p = malloc(bytes ? bytes : 1);
     return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
