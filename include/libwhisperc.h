@@ -240,10 +240,10 @@ struct whisperc_full_params {
     whisperc_strategy strategy;
     int n_threads; /* CPU threads; default: the number of online cores, at most 8 */
 
-    const char *language;       /* "en", "de", …; NULL or "auto": detect (multilingual models) */
-    bool translate;             /* task=translate (X → English) instead of transcribe */
-    bool no_timestamps;         /* decode without timestamp tokens (<|notimestamps|>) */
-    const char *initial_prompt; /* text for the first window's context, or NULL */
+    const char *language; /* "en", "de", …; NULL or "auto" (any case): detect (multilingual) */
+    bool translate;       /* task=translate (X → English) instead of transcribe */
+    bool no_timestamps;   /* decode without timestamp tokens (<|notimestamps|>) */
+    const char *initial_prompt;      /* text for the first window's context, or NULL */
     bool condition_on_previous_text; /* feed each window's text to the next (default true) */
 
     /* Temperature fallback: decode at temperatures[0]; if the result is too repetitive or too

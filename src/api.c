@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "api_internal.h"
@@ -686,6 +687,12 @@ int api_check_params(whisperc_state *st, const struct whisperc_full_params *p, i
     if (p->sample_len < 0 || p->sample_len > st->m->file->hp.n_text_ctx / 2)
         return api_fail(st, WHISPERC_ERR_INVALID_ARG, "sample_len must be 0..%d, got %d",
                         st->m->file->hp.n_text_ctx / 2, p->sample_len);
+    if (st->m->file->hp.n_audio_ctx * 2 != WC_CHUNK_FRAMES) /* the windows' frames */
+        return api_fail(st, WHISPERC_ERR_UNSUPPORTED,
+                        "this model's encoder takes %d frames (n_audio_ctx %d); transcription "
+                        "takes 30 s windows of %d (n_audio_ctx %d)",
+                        2 * st->m->file->hp.n_audio_ctx, st->m->file->hp.n_audio_ctx,
+                        WC_CHUNK_FRAMES, WC_CHUNK_FRAMES / 2);
     if (p->max_context < -1)
         return api_fail(st, WHISPERC_ERR_INVALID_ARG, "max_context must be >= -1, got %d",
                         p->max_context);
@@ -717,7 +724,7 @@ int api_check_params(whisperc_state *st, const struct whisperc_full_params *p, i
                         VAD_MAX_MS, p->vad_min_speech_duration_ms, p->vad_min_silence_duration_ms,
                         p->vad_speech_pad_ms);
     *i_lang = -1;
-    bool detect = !p->language || !p->language[0] || strcmp(p->language, "auto") == 0;
+    bool detect = !p->language || !p->language[0] || strcasecmp(p->language, "auto") == 0;
     if (!detect) {
         *i_lang = lang_index(p->language);
         if (*i_lang < 0)

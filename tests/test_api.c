@@ -221,6 +221,29 @@ static void note_progress(whisperc_state *st, int percent, void *user) {
 
 /* whisperc_detect_language leaves the last transcription's results as they were (it is no
  * whisperc_full*): a random-weight multilingual model of tiny dimensions, real window size. */
+/* A model whose encoder takes fewer than 3000 frames (n_audio_ctx below 1500) loads, but
+ * transcription, which cuts 30 s windows, refuses it: its windows' ends were never encoded, and
+ * the alignment read past its rows. */
+static void test_short_audio_ctx(const float *pcm, int n) {
+    struct ggml_synth_opts o = ggml_synth_default_opts(); /* n_audio_ctx 32 */
+    char path[] = "/tmp/wc_test_api_ctx_XXXXXX";
+    CHECK(ggml_synth_write_temp(path, &o) == 0);
+    struct whisperc_model_params mp = whisperc_model_default_params();
+    mp.device = WHISPERC_DEVICE_CPU;
+    whisperc_model *m = NULL;
+    whisperc_state *st = NULL;
+    CHECK(whisperc_model_load(path, &mp, &m, NULL, 0) == WHISPERC_OK);
+    unlink(path);
+    CHECK(m && whisperc_state_new(m, &st) == WHISPERC_OK);
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    p.word_timestamps = true;
+    CHECK(st && whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_UNSUPPORTED &&
+          strstr(whisperc_state_errmsg(st), "30 s windows"));
+    printf("n_audio_ctx 32: %s\n", st ? whisperc_state_errmsg(st) : "(no state)");
+    whisperc_state_free(st);
+    whisperc_model_free(m);
+}
+
 static void test_detect_keeps_results(const float *pcm, int n) {
     struct ggml_synth_opts o = ggml_synth_default_opts();
     o.multilingual = 1;
@@ -1085,6 +1108,7 @@ int main(int argc, char **argv) {
     test_callbacks(st, pcm, n);
     test_old_params(st, pcm, n, want);
     test_detect_keeps_results(pcm, n);
+    test_short_audio_ctx(pcm, n);
     test_suppress(m, st, pcm, n, want);
     test_diarize(st, pcm, n);
 

@@ -204,6 +204,7 @@ def cases(tmp):
             ("n_audio_state", -384, ["n_audio_state is -384"]),
             ("n_audio_head", 0, ["n_audio_head is 0"]),
             ("n_audio_head", 7, ["does not divide"]),
+            ("n_audio_head", 1, ["heads of 384 (audio)", "at most 256"]),
             ("n_text_state", 768, ["differs from n_text_state 768"]),
             ("n_audio_layer", 1 << 30, ["n_audio_layer is 1073741824"]),
             ("n_text_ctx", -2**31, ["n_text_ctx is -2147483648"]),
@@ -239,7 +240,7 @@ def cases(tmp):
         "fail", ["bad header", "n_dims -1"])
     add("tensor-dim-neg", "tensor dimension -384",
         T("-m", f("tdim.bin", HDR + tensor("encoder.ln_post.bias", [-384], data=b"")), jfk),
-        "fail", ["expected [384] f32, found [-384]"])
+        "fail", ["(f32): expected [384], found [-384]"])
     add("tensor-unknown", "tensor with an unknown name",
         T("-m", f("tunk.bin", HDR + tensor("encoder.evil", [384])), jfk), "fail",
         ["unknown tensor encoder.evil"])
@@ -414,8 +415,9 @@ def cases(tmp):
     add("arg-lang", "-l xx", T("-m", model, "-l", "xx", jfk), "fail", ["unknown language 'xx'"])
     add("arg-unknown", "an unknown option", T("--frobnicate", jfk), "fail",
         ["unknown option '--frobnicate'"])
-    add("arg-of-2", "-of with two inputs", T("-m", model, "-of", "x", jfk, jfk), "fail",
-        ["-of works with one input file only"])
+    add("arg-of-3", "three -of for two inputs",
+        T("-m", model, "-of", "x", "-of", "y", "-of", "z", jfk, jfk), "fail",
+        ["3 -of for 2 input(s)"])
     add("arg-no-input", "no input file", T("-m", model), "fail", ["no input file"])
     add("arg-prompt-utf8", "--prompt with invalid UTF-8 bytes (valid)",
         T("-m", model, "-bs", "1", "--prompt", os.fsdecode(b"\xff\xfe\xc3 caf\xc3"), jfk), 0, [])

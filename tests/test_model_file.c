@@ -15,6 +15,7 @@
 #include "common.h"
 #include "ggml_synth.h"
 #include "libwhisperc.h"
+#include "model/alignment_heads.h"
 #include "model/ggml_quant.h"
 #include "model/languages.h"
 #include "model/model_file.h"
@@ -464,7 +465,7 @@ static void test_corruptions(void) {
         {GGML_SYNTH_TRUNC_TENSOR, WHISPERC_ERR_MODEL_FORMAT,
          "tensor decoder.ln.bias: data (256 bytes at offset"},
         {GGML_SYNTH_WRONG_SHAPE, WHISPERC_ERR_MODEL_FORMAT,
-         "tensor encoder.conv1.weight: expected [64,80,3] f16, found [64,80,2]"},
+         "tensor encoder.conv1.weight (f16): expected [64,80,3], found [64,80,2]"},
         {GGML_SYNTH_WRONG_VOCAB, WHISPERC_ERR_MODEL_FORMAT, "vocabulary has 50000 tokens"},
         {GGML_SYNTH_BAD_N_VOCAB, WHISPERC_ERR_MODEL_FORMAT, "n_vocab is 51000"},
         {GGML_SYNTH_BAD_N_MELS, WHISPERC_ERR_MODEL_FORMAT, "n_mels is 81"},
@@ -628,6 +629,19 @@ static void test_type_names(void) {
         CHECK(strlen(got) == n && strncmp(got, want, n) == 0);
         CHECK(h.n_vocab == (strstr(want, ".en") ? 51864 : n == 8 || n == 14 ? 51866 : 51865));
     }
+    /* a file of tiny's layers and widths with 4 text heads, not 6: tiny's list names heads 4 and
+     * 5, outside it; the last half's heads instead, every one inside */
+    hp = (struct wc_hparams){51865, 1500, 384, 6, 4, 448, 384, 4, 4, 80, 1};
+    struct wc_align_head *heads = NULL;
+    int n_heads = alignment_heads(&hp, NULL, &heads);
+    CHECK(n_heads == 2 * 4);
+    for (int i = 0; i < n_heads; i++)
+        CHECK(heads[i].layer >= 2 && heads[i].layer < 4 && heads[i].head >= 0 && heads[i].head < 4);
+    free(heads);
+    hp.n_text_head = 6; /* tiny's own: its list */
+    n_heads = alignment_heads(&hp, NULL, &heads);
+    CHECK(n_heads > 0 && n_heads < 2 * 6);
+    free(heads);
     struct wc_hparams h;
     CHECK(model_size_hparams("large.en", &h) == -1);
     CHECK(model_size_hparams("huge", &h) == -1);

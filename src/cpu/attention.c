@@ -446,6 +446,11 @@ void cpu_attention_scores(struct wc_stream *s, float *out, const float *q, const
                           int head) {
     if (s->err || t_len <= 0 || s_len <= 0)
         return;
+    if (head < 0 || head >= n_head) {
+        wc_stream_fail(s, WHISPERC_ERR_INVALID_ARG, "attention scores: head %d of %d", head,
+                       n_head);
+        return;
+    }
     int d = c / n_head;
     const float *kh = (const float *)k + (size_t)head * d;
     int ld = ld_k;

@@ -5,6 +5,7 @@
  */
 #include "model/alignment_heads.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,14 @@ static const struct {
     {"large-v3-turbo", 6, {{2, 4}, {2, 11}, {3, 3}, {3, 6}, {3, 11}, {3, 14}}},
 };
 
+static bool heads_fit(const struct wc_align_head *h, int n, const struct wc_hparams *hp) {
+    for (int i = 0; i < n; i++)
+        if (h[i].layer < 0 || h[i].layer >= hp->n_text_layer || h[i].head < 0 ||
+            h[i].head >= hp->n_text_head)
+            return false;
+    return true;
+}
+
 static int copy_heads(const struct wc_align_head *src, int n, struct wc_align_head **out) {
     *out = malloc((size_t)n * sizeof **out);
     if (!*out)
@@ -110,8 +119,10 @@ int alignment_heads(const struct wc_hparams *hp, const char *preset, struct wc_a
         snprintf(name, sizeof name, "%s%s", strcmp(type, "large") == 0 ? "large-v2" : type,
                  hp->n_vocab == 51864 ? ".en" : "");
     }
+    /* an official list where it fits: a file of an official size's layers and widths may have
+     * other head counts (an official list's heads would then be outside the model) */
     for (size_t i = 0; i < sizeof official / sizeof official[0]; i++)
-        if (strcmp(name, official[i].name) == 0)
+        if (strcmp(name, official[i].name) == 0 && heads_fit(official[i].heads, official[i].n, hp))
             return copy_heads(official[i].heads, official[i].n, out);
     /* no list: every head of the last half of the decoder blocks */
     int n_layer = hp->n_text_layer, n_head = hp->n_text_head, first = n_layer / 2;

@@ -181,6 +181,17 @@ static int check_hparams(struct rd *r, const struct wc_hparams *hp, int *rc) {
                 r->path, (int)hp->n_text_head, (int)hp->n_text_state);
         return -1;
     }
+    /* heads of at most 256 values (the CPU's in-place attention keeps a head's row on the
+     * stack: src/cpu/attention.c ATT_MAX_D; every Whisper size has 64) */
+    if (hp->n_audio_state / hp->n_audio_head > 256 || hp->n_text_state / hp->n_text_head > 256) {
+        wc_errf(r->err, r->err_size,
+                "%s: hparams: attention heads of %d (audio) and %d (text) values; whisper-c "
+                "takes at most 256 (Whisper's have 64)",
+                r->path, (int)(hp->n_audio_state / hp->n_audio_head),
+                (int)(hp->n_text_state / hp->n_text_head));
+        *rc = WHISPERC_ERR_UNSUPPORTED;
+        return -1;
+    }
     /* The decoder's cross-attention projects the encoder output with n_text_state x
      * n_text_state matrices (openai-whisper model.py), so the two widths must agree. */
     if (hp->n_audio_state != hp->n_text_state) {
@@ -463,8 +474,8 @@ static int read_tensors(struct rd *r, struct priv *pv) {
             char se[64], sf[64];
             fmt_shape(se, sizeof se, e->n_dims, e->shape);
             fmt_shape(sf, sizeof sf, n_dims, shape);
-            wc_errf(r->err, r->err_size, "%s: tensor %s: expected %s %s, found %s", r->path,
-                    e->name, se, tname, sf);
+            wc_errf(r->err, r->err_size, "%s: tensor %s (%s): expected %s, found %s", r->path,
+                    e->name, tname, se, sf);
             return WHISPERC_ERR_MODEL_FORMAT;
         }
         /* The shape matched the hparams, which are bounded, so this cannot overflow. */
