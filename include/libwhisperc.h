@@ -365,6 +365,14 @@ static inline struct whisperc_full_params whisperc_full_default_params(whisperc_
 }
 #endif
 
+/* Checks params against the state's model as whisperc_full* does before it reads any audio
+ * (a language the model lacks, a suppress_regex that does not compile, a value out of range):
+ * WHISPERC_OK, or the status that call would return, with whisperc_state_errmsg() saying why.
+ * A program with many inputs can refuse bad params once, before decoding the first. The last
+ * results stay as they are. */
+WHISPERC_API whisperc_status whisperc_full_params_check(whisperc_state *state,
+                                                        const struct whisperc_full_params *params);
+
 /* Transcribes 16 kHz mono float samples in [-1, 1]. Results replace the state's previous ones. */
 WHISPERC_API whisperc_status whisperc_full(whisperc_state *state,
                                            const struct whisperc_full_params *params,

@@ -1091,6 +1091,19 @@ static whisperc_status full_or_detect(whisperc_state *st, const struct whisperc_
     return rc;
 }
 
+whisperc_status whisperc_full_params_check(whisperc_state *st,
+                                           const struct whisperc_full_params *params) {
+    if (!st)
+        return WHISPERC_ERR_INVALID_ARG;
+    st->errmsg[0] = '\0';
+    if (!params || params->size < sizeof(size_t))
+        return api_fail(st, WHISPERC_ERR_INVALID_ARG,
+                        "params must come from whisperc_full_default_params()");
+    struct whisperc_full_params p = api_params_from(params);
+    int i_lang;
+    return api_check_params(st, &p, &i_lang);
+}
+
 /* full_or_detect with the caller's thread given back as it was */
 static whisperc_status full_or_detect_held(whisperc_state *st,
                                            const struct whisperc_full_params *params,

@@ -665,6 +665,25 @@ static void test_offset(whisperc_state *st, const float *jfk, int n_jfk, bool sa
  * the prompt's buffer, batched too), a max_initial_timestamp past the last timestamp (all of
  * them allowed, no int overflow), progress 100 on audio too short for a window, and a NULL
  * path clearing the last results as any failed call does. */
+/* whisperc_full_params_check: whisperc_full's refusals without audio; the results stay. */
+static void test_params_check(whisperc_state *st, const float *pcm, int n) {
+    struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
+    CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
+    int n_seg = whisperc_n_segments(st);
+    CHECK(whisperc_full_params_check(st, &p) == WHISPERC_OK);
+    p.language = "xx";
+    CHECK(whisperc_full_params_check(st, &p) == WHISPERC_ERR_INVALID_ARG &&
+          strstr(whisperc_state_errmsg(st), "unknown language 'xx'"));
+    p.language = "de"; /* an English-only model */
+    CHECK(whisperc_full_params_check(st, &p) == WHISPERC_ERR_UNSUPPORTED);
+    p.language = "AUTO";
+    p.suppress_regex = "(";
+    CHECK(whisperc_full_params_check(st, &p) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_full_params_check(NULL, &p) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(whisperc_full_params_check(st, NULL) == WHISPERC_ERR_INVALID_ARG);
+    CHECK(n_seg > 0 && whisperc_n_segments(st) == n_seg);
+}
+
 static void test_edges(whisperc_state *st, const float *pcm, int n, const char *want) {
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     size_t len = 6 * 2000 + 1;
@@ -1102,6 +1121,7 @@ int main(int argc, char **argv) {
     test_words(st, pcm, n, want);
     test_offset(st, pcm, n, sanitized);
     test_dtw_tokens(st, pcm, n);
+    test_params_check(st, pcm, n);
     test_edges(st, pcm, n, want);
     test_vad_model(st, pcm, n);
     test_quant_weights(pcm, n);

@@ -188,6 +188,39 @@ try:
           f"({r.stdout!r}, {r.stderr.strip()!r})")
     r = run(["transcribe", "-m", model, "-", "-"])
     check(r.returncode == 2 and "once" in r.stderr, f"stdin twice: usage error ({r.stderr.strip()!r})")
+    # -of as whisper.cpp's, repeatable: the k-th names the k-th input's outputs, "" or none the
+    # input's own name; more -of than inputs refused
+    flac = os.path.join(tmp, "jfk.flac")
+    shutil.copy(os.path.join(shared, "audio", "jfk", "jfk.flac"), flac)
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-otxt", "-of", out + "-a",
+             "-of", "", jfk, flac])
+    ta = open(out + "-a.txt").read() if os.path.exists(out + "-a.txt") else ""
+    tb = open(flac + ".txt").read() if os.path.exists(flac + ".txt") else ""
+    check(r.returncode == 0 and ta and ta == tb,
+          f"-of A -of '' a.wav b.flac: A.txt and b.flac.txt, the same text ({r.stderr.strip()!r})")
+    os.unlink(flac)
+    if os.path.exists(flac + ".txt"):
+        os.unlink(flac + ".txt")
+    r = run(["transcribe", "-m", model, "-otxt", "-of", "a", "-of", "b", jfk])
+    check(r.returncode == 2 and "2 -of for 1 input" in r.stderr,
+          f"two -of for one input: usage error ({r.stderr.strip()!r})")
+    # what cannot work is said before any input is read: params the model cannot take once
+    # (exit 2), outputs where they cannot be written before the file's transcription
+    r = run(["transcribe", "-m", model, "-l", "xx", jfk, jfk])
+    check(r.returncode == 2 and r.stderr.count("unknown language 'xx'") == 1 and not r.stdout,
+          f"-l xx over two inputs: one usage error ({r.stderr.strip()!r})")
+    r = run(["transcribe", "-m", model, "-otxt", "-of", os.path.join(tmp, "nodir", "x"), jfk])
+    check(r.returncode == 1 and "cannot write its outputs there" in r.stderr and not r.stdout,
+          f"-of in a missing directory: the file not transcribed ({r.stderr.strip()!r})")
+    r = run(["transcribe", "-m", model, "--batch-size", "4", jfk])
+    check(r.returncode == 2 and "bench option" in r.stderr and "whisper-c batch" in r.stderr,
+          f"transcribe --batch-size: usage error pointing at batch ({r.stderr.strip()!r})")
+    # results that could not be printed (a full disk) are an error
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([exe, "transcribe", "-m", model, "-t", "2", "-bs", "1", jfk],
+                           stdout=full, stderr=subprocess.PIPE, text=True, timeout=600)
+    check(r.returncode == 1 and "standard output: cannot write" in r.stderr,
+          f"stdout on /dev/full: exit 1 ({r.returncode}, {r.stderr.strip()!r})")
     r = subprocess.run([exe, "transcribe", "-m", model, "-"], stdin=subprocess.DEVNULL,
                        capture_output=True, text=True, timeout=60)
     check(r.returncode == 1 and r.stderr.startswith("whisper-c: -: empty"),
@@ -306,6 +339,15 @@ try:
              out + "-tpi0", jfk])
     prm = json.load(open(out + "-tpi0.json")).get("params", {}) if r.returncode == 0 else {}
     check(prm.get("temperatures") == [0.0], f"-tpi 0: no fallback ({prm.get('temperatures')})")
+    r = run(["transcribe", "-m", model, "-tpi", "0.05", jfk])
+    check(r.returncode == 2 and "more than 16 temperatures" in r.stderr,
+          f"-tpi 0.05 (21 temperatures): a usage error, not a list cut at 16 ({r.stderr.strip()!r})")
+    r = run(["transcribe", "-m", model, "-t", "2", "-bs", "1", "-np", "-mc", "-1", "-l", "AUTO",
+             "-ojf", "-of", out + "-mc", jfk])
+    prm = json.load(open(out + "-mc.json")).get("params", {}) if r.returncode == 0 else {}
+    check(r.returncode == 0 and prm.get("max_context") == -1,
+          f"-mc -1 (whisper.cpp's default) and -l AUTO run ({prm.get('max_context')}, "
+          f"{r.stderr.strip()!r})")
 
     # --suppress-regex (whisper.cpp's) and --suppress-tokens (openai-whisper's list, -1 the
     # non-speech set): the parameters as asked (-ojf), the regex's tokens gone from the text;

@@ -181,7 +181,7 @@ static int n_cores(void) {
 /* Checks what cli_parse accepted, picks formats, workers and threads. */
 static int finish(struct batch_config *c) {
     const struct cli_options *o = &c->o;
-    if (o->output_base)
+    if (o->n_output_base)
         return usage_error("-of does not apply to batch; outputs go to -o DIR%s", NULL);
     if (!c->out_dir)
         return usage_error("no output directory (-o DIR)%s", NULL);

@@ -721,6 +721,14 @@ static int start_workers(struct pool *p) {
             return -1;
         }
     }
+    /* params the model cannot take fail the run before its first item, not every item */
+    struct whisperc_full_params fp;
+    cli_full_params(&r->cfg->o, &fp);
+    fp.n_threads = r->cfg->n_threads;
+    if (whisperc_full_params_check(p->w[0].st, &fp) != WHISPERC_OK) {
+        snprintf(r->fatal, sizeof r->fatal, "%s", whisperc_state_errmsg(p->w[0].st));
+        return -1;
+    }
     if (r->ready && r->ready(r, r->ready_ctx) != 0)
         return -1;
     /* counted running before it starts: a worker with nothing to do may end (and count itself

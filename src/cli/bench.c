@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -116,8 +117,9 @@ static double compare_whisper_cpp(const struct cli_options *o, const whisperc_mo
     snprintf(threads, sizeof threads, "%d", n_threads);
     snprintf(bs, sizeof bs, "%d", o->beam_size); /* the same decoding as ours */
     snprintf(bo, sizeof bo, "%d", o->best_of);
-    const char *lang =
-        strcmp(o->language, "auto") == 0 && !whisperc_model_is_multilingual(m) ? "en" : o->language;
+    const char *lang = strcasecmp(o->language, "auto") == 0 && !whisperc_model_is_multilingual(m)
+                           ? "en"
+                           : o->language;
     const char *model = o->model ? o->model : default_model_path();
     char *argv[] = {(char *)o->whisper_cpp,
                     "-m",

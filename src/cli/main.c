@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "blas_reexec.h"
@@ -57,6 +58,35 @@ static void on_stop_signal(int sig) {
     write_str(sig == SIGINT ? "stopped by SIGINT" : "stopped by SIGTERM");
     write_str(file ? "; no output written for it\n" : "\n");
     _exit(128 + sig);
+}
+
+/* 0, or 1 with one line when the results printed on standard output were not all written (a
+ * full disk, /dev/full, a closed pipe): the exit status must say so. */
+static int stdout_check(void) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 0;
+    fprintf(stderr, "whisper-c: standard output: cannot write%s%s\n", errno ? ": " : "",
+            errno ? strerror(errno) : "");
+    return 1;
+}
+
+/* 0, or -1 with the reason in err when output files for BASE could not be made in its
+ * directory: said before an input's transcription, not after hours of it. */
+static int output_dir_check(const char *base, char *err, size_t err_size) {
+    if (strcmp(base, "-") == 0)
+        return 0;
+    const char *slash = strrchr(base, '/');
+    char dir[4096];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == base ? 1 : (int)(slash - base), base);
+    if (access(dir, W_OK | X_OK) == 0)
+        return 0;
+    int e = errno;
+    snprintf(err, err_size, "%.900s: cannot write its outputs there: %s", base, strerror(e));
+    return -1;
 }
 
 static bool stop_requested(void *user) {
@@ -277,8 +307,9 @@ static int detect_languages(const struct cli_options *o, const whisperc_model *m
             printf("%s %s %.3f", k ? "," : "", whisperc_lang_code(best), probs[best]);
         }
         printf("\n");
+        fflush(stdout); /* each file's line out as it is done */
     }
-    return failed;
+    return failed | stdout_check();
 }
 
 static int cmd_transcribe(int argc, char **argv) {
@@ -286,6 +317,16 @@ static int cmd_transcribe(int argc, char **argv) {
     int rc = cli_parse(&o, argc, argv, false);
     if (rc == 0)
         rc = cli_check_stdin(&o, false);
+    if (rc == 0 && (o.batch_size || o.runs != 1 || o.n_tokens != 100 || o.whisper_cpp)) {
+        fprintf(stderr,
+                "whisper-c: %s is a bench option (many files at a time: whisper-c batch "
+                "--batch-size N)\n",
+                o.batch_size    ? "--batch-size"
+                : o.runs != 1   ? "--runs"
+                : o.whisper_cpp ? "--compare-whisper-cpp"
+                                : "--tokens");
+        rc = 2;
+    }
     if (rc)
         return rc == 1 ? 0 : rc;
     whisperc_model *model = NULL;
@@ -300,6 +341,13 @@ static int cmd_transcribe(int argc, char **argv) {
     }
     struct whisperc_full_params fp;
     cli_full_params(&o, &fp);
+    /* params the model cannot take are refused once, before any input is read */
+    if (!o.detect_language && whisperc_full_params_check(st, &fp) != WHISPERC_OK) {
+        fprintf(stderr, "whisper-c: %s\n", whisperc_state_errmsg(st));
+        whisperc_state_free(st);
+        whisperc_model_free(model);
+        return 2;
+    }
     if (o.detect_language) {
         int failed = detect_languages(&o, model, st, &fp);
         whisperc_state_free(st);
@@ -315,7 +363,7 @@ static int cmd_transcribe(int argc, char **argv) {
     bool writes = o.out_json_full;
     for (int f = 0; f < OUT_N_FORMATS; f++)
         writes |= o.out[f];
-    const char *base0 = o.output_base ? o.output_base : o.files[0];
+    const char *base0 = cli_output_base(&o, 0);
     if (!(writes && strcmp(base0, "-") == 0)) {
         fp.new_segment_fn = print_new_segments;
         fp.new_segment_user_data = &po;
@@ -333,6 +381,11 @@ static int cmd_transcribe(int argc, char **argv) {
     for (int i = 0; i < o.n_files && !atomic_load(&stop_signal); i++) {
         atomic_store(&current_file, o.files[i]);
         char msg[1024] = "";
+        if (writes && output_dir_check(cli_output_base(&o, i), msg, sizeof msg)) {
+            fprintf(stderr, "whisper-c: %s\n", msg);
+            failed = 1;
+            continue;
+        }
         whisperc_status rc = transcribe_input(st, model, &fp, o.files[i], msg, sizeof msg);
         if (po.line_open) /* -nt's run-on text ends with its file */
             fputc('\n', stdout), po.line_open = false;
@@ -357,14 +410,14 @@ static int cmd_transcribe(int argc, char **argv) {
         if (o.diarize && whisperc_n_segments(st) > 0 && whisperc_segment_speaker(st, 0) == -2)
             fprintf(stderr, "whisper-c: %s: not a two-channel recording; -di labels no speakers\n",
                     o.files[i]);
-        if (strcmp(o.language, "auto") == 0 && whisperc_model_is_multilingual(model) &&
+        if (strcasecmp(o.language, "auto") == 0 && whisperc_model_is_multilingual(model) &&
             !o.no_prints) /* as whisper.cpp: say what was detected */
             fprintf(stderr, "whisper-c: %s: auto-detected language: %s (p = %.2f)\n", o.files[i],
                     whisperc_full_language(st), whisperc_full_language_prob(st));
         char err[1024];
         atomic_store(&writing_outputs, 1);
-        int wrc = cli_write_outputs(&o, o.out, st, model, &fp, -1, true,
-                                    o.output_base ? o.output_base : o.files[i], err, sizeof err);
+        int wrc = cli_write_outputs(&o, o.out, st, model, &fp, -1, true, cli_output_base(&o, i),
+                                    err, sizeof err);
         atomic_store(&writing_outputs, 0);
         atomic_store(&current_file, NULL);
         if (wrc != 0) {
@@ -374,6 +427,7 @@ static int cmd_transcribe(int argc, char **argv) {
     }
     whisperc_state_free(st);
     whisperc_model_free(model);
+    failed |= stdout_check();
     int sig = atomic_load(&stop_signal);
     return sig ? 128 + sig : failed;
 }

@@ -81,7 +81,8 @@ void cli_usage(const char *prog) {
            "  -ocsv, -otsv, -olrc       write FILE.csv (start,end,\"text\" in ms) / .tsv\n"
            "                            (start<TAB>end<TAB>text in ms) / .lrc (lyrics)\n"
            "  -ls,  --log-score         write FILE.score.txt: each token<TAB>its probability\n"
-           "  -of,  --output-file BASE  output path without extension (one FILE only)\n"
+           "  -of,  --output-file BASE  output path without extension; repeatable: the k-th\n"
+           "                            names the k-th FILE's outputs ('' or none: FILE's)\n"
            "srt/vtt with -wt (as openai-whisper):\n"
            "       --max-line-width N   at most N characters per line\n"
            "       --max-line-count N   at most N lines per cue (with --max-line-width)\n"
@@ -325,11 +326,14 @@ static int parse_valued(struct cli_options *o, int argc, char **argv, int *i, in
         *rc = parse_int(a, v, 1, 1 << 20, &o->max_line_count);
     else if (is(a, "--max-words-per-line", "--max_words_per_line"))
         *rc = parse_int(a, v, 1, 1 << 20, &o->max_words_per_line);
-    else if (is(a, "-mc", "--max-context"))
-        *rc = parse_int(a, v, 0, 1 << 20, &o->max_context);
-    else if (is(a, "-of", "--output-file"))
-        o->output_base = v;
-    else if (is(a, "--compare-whisper-cpp", NULL))
+    else if (is(a, "-mc", "--max-context")) /* -1: whisper.cpp's default, all of it */
+        *rc = parse_int(a, v, -1, 1 << 20, &o->max_context);
+    else if (is(a, "-of", "--output-file")) {
+        if (o->n_output_base == CLI_MAX_FILES)
+            *rc = 2, fprintf(stderr, "whisper-c: too many -of (at most %d)\n", CLI_MAX_FILES);
+        else if (v)
+            o->output_base[o->n_output_base++] = v;
+    } else if (is(a, "--compare-whisper-cpp", NULL))
         o->whisper_cpp = v;
     else if (is(a, "-t", "--threads"))
         *rc = parse_int(a, v, 1, 256, &o->n_threads);
@@ -539,12 +543,20 @@ int cli_check_stdin(const struct cli_options *o, bool bench) {
                         "standard input (-) is not a file\n");
         return 2;
     }
-    if (n_stdin && writes && !o->output_base && o->n_files > 1) { /* alone: to stdout */
-        fprintf(stderr, "whisper-c: output files for standard input (-) among other inputs "
-                        "need -of BASE\n");
-        return 2;
-    }
+    for (int i = 0; i < o->n_files && writes && o->n_files > 1; i++)
+        if (strcmp(cli_output_base(o, i), "-") == 0) { /* alone: to stdout */
+            fprintf(stderr,
+                    "whisper-c: %s (input %d): its output files would go to standard output "
+                    "among other inputs; give it its own -of BASE (the k-th -of names the k-th "
+                    "input's outputs)\n",
+                    o->files[i], i + 1);
+            return 2;
+        }
     return 0;
+}
+
+const char *cli_output_base(const struct cli_options *o, int i) {
+    return i < o->n_output_base && o->output_base[i][0] ? o->output_base[i] : o->files[i];
 }
 
 int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
@@ -615,8 +627,26 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
         fprintf(stderr, "whisper-c: bench takes exactly one file (several with --batch-size)\n");
         return 2;
     }
-    if (o->output_base && o->n_files > 1) {
-        fprintf(stderr, "whisper-c: -of works with one input file only\n");
+    /* openai-whisper's arange(temperature, 1.0 + 1e-6, increment), as cli_full_params builds it:
+     * cut short it would never reach the hotter ones */
+    int n_temp = 0;
+    for (int i = 0;
+         !o->no_fallback && o->temperature_inc > 0.0f && n_temp <= WHISPERC_MAX_TEMPERATURES;
+         i++, n_temp++)
+        if (i > 0 && (double)o->temperature + i * (double)o->temperature_inc > 1.0 + 1e-6)
+            break;
+    if (n_temp > WHISPERC_MAX_TEMPERATURES) {
+        fprintf(stderr,
+                "whisper-c: -tp %g with -tpi %g makes more than %d temperatures up to 1.0; take "
+                "a larger -tpi\n",
+                (double)o->temperature, (double)o->temperature_inc, WHISPERC_MAX_TEMPERATURES);
+        return 2;
+    }
+    if (o->n_output_base > o->n_files) {
+        fprintf(stderr,
+                "whisper-c: %d -of for %d input(s): the k-th -of names the k-th input's "
+                "outputs\n",
+                o->n_output_base, o->n_files);
         return 2;
     }
     return check_word_options(o);

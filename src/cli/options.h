@@ -20,7 +20,11 @@ struct cli_options {
     const char *model;    /* NULL: default_model_path() */
     const char *language; /* "auto" */
     const char *prompt, *prefix, *hotwords;
-    const char *output_base; /* -of: path without extension */
+    /* -of, repeatable as whisper.cpp's: the k-th names the k-th input's outputs (a path
+     * without extension); an input without one, or with "", takes its own name
+     * (cli_output_base) */
+    const char *output_base[CLI_MAX_FILES];
+    int n_output_base;
     int n_threads;
     int beam_size, best_of; /* 5 and 5 as whisper.cpp; beam_size 1: greedy */
     int max_context;        /* -1: the model's limit */
@@ -76,6 +80,9 @@ struct cli_options {
 /* Parses argv (after the subcommand). Returns 0, 1 if --help was printed, or 2 on a usage
  * error (message already printed to stderr). */
 int cli_parse(struct cli_options *o, int argc, char **argv, bool bench);
+/* Where input i's outputs go, without extension: its -of, else the input's own path ("-", standard
+ * input: standard output). */
+const char *cli_output_base(const struct cli_options *o, int i);
 
 /* For `transcribe` and `bench` (not `batch`, whose parse ends with a "-" of its own): "-"
  * (standard input) at most once, not for bench, and with -of where output files are asked
