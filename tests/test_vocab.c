@@ -295,6 +295,17 @@ static void check_invariants(const struct wc_vocab *v, const char *name) {
     dec = vocab_decode(v, NULL, 0);
     CHECK(dec && dec[0] == '\0');
     free(dec);
+    /* tokenizer.decode keeps the specials as their names and drops the timestamps: a window's
+     * DecodingResult.text and a transcript's text, where the sampler took a language token */
+    int32_t hi[] = {v->timestamp_begin, 0, v->sot + 1, v->no_speech, v->timestamp_begin + 7, -5};
+    char *text = vocab_decode(v, hi, 1 + 1);
+    dec = vocab_decode_all(v, hi, 6);
+    char want[64];
+    snprintf(want, sizeof want, "%s<|en|><|nospeech|>", text ? text : "?");
+    CHECK(text && dec && strcmp(dec, want) == 0);
+    printf("decode with specials: %s\n", dec ? dec : "(null)");
+    free(text);
+    free(dec);
 }
 
 /* The id of the one-byte token b, or -1 */

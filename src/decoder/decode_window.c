@@ -113,7 +113,7 @@ int decode_initial_tokens(const struct decode_opts *o, int n_text_ctx, int sampl
 
 int decode_result_finish(const struct wc_vocab *v, struct decode_result *r) {
     r->avg_logprob = r->sum_logprob / (r->n_tokens + 1); /* + 1 for the EOT */
-    r->text = vocab_decode(v, r->tokens, r->n_tokens);
+    r->text = vocab_decode_all(v, r->tokens, r->n_tokens);
     if (!r->text)
         return WHISPERC_ERR_NO_MEMORY;
     wc_py_strip(r->text);

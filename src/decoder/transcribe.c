@@ -1,6 +1,7 @@
 /*
  * transcribe.c — see transcribe.h. Mirrors openai-whisper transcribe.py transcribe() with
- * clip_timestamps "0", no word timestamps and carry_initial_prompt False.
+ * clip_timestamps "0" and no hallucination_silence_threshold; word timestamps (word_timing.c)
+ * and carry_initial_prompt as there.
  */
 #include "decoder/transcribe.h"
 
@@ -445,9 +446,11 @@ static int carried_prompt(struct run *r, const struct wc_transcript *out, int re
                              : (-remaining < n_rest ? -remaining : n_rest);
     if (n_rest - skip > r->t->hp->n_text_ctx / 2) /* the decoder keeps no more than that */
         skip = n_rest - r->t->hp->n_text_ctx / 2;
-    memcpy(r->prompt_buf, out->all_tokens, (size_t)n_init * sizeof *r->prompt_buf);
-    memcpy(r->prompt_buf + n_init, out->all_tokens + from + skip,
-           (size_t)(n_rest - skip) * sizeof *r->prompt_buf);
+    if (n_init > 0) /* all_tokens may be NULL yet: no memcpy from it */
+        memcpy(r->prompt_buf, out->all_tokens, (size_t)n_init * sizeof *r->prompt_buf);
+    if (n_rest - skip > 0)
+        memcpy(r->prompt_buf + n_init, out->all_tokens + from + skip,
+               (size_t)(n_rest - skip) * sizeof *r->prompt_buf);
     *prompt = r->prompt_buf;
     return n_init + n_rest - skip;
 }
@@ -635,8 +638,8 @@ static int job_step(struct transcribe_job *j) {
 
 int transcribe_job_end(struct transcribe_job *j) {
     struct wc_transcript *out = j->out;
-    out->text = vocab_decode(j->r.t->vocab, out->all_tokens + j->n_initial_prompt,
-                             out->n_all - j->n_initial_prompt);
+    out->text = vocab_decode_all(j->r.t->vocab, out->all_tokens + j->n_initial_prompt,
+                                 out->n_all - j->n_initial_prompt);
     if (out->text)
         return 0;
     wc_errf(j->r.err, j->r.err_size, "out of memory");

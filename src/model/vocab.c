@@ -153,10 +153,11 @@ int vocab_lang_token(const struct wc_vocab *v, int i_lang) {
     return i_lang >= 0 && i_lang < v->n_languages ? v->sot + 1 + i_lang : -1;
 }
 
-char *vocab_decode(const struct wc_vocab *v, const int32_t *tokens, int n_tokens) {
+/* The bytes of the tokens below `end`, made valid UTF-8 (vocab_decode, vocab_decode_text). */
+static char *decode_below(const struct wc_vocab *v, const int32_t *tokens, int n_tokens, int end) {
     size_t n = 0;
     for (int i = 0; i < n_tokens; i++)
-        if (tokens[i] >= 0 && tokens[i] < v->eot)
+        if (tokens[i] >= 0 && tokens[i] < end)
             n += (size_t)v->text_len[tokens[i]];
     uint8_t *bytes = malloc(n ? n : 1);
     char *out = malloc(3 * n + 1);
@@ -167,13 +168,21 @@ char *vocab_decode(const struct wc_vocab *v, const int32_t *tokens, int n_tokens
     }
     size_t k = 0;
     for (int i = 0; i < n_tokens; i++)
-        if (tokens[i] >= 0 && tokens[i] < v->eot) {
+        if (tokens[i] >= 0 && tokens[i] < end) {
             memcpy(bytes + k, v->text[tokens[i]], (size_t)v->text_len[tokens[i]]);
             k += (size_t)v->text_len[tokens[i]];
         }
     out[utf8_replace(out, bytes, n)] = '\0';
     free(bytes);
     return out;
+}
+
+char *vocab_decode(const struct wc_vocab *v, const int32_t *tokens, int n_tokens) {
+    return decode_below(v, tokens, n_tokens, v->eot);
+}
+
+char *vocab_decode_all(const struct wc_vocab *v, const int32_t *tokens, int n_tokens) {
+    return decode_below(v, tokens, n_tokens, v->timestamp_begin);
 }
 
 int vocab_encode(const struct wc_vocab *v, const char *text, int32_t **out) {

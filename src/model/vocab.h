@@ -40,11 +40,15 @@ void vocab_free(struct wc_vocab *v);
 /* Token id of language index i_lang (whisperc_lang_code order), or -1 if the model lacks it. */
 int vocab_lang_token(const struct wc_vocab *v, int i_lang);
 
-/* Concatenated bytes of the text tokens (ids < eot; specials and timestamps skipped, as
- * tokenizer.decode), then made valid UTF-8: each invalid sequence becomes U+FFFD exactly as
+/* Concatenated bytes of the text tokens (ids < eot: a segment's text, openai-whisper's decode
+ * of its text_tokens), then made valid UTF-8: each invalid sequence becomes U+FFFD exactly as
  * Python's bytes.decode("utf-8", errors="replace"). Returns a malloc'd NUL-terminated string
  * (NULL when out of memory). */
 char *vocab_decode(const struct wc_vocab *v, const int32_t *tokens, int n_tokens);
+/* The same with the special tokens too, as their names ("<|ja|>"), timestamps skipped: what
+ * tokenizer.decode gives for a window's sampled tokens (DecodingResult.text, whose compression
+ * ratio decides a fallback) and for a transcript's (its "text"). */
+char *vocab_decode_all(const struct wc_vocab *v, const int32_t *tokens, int n_tokens);
 
 /* Encodes UTF-8 text as tiktoken's encode() does for Whisper (GPT-2 pre-tokenizer regex, then
  * byte-pair merges by rank); special-token text is encoded as ordinary text. Returns the number
