@@ -252,6 +252,11 @@ whisperc_status whisperc_model_load(const char *path, const struct whisperc_mode
             wc_errf(errbuf, errbuf_size, "%s: out of memory", path);
         }
     }
+    if (!rc && p.device != WHISPERC_DEVICE_AUTO && p.device != WHISPERC_DEVICE_CPU &&
+        p.device != WHISPERC_DEVICE_CUDA) {
+        wc_errf(errbuf, errbuf_size, "device must be AUTO, CPU or CUDA, got %d", (int)p.device);
+        rc = WHISPERC_ERR_INVALID_ARG;
+    }
     if (!rc && (unsigned)p.quant_weights > WHISPERC_QUANT_KEEP) {
         wc_errf(errbuf, errbuf_size, "quant_weights must be AUTO, WIDEN or KEEP, got %d",
                 (int)p.quant_weights);

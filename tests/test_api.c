@@ -922,6 +922,10 @@ static void test_quant_weights(const float *pcm, int n) {
     whisperc_model_free(m);
     mp.quant_weights = (whisperc_quant_mode)3;
     CHECK(whisperc_model_load(path, &mp, &m, err, sizeof err) == WHISPERC_ERR_INVALID_ARG && !m);
+    mp.quant_weights = WHISPERC_QUANT_AUTO;
+    mp.device = (whisperc_device)7; /* not the CPU in silence */
+    CHECK(whisperc_model_load(path, &mp, &m, err, sizeof err) == WHISPERC_ERR_INVALID_ARG && !m &&
+          strstr(err, "device must be"));
     unlink(path);
 }
 

@@ -371,7 +371,9 @@ static int cmd_transcribe(int argc, char **argv) {
     if (o.print_progress)
         fp.progress_fn = print_progress;
     fp.abort_fn = stop_requested;
-    struct sigaction sa = {.sa_handler = on_stop_signal};
+    /* SA_RESTART: while outputs are written the handler returns, and a write it interrupted
+     * (to a pipe) goes on instead of failing with EINTR */
+    struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
     sigemptyset(&sa.sa_mask); /* neither interrupts the handler on its own thread (see there) */
     sigaddset(&sa.sa_mask, SIGINT);
     sigaddset(&sa.sa_mask, SIGTERM);
@@ -396,6 +398,7 @@ static int cmd_transcribe(int argc, char **argv) {
             break;
         }
         if (rc != WHISPERC_OK) {
+            atomic_store(&current_file, NULL);
             fprintf(stderr, "whisper-c: %s\n", msg);
             failed = 1;
             if (rc == WHISPERC_ERR_DEVICE && i + 1 < o.n_files) {
@@ -418,8 +421,8 @@ static int cmd_transcribe(int argc, char **argv) {
         atomic_store(&writing_outputs, 1);
         int wrc = cli_write_outputs(&o, o.out, st, model, &fp, -1, true, cli_output_base(&o, i),
                                     err, sizeof err);
+        atomic_store(&current_file, NULL); /* first: its outputs are whole */
         atomic_store(&writing_outputs, 0);
-        atomic_store(&current_file, NULL);
         if (wrc != 0) {
             fprintf(stderr, "whisper-c: %s\n", err);
             failed = 1;
@@ -437,10 +440,15 @@ int main(int argc, char **argv) {
     /* past RLIMIT_FSIZE a write fails with EFBIG, reported and cleaned up, instead of a kill
      * that would leave a temporary file behind */
     signal(SIGXFSZ, SIG_IGN);
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+    if (argc < 2) { /* a usage error: on stderr, as every other */
+        fprintf(stderr, "usage: whisper-c transcribe|batch|bench|ptx [options] ... (whisper-c "
+                        "--help says more)\n");
+        return 2;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "help") == 0) {
         cli_usage("whisper-c");
-        return argc < 2 ? 2 : 0;
+        return 0;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
         printf("whisper-c %s\n", whisperc_version());
