@@ -64,6 +64,8 @@ def load_ggml(path):
 
 
 def main():
+    if len(sys.argv) < 2:
+        sys.exit("usage: tools/gen-longform-greedy.py MODEL [SHARED_DIR]")
     model = sys.argv[1]
     here = os.path.dirname(os.path.abspath(__file__))
     shared = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "..", "..", "shared")

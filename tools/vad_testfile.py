@@ -54,6 +54,8 @@ def main():
     ap.add_argument("--noise-dbfs", type=float, default=-50.0, help="noise RMS, dB full scale")
     ap.add_argument("--clips", type=int, default=0, help="use the first N clips (0: all)")
     a = ap.parse_args()
+    if a.gap < 0 or a.clips < 0:
+        ap.error("--gap and --clips must be >= 0")
 
     rng = random.Random(20240605)
     noise_lsb = 32768 * 10 ** (a.noise_dbfs / 20)
