@@ -35,7 +35,8 @@
  * - The library prints nothing. Diagnostics go to the log callback of the params, if set.
  * - Callbacks run on the thread that called whisperc_full*().
  * - On a GPU each call gives its thread back with the CUDA context it had current (none, or
- *   the program's own, on any device); callbacks run with the device's primary context current.
+ *   the program's own, on any device); the callbacks of whisperc_full*() run with the device's
+ *   primary context current.
  */
 #ifndef LIBWHISPERC_H
 #define LIBWHISPERC_H

@@ -141,9 +141,9 @@ struct wc_backend_ops {
     /* Frees the backend's weights and modules; leaves the calling thread as it found it. */
     void (*backend_free)(struct wc_backend *be);
     /* An API call's hold on the calling thread (NULL where the backend keeps nothing there):
-     * thread_enter returns what thread_leave needs to give the thread back as the caller had
-     * it, whatever the ops between them set (CUDA: the caller's current context, which ops
-     * replace by the device's primary one). A program's own CUDA work on the thread (another
+     * thread_enter takes it (CUDA: the device's primary context made current) and returns what
+     * thread_leave needs to give the thread back as the caller had it (CUDA: the caller's
+     * current context). A program's own CUDA work on the thread (another
      * device, its own context) then goes on where it was after each call. */
     void *(*thread_enter)(struct wc_backend *be);
     void (*thread_leave)(struct wc_backend *be, void *held);

@@ -221,6 +221,12 @@ try:
                            stdout=full, stderr=subprocess.PIPE, text=True, timeout=600)
     check(r.returncode == 1 and "standard output: cannot write" in r.stderr,
           f"stdout on /dev/full: exit 1 ({r.returncode}, {r.stderr.strip()!r})")
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([exe, "transcribe", "-m", model, "-t", "2", "-bs", "1", "-otxt", "-of",
+                            "-", jfk], stdout=full, stderr=subprocess.PIPE, text=True, timeout=600)
+    said = [l for l in r.stderr.splitlines() if "cannot write" in l]
+    check(r.returncode == 1 and len(said) == 1,
+          f"-of - on /dev/full: exit 1, said once ({r.returncode}, {r.stderr.strip()!r})")
     r = subprocess.run([exe, "transcribe", "-m", model, "-"], stdin=subprocess.DEVNULL,
                        capture_output=True, text=True, timeout=60)
     check(r.returncode == 1 and r.stderr.startswith("whisper-c: -: empty"),

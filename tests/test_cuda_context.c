@@ -24,6 +24,13 @@ static CUcontext current(void) {
     return c;
 }
 
+/* the context current in whisperc_full's progress callback (the library's, as the header
+ * says) */
+static void on_progress(whisperc_state *st, int percent, void *user) {
+    (void)st, (void)percent;
+    *(CUcontext *)user = current();
+}
+
 /* One model's life from a thread with `mine` current: load, a state, whisperc_full,
  * whisperc_full_batch, a call that fails on its arguments, the frees. */
 static void calls_from(CUcontext mine, const char *model, const float *pcm, int n) {
@@ -45,8 +52,13 @@ static void calls_from(CUcontext mine, const char *model, const float *pcm, int 
     p.n_threads = 1;
     p.no_timestamps = true;
     p.language = "en";
+    CUcontext in_callback = mine;
+    p.progress_fn = on_progress;
+    p.progress_user_data = &in_callback;
     CHECK(whisperc_full(st, &p, pcm, n) == WHISPERC_OK);
     CHECK(current() == mine);
+    CHECK(in_callback != mine && in_callback != NULL);
+    p.progress_fn = NULL;
     const float *const in[2] = {pcm, pcm};
     const int n_in[2] = {n, n / 2};
     p.batch_size = 2;

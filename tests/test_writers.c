@@ -307,6 +307,16 @@ static void test_word_cues(void) {
               "00:00:02.000 --> 00:00:07.000\nFive later\n\n"
               "00:00:07.000 --> 00:00:07.400\nFive <u>later</u>\n\n");
     free(s);
+    /* the underline starts after a word's leading spaces, Unicode's too (openai-whisper's
+     * ^(\\s*)): an ideographic space stays outside it */
+    struct tr_word wu[2] = {{" Five", 1700, 2000, 1},
+                            {"\xe3\x80\x80"
+                             "later",
+                             2000, 2400, 1}};
+    segs[0].words = wu;
+    s = render(&tr, OUT_VTT, &wo);
+    expect_has("vtt highlight after a Unicode space", s, "Five\xe3\x80\x80<u>later</u>\n");
+    free(s);
     /* words meet in put_text: "--" then ">" is no "-->", a word of newlines no blank line */
     struct tr_word wc[4] = {
         {" a--", 0, 400, 1}, {">", 400, 500, 1}, {"\n\n", 500, 600, 1}, {" b", 600, 900, 1}};

@@ -274,6 +274,14 @@ static void fold_case(char *s) {
             *c = (char)(*c - 'A' + 'a');
 }
 
+/* The names of the results files batch.c writes (in lower case): results.jsonl,
+ * results.all.jsonl, results.shard-K-of-N.jsonl. */
+static bool results_name(const char *s) {
+    size_t n = strlen(s);
+    return strcmp(s, "results.jsonl") == 0 || strcmp(s, "results.all.jsonl") == 0 ||
+           (strncmp(s, "results.shard-", 14) == 0 && n > 20 && strcmp(s + n - 6, ".jsonl") == 0);
+}
+
 int items_check_outputs(const struct batch_items *it, const char *const *exts, int n_exts,
                         char *err, size_t es) {
     struct strmap names = {0};
@@ -320,21 +328,19 @@ int items_check_outputs(const struct batch_items *it, const char *const *exts, i
         fold_case(dir);
         for (char *slash = strchr(dir, '/'); slash && rc == 0; slash = strchr(slash + 1, '/')) {
             *slash = '\0';
-            int k = strmap_get(&names, dir);
-            size_t n = strlen(dir);
+            int k = strmap_get(&names, dir), len = (int)(slash - dir); /* the id's spelling */
             if (k >= 0) {
                 const struct batch_item *x = &it->v[k / n_exts];
                 snprintf(err, es,
-                         "id '%s' writes into a directory %s, but id '%s' writes a file of that "
-                         "name: %s and %s (give ids in a manifest)",
-                         it->v[i].id, dir, x->id, it->v[i].path, x->path);
+                         "id '%s' writes into a directory %.*s, but id '%s' writes a file of "
+                         "that name: %s and %s (give ids in a manifest)",
+                         it->v[i].id, len, it->v[i].id, x->id, it->v[i].path, x->path);
                 rc = -1;
-            } else if (!strchr(dir, '/') && n >= 13 && strncmp(dir, "results", 7) == 0 &&
-                       strcmp(dir + n - 6, ".jsonl") == 0) {
+            } else if (!strchr(dir, '/') && results_name(dir)) {
                 snprintf(err, es,
-                         "id '%s' writes into a directory %s, the name of a results file: %s "
+                         "id '%s' writes into a directory %.*s, the name of a results file: %s "
                          "(give ids in a manifest)",
-                         it->v[i].id, dir, it->v[i].path);
+                         it->v[i].id, len, it->v[i].id, it->v[i].path);
                 rc = -1;
             }
             *slash = '/';

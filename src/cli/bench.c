@@ -117,9 +117,8 @@ static double compare_whisper_cpp(const struct cli_options *o, const whisperc_mo
     snprintf(threads, sizeof threads, "%d", n_threads);
     snprintf(bs, sizeof bs, "%d", o->beam_size); /* the same decoding as ours */
     snprintf(bo, sizeof bo, "%d", o->best_of);
-    const char *lang = strcasecmp(o->language, "auto") == 0 && !whisperc_model_is_multilingual(m)
-                           ? "en"
-                           : o->language;
+    bool detect = strcasecmp(o->language, "auto") == 0; /* whisper.cpp's: "auto" only */
+    const char *lang = detect ? (whisperc_model_is_multilingual(m) ? "auto" : "en") : o->language;
     const char *model = o->model ? o->model : default_model_path();
     char *argv[] = {(char *)o->whisper_cpp,
                     "-m",

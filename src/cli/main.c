@@ -384,6 +384,7 @@ static int cmd_transcribe(int argc, char **argv) {
         atomic_store(&current_file, o.files[i]);
         char msg[1024] = "";
         if (writes && output_dir_check(cli_output_base(&o, i), msg, sizeof msg)) {
+            atomic_store(&current_file, NULL);
             fprintf(stderr, "whisper-c: %s\n", msg);
             failed = 1;
             continue;
@@ -426,6 +427,8 @@ static int cmd_transcribe(int argc, char **argv) {
         if (wrc != 0) {
             fprintf(stderr, "whisper-c: %s\n", err);
             failed = 1;
+            if (strcmp(cli_output_base(&o, i), "-") == 0) /* said: not again at the end */
+                clearerr(stdout);
         }
     }
     whisperc_state_free(st);

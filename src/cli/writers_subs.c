@@ -46,8 +46,6 @@ static size_t n_chars(const char *s, size_t n) {
     return c;
 }
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
 static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 /* A cue's text s[0..n) made safe in place; returns its new length. "-->" would read as a
@@ -115,9 +113,9 @@ static void write_words(FILE *f, const struct cue *c, int underline) {
         const struct cue_word *w = &c->v[i];
         if (w->nl)
             fputc('\n', f);
-        size_t lead = 0;
-        while (i == underline && lead < w->n && is_space(w->s[lead]))
-            lead++;
+        size_t lead = 0, n_text; /* the underlined word's leading spaces (Unicode's too) */
+        if (i == underline)
+            lead = (size_t)(wc_py_strip_span(w->s, w->n, &n_text) - w->s);
         fwrite(w->s, 1, lead, f);
         if (i == underline)
             fputs("<u>", f);

@@ -156,11 +156,16 @@ static void cuda_backend_free(struct wc_backend *be) {
     free(be);
 }
 
-/* The caller's current context (NULL: none); ours where the driver cannot say. */
+/* The caller's current context (NULL: none; ours where the driver cannot say), ours made
+ * current: the call's callbacks run with it from the start, as the header says. */
 static void *cuda_thread_enter(struct wc_backend *be) {
     struct cuda_model *m = be->impl;
     CUcontext c = NULL;
-    return m->cu.ctx_get_current(&c) == CUDA_SUCCESS ? (void *)c : (void *)m->ctx;
+    if (m->cu.ctx_get_current(&c) != CUDA_SUCCESS)
+        c = m->ctx;
+    if (c != m->ctx)
+        m->cu.ctx_set_current(m->ctx);
+    return c;
 }
 
 static void cuda_thread_leave(struct wc_backend *be, void *held) {
