@@ -111,7 +111,9 @@ void cli_usage(const char *prog) {
            "       --suppress-regex RE  never sample a token whose text RE (POSIX extended)\n"
            "                            matches as a whole, e.g. '[0-9]+': no digits\n"
            "       --suppress-tokens LIST  token ids never sampled, comma-separated; -1 (the\n"
-           "                            default) is the non-speech symbols, '' none at all\n"
+           "                            default) is the non-speech symbols, '' none of them\n"
+           "                            (the task tokens, <|nospeech|> and the like, stay\n"
+           "                            suppressed: openai-whisper's '' samples them too)\n"
            "  -fa, -nfa, -sns           whisper.cpp's --flash-attn, --no-flash-attn and\n"
            "                            --suppress-nst: accepted; whisper-c's attention is\n"
            "                            always fused and non-speech tokens suppressed (-1;\n"
@@ -190,7 +192,8 @@ static int parse_seconds(const char *opt, const char *s, double *out) {
 }
 
 /* openai-whisper's --suppress_tokens: comma-separated ids, -1 for the non-speech set; ""
- * for none at all. */
+ * for none of them (the task tokens stay suppressed, where openai-whisper's "" drops its
+ * SuppressTokens filter whole). */
 static int parse_suppress_tokens(struct cli_options *o, const char *opt, const char *s) {
     o->n_suppress_tokens = 0;
     o->allow_non_speech = true;
