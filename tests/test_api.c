@@ -224,17 +224,25 @@ static void note_progress(whisperc_state *st, int percent, void *user) {
 /* A model whose encoder takes fewer than 3000 frames (n_audio_ctx below 1500) loads, but
  * transcription, which cuts 30 s windows, refuses it: its windows' ends were never encoded, and
  * the alignment read past its rows. */
-static void test_short_audio_ctx(const float *pcm, int n) {
-    struct ggml_synth_opts o = ggml_synth_default_opts(); /* n_audio_ctx 32 */
-    char path[] = "/tmp/wc_test_api_ctx_XXXXXX";
-    CHECK(ggml_synth_write_temp(path, &o) == 0);
+/* A state of a synthetic model of options o on the CPU (*m its model); NULL, checked, when
+ * either cannot be made. */
+static whisperc_state *synth_state(const struct ggml_synth_opts *o, whisperc_model **m) {
+    char path[] = "/tmp/wc_test_api_synth_XXXXXX";
+    CHECK(ggml_synth_write_temp(path, o) == 0);
     struct whisperc_model_params mp = whisperc_model_default_params();
     mp.device = WHISPERC_DEVICE_CPU;
-    whisperc_model *m = NULL;
     whisperc_state *st = NULL;
-    CHECK(whisperc_model_load(path, &mp, &m, NULL, 0) == WHISPERC_OK);
+    *m = NULL;
+    CHECK(whisperc_model_load(path, &mp, m, NULL, 0) == WHISPERC_OK);
     unlink(path);
-    CHECK(m && whisperc_state_new(m, &st) == WHISPERC_OK);
+    CHECK(*m && whisperc_state_new(*m, &st) == WHISPERC_OK);
+    return st;
+}
+
+static void test_short_audio_ctx(const float *pcm, int n) {
+    struct ggml_synth_opts o = ggml_synth_default_opts(); /* n_audio_ctx 32 */
+    whisperc_model *m = NULL;
+    whisperc_state *st = synth_state(&o, &m);
     struct whisperc_full_params p = whisperc_full_default_params(WHISPERC_SAMPLING_GREEDY);
     p.word_timestamps = true;
     CHECK(st && whisperc_full(st, &p, pcm, n) == WHISPERC_ERR_UNSUPPORTED &&
@@ -249,15 +257,8 @@ static void test_detect_keeps_results(const float *pcm, int n) {
     o.multilingual = 1;
     o.n_audio_ctx = 1500;
     o.n_text_ctx = 448;
-    char path[] = "/tmp/wc_test_api_ml_XXXXXX";
-    CHECK(ggml_synth_write_temp(path, &o) == 0);
-    struct whisperc_model_params mp = whisperc_model_default_params();
-    mp.device = WHISPERC_DEVICE_CPU;
     whisperc_model *m = NULL;
-    whisperc_state *st = NULL;
-    CHECK(whisperc_model_load(path, &mp, &m, NULL, 0) == WHISPERC_OK);
-    unlink(path);
-    CHECK(m && whisperc_state_new(m, &st) == WHISPERC_OK);
+    whisperc_state *st = synth_state(&o, &m);
     if (!st) {
         whisperc_model_free(m);
         return;
