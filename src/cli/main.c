@@ -71,24 +71,6 @@ static int stdout_check(void) {
     return 1;
 }
 
-/* 0, or -1 with the reason in err when output files for BASE could not be made in its
- * directory: said before an input's transcription, not after hours of it. */
-static int output_dir_check(const char *base, char *err, size_t err_size) {
-    if (strcmp(base, "-") == 0)
-        return 0;
-    const char *slash = strrchr(base, '/');
-    char dir[4096];
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else
-        snprintf(dir, sizeof dir, "%.*s", slash == base ? 1 : (int)(slash - base), base);
-    if (access(dir, W_OK | X_OK) == 0)
-        return 0;
-    int e = errno;
-    snprintf(err, err_size, "%.900s: cannot write its outputs there: %s", base, strerror(e));
-    return -1;
-}
-
 static bool stop_requested(void *user) {
     (void)user;
     return atomic_load(&stop_signal) != 0;
@@ -132,18 +114,9 @@ void cli_full_params(const struct cli_options *o, struct whisperc_full_params *f
     fp->max_audio_s = o->max_duration_s;
     /* openai-whisper's temperatures: arange(temperature, 1.0 + 1e-6, increment); the API's
      * own list (those of 0 and 0.2) unless another is asked for */
-    if (o->no_fallback || o->temperature_inc <= 0.0f) {
-        fp->n_temperatures = 1;
-        fp->temperatures[0] = o->temperature;
-    } else if (o->temperature != 0.0f || o->temperature_inc != 0.2f) {
-        fp->n_temperatures = 0;
-        for (int i = 0; i < WHISPERC_MAX_TEMPERATURES; i++) {
-            double t = (double)o->temperature + i * (double)o->temperature_inc;
-            if (i > 0 && t > 1.0 + 1e-6)
-                break;
-            fp->temperatures[fp->n_temperatures++] = (float)t;
-        }
-    }
+    if (o->no_fallback || o->temperature_inc <= 0.0f || o->temperature != 0.0f ||
+        o->temperature_inc != 0.2f) /* cli_parse refused a list longer than the params hold */
+        fp->n_temperatures = cli_temperatures(o, fp->temperatures, WHISPERC_MAX_TEMPERATURES);
     fp->logprob_threshold = o->logprob_thold;
     fp->no_speech_threshold = o->no_speech_thold;
     fp->compression_ratio_threshold = o->compression_ratio_thold;

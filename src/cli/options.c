@@ -558,6 +558,23 @@ int cli_check_stdin(const struct cli_options *o, bool bench) {
     return 0;
 }
 
+int cli_temperatures(const struct cli_options *o, float *out, int max) {
+    if (o->no_fallback || o->temperature_inc <= 0.0f) {
+        if (max > 0)
+            out[0] = o->temperature;
+        return 1;
+    }
+    int n = 0;
+    for (; n <= WHISPERC_MAX_TEMPERATURES; n++) { /* a tiny -tpi: counted no further */
+        double t = (double)o->temperature + n * (double)o->temperature_inc;
+        if (n > 0 && t > 1.0 + 1e-6)
+            break;
+        if (n < max)
+            out[n] = (float)t;
+    }
+    return n;
+}
+
 const char *cli_output_base(const struct cli_options *o, int i) {
     return i < o->n_output_base && o->output_base[i][0] ? o->output_base[i] : o->files[i];
 }
@@ -630,15 +647,8 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench) {
         fprintf(stderr, "whisper-c: bench takes exactly one file (several with --batch-size)\n");
         return 2;
     }
-    /* openai-whisper's arange(temperature, 1.0 + 1e-6, increment), as cli_full_params builds it:
-     * cut short it would never reach the hotter ones */
-    int n_temp = 0;
-    for (int i = 0;
-         !o->no_fallback && o->temperature_inc > 0.0f && n_temp <= WHISPERC_MAX_TEMPERATURES;
-         i++, n_temp++)
-        if (i > 0 && (double)o->temperature + i * (double)o->temperature_inc > 1.0 + 1e-6)
-            break;
-    if (n_temp > WHISPERC_MAX_TEMPERATURES) {
+    /* cut short, the list would never reach the hotter temperatures */
+    if (cli_temperatures(o, NULL, 0) > WHISPERC_MAX_TEMPERATURES) {
         fprintf(stderr,
                 "whisper-c: -tp %g with -tpi %g makes more than %d temperatures up to 1.0; take "
                 "a larger -tpi\n",

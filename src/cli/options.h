@@ -83,6 +83,10 @@ int cli_parse(struct cli_options *o, int argc, char **argv, bool bench);
 /* Where input i's outputs go, without extension: its -of, else the input's own path ("-", standard
  * input: standard output). */
 const char *cli_output_base(const struct cli_options *o, int i);
+/* The fallback temperatures -tp/-tpi/-nf ask for: openai-whisper's arange(temperature, 1.0 +
+ * 1e-6, increment), or the first alone without fallback. Writes at most max of them to out and
+ * returns how many there are (WHISPERC_MAX_TEMPERATURES + 1: more than the params hold). */
+int cli_temperatures(const struct cli_options *o, float *out, int max);
 
 /* For `transcribe` and `bench` (not `batch`, whose parse ends with a "-" of its own): "-"
  * (standard input) at most once, not for bench, and with -of where output files are asked

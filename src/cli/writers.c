@@ -181,6 +181,22 @@ int write_output_stdout(const struct transcript *tr, const bool *want, const str
     return 0;
 }
 
+int output_dir_check(const char *base, char *err, size_t err_size) {
+    if (strcmp(base, "-") == 0)
+        return 0;
+    const char *slash = strrchr(base, '/');
+    char dir[4096];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == base ? 1 : (int)(slash - base), base);
+    if (access(dir, W_OK | X_OK) == 0)
+        return 0;
+    int e = errno;
+    snprintf(err, err_size, "%.900s: cannot write its outputs there: %s", base, strerror(e));
+    return -1;
+}
+
 int write_output(const struct transcript *tr, enum out_format fmt, const struct writer_opts *wo,
                  const char *base, char *err, size_t err_size) {
     char path[4096], tmp[4096 + 16];

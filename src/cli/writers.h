@@ -54,6 +54,11 @@ struct writer_opts {
 /* "txt", "srt", …: the file extension without its dot. */
 const char *out_format_ext(enum out_format fmt);
 
+/* 0, or -1 with the reason in err when output files for base (write_output's) could not be made
+ * in its directory: said before an input's transcription, not after hours of it. "-" (standard
+ * output) is 0. */
+int output_dir_check(const char *base, char *err, size_t err_size);
+
 /* Writes base + "." + ext. Returns 0, or the errno value of the failure (ENOSPC: a full disk)
  * with a one-line message in err. */
 int write_output(const struct transcript *tr, enum out_format fmt, const struct writer_opts *wo,

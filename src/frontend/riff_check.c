@@ -111,8 +111,9 @@ static int64_t data_end(const struct walk *w, int64_t body, uint32_t size, uint3
     return body + len;
 }
 
-/* The walk of riff_check; *unsized (when not NULL): where the first data chunk starts if its
- * declared size is 0 with bytes after it (else left as it is). */
+/* The walk of riff_check; *unsized (when not NULL): the first data chunk's size field and the
+ * rest of the file's length, where it declares 0 bytes with bytes after it (else left as it
+ * is). */
 static int walk_chunks(riff_read_fn read, void *user, int64_t file_size, const char *what,
                        char *err, size_t err_size, struct riff_unsized *unsized) {
     struct walk w = {read, user, file_size, false, what, err, err_size};

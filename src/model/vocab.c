@@ -153,7 +153,7 @@ int vocab_lang_token(const struct wc_vocab *v, int i_lang) {
     return i_lang >= 0 && i_lang < v->n_languages ? v->sot + 1 + i_lang : -1;
 }
 
-/* The bytes of the tokens below `end`, made valid UTF-8 (vocab_decode, vocab_decode_text). */
+/* The bytes of the tokens below `end`, made valid UTF-8 (vocab_decode, vocab_decode_all). */
 static char *decode_below(const struct wc_vocab *v, const int32_t *tokens, int n_tokens, int end) {
     size_t n = 0;
     for (int i = 0; i < n_tokens; i++)
