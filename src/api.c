@@ -188,7 +188,7 @@ static int state_fits(struct whisperc_model *m, char *err, size_t err_size) {
     struct wc_stream *s = NULL;
     struct api_thread held = api_thread_enter(m->be);
     char why[256];
-    int rc = op->stream_new(m->be, 1, &s, why, sizeof why);
+    int rc = op->stream_new(m->be, 1, 0, &s, why, sizeof why);
     if (rc) {
         wc_errf(err, err_size, "cannot create a stream: %s", why);
         api_thread_leave(held);
@@ -441,7 +441,7 @@ static int state_open(whisperc_state *st, char *err, size_t err_size) {
     const struct whisperc_model *m = st->m;
     const struct wc_hparams *hp = &m->file->hp;
     char why[256] = "";
-    int rc = m->be->ops->stream_new(m->be, st->n_threads, &st->s, why, sizeof why);
+    int rc = m->be->ops->stream_new(m->be, st->n_threads, 0, &st->s, why, sizeof why);
     if (!rc) {
         st->audio_features =
             m->be->ops->alloc(st->s, (size_t)hp->n_audio_ctx * hp->n_audio_state * sizeof(float));
@@ -471,6 +471,9 @@ static void state_close(whisperc_state *st) {
     if (st->audio_features)
         st->s->be->ops->release(st->s, st->audio_features);
     st->audio_features = NULL;
+    if (st->s_enc)
+        st->s_enc->be->ops->stream_free(st->s_enc);
+    st->s_enc = NULL;
     st->s->be->ops->stream_free(st->s);
     st->s = NULL;
 }

@@ -283,6 +283,31 @@ static int min_pass(const whisperc_state *st, int windows) {
     return n < 1 ? 1 : n > windows ? windows : n;
 }
 
+/* The stream for the batch's encoder passes beside its steps (whisperc_state.s_enc), made on
+ * first use; NULL where the passes run on st->s between the steps: the CPU (its ops use the
+ * cores the steps would), unless WHISPERC_ENCODE_STREAM=1 (a test of the GPU's order on the
+ * CPU), WHISPERC_ENCODE_STREAM=0, or a stream that could not be made. */
+static struct wc_stream *encoder_stream(whisperc_state *st, const struct whisperc_full_params *p) {
+    const struct wc_backend_ops *op = st->s->be->ops;
+    const char *env = getenv("WHISPERC_ENCODE_STREAM");
+    bool on = env && *env ? strcmp(env, "0") != 0 : op->host_cores_free;
+    if (!on || st->s_enc_refused)
+        return NULL;
+    char why[256] = "";
+    if (!st->s_enc && op->stream_new(st->m->be, st->n_threads, WC_STREAM_BACKGROUND, &st->s_enc,
+                                     why, sizeof why)) {
+        st->s_enc = NULL;
+        st->s_enc_refused = true;
+        api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
+                "no stream for encoder passes beside the decoder (%s): they run between its steps",
+                why);
+        return NULL;
+    }
+    if (op->stream_set_threads(st->s_enc, st->n_threads))
+        return NULL; /* (the CPU's; its old pool kept) */
+    return st->s_enc;
+}
+
 /* The batched path: transcribe_batch over the state's lanes, each input's log-Mel made when it
  * enters a lane and freed when it leaves (memory grows with the batch, not the inputs); the
  * transcripts into outs[n]; input[i] (NULL: i) is input i's number in the caller's list. */
@@ -321,6 +346,7 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
         return api_fail(st, rc, "out of memory for the log-Mel prefetcher");
     struct batch_source src = {n, input_mel, &ms};
     struct transcribe_ctx t = api_transcribe_ctx(st, p, i_lang, on_window, (void *)p);
+    t.s_enc = encoder_stream(st, p);
     rc = transcribe_batch(&t, &st->db, &src, min_pass(st, st->enc.n_windows), outs, st->errmsg,
                           sizeof st->errmsg);
     mel_prefetch_free(ms.pf);

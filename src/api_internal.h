@@ -43,6 +43,12 @@ struct whisperc_state {
     int n_windows_refused; /* smallest encoder window count refused likewise (0: none) */
     int graph_warned;      /* the batch step's graph failure was logged (once a state) */
     float *audio_features; /* backend [enc.n_windows][n_audio_ctx][n_audio_state] */
+    /* a background stream whisperc_full_batch's encoder passes run on, beside the decoder's
+     * steps on s (transcribe_batch.c): made on first use where the backend computes apart from
+     * the host (a GPU) or WHISPERC_ENCODE_STREAM=1 says; NULL: none (s_enc_refused: could not
+     * be made, the passes run on s) */
+    struct wc_stream *s_enc;
+    bool s_enc_refused;
     struct wc_transcript tr;
     bool has_result;
     struct whisperc_timings timings;

@@ -160,9 +160,10 @@ struct wc_backend_ops {
                       size_t n);
 
     /* ---- state level ---- */
-    /* 0, or the status with the reason in err (err_size bytes; NULL takes none) */
-    int (*stream_new)(struct wc_backend *be, int n_threads, struct wc_stream **out, char *err,
-                      size_t err_size);
+    /* 0, or the status with the reason in err (err_size bytes; NULL takes none). flags:
+     * WC_STREAM_BACKGROUND for work that may wait behind the other streams' (below). */
+    int (*stream_new)(struct wc_backend *be, int n_threads, int flags, struct wc_stream **out,
+                      char *err, size_t err_size);
     void (*stream_free)(struct wc_stream *s);
     int (*stream_set_threads)(struct wc_stream *s, int n_threads);
     /* Activation memory for this stream; NULL (and a sticky error) when out of memory. */
@@ -181,6 +182,10 @@ struct wc_backend_ops {
     void (*upload_async)(struct wc_stream *s, void *dst, const void *host_src, size_t bytes);
     void (*memset0)(struct wc_stream *s, void *dst, size_t bytes);
     int (*sync)(struct wc_stream *s);
+    /* 1 when every op queued on s has run (or s holds an error), 0 while some still run; never
+     * waits. The host may then issue ops on another stream that read what they wrote: work
+     * the host has seen end is ordered before all it issues later. */
+    int (*query)(struct wc_stream *s);
 
     /* ---- ops ---- */
 
@@ -417,6 +422,11 @@ struct wc_backend {
      * turns F16 off, =f16 turns it on (the CPU too). */
     enum wc_dtype cross_kv;
 };
+
+/* stream_new's flags. A background stream's work runs where the device has room beside the
+ * other streams' (CUDA: the lowest stream priority, the others' the highest), e.g. encoder
+ * passes beside a batch's decoder steps, which wait on one another's latency. */
+#define WC_STREAM_BACKGROUND 1
 
 struct wc_stream {
     struct wc_backend *be;

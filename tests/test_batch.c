@@ -12,7 +12,9 @@
  * steps than rounds (each until its longest window ends) would. Batch size 8 computes each
  * log-Mel when its input enters a lane, the others ahead on other threads (the prefetcher a
  * GPU uses; WHISPERC_MEL_PREFETCH), and its lanes wait for three to need a window before an
- * encoder pass (as on a GPU; WHISPERC_ENCODE_MIN_PASS). whisperc_full through the batch
+ * encoder pass (as on a GPU; WHISPERC_ENCODE_MIN_PASS); every other batched run queues its
+ * encoder passes on a stream of their own while a step runs and starts their windows when
+ * it finds them done (a GPU's order; WHISPERC_ENCODE_STREAM=1). whisperc_full through the batch
  * decoder with one lane (a GPU's path, WHISPERC_DECODER=batch) gives the same results as the
  * single decoder. Beam search (5 beams) batched and through the batch decoder alone gives
  * the same results as whisperc_full's own beam search too, and so do word timestamps (with
@@ -205,12 +207,19 @@ static int compare(whisperc_state *st, struct whisperc_full_params *fp, const fl
         CHECK(ok);
     }
     int n_fallbacks = 0;
+    static int n_calls;
+    n_calls++;
     for (int b = 0; b < n_sizes; b++) {
         fp->batch_size = sizes[b];
         /* log-Mels computed ahead on other threads (a GPU's default) at every size but 8; at 8,
-         * lanes wait for 3 to need a window before an encoder pass (a GPU's way) */
+         * lanes wait for 3 to need a window before an encoder pass (a GPU's way); every other
+         * run with the encoder's passes on a stream of their own, in the order a GPU runs them
+         * (queued while a step runs, their windows started when found done: the same
+         * transcripts) */
+        bool apart = (n_calls + b) % 2 == 0;
         setenv("WHISPERC_MEL_PREFETCH", sizes[b] == 8 ? "0" : "1", 1);
         setenv("WHISPERC_ENCODE_MIN_PASS", sizes[b] == 8 ? "3" : "1", 1);
+        setenv("WHISPERC_ENCODE_STREAM", apart ? "1" : "0", 1);
         int rc = whisperc_full_batch(st, fp, pcm, n, N_INPUTS);
         CHECK(rc == WHISPERC_OK);
         if (rc) {
@@ -231,10 +240,11 @@ static int compare(whisperc_state *st, struct whisperc_full_params *fp, const fl
             ok &= same_result(what, i, &alone[i], &r);
             result_free(&r);
         }
-        printf("%s, batch_size %d: %d inputs %s (%d windows, %d fallbacks, %d batched steps, "
+        printf("%s, batch_size %d%s: %d inputs %s (%d windows, %d fallbacks, %d batched steps, "
                "decode %.0f ms)\n",
-               what, sizes[b], N_INPUTS, ok ? "identical" : "DIFFER", tm.n_windows, tm.n_fallbacks,
-               tm.n_batch_steps, tm.decode_ms);
+               what, sizes[b], apart ? ", encoder passes beside the steps" : "", N_INPUTS,
+               ok ? "identical" : "DIFFER", tm.n_windows, tm.n_fallbacks, tm.n_batch_steps,
+               tm.decode_ms);
         CHECK(ok);
         /* each window encoded once, as alone: a fallback decodes again from the audio the
          * batch has, in its lanes where its best_of samples fit, else alone on the state's
@@ -246,6 +256,7 @@ static int compare(whisperc_state *st, struct whisperc_full_params *fp, const fl
     for (int i = 0; i < N_INPUTS; i++)
         result_free(&alone[i]);
     unsetenv("WHISPERC_ENCODE_MIN_PASS"); /* the CPU's default (1) for the schedule test */
+    unsetenv("WHISPERC_ENCODE_STREAM");
     return n_fallbacks;
 }
 

@@ -727,7 +727,7 @@ int main(void) {
     CHECK(cpu_backend_new(&be, err, sizeof err) == 0);
     for (int threads = 1; threads <= 3; threads += 2) {
         struct wc_stream *s = NULL;
-        CHECK(be->ops->stream_new(be, threads, &s, NULL, 0) == 0);
+        CHECK(be->ops->stream_new(be, threads, 0, &s, NULL, 0) == 0);
         printf("-- %d thread(s)\n", threads);
         const enum wc_dtype dts[2] = {WC_F16, WC_F32};
         for (int di = 0; di < 2; di++) {

@@ -101,7 +101,7 @@ int main(void) {
     const float *mels[N_WIN] = {mel_data[0], mel_data[1], mel_data[2]};
 
     struct wc_stream *s = NULL;
-    CHECK(m->be->ops->stream_new(m->be, 2, &s, NULL, 0) == 0);
+    CHECK(m->be->ops->stream_new(m->be, 2, 0, &s, NULL, 0) == 0);
     CHECK(m->be->ops->linear_merge_windows == 0);
     double rel;
     int n_diff = encode_both(s, hp, &m->w, mels, n_frames, &rel);
@@ -114,7 +114,7 @@ int main(void) {
     struct wc_backend_ops merged_ops = *m->be->ops;
     merged_ops.linear_merge_windows = 1;
     struct wc_backend merged = {.ops = &merged_ops, .impl = m->be->impl};
-    CHECK(merged_ops.stream_new(&merged, 2, &s, NULL, 0) == 0);
+    CHECK(merged_ops.stream_new(&merged, 2, 0, &s, NULL, 0) == 0);
     n_diff = encode_both(s, hp, &m->w, mels, n_frames, &rel);
     printf("cpu, one linear call for all windows: %d of %d windows differ in some bit (max rel "
            "L2 %.3g <= 1e-5)\n",

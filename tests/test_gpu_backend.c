@@ -777,7 +777,7 @@ static void test_linear_windows(struct pair *p, int n_win, int n_rows, int c, in
     free(guard);
     /* a work buffer a float short of what the op needs is refused */
     struct wc_stream *s;
-    CHECK(g->stream_new(p->gpu, 1, &s, NULL, 0) == 0);
+    CHECK(g->stream_new(p->gpu, 1, 0, &s, NULL, 0) == 0);
     void *d0 = g->alloc(s, blk * esz), *win = g->alloc(s, n * 4), *work = g->alloc(s, n * 4);
     void *d1[4 * 8];
     for (int k = 0; k < n_w * n_win; k++)
@@ -848,7 +848,7 @@ static void test_norm_self_attention(struct pair *p, int n_win, int t_len, int c
 
 static void test_norm_linear_refused(struct pair *p, int c) {
     struct wc_stream *s;
-    CHECK(p->gpu->ops->stream_new(p->gpu, 1, &s, NULL, 0) == 0);
+    CHECK(p->gpu->ops->stream_new(p->gpu, 1, 0, &s, NULL, 0) == 0);
     struct wc_mat mc, mg;
     make_mat(p, &mc, &mg, c, c, WC_F16);
     float *gc, *gg;
@@ -861,7 +861,7 @@ static void test_norm_linear_refused(struct pair *p, int c) {
     printf("norm_linear over %d rows: %s\n", n_rows, s->errmsg);
     p->gpu->ops->stream_free(s);
     /* norm_qkv likewise */
-    CHECK(p->gpu->ops->stream_new(p->gpu, 1, &s, NULL, 0) == 0);
+    CHECK(p->gpu->ops->stream_new(p->gpu, 1, 0, &s, NULL, 0) == 0);
     x = p->gpu->ops->alloc(s, (size_t)n_rows * c * 4);
     y = p->gpu->ops->alloc(s, (size_t)n_rows * c * 4);
     int32_t *rows = p->gpu->ops->alloc(s, (size_t)n_rows * 4);
@@ -896,7 +896,7 @@ static void test_scores(struct pair *p, int t_len, int s_len, int c, int n_head,
 /* Sticky errors: a bad op fails the stream with a message, later ops do nothing, sync says so. */
 static void test_errors(struct pair *p) {
     struct wc_stream *s;
-    CHECK(p->gpu->ops->stream_new(p->gpu, 1, &s, NULL, 0) == 0);
+    CHECK(p->gpu->ops->stream_new(p->gpu, 1, 0, &s, NULL, 0) == 0);
     int dummy = 0;
     p->gpu->ops->release(s, &dummy);
     CHECK(s->err != 0 && strstr(s->errmsg, "did not allocate") != NULL);
@@ -1010,7 +1010,7 @@ static void test_graph_refusal(struct pair *p) {
     const struct wc_backend_ops *op = p->gpu->ops;
     struct wc_stream *s = NULL;
     char why[384];
-    CHECK(op->stream_new(p->gpu, 1, &s, NULL, 0) == 0);
+    CHECK(op->stream_new(p->gpu, 1, 0, &s, NULL, 0) == 0);
     CHECK(op->step_graph_state(s, why, sizeof why) == 0);
     void *buf = op->alloc(s, 256);
     CHECK(op->step_graph_begin(s, 5) == 0); /* a key's first step runs plain */
@@ -1431,8 +1431,8 @@ int main(int argc, char **argv) {
     }
     printf("device: %s\n", cuda_backend_device(p.gpu));
     CHECK(cpu_backend_new(&p.cpu, err, sizeof err) == 0);
-    CHECK(p.cpu->ops->stream_new(p.cpu, 2, &p.cs, NULL, 0) == 0);
-    CHECK(p.gpu->ops->stream_new(p.gpu, 2, &p.gs, NULL, 0) == 0);
+    CHECK(p.cpu->ops->stream_new(p.cpu, 2, 0, &p.cs, NULL, 0) == 0);
+    CHECK(p.gpu->ops->stream_new(p.gpu, 2, 0, &p.gs, NULL, 0) == 0);
 
     test_errors(&p);
     test_transpose(&p, 80, 3000);

@@ -27,6 +27,9 @@ each checked against the live allocations). Faults come from the fake's environm
   - `whisper-c batch` when a kernel faults, item by item and in groups: the run stops (exit 1,
     one line: run the same command again); the items not started have no line; the rerun
     (--retry-failed) completes every item
+  - `whisper-c batch --batch-size 4` with its encoder passes on a stream of their own beside
+    the steps (the fake answering queries "not ready" for a while), with that stream refused
+    (a warning), turned off, and with a fault inside an encoder kernel there (exit 1)
   - `whisper-c batch --batch-size 4` in too little device memory: fewer lanes and fewer encoder
     windows, each with a warning, every item done
   - `whisper-c batch` whose GPU hangs (a kernel that never ends: the abort is never seen),
@@ -43,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import wave
 
 import testlib
 from testlib import check
@@ -54,7 +58,8 @@ jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
 testlib.skip_unless_exist([model, jfk])
 
 REPORT = re.compile(r"fakecuda: (\d+) launches, (\d+) copies, (\d+) graph launches, peak (\d+) MiB, "
-                    r"(\d+) violations, (\d+) allocations live")
+                    r"(\d+) violations, (\d+) allocations live, (\d+) streams made, "
+                    r"(\d+) queries answered not ready")
 
 
 def fake_env(**fake):
@@ -87,7 +92,7 @@ def report(r):
     m = REPORT.search(r.stderr)
     if not m:
         return None
-    keys = ("launches", "copies", "graphs", "peak", "violations", "live")
+    keys = ("launches", "copies", "graphs", "peak", "violations", "live", "streams", "busy")
     return dict(zip(keys, map(int, m.groups())))
 
 
@@ -304,7 +309,7 @@ def out_of_memory():
               f"{r.stderr.strip()[:300]!r})")
     # a device too full for a stream (cuStreamCreate out of memory) is out of memory too: auto
     # takes the CPU; both say the driver's reason
-    why = "cuStreamCreate: CUDA_ERROR_OUT_OF_MEMORY"
+    why = "cuStreamCreateWithPriority: CUDA_ERROR_OUT_OF_MEMORY"
     r = transcribe("--device", "auto", "-bs", "1", FAKECUDA_FAIL_STREAM=1)
     check(r.returncode == 0 and "no room for a decoding state" in r.stderr and why in r.stderr
           and "running on the CPU" in r.stderr and right_text(r) and clean_exit(r),
@@ -419,6 +424,45 @@ def batch_device_lost(tmp, size, n_items, n_failed, readers=0):
           f"{what}: the rerun completes every item ({r.returncode}, {done})")
 
 
+def batch_encoder_stream(tmp):
+    """batch --batch-size 4 over 8 items: the encoder's passes on a stream of their own beside
+    the steps, while the fake says for 30 queries after each op that the stream still runs
+    (the batch steps the other lanes meanwhile, then starts the pass's windows); with the
+    second stream refused (a warning; the passes between the steps); with
+    WHISPERC_ENCODE_STREAM=0; and a fault inside an encoder kernel on that stream."""
+    inputs, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+    os.mkdir(inputs)
+    with wave.open(jfk) as w:
+        params, frames = w.getparams(), w.readframes(w.getnframes())
+    for i in range(8):  # 11 to 44 s: 1 or 2 windows, so that lanes need windows at other times
+        with wave.open(os.path.join(inputs, f"c{i}.wav"), "wb") as w:
+            w.setparams(params)
+            w.writeframes(frames * (1 + i % 4))
+    for what, streams, fake in (
+            ("passes beside the steps", 2, {"FAKECUDA_QUERY_BUSY": 30}),
+            ("the second stream refused", 1, {"FAKECUDA_FAIL_STREAM": 2}),
+            ("WHISPERC_ENCODE_STREAM=0", 1, {"WHISPERC_ENCODE_STREAM": 0})):
+        shutil.rmtree(out, ignore_errors=True)
+        r = run(batch_cmd(inputs, out, 4), **fake)
+        rep, st = report(r), sorted(l["status"] for l in results(out))
+        warned = "no stream for encoder passes beside the decoder" in r.stderr
+        check(r.returncode == 0 and st == ["ok"] * 8 and clean_exit(r) and
+              rep["streams"] == streams and (rep["busy"] > 0) == ("FAKECUDA_QUERY_BUSY" in fake)
+              and warned == ("FAKECUDA_FAIL_STREAM" in fake),
+              f"batch --batch-size 4, {what}: every item done, {streams} stream(s), no rule broken "
+              f"({rep}, {st}, {r.stderr.strip()[-300:]!r})")
+    shutil.rmtree(out)
+    r = run(batch_cmd(inputs, out, 4), FAKECUDA_FAIL_KERNEL="transpose_f32:async@3",
+            FAKECUDA_QUERY_BUSY=30)
+    lines = results(out)
+    check(r.returncode == 1 and "the GPU failed and cannot be used again by this process" in
+          r.stderr and lines and all(l["status"] == "failed" and "ILLEGAL_ADDRESS" in l["error"]
+                                     for l in lines),
+          f"batch --batch-size 4, a fault in an encoder pass on its stream: exit 1, the group "
+          f"failed ({r.returncode}, {[(l['id'], l['status']) for l in lines]}, "
+          f"{r.stderr.strip()[-300:]!r})")
+
+
 def batch_small_memory(tmp):
     inputs, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
     os.mkdir(inputs)
@@ -480,6 +524,7 @@ for test in (later_files,
              lambda t: batch_device_lost(t, 1, 3, 1),
              lambda t: batch_device_lost(t, 2, 3, 2),
              lambda t: batch_device_lost(t, 2, 6, 2, readers=1),
+             batch_encoder_stream,
              batch_small_memory,
              batch_hang):
     tmp = tempfile.mkdtemp(prefix="wc_gpu_faults_")

@@ -921,7 +921,7 @@ int main(void) {
     struct wc_backend *be;
     struct wc_stream *s;
     CHECK(cpu_backend_new(&be, err, sizeof err) == 0);
-    CHECK(be->ops->stream_new(be, 2, &s, NULL, 0) == 0);
+    CHECK(be->ops->stream_new(be, 2, 0, &s, NULL, 0) == 0);
     const int widths[] = {384, 512, 768, 1024, 1280};
     for (int i = 0; i < 5; i++) {
         test_layernorm(sm, s, 37, widths[i]);

@@ -171,7 +171,7 @@ int main(void) {
     struct wc_stream *s;
     char err[256];
     CHECK(cpu_backend_new(&be, err, sizeof err) == 0);
-    CHECK(be->ops->stream_new(be, 1, &s, NULL, 0) == 0);
+    CHECK(be->ops->stream_new(be, 1, 0, &s, NULL, 0) == 0);
     struct wc_vocab v;
     fake_vocab(&v);
     const int32_t non_speech[] = {1, 2, 7, 8, 9, 10, 14, 25, 26, 27, 28, 29, 31, 58, 59, 60, 61};

@@ -148,8 +148,10 @@ static int cpu_stream_set_threads(struct wc_stream *s, int n_threads) {
     return 0;
 }
 
-static int cpu_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out, char *err,
-                          size_t err_size) {
+/* flags: a background stream is a stream like any other (its ops run as they are issued) */
+static int cpu_stream_new(struct wc_backend *be, int n_threads, int flags, struct wc_stream **out,
+                          char *err, size_t err_size) {
+    (void)flags;
     *out = NULL;
     struct wc_stream *s = calloc(1, sizeof *s);
     struct cpu_stream *cs = calloc(1, sizeof *cs);
@@ -222,6 +224,12 @@ static void cpu_memset0(struct wc_stream *s, void *dst, size_t bytes) {
 
 static int cpu_sync(struct wc_stream *s) { return s->err; }
 
+/* every op has run when it returns */
+static int cpu_query(struct wc_stream *s) {
+    (void)s;
+    return 1;
+}
+
 /* Ops have run when they return: a mark is the clock now, the CPU twin of a CUDA event. */
 static void cpu_timer_mark(struct wc_stream *s, int slot) {
     if (slot >= 0 && slot < WC_TIMER_SLOTS)
@@ -259,6 +267,7 @@ static const struct wc_backend_ops cpu_ops = {
     .upload_async = cpu_copy,
     .memset0 = cpu_memset0,
     .sync = cpu_sync,
+    .query = cpu_query,
     .conv1d = cpu_conv1d,
     .layernorm = cpu_layernorm,
     .linear = cpu_linear,

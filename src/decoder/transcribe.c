@@ -111,10 +111,15 @@ static int encode_window(struct run *r, int seek, int size) {
         return 0;
     r->detected_window_loaded = false;
     double t0 = wc_now_ms();
+    int rc = transcribe_encoder_idle(t);
+    if (rc) {
+        wc_stream_fail(t->s, rc, "%s", t->s_enc->errmsg);
+        return rc;
+    }
     window_copy(r->mel, seek, size, encoder_input(t->enc, 0), 2 * t->hp->n_audio_ctx);
     encoder_forward_input(t->enc, t->s, 1, t->audio_features);
     decoder_set_audio(t->dec, t->s, t->audio_features);
-    int rc = wc_stream_sync(t->s);
+    rc = wc_stream_sync(t->s);
     t->encode_ms += wc_now_ms() - t0;
     t->n_windows++;
     return rc;
@@ -382,10 +387,25 @@ static int setup(struct run *r, struct wc_transcript *out) {
     return rc;
 }
 
+int transcribe_encoder_idle(struct transcribe_ctx *t) {
+    if (!t->enc_queued)
+        return 0;
+    double t0 = wc_now_ms();
+    int rc = wc_stream_sync(t->s_enc);
+    t->encode_ms += wc_now_ms() - t0;
+    t->enc_queued = false;
+    return rc;
+}
+
 int transcribe_detect_language(struct transcribe_ctx *t, const struct mel_spec *mel, float *logits,
                                float *probs) {
     /* detection sees pad_or_trim(mel, N_FRAMES): the padded log-Mel, not zeros */
     double t0 = wc_now_ms();
+    int rc = transcribe_encoder_idle(t);
+    if (rc) {
+        wc_stream_fail(t->s, rc, "%s", t->s_enc->errmsg);
+        return -1;
+    }
     encoder_forward(t->enc, t->s, mel->data, mel->n_frames, t->audio_features);
     decoder_set_audio(t->dec, t->s, t->audio_features);
     int lang = wc_stream_sync(t->s) ? -1 : detect_language(t->dec, t->s, t->vocab, logits, probs);

@@ -60,6 +60,11 @@ struct transcribe_ctx {
     struct encoder *enc;
     struct decoder *dec;
     float *audio_features; /* backend [enc->n_windows][n_audio_ctx][n_audio_state] */
+    /* NULL, or a background stream a batch's encoder passes run on, beside the steps on s
+     * (transcribe_batch.c); enc_queued: a pass is queued there, not yet waited for, and owns
+     * enc, audio_features and the encoder's host input until transcribe_encoder_idle */
+    struct wc_stream *s_enc;
+    bool enc_queued;
     const struct whisperc_full_params *p;
     const int32_t *non_speech; /* vocab_non_speech_tokens */
     int n_non_speech;
@@ -74,6 +79,11 @@ struct transcribe_ctx {
     int n_windows, n_decode_steps, n_fallbacks;
     int n_batch_steps; /* transcribe_batch's decoder steps, one for all its lanes */
 };
+
+/* Waits for the encoder pass queued on t->s_enc, if any, so that t's encoder is free for
+ * another (t->enc_queued false after it). Returns 0 or the error of s_enc, whose message names
+ * it. */
+int transcribe_encoder_idle(struct transcribe_ctx *t);
 
 /* Transcribes a log-Mel computed over the audio plus 30 s of zero padding (mel_compute with
  * pad 480000). Returns 0 or a WHISPERC_ERR_* code with err filled. */

@@ -2,13 +2,21 @@
  * transcribe_batch.c — see transcribe_batch.h. One loop (turn): step the running lanes once,
  * and while the device computes the step, hand each window that ended at the step before back
  * to its input's job (which cuts segments, or asks for the fallback), retire the inputs that
- * are done, give every lane without an input an input not started yet, and copy the next
- * windows' log-Mels into the encoder's input; then take the step's tokens, start again, at the
- * next temperature, each window that needs a fallback (its audio still in its lane), and
- * encode the next window of every lane that has none running (those that freed up together,
- * in passes of the encoder's windows) and start it. The other lanes keep their place: lanes
- * join and leave the batch as windows end (continuous batching). An input's log-Mel exists
- * only while it holds a lane.
+ * are done, give every lane without an input an input not started yet, and queue the next
+ * windows of the lanes that need one through the encoder; then take the step's tokens, start
+ * decoding the windows whose encoder pass has run, and start again, at the next temperature,
+ * each window that needs a fallback (its audio still in its lane). The other lanes keep their
+ * place: lanes join and leave the batch as windows end (continuous batching). An input's
+ * log-Mel exists only while it holds a lane.
+ *
+ * Encoder passes run on t->s_enc. On a GPU that is a background stream of its own, so that a
+ * pass (compute-bound, seconds of work a minute of audio) runs beside the steps (bound by
+ * latency and by reading the cross-attention K/V), not between them; its windows start
+ * decoding at the first turn that finds it done (the host saw it end: every op queued after
+ * that reads what it wrote). One pass is queued at a time; it owns the encoder's buffers and
+ * host input, the audio regions of its lanes (no step reads them: their windows have not
+ * started) and the decoder lanes they will take, until then. Elsewhere (the CPU) s_enc is t->s
+ * and a pass has run by the step's end, as the ops run where they are issued.
  *
  * A "lane" here is one input's place: decode_batch's slot k and audio region k. The decoder's
  * own lanes are what windows hold while they run (1, the beams, or best_of samples); a
@@ -46,7 +54,8 @@ int transcribe_batch_group(const struct whisperc_full_params *p) {
 struct lane {
     struct transcribe_job *job; /* NULL: the lane has no input */
     int i_input;
-    bool running; /* a window of job is in the decoder (started, result not handed back) */
+    bool running;  /* a window of job is in the decoder (started, result not handed back) */
+    bool encoding; /* its next window is in the queued or a ready encoder pass */
     /* not NULL: its window is to be decoded again at the next temperature with these
      * options (the job's), when decoder lanes free up */
     const struct decode_opts *retry;
@@ -66,9 +75,11 @@ struct batch_run {
     int min_pass;          /* windows to wait for before an encoder pass (transcribe_batch.h) */
     int retry_lanes;       /* the most samples a fallback decodes in the batch (more: alone) */
     int waited;            /* steps taken since a lane began to wait for its window */
-    /* windows whose log-Mels prepare_windows copied into the encoder's input while a step ran:
-     * slot i holds lane prepared[i]'s, while t->n_windows is still prepared_at */
-    int *prepared, n_prepared, prepared_at;
+    /* lanes pass[0..n_pass): the windows of the encoder pass queued on t->s_enc; ready[0..
+     * n_ready): those of passes that have run, to start decoding after the step. Both keep
+     * their decoder lanes free (group each). */
+    int *pass, n_pass;
+    int *ready, n_ready;
 };
 
 /* The caller's abort callback (params.abort_fn), asked between steps, inputs and encoder
@@ -114,90 +125,113 @@ static int fill_lanes(struct batch_run *b, int *next, struct wc_transcript *outs
     return 0;
 }
 
-/* The log-Mels of the windows the next encoder pass starts, copied into the encoder's input
- * while a step runs, in start_windows' order (the lanes without a running window, as many as
- * a pass takes): start_windows finds them there and copies only the rest. Copies still valid
- * from an earlier turn (no encoder pass since, the same lane in the same place) stay. */
-static void prepare_windows(struct batch_run *b) {
+/* The next windows of lanes need[0..n) (n <= the encoder's windows) through the encoder into
+ * their lanes' cross-attention, queued on t->s_enc: one upload and one encoder run. Their log-
+ * Mels go straight into the encoder's input, which the upload reads as it runs: no pass is
+ * queued there (the one before was waited for). */
+static void queue_pass(struct batch_run *b, int n) {
     struct transcribe_ctx *t = b->t;
-    if (b->prepared_at != t->n_windows)
-        b->n_prepared = 0;
-    b->prepared_at = t->n_windows;
-    for (int k = 0, i = 0; k < b->d.n_slots && i < t->enc->n_windows; k++) {
-        const struct lane *ln = &b->lanes[k];
-        if (!ln->job || ln->running || ln->retry)
-            continue;
-        if (i >= b->n_prepared || b->prepared[i] != k) {
-            transcribe_job_window(ln->job, encoder_input(t->enc, i), 2 * t->hp->n_audio_ctx,
-                                  &b->opts[k]);
-            b->prepared[i] = k;
-        }
-        if (++i > b->n_prepared)
-            b->n_prepared = i;
+    double t0 = wc_now_ms();
+    for (int i = 0; i < n; i++) {
+        int k = b->need[i];
+        transcribe_job_window(b->lanes[k].job, encoder_input(t->enc, i), 2 * t->hp->n_audio_ctx,
+                              &b->opts[k]);
+        b->pass[i] = k;
+        b->lanes[k].encoding = true;
     }
+    encoder_forward_input(t->enc, t->s_enc, n, t->audio_features);
+    /* the encoder's MLP buffer ([n][n_audio_ctx][4 s] floats) is free until its next pass */
+    decoder_batch_set_audio(b->db, t->s_enc, n, b->pass, t->audio_features, t->enc->mlp,
+                            encoder_mlp_floats(t->enc));
+    t->n_windows += n;
+    t->enc_queued = true;
+    b->n_pass = n;
+    t->encode_ms += wc_now_ms() - t0;
 }
 
-/* The next window of each of the n lanes in b->need through the encoder into the lane's
- * cross-attention, in passes of up to enc->n_windows (one upload and one encoder run each),
- * and its decoding started. */
-static int start_windows(struct batch_run *b, int n_need, char *err, size_t err_size) {
+/* The queued pass waited for (it has run, or the caller has nothing else to wait for): its
+ * windows ready to start decoding. Returns 0 or the encoder's error, err filled. */
+static int pass_done(struct batch_run *b, char *err, size_t err_size) {
     struct transcribe_ctx *t = b->t;
-    int n_max = t->enc->n_windows, rc = 0;
-    bool ready = b->prepared_at == t->n_windows; /* no encoder pass wrote the input since */
-    for (int k0 = 0; k0 < n_need && !rc; k0 += n_max) {
-        if (k0 > 0 && aborted(t, err, err_size)) /* a large model's pass takes seconds */
-            return WHISPERC_ERR_ABORTED;
-        int n = n_need - k0 < n_max ? n_need - k0 : n_max;
-        double t0 = wc_now_ms();
-        /* each window straight into the encoder's input, which the pass's upload reads as it
-         * runs, without a host copy: no upload before is pending (each pass ends in a sync);
-         * those prepare_windows put there already are not copied again */
+    int rc = transcribe_encoder_idle(t); /* (language detection may have waited already) */
+    if (rc) {
+        wc_errf(err, err_size, "encoder: %s", t->s_enc->errmsg);
+        return rc;
+    }
+    memcpy(b->ready + b->n_ready, b->pass, (size_t)b->n_pass * sizeof *b->pass);
+    b->n_ready += b->n_pass;
+    b->n_pass = 0;
+    return 0;
+}
+
+/* The ready windows' decoding started (their prompts now, or with the next step). */
+static int start_ready(struct batch_run *b, char *err, size_t err_size) {
+    struct transcribe_ctx *t = b->t;
+    int chunk = b->db->max_rows < DECODE_BATCH_START_MAX ? b->db->max_rows : DECODE_BATCH_START_MAX;
+    int rc = 0;
+    double t0 = wc_now_ms();
+    for (int i0 = 0; i0 < b->n_ready && !rc; i0 += chunk) {
+        int n = b->n_ready - i0 < chunk ? b->n_ready - i0 : chunk;
+        const struct decode_opts *os[DECODE_BATCH_START_MAX];
         for (int i = 0; i < n; i++) {
-            int k = b->need[k0 + i];
-            if (ready && k0 == 0 && i < b->n_prepared && b->prepared[i] == k)
-                continue;
-            transcribe_job_window(b->lanes[k].job, encoder_input(t->enc, i), 2 * t->hp->n_audio_ctx,
-                                  &b->opts[k]);
-        }
-        encoder_forward_input(t->enc, t->s, n, t->audio_features);
-        /* the encoder's MLP buffer ([n][n_audio_ctx][4 s] floats) is free until its next pass */
-        decoder_batch_set_audio(b->db, t->s, n, b->need + k0, t->audio_features, t->enc->mlp,
-                                encoder_mlp_floats(t->enc));
-        t->n_windows += n;
-        rc = wc_stream_sync(t->s);
-        t->encode_ms += wc_now_ms() - t0;
-        if (rc) {
-            wc_errf(err, err_size, "encoder: %s", t->s->errmsg);
-            return rc;
-        }
-        t0 = wc_now_ms();
-        const struct decode_opts *os[ENCODER_PASS_LIMIT];
-        for (int i = 0; i < n; i++) {
-            int k = b->need[k0 + i];
+            int k = b->ready[i0 + i];
             os[i] = &b->opts[k];
             b->lanes[k].running = true;
+            b->lanes[k].encoding = false;
         }
-        rc = decode_batch_start_n(&b->d, n, b->need + k0, os);
-        t->decode_ms += wc_now_ms() - t0;
+        rc = decode_batch_start_n(&b->d, n, b->ready + i0, os);
     }
+    b->n_ready = 0;
+    t->decode_ms += wc_now_ms() - t0;
     if (rc)
         wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
     return rc;
 }
 
+/* Decoder lanes that no slot holds and no window of the queued or ready passes will take. */
+static int lanes_unclaimed(const struct batch_run *b) {
+    return decode_batch_lanes_free(&b->d) - (b->n_pass + b->n_ready) * b->group;
+}
+
+/* The next pass queued if no pass is, for the lanes that need a window, as many as the
+ * encoder takes and the decoder lanes left after the waiting fallbacks hold. A pass of few
+ * windows, while other lanes still decode, waits a few steps for more (counted where
+ * count_wait: once a turn). */
+static void maybe_queue_pass(struct batch_run *b, bool count_wait) {
+    int n_need = 0, n_busy = 0, retry_need = 0;
+    for (int k = 0; k < b->d.n_slots; k++) {
+        const struct lane *ln = &b->lanes[k];
+        n_busy += ln->job != NULL;
+        if (ln->retry)
+            retry_need += decode_n_group(ln->retry);
+        if (ln->job && !ln->running && !ln->retry && !ln->encoding)
+            b->need[n_need++] = k;
+    }
+    if (b->n_pass || !n_need)
+        return;
+    bool start =
+        n_need >= b->min_pass || n_need == n_busy || b->waited >= TRANSCRIBE_BATCH_MAX_WAIT;
+    int room = (lanes_unclaimed(b) - retry_need) / b->group;
+    int n = n_need < room ? n_need : room;
+    n = n < b->t->enc->n_windows ? n : b->t->enc->n_windows;
+    if (n > 0 && start) {
+        b->waited = 0;
+        queue_pass(b, n);
+    } else if (count_wait) {
+        b->waited++;
+    }
+}
+
 /* The windows that wait to be decoded again at the next temperature started, in lane order,
- * while decoder lanes are free for them (*waiting: one still waits). Returns 0 or
- * decode_batch_start's error. */
-static int restart_fallbacks(struct batch_run *b, bool *waiting) {
-    *waiting = false;
+ * while decoder lanes no pass claims are free for them. Returns 0 or decode_batch_start's
+ * error. */
+static int restart_fallbacks(struct batch_run *b) {
     for (int k = 0; k < b->d.n_slots; k++) {
         struct lane *ln = &b->lanes[k];
         if (!ln->retry)
             continue;
-        if (decode_n_group(ln->retry) > decode_batch_lanes_free(&b->d)) {
-            *waiting = true;
+        if (decode_n_group(ln->retry) > lanes_unclaimed(b))
             return 0;
-        }
         double t0 = wc_now_ms();
         int rc = decode_batch_start(&b->d, k, ln->retry);
         b->t->decode_ms += wc_now_ms() - t0;
@@ -245,19 +279,24 @@ static int finish_lanes(struct batch_run *b) {
     return rc;
 }
 
+/* The stream's queued work has run (never waits). */
+static bool has_run(struct wc_stream *s) { return s->be->ops->query(s) != 0; }
+
 /* One loop turn: one step of the running windows queued, and while the device computes it,
  * the windows the step before ended handed back (an input done retires, a window that needs a
- * fallback waits for lanes), inputs started in the lanes left without one, and the log-Mels of
- * the windows the next encoder pass starts copied into its input; then the step's tokens
- * taken, the fallbacks started again, and the next window of every lane that has an input but
- * no window started (they join the next turn's step). On a GPU the host's share of a turn so
- * hides behind the step; on the CPU the ops run as they are issued, in the same order, so a
- * window gets the same tokens either way. *idle: no lane has an input left. */
+ * fallback waits for lanes), inputs started in the lanes left without one, the encoder pass
+ * queued before taken if it has run (waited for if no step runs beside it), and the next one
+ * queued; then the step's tokens taken, the windows of passes that have run started, and the
+ * fallbacks started again. On a GPU the host's share of a turn so hides behind the step, and
+ * the encoder's passes run beside the steps; on the CPU the ops run as they are issued, in
+ * the same order, so a window gets the same tokens either way. *idle: no lane has an input
+ * left. */
 static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char *err,
                 size_t err_size, bool *idle) {
     struct transcribe_ctx *t = b->t;
     double t0 = wc_now_ms();
-    int rc = decode_batch_step_begin(&b->d, NULL);
+    int n_rows = 0;
+    int rc = decode_batch_step_begin(&b->d, &n_rows);
     t->decode_ms += wc_now_ms() - t0;
     if (rc)
         wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
@@ -265,8 +304,13 @@ static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char
         rc = finish_lanes(b);
     if (!rc)
         rc = fill_lanes(b, next, outs, err, err_size);
-    if (!rc)
-        prepare_windows(b);
+    /* a pass on a stream of its own: the one before taken if it has run (waited for if no step
+     * runs beside it), and the next queued, its host copies hidden behind the step */
+    bool apart = t->s_enc != t->s;
+    if (!rc && apart && b->n_pass && (n_rows == 0 || has_run(t->s_enc)))
+        rc = pass_done(b, err, err_size);
+    if (!rc && apart)
+        maybe_queue_pass(b, true);
     t0 = wc_now_ms();
     int rc_end = decode_batch_step_end(&b->d); /* after a failure too: nothing left queued */
     t->decode_ms += wc_now_ms() - t0;
@@ -274,32 +318,25 @@ static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char
         rc = rc_end;
         wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
     }
-    bool fallback_waits = false;
-    if (!rc && (rc = restart_fallbacks(b, &fallback_waits)))
+    if (!rc && apart && b->n_pass && has_run(t->s_enc))
+        rc = pass_done(b, err, err_size);
+    /* on the state's own stream (the CPU) the passes run now, after the step, each waited for
+     * (its errors the encoder's), as many as the windows needed take */
+    for (bool first = true; !rc && !apart; first = false) {
+        maybe_queue_pass(b, first);
+        if (!b->n_pass)
+            break;
+        rc = pass_done(b, err, err_size);
+    }
+    if (!rc && b->n_ready)
+        rc = start_ready(b, err, err_size);
+    if (!rc && (rc = restart_fallbacks(b)))
         wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
-    int n_need = 0, n_busy = 0;
-    for (int k = 0; k < b->d.n_slots && !rc; k++) {
+    int n_busy = 0;
+    for (int k = 0; k < b->d.n_slots; k++)
         n_busy += b->lanes[k].job != NULL;
-        if (b->lanes[k].job && !b->lanes[k].running && !b->lanes[k].retry)
-            b->need[n_need++] = k;
-    }
     *idle = n_busy == 0;
-    if (rc || *idle)
-        return rc;
-    /* a pass of few windows, while other lanes still decode, can wait a few steps for more;
-     * windows start only on free decoder lanes, none while a fallback waits for some */
-    bool start =
-        n_need >= b->min_pass || n_need == n_busy || b->waited >= TRANSCRIBE_BATCH_MAX_WAIT;
-    int room = fallback_waits ? 0 : decode_batch_lanes_free(&b->d) / b->group;
-    int n_start = n_need < room ? n_need : room;
-    if (n_start && start) {
-        b->waited = 0;
-        if ((rc = start_windows(b, n_start, err, err_size)))
-            return rc;
-    } else if (n_need) {
-        b->waited++;
-    }
-    return 0;
+    return rc;
 }
 
 int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
@@ -313,8 +350,8 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
         .db = db,
         .lanes = calloc((size_t)B, sizeof *b.lanes),
         .need = calloc((size_t)B, sizeof *b.need),
-        .prepared = calloc((size_t)B, sizeof *b.prepared),
-        .prepared_at = -1,
+        .pass = calloc((size_t)B, sizeof *b.pass),
+        .ready = calloc((size_t)B, sizeof *b.ready),
         .opts = calloc((size_t)B, sizeof *b.opts),
         .src = src,
         .mels = calloc((size_t)n, sizeof *b.mels),
@@ -329,16 +366,28 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
     for (int i = 0; i < n; i++)
         memset(&outs[i], 0, sizeof outs[i]);
     int d_rc = decode_batch_init(&b.d, db, t->s, t->vocab, beams);
-    if (d_rc || !b.lanes || !b.need || !b.prepared || !b.opts || !b.mels) {
+    if (d_rc || !b.lanes || !b.need || !b.pass || !b.ready || !b.opts || !b.mels) {
         wc_errf(err, err_size, "out of memory for a batch of %d", B);
         rc = WHISPERC_ERR_NO_MEMORY;
     }
     decoder_batch_reset(db);
+    if (!t->s_enc)
+        t->s_enc = t->s;
+    /* what the state's stream queued before (the encoder's zero rows, say) has run before
+     * the first pass on another stream reads it */
+    if (!rc && t->s_enc != t->s && (rc = wc_stream_sync(t->s)))
+        wc_errf(err, err_size, "%s", t->s->errmsg);
     for (bool idle = false; !rc && !idle;) {
         rc = turn(&b, &next, outs, err, err_size, &idle);
-        /* between steps too, as decode_window: nothing is queued after a turn */
+        /* between steps too, as decode_window: no step is queued after a turn */
         if (!rc && !idle && aborted(t, err, err_size))
             rc = WHISPERC_ERR_ABORTED;
+    }
+    /* a pass still queued (an error, an abort) ends before its buffers can change hands */
+    int rc_enc = transcribe_encoder_idle(t);
+    if (!rc && rc_enc) {
+        rc = rc_enc;
+        wc_errf(err, err_size, "encoder: %s", t->s_enc->errmsg);
     }
     t->n_batch_steps += b.d.n_steps;
     for (int k = 0; b.lanes && k < B; k++)
@@ -349,6 +398,6 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
             transcript_free(&outs[i]);
     if (!d_rc)
         decode_batch_free(&b.d);
-    free(b.lanes), free(b.need), free(b.prepared), free(b.opts), free(b.mels);
+    free(b.lanes), free(b.need), free(b.pass), free(b.ready), free(b.opts), free(b.mels);
     return rc;
 }

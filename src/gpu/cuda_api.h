@@ -30,6 +30,9 @@ struct cuda_api {
     CUresult (*ctx_get_current)(CUcontext *);
     CUresult (*ctx_synchronize)(void);
     CUresult (*stream_create)(CUstream *, unsigned int);
+    CUresult (*stream_create_with_priority)(CUstream *, unsigned int, int);
+    CUresult (*ctx_get_stream_priority_range)(int *, int *);
+    CUresult (*stream_query)(CUstream);
     CUresult (*stream_destroy)(CUstream);
     CUresult (*stream_synchronize)(CUstream);
     CUresult (*mem_alloc)(CUdeviceptr *, size_t);

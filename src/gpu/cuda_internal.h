@@ -363,8 +363,8 @@ void cuda_logits_greedy(struct wc_stream *s, struct wc_greedy_pick *out, float *
                         int n_rows, int n_vocab);
 
 /* Stream-level entry points (stream_cuda.c) for the ops table. */
-int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out, char *err,
-                    size_t err_size);
+int cuda_stream_new(struct wc_backend *be, int n_threads, int flags, struct wc_stream **out,
+                    char *err, size_t err_size);
 void cuda_stream_free(struct wc_stream *s);
 int cuda_stream_set_threads(struct wc_stream *s, int n_threads);
 void *cuda_alloc(struct wc_stream *s, size_t bytes);
@@ -376,6 +376,7 @@ void cuda_host_free(struct wc_stream *s, void *p);
 void cuda_upload_async(struct wc_stream *s, void *dst, const void *host_src, size_t bytes);
 void cuda_memset0(struct wc_stream *s, void *dst, size_t bytes);
 int cuda_sync(struct wc_stream *s);
+int cuda_query(struct wc_stream *s);
 void cuda_timer_mark(struct wc_stream *s, int slot);
 double cuda_timer_elapsed_ms(struct wc_stream *s, int a, int b);
 

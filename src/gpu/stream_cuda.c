@@ -200,8 +200,17 @@ int cuda_stream_set_threads(struct wc_stream *s, int n_threads) {
     return 0;
 }
 
-int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out, char *err,
-                    size_t err_size) {
+static CUresult stream_create(const struct cuda_model *m, int flags, CUstream *out) {
+    const struct cuda_api *cu = &m->cu;
+    int least = 0, greatest = 0;
+    if (cu->ctx_get_stream_priority_range(&least, &greatest) != CUDA_SUCCESS)
+        return cu->stream_create(out, CU_STREAM_NON_BLOCKING);
+    return cu->stream_create_with_priority(out, CU_STREAM_NON_BLOCKING,
+                                           flags & WC_STREAM_BACKGROUND ? least : greatest);
+}
+
+int cuda_stream_new(struct wc_backend *be, int n_threads, int flags, struct wc_stream **out,
+                    char *err, size_t err_size) {
     (void)n_threads;
     *out = NULL;
     struct cuda_model *m = be->impl;
@@ -231,10 +240,11 @@ int cuda_stream_new(struct wc_backend *be, int n_threads, struct wc_stream **out
         &(struct arena_chunk_ops){.alloc = cuda_chunk_alloc, .free = cuda_chunk_free, .ctx = m},
         ACT_MIN_CHUNK, 1);
     /* A non-blocking stream: no implicit sync with the legacy default stream that weight
-     * uploads use (they finish before load returns). */
+     * uploads use (they finish before load returns). A state's stream takes the device's
+     * highest priority and a background one its lowest, so that where both have work queued
+     * the state's latency-bound decoder steps get SMs first. */
     if (!cuda_op_begin(s) &&
-        !cuda_stream_check(s, m->cu.stream_create(&cs->stream, CU_STREAM_NON_BLOCKING),
-                           "cuStreamCreate") &&
+        !cuda_stream_check(s, stream_create(m, flags, &cs->stream), "cuStreamCreateWithPriority") &&
         !cublas_stream_check(s, m->blas.create(&cs->blas), "cublasCreate") &&
         !cublas_stream_check(s, m->blas.set_stream(cs->blas, cs->stream), "cublasSetStream"))
         /* fp16 inputs with fp32 accumulation use tensor cores in the default math mode;
@@ -407,6 +417,20 @@ int cuda_sync(struct wc_stream *s) {
     cuda_stream_check(s, cs->m->cu.stream_synchronize(cs->stream), "cuStreamSynchronize");
     cuda_stage_done(s);
     return s->err;
+}
+
+/* cuStreamQuery: CUDA_ERROR_NOT_READY while work runs; any other error is the stream's. */
+int cuda_query(struct wc_stream *s) {
+    if (cuda_op_begin(s))
+        return 1;
+    struct cuda_stream *cs = cuda_stream(s);
+    if (cuda_graph_refuse(cs, "a query"))
+        return 1;
+    CUresult r = cs->m->cu.stream_query(cs->stream);
+    if (r == CUDA_ERROR_NOT_READY)
+        return 0;
+    cuda_stream_check(s, r, "cuStreamQuery");
+    return 1;
 }
 
 /* Timing events (CU_EVENT_DEFAULT: with timing; a host waiting on one spins, as sync does). */

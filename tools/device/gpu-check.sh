@@ -35,7 +35,8 @@
 #             launches and without, batched x real time with prompts as step rows and as
 #             prefills), throughput tiny.en at 64 lanes (the clips, then 64 long files)
 #   goals     issue 4's figures on real base weights (stage.sh pack base, .whl carried too):
-#             jfk end to end greedy and with 5 beams, batchbench at 64 lanes, throughput at 64
+#             jfk end to end greedy and with 5 beams, batchbench at 64 lanes (the encoder's
+#             passes beside the steps, then between them: WHISPERC_ENCODE_STREAM=0), throughput at 64
 #             lanes over 8 hours of files, then whisper-c beside openai-whisper and
 #             transformers on the dev set (~6 minutes; its timeouts add up to 13: run it
 #             alone in a call)
@@ -757,6 +758,8 @@ stage_goals() { # issue 4's figures on real base weights (stage.sh pack base; .w
     done
     make_wav16 || return 1
     batchbench_one base 1 64 || rc=1
+    # the encoder's passes between the steps on one stream (before 2026-12-08) against beside
+    WHISPERC_ENCODE_STREAM=0 batchbench_one base 1 64 " (passes between steps)" || rc=1
     throughput_manifest 24 186 || return 1
     throughput_run base 64 "" || rc=1
     rm -rf "$out" "$OUT/bench.tmp"
@@ -772,6 +775,7 @@ stage_quick() {
     batch_identity 150 || rc=1
     make_wav16 || return 1
     batchbench_one tiny.en 1 64 || rc=1
+    WHISPERC_ENCODE_STREAM=0 batchbench_one tiny.en 1 64 " (passes between steps)" || rc=1
     WHISPERC_CROSS_KV=f32 batchbench_one tiny.en 1 64 " (cross K/V f32)" || rc=1
     # base's shape with random weights: a step and the encoder from CUDA events, then issue 4's
     # batched figure (128 windows, 64 lanes, 100 tokens each)
