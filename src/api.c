@@ -465,15 +465,15 @@ static int state_open(whisperc_state *st, char *err, size_t err_size) {
 static void state_close(whisperc_state *st) {
     if (!st->s)
         return;
+    if (st->s_enc) /* first: freeing it waits for what it may still run on the buffers below */
+        st->s_enc->be->ops->stream_free(st->s_enc);
+    st->s_enc = NULL;
     decoder_batch_free(&st->db, st->s);
     encoder_free(&st->enc, st->s);
     decoder_free(&st->dec, st->s);
     if (st->audio_features)
         st->s->be->ops->release(st->s, st->audio_features);
     st->audio_features = NULL;
-    if (st->s_enc)
-        st->s_enc->be->ops->stream_free(st->s_enc);
-    st->s_enc = NULL;
     st->s->be->ops->stream_free(st->s);
     st->s = NULL;
 }

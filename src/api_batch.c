@@ -308,6 +308,25 @@ static struct wc_stream *encoder_stream(whisperc_state *st, const struct whisper
     return st->s_enc;
 }
 
+/* A background stream that failed is given back (its stream_free waits for what it still
+ * runs) and made again by the next batch; one out of device memory (transcribe_batch then ran
+ * the passes on st->s) is not made again: its arena and scratch come on top of what the batch
+ * was sized for. A device fault is the state stream's to report too (the context is gone). */
+static void drop_failed_encoder_stream(whisperc_state *st, const struct whisperc_full_params *p) {
+    if (!st->s_enc || !st->s_enc->err)
+        return;
+    if (st->s_enc->err == WHISPERC_ERR_NO_MEMORY) {
+        st->s_enc_refused = true;
+        api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
+                "encoder passes beside the decoder: %s; they run between its steps",
+                st->s_enc->errmsg);
+    }
+    if (st->s_enc->err == WHISPERC_ERR_DEVICE && !st->s->err)
+        wc_stream_fail(st->s, WHISPERC_ERR_DEVICE, "%s", st->s_enc->errmsg);
+    st->s_enc->be->ops->stream_free(st->s_enc);
+    st->s_enc = NULL;
+}
+
 /* The batched path: transcribe_batch over the state's lanes, each input's log-Mel made when it
  * enters a lane and freed when it leaves (memory grows with the batch, not the inputs); the
  * transcripts into outs[n]; input[i] (NULL: i) is input i's number in the caller's list. */
@@ -349,6 +368,7 @@ static int batched(whisperc_state *st, const struct whisperc_full_params *p,
     t.s_enc = encoder_stream(st, p);
     rc = transcribe_batch(&t, &st->db, &src, min_pass(st, st->enc.n_windows), outs, st->errmsg,
                           sizeof st->errmsg);
+    drop_failed_encoder_stream(st, p);
     mel_prefetch_free(ms.pf);
     const struct wc_backend_ops *op = st->s->be->ops;
     char why[384];

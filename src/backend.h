@@ -181,11 +181,9 @@ struct wc_backend_ops {
      * before it returns, at the price of a host copy). Not in a step graph. */
     void (*upload_async)(struct wc_stream *s, void *dst, const void *host_src, size_t bytes);
     void (*memset0)(struct wc_stream *s, void *dst, size_t bytes);
+    /* Waits for every op queued on s, also after an error (which it returns). Work the host
+     * has seen end this way is ordered before any op it issues later, on any stream. */
     int (*sync)(struct wc_stream *s);
-    /* 1 when every op queued on s has run (or s holds an error), 0 while some still run; never
-     * waits. The host may then issue ops on another stream that read what they wrote: work
-     * the host has seen end is ordered before all it issues later. */
-    int (*query)(struct wc_stream *s);
 
     /* ---- ops ---- */
 

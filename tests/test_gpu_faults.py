@@ -28,8 +28,8 @@ each checked against the live allocations). Faults come from the fake's environm
     one line: run the same command again); the items not started have no line; the rerun
     (--retry-failed) completes every item
   - `whisper-c batch --batch-size 4` with its encoder passes on a stream of their own beside
-    the steps (the fake answering queries "not ready" for a while), with that stream refused
-    (a warning), turned off, and with a fault inside an encoder kernel there (exit 1)
+    the steps, with that stream refused or out of memory (a warning each, every item done),
+    turned off, and with a fault inside an encoder kernel there (exit 1)
   - `whisper-c batch --batch-size 4` in too little device memory: fewer lanes and fewer encoder
     windows, each with a warning, every item done
   - `whisper-c batch` whose GPU hangs (a kernel that never ends: the abort is never seen),
@@ -58,8 +58,8 @@ jfk = os.path.join(shared, "audio", "jfk", "jfk.wav")
 testlib.skip_unless_exist([model, jfk])
 
 REPORT = re.compile(r"fakecuda: (\d+) launches, (\d+) copies, (\d+) graph launches, peak (\d+) MiB, "
-                    r"(\d+) violations, (\d+) allocations live, (\d+) streams made, "
-                    r"(\d+) queries answered not ready")
+                    r"(\d+) violations, (\d+) allocations live, (\d+) streams made "
+                    r"\((\d+) at the lowest priority\)")
 
 
 def fake_env(**fake):
@@ -92,7 +92,7 @@ def report(r):
     m = REPORT.search(r.stderr)
     if not m:
         return None
-    keys = ("launches", "copies", "graphs", "peak", "violations", "live", "streams", "busy")
+    keys = ("launches", "copies", "graphs", "peak", "violations", "live", "streams", "low")
     return dict(zip(keys, map(int, m.groups())))
 
 
@@ -425,35 +425,38 @@ def batch_device_lost(tmp, size, n_items, n_failed, readers=0):
 
 
 def batch_encoder_stream(tmp):
-    """batch --batch-size 4 over 8 items: the encoder's passes on a stream of their own beside
-    the steps, while the fake says for 30 queries after each op that the stream still runs
-    (the batch steps the other lanes meanwhile, then starts the pass's windows); with the
-    second stream refused (a warning; the passes between the steps); with
-    WHISPERC_ENCODE_STREAM=0; and a fault inside an encoder kernel on that stream."""
+    """batch --batch-size 4 over 8 items of 11 to 44 s: the encoder's passes on a stream of
+    their own (the lowest priority; the state's the highest) beside the steps; with that stream
+    refused, or out of device memory at its first pass (a warning each; the passes then run on
+    the state's stream between the steps), or WHISPERC_ENCODE_STREAM=0; and a fault inside an
+    encoder kernel on that stream."""
     inputs, out = os.path.join(tmp, "in"), os.path.join(tmp, "out")
     os.mkdir(inputs)
     with wave.open(jfk) as w:
         params, frames = w.getparams(), w.readframes(w.getnframes())
-    for i in range(8):  # 11 to 44 s: 1 or 2 windows, so that lanes need windows at other times
+    for i in range(8):  # 1 or 2 windows, so that lanes need windows at other times
         with wave.open(os.path.join(inputs, f"c{i}.wav"), "wb") as w:
             w.setparams(params)
             w.writeframes(frames * (1 + i % 4))
-    for what, streams, fake in (
-            ("passes beside the steps", 2, {"FAKECUDA_QUERY_BUSY": 30}),
-            ("the second stream refused", 1, {"FAKECUDA_FAIL_STREAM": 2}),
-            ("WHISPERC_ENCODE_STREAM=0", 1, {"WHISPERC_ENCODE_STREAM": 0})):
+    refused = "no stream for encoder passes beside the decoder"
+    # (360 MiB: the state, 4 lanes and 4 encoder windows fit, the second stream's scratch not)
+    no_room = "encoder passes beside the decoder: cuda: no device memory for"
+    for what, streams, says, fake in (
+            ("passes beside the steps", 2, None, {}),
+            ("the second stream refused", 1, refused, {"FAKECUDA_FAIL_STREAM": 2}),
+            ("the second stream out of memory", 2, no_room, {"FAKECUDA_MEM_MB": 360}),
+            ("WHISPERC_ENCODE_STREAM=0", 1, None, {"WHISPERC_ENCODE_STREAM": 0})):
         shutil.rmtree(out, ignore_errors=True)
         r = run(batch_cmd(inputs, out, 4), **fake)
         rep, st = report(r), sorted(l["status"] for l in results(out))
-        warned = "no stream for encoder passes beside the decoder" in r.stderr
+        said = [m for m in (refused, no_room) if m in r.stderr]
         check(r.returncode == 0 and st == ["ok"] * 8 and clean_exit(r) and
-              rep["streams"] == streams and (rep["busy"] > 0) == ("FAKECUDA_QUERY_BUSY" in fake)
-              and warned == ("FAKECUDA_FAIL_STREAM" in fake),
-              f"batch --batch-size 4, {what}: every item done, {streams} stream(s), no rule broken "
-              f"({rep}, {st}, {r.stderr.strip()[-300:]!r})")
+              rep["streams"] == streams and rep["low"] == streams - 1 and
+              said == ([says] if says else []),
+              f"batch --batch-size 4, {what}: every item done, {streams} stream(s), "
+              f"{says or 'no warning'}, no rule broken ({rep}, {st}, {r.stderr.strip()[-300:]!r})")
     shutil.rmtree(out)
-    r = run(batch_cmd(inputs, out, 4), FAKECUDA_FAIL_KERNEL="transpose_f32:async@3",
-            FAKECUDA_QUERY_BUSY=30)
+    r = run(batch_cmd(inputs, out, 4), FAKECUDA_FAIL_KERNEL="transpose_f32:async@3")
     lines = results(out)
     check(r.returncode == 1 and "the GPU failed and cannot be used again by this process" in
           r.stderr and lines and all(l["status"] == "failed" and "ILLEGAL_ADDRESS" in l["error"]

@@ -224,12 +224,6 @@ static void cpu_memset0(struct wc_stream *s, void *dst, size_t bytes) {
 
 static int cpu_sync(struct wc_stream *s) { return s->err; }
 
-/* every op has run when it returns */
-static int cpu_query(struct wc_stream *s) {
-    (void)s;
-    return 1;
-}
-
 /* Ops have run when they return: a mark is the clock now, the CPU twin of a CUDA event. */
 static void cpu_timer_mark(struct wc_stream *s, int slot) {
     if (slot >= 0 && slot < WC_TIMER_SLOTS)
@@ -267,7 +261,6 @@ static const struct wc_backend_ops cpu_ops = {
     .upload_async = cpu_copy,
     .memset0 = cpu_memset0,
     .sync = cpu_sync,
-    .query = cpu_query,
     .conv1d = cpu_conv1d,
     .layernorm = cpu_layernorm,
     .linear = cpu_linear,

@@ -110,12 +110,12 @@ static int encode_window(struct run *r, int seek, int size) {
     if (seek == 0 && size == WC_CHUNK_FRAMES && r->detected_window_loaded)
         return 0;
     r->detected_window_loaded = false;
-    double t0 = wc_now_ms();
-    int rc = transcribe_encoder_idle(t);
+    int rc = transcribe_encoder_idle(t); /* (counted in encode_ms there) */
     if (rc) {
         wc_stream_fail(t->s, rc, "%s", t->s_enc->errmsg);
         return rc;
     }
+    double t0 = wc_now_ms();
     window_copy(r->mel, seek, size, encoder_input(t->enc, 0), 2 * t->hp->n_audio_ctx);
     encoder_forward_input(t->enc, t->s, 1, t->audio_features);
     decoder_set_audio(t->dec, t->s, t->audio_features);
@@ -400,12 +400,12 @@ int transcribe_encoder_idle(struct transcribe_ctx *t) {
 int transcribe_detect_language(struct transcribe_ctx *t, const struct mel_spec *mel, float *logits,
                                float *probs) {
     /* detection sees pad_or_trim(mel, N_FRAMES): the padded log-Mel, not zeros */
-    double t0 = wc_now_ms();
-    int rc = transcribe_encoder_idle(t);
+    int rc = transcribe_encoder_idle(t); /* (counted in encode_ms there) */
     if (rc) {
         wc_stream_fail(t->s, rc, "%s", t->s_enc->errmsg);
         return -1;
     }
+    double t0 = wc_now_ms();
     encoder_forward(t->enc, t->s, mel->data, mel->n_frames, t->audio_features);
     decoder_set_audio(t->dec, t->s, t->audio_features);
     int lang = wc_stream_sync(t->s) ? -1 : detect_language(t->dec, t->s, t->vocab, logits, probs);

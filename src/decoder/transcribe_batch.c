@@ -4,19 +4,19 @@
  * to its input's job (which cuts segments, or asks for the fallback), retire the inputs that
  * are done, give every lane without an input an input not started yet, and queue the next
  * windows of the lanes that need one through the encoder; then take the step's tokens, start
- * decoding the windows whose encoder pass has run, and start again, at the next temperature,
+ * decoding the windows whose encoder pass is due, and start again, at the next temperature,
  * each window that needs a fallback (its audio still in its lane). The other lanes keep their
  * place: lanes join and leave the batch as windows end (continuous batching). An input's
  * log-Mel exists only while it holds a lane.
  *
- * Encoder passes run on t->s_enc. On a GPU that is a background stream of its own, so that a
- * pass (compute-bound, seconds of work a minute of audio) runs beside the steps (bound by
- * latency and by reading the cross-attention K/V), not between them; its windows start
- * decoding at the first turn that finds it done (the host saw it end: every op queued after
- * that reads what it wrote). One pass is queued at a time; it owns the encoder's buffers and
- * host input, the audio regions of its lanes (no step reads them: their windows have not
- * started) and the decoder lanes they will take, until then. Elsewhere (the CPU) s_enc is t->s
- * and a pass has run by the step's end, as the ops run where they are issued.
+ * Encoder passes run on t->s_enc. On a GPU that is a background stream of the state's own,
+ * so that a pass (compute-bound) runs beside the steps (bound by latency and by reading the
+ * cross-attention K/V), not between them; its windows start decoding after a fixed number of
+ * steps (turn), the host then waiting for it: every op queued after that reads what it wrote.
+ * One pass is queued at a time; it owns the encoder's buffers and host input, the audio
+ * regions of its lanes (no step reads them: their windows have not started) and the decoder
+ * lanes they will take, until then. On the CPU s_enc is t->s (unless WHISPERC_ENCODE_STREAM=1)
+ * and each pass runs after the step, as before.
  *
  * A "lane" here is one input's place: decode_batch's slot k and audio region k. The decoder's
  * own lanes are what windows hold while they run (1, the beams, or best_of samples); a
@@ -76,10 +76,17 @@ struct batch_run {
     int retry_lanes;       /* the most samples a fallback decodes in the batch (more: alone) */
     int waited;            /* steps taken since a lane began to wait for its window */
     /* lanes pass[0..n_pass): the windows of the encoder pass queued on t->s_enc; ready[0..
-     * n_ready): those of passes that have run, to start decoding after the step. Both keep
-     * their decoder lanes free (group each). */
+     * n_ready): those of passes waited for, to start decoding after the step. Both keep their
+     * decoder lanes free (group each). */
     int *pass, n_pass;
     int *ready, n_ready;
+    int due;             /* d.n_steps after which the queued pass's windows start */
+    int lag;             /* steps a pass runs beside, a window (WHISPERC_ENCODE_LAG) */
+    int n_passes_queued; /* this call's */
+    /* on the state's own stream: the windows whose log-Mels prepare_windows copied into the
+     * encoder's input while a step ran: slot i holds lane prepared[i]'s, while t->n_windows is
+     * still prepared_at */
+    int *prepared, n_prepared, prepared_at;
 };
 
 /* The caller's abort callback (params.abort_fn), asked between steps, inputs and encoder
@@ -125,17 +132,44 @@ static int fill_lanes(struct batch_run *b, int *next, struct wc_transcript *outs
     return 0;
 }
 
-/* The next windows of lanes need[0..n) (n <= the encoder's windows) through the encoder into
- * their lanes' cross-attention, queued on t->s_enc: one upload and one encoder run. Their log-
- * Mels go straight into the encoder's input, which the upload reads as it runs: no pass is
- * queued there (the one before was waited for). */
-static void queue_pass(struct batch_run *b, int n) {
+/* The log-Mels of the windows the next encoder pass on the state's own stream takes, copied
+ * into the encoder's input while a step runs, in queue_pass's order (the lanes that need a
+ * window, as many as a pass takes): queue_pass finds them there and copies only the rest.
+ * Copies still valid from an earlier turn (no encoder pass since, the same lane in the same
+ * place) stay. */
+static void prepare_windows(struct batch_run *b) {
+    struct transcribe_ctx *t = b->t;
+    if (b->prepared_at != t->n_windows)
+        b->n_prepared = 0;
+    b->prepared_at = t->n_windows;
+    for (int k = 0, i = 0; k < b->d.n_slots && i < t->enc->n_windows; k++) {
+        const struct lane *ln = &b->lanes[k];
+        if (!ln->job || ln->running || ln->retry || ln->encoding)
+            continue;
+        if (i >= b->n_prepared || b->prepared[i] != k) {
+            transcribe_job_window(ln->job, encoder_input(t->enc, i), 2 * t->hp->n_audio_ctx,
+                                  &b->opts[k]);
+            b->prepared[i] = k;
+        }
+        if (++i > b->n_prepared)
+            b->n_prepared = i;
+    }
+}
+
+/* The next windows of lanes[0..n) (n <= the encoder's windows) through the encoder into their
+ * lanes' cross-attention, queued on t->s_enc: one upload and one encoder run. Their log-Mels
+ * go straight into the encoder's input, which the upload reads as it runs: no pass is queued
+ * there (the one before was waited for). The windows start decoding after lag * n more steps
+ * (pass_done). */
+static void queue_pass(struct batch_run *b, const int *lanes, int n) {
     struct transcribe_ctx *t = b->t;
     double t0 = wc_now_ms();
+    bool prepared = b->prepared_at == t->n_windows; /* no pass since prepare_windows */
     for (int i = 0; i < n; i++) {
-        int k = b->need[i];
-        transcribe_job_window(b->lanes[k].job, encoder_input(t->enc, i), 2 * t->hp->n_audio_ctx,
-                              &b->opts[k]);
+        int k = lanes[i];
+        if (!(prepared && i < b->n_prepared && b->prepared[i] == k))
+            transcribe_job_window(b->lanes[k].job, encoder_input(t->enc, i), 2 * t->hp->n_audio_ctx,
+                                  &b->opts[k]);
         b->pass[i] = k;
         b->lanes[k].encoding = true;
     }
@@ -146,14 +180,23 @@ static void queue_pass(struct batch_run *b, int n) {
     t->n_windows += n;
     t->enc_queued = true;
     b->n_pass = n;
+    b->n_passes_queued++;
+    b->due = b->d.n_steps + b->lag * n;
     t->encode_ms += wc_now_ms() - t0;
 }
 
-/* The queued pass waited for (it has run, or the caller has nothing else to wait for): its
- * windows ready to start decoding. Returns 0 or the encoder's error, err filled. */
+/* The queued pass waited for: its windows ready to start decoding. Returns 0 or the encoder's
+ * error, err filled. A background stream that could not grow its memory for the first pass
+ * hands the passes to the state's stream (the caller, seeing its error, says so). */
 static int pass_done(struct batch_run *b, char *err, size_t err_size) {
     struct transcribe_ctx *t = b->t;
     int rc = transcribe_encoder_idle(t); /* (language detection may have waited already) */
+    if (rc == WHISPERC_ERR_NO_MEMORY && t->s_enc != t->s && b->n_passes_queued == 1 && !t->s->err) {
+        t->s_enc = t->s; /* (the failed stream keeps its error: api_batch.c drops it) */
+        t->n_windows -= b->n_pass;
+        queue_pass(b, b->pass, b->n_pass);
+        rc = transcribe_encoder_idle(t);
+    }
     if (rc) {
         wc_errf(err, err_size, "encoder: %s", t->s_enc->errmsg);
         return rc;
@@ -193,33 +236,45 @@ static int lanes_unclaimed(const struct batch_run *b) {
     return decode_batch_lanes_free(&b->d) - (b->n_pass + b->n_ready) * b->group;
 }
 
-/* The next pass queued if no pass is, for the lanes that need a window, as many as the
- * encoder takes and the decoder lanes left after the waiting fallbacks hold. A pass of few
- * windows, while other lanes still decode, waits a few steps for more (counted where
- * count_wait: once a turn). */
-static void maybe_queue_pass(struct batch_run *b, bool count_wait) {
-    int n_need = 0, n_busy = 0, retry_need = 0;
+/* The lanes that need their next window encoded, into b->need (lane order); *n_busy: lanes
+ * with an input; *retry_need: the decoder lanes the fallbacks waiting to start take. */
+static int lanes_needing(struct batch_run *b, int *n_busy, int *retry_need) {
+    int n_need = 0;
+    *n_busy = *retry_need = 0;
     for (int k = 0; k < b->d.n_slots; k++) {
         const struct lane *ln = &b->lanes[k];
-        n_busy += ln->job != NULL;
+        *n_busy += ln->job != NULL;
         if (ln->retry)
-            retry_need += decode_n_group(ln->retry);
+            *retry_need += decode_n_group(ln->retry);
         if (ln->job && !ln->running && !ln->retry && !ln->encoding)
             b->need[n_need++] = k;
     }
-    if (b->n_pass || !n_need)
-        return;
-    bool start =
-        n_need >= b->min_pass || n_need == n_busy || b->waited >= TRANSCRIBE_BATCH_MAX_WAIT;
+    return n_need;
+}
+
+/* A pass queued, if none is, for the lanes that need a window: as many as the encoder takes
+ * and the decoder lanes left after the waiting fallbacks hold. At a turn's first call
+ * (once_a_turn) a pass of few windows, while other lanes still decode, waits a few steps for
+ * more (the wait counted here); later calls (the state's stream's next passes in the same
+ * turn) take whatever is needed. Returns whether one was queued. */
+static bool queue_next(struct batch_run *b, bool once_a_turn) {
+    int n_busy, retry_need;
+    int n_need = lanes_needing(b, &n_busy, &retry_need);
+    if (!n_need)
+        return false;
     int room = (lanes_unclaimed(b) - retry_need) / b->group;
     int n = n_need < room ? n_need : room;
     n = n < b->t->enc->n_windows ? n : b->t->enc->n_windows;
-    if (n > 0 && start) {
+    bool start = !once_a_turn || n_need >= b->min_pass || n_need == n_busy ||
+                 b->waited >= TRANSCRIBE_BATCH_MAX_WAIT;
+    if (!b->n_pass && n > 0 && start) {
         b->waited = 0;
-        queue_pass(b, n);
-    } else if (count_wait) {
-        b->waited++;
+        queue_pass(b, b->need, n);
+        return true;
     }
+    if (once_a_turn)
+        b->waited++;
+    return false;
 }
 
 /* The windows that wait to be decoded again at the next temperature started, in lane order,
@@ -279,21 +334,24 @@ static int finish_lanes(struct batch_run *b) {
     return rc;
 }
 
-/* The stream's queued work has run (never waits). */
-static bool has_run(struct wc_stream *s) { return s->be->ops->query(s) != 0; }
-
 /* One loop turn: one step of the running windows queued, and while the device computes it,
  * the windows the step before ended handed back (an input done retires, a window that needs a
- * fallback waits for lanes), inputs started in the lanes left without one, the encoder pass
- * queued before taken if it has run (waited for if no step runs beside it), and the next one
- * queued; then the step's tokens taken, the windows of passes that have run started, and the
- * fallbacks started again. On a GPU the host's share of a turn so hides behind the step, and
- * the encoder's passes run beside the steps; on the CPU the ops run as they are issued, in
- * the same order, so a window gets the same tokens either way. *idle: no lane has an input
- * left. */
+ * fallback waits for lanes), inputs started in the lanes left without one, and the next
+ * encoder pass queued on a background stream (or, on the state's own stream, the log-Mels of
+ * its windows copied into the encoder's input); then the step's tokens taken, the passes due
+ * waited for (on the state's stream: run now, one after another, as many as the windows
+ * needed take), their windows started, and the fallbacks started again. On a GPU the host's
+ * share of a turn so hides behind the step; on the CPU the ops run as they are issued, in the
+ * same order, so a window gets the same tokens either way. *idle: no lane has an input left.
+ *
+ * A pass on a background stream starts its windows after a fixed number of steps (lag a
+ * window), or at once when no step runs: when that is decides which windows the next passes
+ * hold, and a GPU's encoder gives a window of a larger pass other bits, so the schedule must
+ * not depend on when a pass happens to end. */
 static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char *err,
                 size_t err_size, bool *idle) {
     struct transcribe_ctx *t = b->t;
+    bool apart = t->s_enc != t->s;
     double t0 = wc_now_ms();
     int n_rows = 0;
     int rc = decode_batch_step_begin(&b->d, &n_rows);
@@ -304,13 +362,12 @@ static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char
         rc = finish_lanes(b);
     if (!rc)
         rc = fill_lanes(b, next, outs, err, err_size);
-    /* a pass on a stream of its own: the one before taken if it has run (waited for if no step
-     * runs beside it), and the next queued, its host copies hidden behind the step */
-    bool apart = t->s_enc != t->s;
-    if (!rc && apart && b->n_pass && (n_rows == 0 || has_run(t->s_enc)))
+    if (!rc && apart && b->n_pass && n_rows == 0) /* no step to run beside: done with it now */
         rc = pass_done(b, err, err_size);
-    if (!rc && apart)
-        maybe_queue_pass(b, true);
+    if (!rc && apart) /* its host copies hidden behind the step */
+        queue_next(b, true);
+    else if (!rc)
+        prepare_windows(b);
     t0 = wc_now_ms();
     int rc_end = decode_batch_step_end(&b->d); /* after a failure too: nothing left queued */
     t->decode_ms += wc_now_ms() - t0;
@@ -318,13 +375,16 @@ static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char
         rc = rc_end;
         wc_errf(err, err_size, "decoder: %s", t->s->errmsg[0] ? t->s->errmsg : "failed");
     }
-    if (!rc && apart && b->n_pass && has_run(t->s_enc))
+    if (!rc && apart && b->n_pass && (n_rows == 0 || b->d.n_steps >= b->due))
         rc = pass_done(b, err, err_size);
-    /* on the state's own stream (the CPU) the passes run now, after the step, each waited for
-     * (its errors the encoder's), as many as the windows needed take */
+    /* on the state's own stream each pass runs now, after the step, waited for (its errors
+     * the encoder's), as many as the windows needed take, asking the caller between them */
     for (bool first = true; !rc && !apart; first = false) {
-        maybe_queue_pass(b, first);
-        if (!b->n_pass)
+        if (!first && aborted(t, err, err_size)) {
+            rc = WHISPERC_ERR_ABORTED;
+            break;
+        }
+        if (!queue_next(b, first))
             break;
         rc = pass_done(b, err, err_size);
     }
@@ -352,6 +412,9 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
         .need = calloc((size_t)B, sizeof *b.need),
         .pass = calloc((size_t)B, sizeof *b.pass),
         .ready = calloc((size_t)B, sizeof *b.ready),
+        .prepared = calloc((size_t)B, sizeof *b.prepared),
+        .prepared_at = -1,
+        .lag = 1,
         .opts = calloc((size_t)B, sizeof *b.opts),
         .src = src,
         .mels = calloc((size_t)n, sizeof *b.mels),
@@ -363,10 +426,13 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
     const char *env = getenv("WHISPERC_BATCH_FALLBACK");
     if (env && !strcmp(env, "alone"))
         b.retry_lanes = 0;
+    env = getenv("WHISPERC_ENCODE_LAG"); /* an experiment's knob: 0 .. 64 */
+    if (env && *env && atoi(env) >= 0 && atoi(env) <= 64)
+        b.lag = atoi(env);
     for (int i = 0; i < n; i++)
         memset(&outs[i], 0, sizeof outs[i]);
     int d_rc = decode_batch_init(&b.d, db, t->s, t->vocab, beams);
-    if (d_rc || !b.lanes || !b.need || !b.pass || !b.ready || !b.opts || !b.mels) {
+    if (d_rc || !b.lanes || !b.need || !b.pass || !b.ready || !b.prepared || !b.opts || !b.mels) {
         wc_errf(err, err_size, "out of memory for a batch of %d", B);
         rc = WHISPERC_ERR_NO_MEMORY;
     }
@@ -398,6 +464,7 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
             transcript_free(&outs[i]);
     if (!d_rc)
         decode_batch_free(&b.d);
-    free(b.lanes), free(b.need), free(b.pass), free(b.ready), free(b.opts), free(b.mels);
+    free(b.lanes), free(b.need), free(b.pass), free(b.ready), free(b.prepared), free(b.opts);
+    free(b.mels);
     return rc;
 }

@@ -204,7 +204,6 @@ static const struct wc_backend_ops cuda_ops = {
     .upload_async = cuda_upload_async,
     .memset0 = cuda_memset0,
     .sync = cuda_sync,
-    .query = cuda_query,
     .conv1d = cuda_conv1d,
     .layernorm = cuda_layernorm,
     .linear = cuda_linear,

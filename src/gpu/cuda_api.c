@@ -82,7 +82,6 @@ int cuda_api_load(struct cuda_api *api, char *err, size_t err_size) {
         {(void **)&api->stream_create, "cuStreamCreate"},
         {(void **)&api->stream_create_with_priority, "cuStreamCreateWithPriority"},
         {(void **)&api->ctx_get_stream_priority_range, "cuCtxGetStreamPriorityRange"},
-        {(void **)&api->stream_query, "cuStreamQuery"},
         {(void **)&api->stream_destroy, "cuStreamDestroy_v2"},
         {(void **)&api->stream_synchronize, "cuStreamSynchronize"},
         {(void **)&api->mem_alloc, "cuMemAlloc_v2"},

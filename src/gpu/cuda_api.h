@@ -32,7 +32,6 @@ struct cuda_api {
     CUresult (*stream_create)(CUstream *, unsigned int);
     CUresult (*stream_create_with_priority)(CUstream *, unsigned int, int);
     CUresult (*ctx_get_stream_priority_range)(int *, int *);
-    CUresult (*stream_query)(CUstream);
     CUresult (*stream_destroy)(CUstream);
     CUresult (*stream_synchronize)(CUstream);
     CUresult (*mem_alloc)(CUdeviceptr *, size_t);

@@ -376,7 +376,6 @@ void cuda_host_free(struct wc_stream *s, void *p);
 void cuda_upload_async(struct wc_stream *s, void *dst, const void *host_src, size_t bytes);
 void cuda_memset0(struct wc_stream *s, void *dst, size_t bytes);
 int cuda_sync(struct wc_stream *s);
-int cuda_query(struct wc_stream *s);
 void cuda_timer_mark(struct wc_stream *s, int slot);
 double cuda_timer_elapsed_ms(struct wc_stream *s, int a, int b);
 

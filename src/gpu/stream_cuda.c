@@ -407,30 +407,24 @@ void cuda_memset0(struct wc_stream *s, void *dst, size_t bytes) {
                       "cuMemsetD8Async");
 }
 
-/* A kernel fault shows up here, not at its launch (set WHISPERC_CUDA_SYNC=1 to find which). */
+/* A kernel fault shows up here, not at its launch (set WHISPERC_CUDA_SYNC=1 to find which).
+ * After an error the work queued before it may still run (and use memory the caller is about
+ * to hand on): it is waited for all the same. */
 int cuda_sync(struct wc_stream *s) {
+    struct cuda_stream *cs = cuda_stream(s);
+    if (s->err) {
+        if (cs->graphs.mode == CUDA_GRAPH_NONE &&
+            cs->m->cu.ctx_set_current(cs->m->ctx) == CUDA_SUCCESS)
+            cs->m->cu.stream_synchronize(cs->stream);
+        return s->err;
+    }
     if (cuda_op_begin(s))
         return s->err;
-    struct cuda_stream *cs = cuda_stream(s);
     if (cuda_graph_refuse(cs, "a sync")) /* waiting inside a step's recording: refused */
         return s->err;
     cuda_stream_check(s, cs->m->cu.stream_synchronize(cs->stream), "cuStreamSynchronize");
     cuda_stage_done(s);
     return s->err;
-}
-
-/* cuStreamQuery: CUDA_ERROR_NOT_READY while work runs; any other error is the stream's. */
-int cuda_query(struct wc_stream *s) {
-    if (cuda_op_begin(s))
-        return 1;
-    struct cuda_stream *cs = cuda_stream(s);
-    if (cuda_graph_refuse(cs, "a query"))
-        return 1;
-    CUresult r = cs->m->cu.stream_query(cs->stream);
-    if (r == CUDA_ERROR_NOT_READY)
-        return 0;
-    cuda_stream_check(s, r, "cuStreamQuery");
-    return 1;
 }
 
 /* Timing events (CU_EVENT_DEFAULT: with timing; a host waiting on one spins, as sync does). */

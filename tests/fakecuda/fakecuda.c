@@ -35,10 +35,7 @@
  *                             copy) never returns, after a line "fakecuda: hanging" on stderr
  *   FAKECUDA_FAIL_STREAM=1    cuStreamCreate fails with CUDA_ERROR_OUT_OF_MEMORY (a device too
  *                             full for a stream's resources); =2 only for the second stream
- *                             made and later ones
- *   FAKECUDA_QUERY_BUSY=n     cuStreamQuery answers CUDA_ERROR_NOT_READY n times after work is
- *                             queued on the stream (a launch, copy or graph), as while a GPU
- *                             still runs it; a sync ends that
+ *                             made and later ones (a state's second stream)
  *   FAKECUDA_NO_PDL_CAPTURE=1 a dependent launch (cuLaunchKernelEx with programmatic stream
  *                             serialization) while capturing fails as before CUDA 12.3, with
  *                             CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and spoils the capture
@@ -112,8 +109,7 @@ struct CUgraphExec_st {
 };
 struct CUstream_st {
     struct CUgraph_st *capture; /* non-NULL while capturing */
-    int priority;
-    int busy; /* cuStreamQuery's NOT_READY answers left (FAKECUDA_QUERY_BUSY) */
+    int priority;               /* within [FAKE_PRIORITY_GREATEST, FAKE_PRIORITY_LEAST] */
 };
 struct CUevent_st {
     int recorded;
@@ -135,8 +131,7 @@ static int no_pdl_capture;         /* FAKECUDA_NO_PDL_CAPTURE=1 */
 static int no_pdl;                 /* FAKECUDA_NO_PDL=1 */
 static int fail_stream;            /* FAKECUDA_FAIL_STREAM=1 (every stream) or 2 (2nd on) */
 static int n_streams_made;         /* (under mu) */
-static int query_busy;             /* FAKECUDA_QUERY_BUSY=n */
-static long n_query_busy;          /* NOT_READY answers given (FAKECUDA_REPORT says) */
+static int n_streams_low;          /* of those, at FAKE_PRIORITY_LEAST (under mu) */
 static atomic_int fail_host_alloc; /* FAKECUDA_FAIL_HOSTALLOC=N: the first N cuMemHostAlloc */
 static int no_coop;                /* FAKECUDA_NO_COOP=1 (1), =capture (2), =early (3) */
 static unsigned coop_most; /* the largest cooperative grid launched (FAKECUDA_REPORT=2 says) */
@@ -187,9 +182,9 @@ static void report(void) {
         live++;
     fprintf(stderr,
             "fakecuda: %ld launches, %ld copies, %ld graph launches, peak %zu MiB, %ld violations, "
-            "%ld allocations live, %d streams made, %ld queries answered not ready\n",
+            "%ld allocations live, %d streams made (%d at the lowest priority)\n",
             n_launch, n_copy, n_graph_launch, mem_peak >> 20, n_violation, live, n_streams_made,
-            n_query_busy);
+            n_streams_low);
 }
 
 static void configure(void) {
@@ -212,8 +207,6 @@ static void configure(void) {
     }
     e = getenv("FAKECUDA_FAIL_STREAM");
     fail_stream = e ? atoi(e) : 0;
-    e = getenv("FAKECUDA_QUERY_BUSY");
-    query_busy = e ? atoi(e) : 0;
     e = getenv("FAKECUDA_FAIL_HOSTALLOC");
     atomic_store(&fail_host_alloc, e ? atoi(e) : 0);
     e = getenv("FAKECUDA_NO_PDL_CAPTURE");
@@ -468,24 +461,19 @@ CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int flags, int priorit
     *s = calloc(1, sizeof **s);
     if (!*s)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_lock(&mu);
-    n_streams_made++;
-    pthread_mutex_unlock(&mu);
     /* as the driver does, a priority outside the range is clamped to it */
     (*s)->priority = priority > FAKE_PRIORITY_LEAST      ? FAKE_PRIORITY_LEAST
                      : priority < FAKE_PRIORITY_GREATEST ? FAKE_PRIORITY_GREATEST
                                                          : priority;
+    pthread_mutex_lock(&mu);
+    n_streams_made++;
+    n_streams_low += (*s)->priority == FAKE_PRIORITY_LEAST;
+    pthread_mutex_unlock(&mu);
     return fakecuda_sticky();
 }
 
 CUresult cuStreamCreate(CUstream *s, unsigned int flags) {
     return cuStreamCreateWithPriority(s, flags, FAKE_PRIORITY_LEAST);
-}
-
-/* Work was queued on s: it "runs" for the next query_busy queries. */
-static void queued(CUstream s) {
-    if (s)
-        s->busy = query_busy;
 }
 
 CUresult cuStreamDestroy_v2(CUstream s) {
@@ -506,23 +494,7 @@ static CUresult not_capturing(CUstream s, const char *what) {
 
 CUresult cuStreamSynchronize(CUstream s) {
     CUresult r = not_capturing(s, "cuStreamSynchronize");
-    if (!r && s)
-        s->busy = 0;
     return r ? r : wait_device();
-}
-
-CUresult cuStreamQuery(CUstream s) {
-    CUresult r = not_capturing(s, "cuStreamQuery");
-    if (r)
-        return r;
-    if (s && s->busy > 0) {
-        s->busy--;
-        pthread_mutex_lock(&mu);
-        n_query_busy++;
-        pthread_mutex_unlock(&mu);
-        return CUDA_ERROR_NOT_READY;
-    }
-    return wait_device();
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
@@ -621,7 +593,6 @@ static CUresult copy(CUstream s, void *dst, const void *src, size_t n, int dev_d
                              .src = src,
                              .n = n,
                              .value = value};
-    queued(s);
     if (s && s->capture) {
         pthread_mutex_lock(&mu);
         CUresult r = find((uintptr_t)(dev_dst ? dst : src), n)
@@ -854,7 +825,6 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
         memcpy(&node.args[i], params[i], (size_t)e->param_size[i]);
     if (s && s->capture) /* checked when the graph runs */
         return node_add(s->capture, &node);
-    queued(s);
     return kernel_run(e, node.args, gx);
 }
 
@@ -992,7 +962,6 @@ CUresult cuGraphLaunch(CUgraphExec x, CUstream s) {
     if (fakecuda_sticky())
         return fakecuda_sticky();
     CUresult r = not_capturing(s, "cuGraphLaunch");
-    queued(s);
     pthread_mutex_lock(&mu);
     n_graph_launch++;
     pthread_mutex_unlock(&mu);

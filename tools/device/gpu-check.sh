@@ -46,6 +46,9 @@
 #   passes    the encoder's pass size (WHISPERC_ENCODE_MAX_PASS): base (random base.en weights
 #             where base is not carried) in passes of 1-32 windows, then 128 windows at 64
 #             lanes and 30 tokens (a short clip's) with passes of at most 8, 16 and 32 (~1 min)
+#   overlap   whisperc_full_batch on the 186 clips at 64 lanes (base, else tiny.en): the
+#             encoder's passes between the decoder's steps, then beside them with each pass's
+#             windows starting after 1, 0 and 2 steps a window (WHISPERC_ENCODE_LAG) (~2 min)
 #   profile_large  ncu of large-v3-shaped random weights: an encoder window at batch 1, a
 #             64-lane step's kernels with gemv_f16 and with gemv_tc
 #   tc        a step's projections on tensor cores (gemv_tc, the default) against gemv_f16:
@@ -522,6 +525,21 @@ stage_passes() {
             "$OUT/bench.tmp" | grep -E '^  (encoder|decoder|total)' | tr -s ' ' | tr '\n' ';')"
     done
     rm -f /tmp/ggml-base.en-random.bin "$OUT/bench.tmp"
+    return "$rc"
+}
+
+# the encoder's passes beside the decoder's steps (2026-12-08): whisperc_full_batch on the 186
+# clips at 64 lanes with the passes between the steps, then beside them, each pass's windows
+# starting after 1 (the default), 0 and 2 steps a window (WHISPERC_ENCODE_LAG); base where it
+# is carried, else tiny.en
+stage_overlap() {
+    local rc=0 m=tiny.en lag
+    [ -f "$S/models/ggml-base.bin" ] && m=base
+    make_wav16 || return 1
+    WHISPERC_ENCODE_STREAM=0 batchbench_one "$m" 1 64 " (passes between steps)" || rc=1
+    for lag in 1 0 2; do
+        WHISPERC_ENCODE_LAG=$lag batchbench_one "$m" 1 64 " (passes beside, lag $lag)" || rc=1
+    done
     return "$rc"
 }
 
