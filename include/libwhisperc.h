@@ -537,8 +537,8 @@ struct whisperc_timings {
     double mel_ms;    /* log-Mel spectrogram (whisperc_full_batch on a GPU: the wait for it; it is
                        * computed ahead on other threads) */
     double encode_ms; /* encoder, all windows, language detection included (whisperc_full_batch
-                       * on a GPU: the time the host spent queuing passes and waiting for them;
-                       * they run beside the decoder's steps) */
+                       * with its passes beside the decoder's steps, a GPU's default: the time
+                       * the host spent queuing passes and waiting for them) */
     double decode_ms; /* decoder, all windows and temperatures */
     double total_ms;
     int n_windows;        /* encoder runs */

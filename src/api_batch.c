@@ -291,6 +291,10 @@ static struct wc_stream *encoder_stream(whisperc_state *st, const struct whisper
     const struct wc_backend_ops *op = st->s->be->ops;
     const char *env = getenv("WHISPERC_ENCODE_STREAM");
     bool on = env && *env ? strcmp(env, "0") != 0 : op->host_cores_free;
+    if ((!on || st->s_enc_refused) && st->s_enc) { /* (its memory back) */
+        op->stream_free(st->s_enc);
+        st->s_enc = NULL;
+    }
     if (!on || st->s_enc_refused)
         return NULL;
     char why[256] = "";
@@ -310,16 +314,17 @@ static struct wc_stream *encoder_stream(whisperc_state *st, const struct whisper
 
 /* A background stream that failed is given back (its stream_free waits for what it still
  * runs) and made again by the next batch; one out of device memory (transcribe_batch then ran
- * the passes on st->s) is not made again: its arena and scratch come on top of what the batch
- * was sized for. A device fault is the state stream's to report too (the context is gone). */
+ * the passes on st->s), or beside a state's stream out of it, is not made again: its arena and
+ * scratch come on top of what the batch was sized for. A device fault is the state stream's to
+ * report too (the context is gone). */
 static void drop_failed_encoder_stream(whisperc_state *st, const struct whisperc_full_params *p) {
-    if (!st->s_enc || !st->s_enc->err)
+    if (!st->s_enc || (!st->s_enc->err && st->s->err != WHISPERC_ERR_NO_MEMORY))
         return;
-    if (st->s_enc->err == WHISPERC_ERR_NO_MEMORY) {
+    if (st->s_enc->err == WHISPERC_ERR_NO_MEMORY || !st->s_enc->err) {
         st->s_enc_refused = true;
         api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
-                "encoder passes beside the decoder: %s; they run between its steps",
-                st->s_enc->errmsg);
+                "encoder passes beside the decoder: %s; from now on they run between its steps",
+                st->s_enc->err ? st->s_enc->errmsg : "the decoder is out of device memory");
     }
     if (st->s_enc->err == WHISPERC_ERR_DEVICE && !st->s->err)
         wc_stream_fail(st->s, WHISPERC_ERR_DEVICE, "%s", st->s_enc->errmsg);

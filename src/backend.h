@@ -181,8 +181,9 @@ struct wc_backend_ops {
      * before it returns, at the price of a host copy). Not in a step graph. */
     void (*upload_async)(struct wc_stream *s, void *dst, const void *host_src, size_t bytes);
     void (*memset0)(struct wc_stream *s, void *dst, size_t bytes);
-    /* Waits for every op queued on s, also after an error (which it returns). Work the host
-     * has seen end this way is ordered before any op it issues later, on any stream. */
+    /* Waits for every op queued on s, also after an error (which it returns; not inside a
+     * step graph's recording, and not where the device itself is lost). Work the host has seen
+     * end this way is ordered before any op it issues later, on any stream. */
     int (*sync)(struct wc_stream *s);
 
     /* ---- ops ---- */
@@ -422,8 +423,8 @@ struct wc_backend {
 };
 
 /* stream_new's flags. A background stream's work runs where the device has room beside the
- * other streams' (CUDA: the lowest stream priority, the others' the highest), e.g. encoder
- * passes beside a batch's decoder steps, which wait on one another's latency. */
+ * other streams' (CUDA: the lowest stream priority, the others' the highest: SMs that free up
+ * go to the others first), e.g. encoder passes beside a batch's decoder steps. */
 #define WC_STREAM_BACKGROUND 1
 
 struct wc_stream {

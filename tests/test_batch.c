@@ -13,8 +13,8 @@
  * log-Mel when its input enters a lane, the others ahead on other threads (the prefetcher a
  * GPU uses; WHISPERC_MEL_PREFETCH), and its lanes wait for three to need a window before an
  * encoder pass (as on a GPU; WHISPERC_ENCODE_MIN_PASS); every other batched run queues its
- * encoder passes on a stream of their own while a step runs and starts their windows when
- * it finds them done (a GPU's order; WHISPERC_ENCODE_STREAM=1). whisperc_full through the batch
+ * encoder passes on a stream of their own while a step runs and starts their windows a fixed
+ * number of steps later (a GPU's order; WHISPERC_ENCODE_STREAM=1). whisperc_full through the batch
  * decoder with one lane (a GPU's path, WHISPERC_DECODER=batch) gives the same results as the
  * single decoder. Beam search (5 beams) batched and through the batch decoder alone gives
  * the same results as whisperc_full's own beam search too, and so do word timestamps (with
@@ -214,7 +214,7 @@ static int compare(whisperc_state *st, struct whisperc_full_params *fp, const fl
         /* log-Mels computed ahead on other threads (a GPU's default) at every size but 8; at 8,
          * lanes wait for 3 to need a window before an encoder pass (a GPU's way); every other
          * run with the encoder's passes on a stream of their own, in the order a GPU runs them
-         * (queued while a step runs, their windows started when found done: the same
+         * (queued while a step runs, their windows started a fixed number of steps later: the same
          * transcripts) */
         bool apart = (n_calls + b) % 2 == 0;
         setenv("WHISPERC_MEL_PREFETCH", sizes[b] == 8 ? "0" : "1", 1);

@@ -456,7 +456,8 @@ def batch_encoder_stream(tmp):
               f"batch --batch-size 4, {what}: every item done, {streams} stream(s), "
               f"{says or 'no warning'}, no rule broken ({rep}, {st}, {r.stderr.strip()[-300:]!r})")
     shutil.rmtree(out)
-    r = run(batch_cmd(inputs, out, 4), FAKECUDA_FAIL_KERNEL="transpose_f32:async@3")
+    # (the 6th transpose: the second pass, queued beside a step; the first runs with none)
+    r = run(batch_cmd(inputs, out, 4), FAKECUDA_FAIL_KERNEL="transpose_f32:async@6")
     lines = results(out)
     check(r.returncode == 1 and "the GPU failed and cannot be used again by this process" in
           r.stderr and lines and all(l["status"] == "failed" and "ILLEGAL_ADDRESS" in l["error"]

@@ -143,12 +143,14 @@ static void *audio_kv(struct decoder_batch *db, void *kv, int audio, int layer) 
 }
 
 /* One layer's cross K (or V) = audio_features . w (+ b), stored in the decoder's cross_kv: f16
- * ones made in f32 in db->mlp first (free between steps) and narrowed. */
+ * ones made in f32 first, in work (one window's floats) or else db->mlp (free between steps),
+ * and narrowed. */
 static void cross_proj(struct decoder_batch *db, struct wc_stream *s, void *dst,
-                       const float *audio_features, const struct wc_mat *w, const float *b) {
+                       const float *audio_features, const struct wc_mat *w, const float *b,
+                       float *work) {
     const struct wc_backend_ops *op = s->be->ops;
     int n_audio = db->hp->n_audio_ctx;
-    float *f32 = db->xkv == WC_F16 ? db->mlp : dst;
+    float *f32 = db->xkv == WC_F16 ? (work ? work : db->mlp) : dst;
     op->linear(s, f32, 0, audio_features, w, b, n_audio, WC_ACT_NONE, 0);
     if (db->xkv == WC_F16)
         op->to_f16(s, dst, f32, (size_t)n_audio * db->hp->n_text_state);
@@ -169,13 +171,14 @@ void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int 
     const struct wc_backend_ops *op = s->be->ops;
     int n_layer = db->hp->n_text_layer, n_audio = db->hp->n_audio_ctx;
     size_t per = (size_t)n_audio * db->hp->n_text_state; /* a window's features */
-    if (!op->linear_windows) {
+    if (!op->linear_windows) { /* (work, if given, is free: a stream of the caller's own) */
+        float *one = work && work_floats >= per ? work : NULL;
         for (int i = 0; i < n; i++)
             for (int l = 0; l < n_layer; l++) {
                 const struct wc_attn_w *a = &db->w->dec[l].cross;
                 const float *in = audio_features + i * per;
-                cross_proj(db, s, audio_kv(db, db->xk, audio[i], l), in, &a->k, NULL);
-                cross_proj(db, s, audio_kv(db, db->xv, audio[i], l), in, &a->v, a->v_b);
+                cross_proj(db, s, audio_kv(db, db->xk, audio[i], l), in, &a->k, NULL, one);
+                cross_proj(db, s, audio_kv(db, db->xv, audio[i], l), in, &a->v, a->v_b, one);
             }
         return;
     }

@@ -108,8 +108,9 @@ void decoder_batch_assign(struct decoder_batch *db, int lane, int audio);
  * [n_audio_ctx][s] rows of audio_features at i n_audio_ctx: where the backend has
  * linear_windows, each projection in one op for all n (a GPU's GEMM over every window's rows);
  * work: backend memory of work_floats floats free for the call (n * n_audio_ctx *
- * n_text_state for one op: fewer fail the stream), or NULL (the decoder's own room, one window
- * at a time). */
+ * n_text_state for one op: fewer fail the stream; without linear_windows, one window's), or
+ * NULL (the decoder's own room, one window at a time: only on the stream that steps, whose
+ * steps use that room too). */
 void decoder_batch_set_audio(struct decoder_batch *db, struct wc_stream *s, int n, const int *audio,
                              const float *audio_features, float *work, size_t work_floats);
 /* Audio region `audio`'s cross-attention K and V, [n_text_layer][n_audio_ctx][s] of db->xkv

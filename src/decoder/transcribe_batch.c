@@ -252,16 +252,16 @@ static int lanes_needing(struct batch_run *b, int *n_busy, int *retry_need) {
     return n_need;
 }
 
-/* A pass queued, if none is, for the lanes that need a window: as many as the encoder takes
- * and the decoder lanes left after the waiting fallbacks hold. At a turn's first call
- * (once_a_turn) a pass of few windows, while other lanes still decode, waits a few steps for
- * more (the wait counted here); later calls (the state's stream's next passes in the same
- * turn) take whatever is needed. Returns whether one was queued. */
-static bool queue_next(struct batch_run *b, bool once_a_turn) {
+/* The windows the next pass takes (the first of b->need), if one is to be queued now (else
+ * 0): none while a pass is queued; as many as need one, the encoder takes and the decoder lanes
+ * left after the waiting fallbacks hold. At a turn's first call (once_a_turn) a pass of few
+ * windows, while other lanes still decode, waits a few steps for more (the wait counted here);
+ * later calls (the state's stream's next passes in the same turn) take whatever is needed. */
+static int next_pass(struct batch_run *b, bool once_a_turn) {
     int n_busy, retry_need;
     int n_need = lanes_needing(b, &n_busy, &retry_need);
     if (!n_need)
-        return false;
+        return 0;
     int room = (lanes_unclaimed(b) - retry_need) / b->group;
     int n = n_need < room ? n_need : room;
     n = n < b->t->enc->n_windows ? n : b->t->enc->n_windows;
@@ -269,12 +269,11 @@ static bool queue_next(struct batch_run *b, bool once_a_turn) {
                  b->waited >= TRANSCRIBE_BATCH_MAX_WAIT;
     if (!b->n_pass && n > 0 && start) {
         b->waited = 0;
-        queue_pass(b, b->need, n);
-        return true;
+        return n;
     }
     if (once_a_turn)
         b->waited++;
-    return false;
+    return 0;
 }
 
 /* The windows that wait to be decoded again at the next temperature started, in lane order,
@@ -364,9 +363,10 @@ static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char
         rc = fill_lanes(b, next, outs, err, err_size);
     if (!rc && apart && b->n_pass && n_rows == 0) /* no step to run beside: done with it now */
         rc = pass_done(b, err, err_size);
-    if (!rc && apart) /* its host copies hidden behind the step */
-        queue_next(b, true);
-    else if (!rc)
+    int n_next = !rc && apart ? next_pass(b, true) : 0;
+    if (n_next) /* its host copies hidden behind the step */
+        queue_pass(b, b->need, n_next);
+    else if (!rc && !apart)
         prepare_windows(b);
     t0 = wc_now_ms();
     int rc_end = decode_batch_step_end(&b->d); /* after a failure too: nothing left queued */
@@ -379,13 +379,12 @@ static int turn(struct batch_run *b, int *next, struct wc_transcript *outs, char
         rc = pass_done(b, err, err_size);
     /* on the state's own stream each pass runs now, after the step, waited for (its errors
      * the encoder's), as many as the windows needed take, asking the caller between them */
-    for (bool first = true; !rc && !apart; first = false) {
-        if (!first && aborted(t, err, err_size)) {
+    for (bool first = true; !rc && !apart && (n_next = next_pass(b, first)); first = false) {
+        if (!first && aborted(t, err, err_size)) { /* (a large model's pass takes seconds) */
             rc = WHISPERC_ERR_ABORTED;
             break;
         }
-        if (!queue_next(b, first))
-            break;
+        queue_pass(b, b->need, n_next);
         rc = pass_done(b, err, err_size);
     }
     if (!rc && b->n_ready)
@@ -426,9 +425,11 @@ int transcribe_batch(struct transcribe_ctx *t, struct decoder_batch *db,
     const char *env = getenv("WHISPERC_BATCH_FALLBACK");
     if (env && !strcmp(env, "alone"))
         b.retry_lanes = 0;
-    env = getenv("WHISPERC_ENCODE_LAG"); /* an experiment's knob: 0 .. 64 */
-    if (env && *env && atoi(env) >= 0 && atoi(env) <= 64)
-        b.lag = atoi(env);
+    env = getenv("WHISPERC_ENCODE_LAG"); /* an experiment's knob: 0 .. 64, else the default */
+    char *end = NULL;
+    long lag = env ? strtol(env, &end, 10) : -1;
+    if (env && *env && !*end && lag >= 0 && lag <= 64)
+        b.lag = (int)lag;
     for (int i = 0; i < n; i++)
         memset(&outs[i], 0, sizeof outs[i]);
     int d_rc = decode_batch_init(&b.d, db, t->s, t->vocab, beams);

@@ -44,8 +44,11 @@ struct batch_source {
     void *user;
 };
 
-/* Input i of src into outs[i] (i < src->n). t's encoder and decoder serve language detection
- * (and a fallback of more samples than db has lanes); db's lanes the batches. min_pass (>= 1):
+/* Input i of src into outs[i] (i < src->n). The encoder passes run on t->s_enc (NULL: t->s, set
+ * so here; it becomes t->s if the first pass runs out of memory there, the stream keeping its
+ * error for the caller), which is idle again at the return. t's encoder and decoder serve
+ * language detection (and a fallback of more samples than db has lanes); db's lanes the
+ * batches. min_pass (>= 1):
  * lanes that need a window wait, while others decode, until this many need one (at most
  * TRANSCRIBE_BATCH_MAX_WAIT steps), so that the encoder runs on several windows at once; 1 starts
  * each window at once. The results do not depend on it where the encoder gives a window the same

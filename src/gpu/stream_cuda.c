@@ -200,11 +200,15 @@ int cuda_stream_set_threads(struct wc_stream *s, int n_threads) {
     return 0;
 }
 
-static CUresult stream_create(const struct cuda_model *m, int flags, CUstream *out) {
+/* *what: the call made, for its error */
+static CUresult stream_create(const struct cuda_model *m, int flags, CUstream *out,
+                              const char **what) {
     const struct cuda_api *cu = &m->cu;
     int least = 0, greatest = 0;
+    *what = "cuStreamCreate";
     if (cu->ctx_get_stream_priority_range(&least, &greatest) != CUDA_SUCCESS)
         return cu->stream_create(out, CU_STREAM_NON_BLOCKING);
+    *what = "cuStreamCreateWithPriority";
     return cu->stream_create_with_priority(out, CU_STREAM_NON_BLOCKING,
                                            flags & WC_STREAM_BACKGROUND ? least : greatest);
 }
@@ -241,10 +245,12 @@ int cuda_stream_new(struct wc_backend *be, int n_threads, int flags, struct wc_s
         ACT_MIN_CHUNK, 1);
     /* A non-blocking stream: no implicit sync with the legacy default stream that weight
      * uploads use (they finish before load returns). A state's stream takes the device's
-     * highest priority and a background one its lowest, so that where both have work queued
-     * the state's latency-bound decoder steps get SMs first. */
-    if (!cuda_op_begin(s) &&
-        !cuda_stream_check(s, stream_create(m, flags, &cs->stream), "cuStreamCreateWithPriority") &&
+     * highest priority and a background one its lowest: where both have work queued, the
+     * state's latency-bound decoder steps get the SMs that free up first (running CTAs are
+     * not preempted). */
+    const char *what = "cuStreamCreate";
+    CUresult r = cuda_op_begin(s) ? CUDA_SUCCESS : stream_create(m, flags, &cs->stream, &what);
+    if (!s->err && !cuda_stream_check(s, r, what) &&
         !cublas_stream_check(s, m->blas.create(&cs->blas), "cublasCreate") &&
         !cublas_stream_check(s, m->blas.set_stream(cs->blas, cs->stream), "cublasSetStream"))
         /* fp16 inputs with fp32 accumulation use tensor cores in the default math mode;
