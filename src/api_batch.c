@@ -291,12 +291,12 @@ static struct wc_stream *encoder_stream(whisperc_state *st, const struct whisper
     const struct wc_backend_ops *op = st->s->be->ops;
     const char *env = getenv("WHISPERC_ENCODE_STREAM");
     bool on = env && *env ? strcmp(env, "0") != 0 : op->host_cores_free;
-    if ((!on || st->s_enc_refused) && st->s_enc) { /* (its memory back) */
-        op->stream_free(st->s_enc);
+    if (!on || st->s_enc_refused) {
+        if (st->s_enc) /* (its memory back) */
+            op->stream_free(st->s_enc);
         st->s_enc = NULL;
-    }
-    if (!on || st->s_enc_refused)
         return NULL;
+    }
     char why[256] = "";
     if (!st->s_enc && op->stream_new(st->m->be, st->n_threads, WC_STREAM_BACKGROUND, &st->s_enc,
                                      why, sizeof why)) {
@@ -318,9 +318,13 @@ static struct wc_stream *encoder_stream(whisperc_state *st, const struct whisper
  * scratch come on top of what the batch was sized for. A device fault is the state stream's to
  * report too (the context is gone). */
 static void drop_failed_encoder_stream(whisperc_state *st, const struct whisperc_full_params *p) {
-    if (!st->s_enc || (!st->s_enc->err && st->s->err != WHISPERC_ERR_NO_MEMORY))
+    if (!st->s_enc)
         return;
-    if (st->s_enc->err == WHISPERC_ERR_NO_MEMORY || !st->s_enc->err) {
+    bool oom = st->s_enc->err ? st->s_enc->err == WHISPERC_ERR_NO_MEMORY
+                              : st->s->err == WHISPERC_ERR_NO_MEMORY;
+    if (!st->s_enc->err && !oom)
+        return;
+    if (oom) {
         st->s_enc_refused = true;
         api_log(p->log_fn, p->log_user_data, WHISPERC_LOG_WARN,
                 "encoder passes beside the decoder: %s; from now on they run between its steps",

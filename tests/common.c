@@ -9,6 +9,7 @@
 
 #include "blas_reexec.h"
 #include "cpu/blas_core.h"
+#include "libwhisperc.h"
 #include "util.h"
 
 int test_failures = 0;
@@ -45,6 +46,35 @@ const char *shared_path_or_skip(const char *rel) {
         exit(TEST_SKIP);
     }
     return p;
+}
+
+float *shared_audio(const char *rel, int *n) {
+    float *pcm = NULL;
+    char err[256];
+    if (whisperc_load_audio(shared_path_or_skip(rel), &pcm, n, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        exit(1);
+    }
+    return pcm;
+}
+
+float *ljspeech_clips(int first, int count, int *n) {
+    float *all = NULL;
+    *n = 0;
+    for (int i = 0; i < count; i++) {
+        char rel[64];
+        int m;
+        snprintf(rel, sizeof rel, "audio/ljspeech-dev/wavs/LJ001-%04d.flac", first + 1 + i);
+        float *p = shared_audio(rel, &m);
+        float *grown = realloc(all, ((size_t)*n + (size_t)m) * sizeof(float));
+        if (!grown)
+            abort();
+        all = grown;
+        memcpy(all + *n, p, (size_t)m * sizeof(float));
+        *n += m;
+        free(p);
+    }
+    return all;
 }
 
 /* .npy v1/v2/v3: magic, version, header length, a Python dict literal, then the data. */

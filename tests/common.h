@@ -17,6 +17,13 @@ const char *shared_path(const char *rel);
 /* Like shared_path, but exits 77 (skip) with a message naming the path when it does not exist. */
 const char *shared_path_or_skip(const char *rel);
 
+/* The 16 kHz samples of shared audio file `rel` (whisperc_load_audio; malloc'd), *n of them;
+ * exits 77 without it, 1 (the reason on stderr) when it cannot be read. */
+float *shared_audio(const char *rel, int *n);
+/* LJSpeech dev clips LJ001-(first + 1) .. LJ001-(first + count) joined into one input, as
+ * shared_audio gives them. */
+float *ljspeech_clips(int first, int count, int *n);
+
 /* A float32 (or float64, converted) C-order .npy array. */
 struct npy {
     int n_dims;

@@ -165,16 +165,6 @@ static bool abort_now(void *user) {
     return true;
 }
 
-static float *load(const char *rel, int *n) {
-    float *pcm = NULL;
-    char err[256];
-    if (whisperc_load_audio(shared_path_or_skip(rel), &pcm, n, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        exit(1);
-    }
-    return pcm;
-}
-
 /* Every input alone, then batched at each size; returns the fallbacks the batched runs made. */
 static int compare(whisperc_state *st, struct whisperc_full_params *fp, const float *const *pcm,
                    const int *n, const int *sizes, int n_sizes, const char *what) {
@@ -487,22 +477,9 @@ int main(int argc, char **argv) {
     char *model_path = dup_str(shared_path_or_skip("models/ggml-tiny.en.bin")); /* static */
     float *pcm[MAX_CLIPS + 1];
     int n[MAX_CLIPS + 1];
-    char rel[128];
-    for (int i = 0; i < N_CLIPS; i++) {
-        snprintf(rel, sizeof rel, "audio/ljspeech-dev/wavs/LJ001-%04d.flac", i + 1);
-        pcm[i] = load(rel, &n[i]);
-    }
-    pcm[N_CLIPS] = NULL;
-    n[N_CLIPS] = 0;
-    for (int i = 0; i < N_LONG; i++) {
-        snprintf(rel, sizeof rel, "audio/ljspeech-dev/wavs/LJ001-%04d.flac", N_CLIPS + 1 + i);
-        int m;
-        float *p = load(rel, &m);
-        pcm[N_CLIPS] = realloc(pcm[N_CLIPS], ((size_t)n[N_CLIPS] + m) * sizeof(float));
-        memcpy(pcm[N_CLIPS] + n[N_CLIPS], p, (size_t)m * sizeof(float));
-        n[N_CLIPS] += m;
-        free(p);
-    }
+    for (int i = 0; i < N_CLIPS; i++)
+        pcm[i] = ljspeech_clips(i, 1, &n[i]);
+    pcm[N_CLIPS] = ljspeech_clips(N_CLIPS, N_LONG, &n[N_CLIPS]);
     printf("long input: %.1f s\n", n[N_CLIPS] / 16000.0);
 
     whisperc_model *model = NULL;

@@ -314,17 +314,6 @@ static whisperc_model *load(const char *rel) {
     return m;
 }
 
-static float *read_audio(const char *rel, int *n) {
-    float *pcm = NULL;
-    char err[256];
-    CHECK(whisperc_load_audio(shared_path_or_skip(rel), &pcm, n, err, sizeof err) == WHISPERC_OK);
-    if (!pcm) {
-        fprintf(stderr, "%s\n", err);
-        exit(1);
-    }
-    return pcm;
-}
-
 #define N_CLIPS 4
 #define N_LONG  6 /* clips joined into one input of two windows */
 
@@ -335,22 +324,9 @@ int main(int argc, char **argv) {
      * and passes are queued while others decode */
     float *pcm[N_CLIPS + 1];
     int n[N_CLIPS + 1];
-    char rel[128];
-    for (int i = 0; i < N_CLIPS; i++) {
-        snprintf(rel, sizeof rel, "audio/ljspeech-dev/wavs/LJ001-%04d.flac", i + 1);
-        pcm[i] = read_audio(rel, &n[i]);
-    }
-    n[N_CLIPS] = 0;
-    pcm[N_CLIPS] = NULL;
-    for (int i = 0; i < N_LONG; i++) {
-        int m;
-        snprintf(rel, sizeof rel, "audio/ljspeech-dev/wavs/LJ001-%04d.flac", N_CLIPS + 1 + i);
-        float *p = read_audio(rel, &m);
-        pcm[N_CLIPS] = realloc(pcm[N_CLIPS], ((size_t)n[N_CLIPS] + (size_t)m) * sizeof(float));
-        memcpy(pcm[N_CLIPS] + n[N_CLIPS], p, (size_t)m * sizeof(float));
-        n[N_CLIPS] += m;
-        free(p);
-    }
+    for (int i = 0; i < N_CLIPS; i++)
+        pcm[i] = ljspeech_clips(i, 1, &n[i]);
+    pcm[N_CLIPS] = ljspeech_clips(N_CLIPS, N_LONG, &n[N_CLIPS]);
     whisperc_model *m = load("models/ggml-tiny.en.bin");
     whisperc_state *st = NULL;
     CHECK(whisperc_state_new(m, &st) == WHISPERC_OK);
@@ -385,8 +361,9 @@ int main(int argc, char **argv) {
     float *ml[4];
     int n_ml[4];
     for (int i = 0; i < 4; i++) {
+        char rel[64];
         snprintf(rel, sizeof rel, "audio/%s", files[i]);
-        ml[i] = read_audio(rel, &n_ml[i]);
+        ml[i] = shared_audio(rel, &n_ml[i]);
     }
     m = load("models/ggml-base.bin");
     CHECK(whisperc_state_new(m, &st) == WHISPERC_OK);

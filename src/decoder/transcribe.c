@@ -103,6 +103,15 @@ static void window_copy(const struct mel_spec *mel, int seek, int size, float *d
     }
 }
 
+/* t's encoder free for work on t->s: a batch's pass queued on t->s_enc waited for (its time
+ * counted in encode_ms there), its error made t->s's. Returns 0 or that error. */
+static int encoder_for_state(struct transcribe_ctx *t) {
+    int rc = transcribe_encoder_idle(t);
+    if (rc)
+        wc_stream_fail(t->s, rc, "%s", t->s_enc->errmsg);
+    return rc;
+}
+
 /* The window at seek through the encoder (its log-Mel straight into the encoder's input: each
  * pass before ended in a sync) and the cross-attention K/V. */
 static int encode_window(struct run *r, int seek, int size) {
@@ -110,11 +119,9 @@ static int encode_window(struct run *r, int seek, int size) {
     if (seek == 0 && size == WC_CHUNK_FRAMES && r->detected_window_loaded)
         return 0;
     r->detected_window_loaded = false;
-    int rc = transcribe_encoder_idle(t); /* (counted in encode_ms there) */
-    if (rc) {
-        wc_stream_fail(t->s, rc, "%s", t->s_enc->errmsg);
+    int rc = encoder_for_state(t);
+    if (rc)
         return rc;
-    }
     double t0 = wc_now_ms();
     window_copy(r->mel, seek, size, encoder_input(t->enc, 0), 2 * t->hp->n_audio_ctx);
     encoder_forward_input(t->enc, t->s, 1, t->audio_features);
@@ -400,11 +407,8 @@ int transcribe_encoder_idle(struct transcribe_ctx *t) {
 int transcribe_detect_language(struct transcribe_ctx *t, const struct mel_spec *mel, float *logits,
                                float *probs) {
     /* detection sees pad_or_trim(mel, N_FRAMES): the padded log-Mel, not zeros */
-    int rc = transcribe_encoder_idle(t); /* (counted in encode_ms there) */
-    if (rc) {
-        wc_stream_fail(t->s, rc, "%s", t->s_enc->errmsg);
+    if (encoder_for_state(t))
         return -1;
-    }
     double t0 = wc_now_ms();
     encoder_forward(t->enc, t->s, mel->data, mel->n_frames, t->audio_features);
     decoder_set_audio(t->dec, t->s, t->audio_features);
